@@ -37,12 +37,8 @@ CLEAN :=
 $(O):
 	@mkdir -p $@
 
--include kernel/kernel.mk
--include lib/lib.mk
--include tools/tools.mk
--include selftests/selftests.mk
--include bpf/bpf.mk
--include scheduler/scheduler.mk
+# Fragments: every <dir>/*.mk and <dir>/<sub>/*.mk in the tree.
+include $(sort $(wildcard */*.mk */*/*.mk))
 
 .PHONY: all check demo bench clean deps format lint modules
 all: $(ALL)

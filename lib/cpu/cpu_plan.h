@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Seam between the graph executor and the fast CPU kernels.
+ *
+ * The executor calls mi_cpu_plan() once, after normalization and shape
+ * inference, with every tensor shape known.  The planner may choose a fast
+ * kernel variant per node (storing its private state in node->priv),
+ * fuse epilogues (marking absorbed nodes dead and rewiring outputs), and
+ * pre-pack weights.  At run time the executor calls mi_cpu_node_run() for
+ * every node whose priv is non-NULL and the op's reference run() otherwise.
+ * mi_cpu_plan_fini() releases everything mi_cpu_plan() allocated.
+ */
+#ifndef MI_CPU_PLAN_H
+#define MI_CPU_PLAN_H
+
+#include "ir.h"
+
+struct mi_cpu_opts {
+	int nthreads; /* 0 = number of online cores */
+	int reference; /* 1 = choose nothing, run every node's reference */
+};
+
+int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts);
+int mi_cpu_node_run(struct mi_graph *g, struct mi_node *n);
+void mi_cpu_plan_fini(struct mi_graph *g);
+
+#endif /* MI_CPU_PLAN_H */

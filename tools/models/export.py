@@ -1,0 +1,290 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Export seeded, randomly initialized test networks to ONNX.
+
+For every model NAME this writes, into --out (default build/models):
+
+  NAME.onnx          the network, eval mode, opset 13 (by default)
+  NAME.input.npy     a seeded float32 input of the model's input shape
+  NAME.output.npy    PyTorch's output for that input (the reference)
+  NAME.json          what was exported (shape, seed, opset, versions); used
+                     as the cache key: a model is re-exported only when this
+                     differs or the script is newer than the model.
+
+Weights are torch's default initialization under torch.manual_seed(seed);
+BatchNorm affine parameters and running statistics are randomized as well,
+so that folding BatchNorm into the preceding layer is really exercised
+(default running stats are mean 0 / var 1, which makes a broken fold
+invisible).
+
+Run with Debian's python (/usr/bin/python3: torch 1.13, torchvision 0.14,
+onnx 1.12):
+
+  tools/models/export.py --list
+  tools/models/export.py --out build/models --only resnet18,transformer
+  tools/models/export.py --only resnet50 --batch 2 --size 160
+  tools/models/export.py --out build/models/fused --fold-bn
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+MODELS = {}
+
+
+def model(name, kind="image", desc=""):
+    def deco(fn):
+        MODELS[name] = {"build": fn, "kind": kind, "desc": desc}
+        return fn
+    return deco
+
+
+def tv():
+    import torchvision.models as m
+    return m
+
+
+@model("resnet18", desc="torchvision ResNet-18")
+def _resnet18(args):
+    return tv().resnet18(weights=None)
+
+
+@model("resnet50", desc="torchvision ResNet-50")
+def _resnet50(args):
+    return tv().resnet50(weights=None)
+
+
+@model("mobilenet_v2", desc="torchvision MobileNetV2")
+def _mobilenet_v2(args):
+    return tv().mobilenet_v2(weights=None)
+
+
+@model("mobilenet_v3_small", desc="torchvision MobileNetV3-Small")
+def _mobilenet_v3_small(args):
+    return tv().mobilenet_v3_small(weights=None)
+
+
+@model("efficientnet_b0", desc="torchvision EfficientNet-B0")
+def _efficientnet_b0(args):
+    return tv().efficientnet_b0(weights=None)
+
+
+@model("squeezenet1_1", desc="torchvision SqueezeNet 1.1")
+def _squeezenet1_1(args):
+    return tv().squeezenet1_1(weights=None)
+
+
+@model("shufflenet_v2_x1_0", desc="torchvision ShuffleNetV2 x1.0")
+def _shufflenet_v2(args):
+    return tv().shufflenet_v2_x1_0(weights=None)
+
+
+@model("transformer", kind="sequence",
+       desc="nn.TransformerEncoder (d_model 128, 4 heads, 2 layers, GELU)")
+def _transformer(args):
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        """Token features -> 2-layer Transformer encoder -> LayerNorm."""
+
+        def __init__(self, d_model, nhead, layers):
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(
+                d_model, nhead, dim_feedforward=4 * d_model, dropout=0.1,
+                activation="gelu", batch_first=True)
+            self.enc = nn.TransformerEncoder(
+                layer, layers, norm=nn.LayerNorm(d_model),
+                enable_nested_tensor=False)
+
+        def forward(self, x):
+            return self.enc(x)
+
+    return Encoder(args.d_model, args.heads, args.layers)
+
+
+def randomize_norms(net, torch):
+    """Give every BatchNorm non-trivial affine params and running stats."""
+    import torch.nn as nn
+    with torch.no_grad():
+        for mod in net.modules():
+            if isinstance(mod, nn.modules.batchnorm._BatchNorm):
+                n = mod.num_features
+                mod.weight.copy_(torch.empty(n).uniform_(0.5, 1.5))
+                mod.bias.copy_(torch.empty(n).normal_(0.0, 0.1))
+                mod.running_mean.copy_(torch.empty(n).normal_(0.0, 0.1))
+                mod.running_var.copy_(torch.empty(n).uniform_(0.5, 1.5))
+            elif isinstance(mod, nn.LayerNorm) and mod.elementwise_affine:
+                n = mod.weight.numel()
+                mod.weight.copy_(torch.empty(n).uniform_(0.5, 1.5)
+                                 .view_as(mod.weight))
+                mod.bias.copy_(torch.empty(n).normal_(0.0, 0.1)
+                               .view_as(mod.bias))
+
+
+def input_shape(name, args):
+    if MODELS[name]["kind"] == "sequence":
+        return (args.batch, args.seq, args.d_model)
+    return (args.batch, 3, args.size, args.size)
+
+
+def meta_for(name, args, torch, torchvision, onnx):
+    return {
+        "name": name,
+        "desc": MODELS[name]["desc"],
+        "input_shape": list(input_shape(name, args)),
+        "seed": args.seed,
+        "opset": args.opset,
+        "fold_bn": args.fold_bn,
+        "dynamic_batch": args.dynamic_batch,
+        "model_args": ({"d_model": args.d_model, "heads": args.heads,
+                        "layers": args.layers}
+                       if MODELS[name]["kind"] == "sequence" else {}),
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "onnx": onnx.__version__,
+    }
+
+
+def up_to_date(out, name, meta):
+    paths = [os.path.join(out, name + ext)
+             for ext in (".onnx", ".input.npy", ".output.npy", ".json")]
+    if not all(os.path.exists(p) for p in paths):
+        return False
+    try:
+        with open(paths[3]) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return False
+    old.pop("export_seconds", None)
+    if old != meta:
+        return False
+    script = os.path.getmtime(os.path.abspath(__file__))
+    return all(os.path.getmtime(p) >= script for p in paths)
+
+
+def export_one(name, args, torch, np, onnx, meta):
+    out = args.out
+    torch.manual_seed(args.seed)
+    net = MODELS[name]["build"](args)
+    randomize_norms(net, torch)
+    net.eval()
+
+    rng = np.random.default_rng(args.seed)
+    x = rng.standard_normal(input_shape(name, args)).astype(np.float32)
+    xt = torch.from_numpy(x)
+
+    t0 = time.time()
+    with torch.no_grad():
+        ref = net(xt).numpy().astype(np.float32)
+
+    path = os.path.join(out, name + ".onnx")
+    tmp = path + ".tmp"
+    dyn = None
+    if args.dynamic_batch:
+        dyn = {"input": {0: "batch"}, "output": {0: "batch"}}
+    # Traced with autograd enabled: under no_grad, torch 1.13's
+    # TransformerEncoderLayer takes its fused "fast path"
+    # (aten::_transformer_encoder_layer_fwd), which has no ONNX export.
+    # By default BatchNormalization stays in the graph (TrainingMode.PRESERVE
+    # on an eval-mode model exports inference-mode BatchNormalization), so the
+    # runtime's own BN folding is what gets tested; --fold-bn lets PyTorch
+    # fold it into the convolutions as a plain export does.
+    mode = (torch.onnx.TrainingMode.EVAL if args.fold_bn
+            else torch.onnx.TrainingMode.PRESERVE)
+    with torch.enable_grad():
+        torch.onnx.export(net, xt, tmp, opset_version=args.opset,
+                          input_names=["input"], output_names=["output"],
+                          dynamic_axes=dyn, training=mode,
+                          do_constant_folding=True)
+    onnx.checker.check_model(onnx.load(tmp))
+    os.replace(tmp, path)
+    np.save(os.path.join(out, name + ".input.npy"), x)
+    np.save(os.path.join(out, name + ".output.npy"), ref)
+    meta = dict(meta)
+    meta["export_seconds"] = round(time.time() - t0, 2)
+    with open(os.path.join(out, name + ".json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    return meta["export_seconds"]
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="Export seeded random-weight networks to ONNX with a "
+                    "seeded input and PyTorch's reference output.")
+    ap.add_argument("--list", action="store_true",
+                    help="list the models and exit")
+    ap.add_argument("--out", default="build/models",
+                    help="output directory (default build/models)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated model names (default: all)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed for weights and input (default 0)")
+    ap.add_argument("--opset", type=int, default=13)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--size", type=int, default=224,
+                    help="image height and width (default 224)")
+    ap.add_argument("--seq", type=int, default=64,
+                    help="transformer sequence length (default 64)")
+    ap.add_argument("--d-model", type=int, default=128)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--dynamic-batch", action="store_true",
+                    help="export with a symbolic batch dimension")
+    ap.add_argument("--fold-bn", action="store_true",
+                    help="let PyTorch fold BatchNorm into Conv at export "
+                         "(default: keep BatchNormalization nodes)")
+    ap.add_argument("--force", action="store_true",
+                    help="re-export even if up to date")
+    ap.add_argument("-q", "--quiet", action="store_true")
+    args = ap.parse_args()
+
+    if args.list:
+        for name, m in MODELS.items():
+            print("%-20s %s" % (name, m["desc"]))
+        return 0
+
+    names = [n for n in args.only.split(",") if n] or list(MODELS)
+    bad = [n for n in names if n not in MODELS]
+    if bad:
+        print("export.py: unknown model(s): %s (see --list)" % ", ".join(bad),
+              file=sys.stderr)
+        return 2
+    if args.d_model % args.heads:
+        print("export.py: --d-model must be a multiple of --heads",
+              file=sys.stderr)
+        return 2
+
+    try:
+        import numpy as np
+        import onnx
+        import torch
+        import torchvision
+    except ImportError as e:
+        print("export.py: %s (run with /usr/bin/python3; tools/install-deps "
+              "installs python3-torch python3-torchvision python3-onnx)" % e,
+              file=sys.stderr)
+        return 2
+    import warnings
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+    os.makedirs(args.out, exist_ok=True)
+    for name in names:
+        meta = meta_for(name, args, torch, torchvision, onnx)
+        if not args.force and up_to_date(args.out, name, meta):
+            if not args.quiet:
+                print("%-20s up to date" % name)
+            continue
+        secs = export_one(name, args, torch, np, onnx, meta)
+        if not args.quiet:
+            print("%-20s exported %s in %.1fs" %
+                  (name, os.path.join(args.out, name + ".onnx"), secs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,885 @@
+// SPDX-License-Identifier: MIT
+/*
+ * int8 GEMM and convolution kernels: uint8 activations x int8 weights,
+ * int32 accumulation, fp32 requantization.  See quant.h for the number
+ * format.
+ *
+ * Micro-tile: 8 output channels x 32 pixels.  Weights are packed
+ * [block][k4][8 rows][4 k] so that one 32-bit broadcast gives a row's four
+ * consecutive k; activations ("B panel") are [k4][32 pixels][4 k] so that
+ * one 64-byte load gives 16 pixels x 4 k, exactly vpdpbusd's operands.
+ * Convolution input is reordered once to [c/4][H+pads][W+pads][4] so that
+ * im2col of a panel is a copy of 4-byte words (memcpy for stride 1) and
+ * a 1x1/stride-1 conv needs no im2col at all.  K is ordered
+ * (tap, channel quad, channel in quad).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <immintrin.h>
+
+#include "quant/quant.h"
+
+/* ---- ISA selection ---------------------------------------------------- */
+
+static int isa_max = -1;
+static int isa_cur = -1;
+
+int mi_quant_isa_max(void)
+{
+	if (isa_max < 0) {
+		__builtin_cpu_init();
+		if (__builtin_cpu_supports("avx512f") &&
+		    __builtin_cpu_supports("avx512bw") &&
+		    __builtin_cpu_supports("avx512vl") &&
+		    __builtin_cpu_supports("avx512vnni"))
+			isa_max = MI_QISA_AVX512;
+		else if (__builtin_cpu_supports("avx2") &&
+			 __builtin_cpu_supports("fma"))
+			isa_max = MI_QISA_AVX2;
+		else
+			isa_max = MI_QISA_GENERIC;
+	}
+	return isa_max;
+}
+
+int mi_quant_set_isa(int isa)
+{
+	int max = mi_quant_isa_max();
+
+	if (isa < MI_QISA_GENERIC)
+		isa = MI_QISA_GENERIC;
+	isa_cur = isa > max ? max : isa;
+	return isa_cur;
+}
+
+int mi_quant_isa(void)
+{
+	if (isa_cur < 0) {
+		const char *e = getenv("MI_CPU_ISA");
+		int want = MI_QISA_AVX512;
+
+		if (e && !strcmp(e, "generic"))
+			want = MI_QISA_GENERIC;
+		else if (e && !strcmp(e, "avx2"))
+			want = MI_QISA_AVX2;
+		mi_quant_set_isa(want);
+	}
+	return isa_cur;
+}
+
+const char *mi_quant_isa_name(int isa)
+{
+	switch (isa) {
+	case MI_QISA_AVX512:
+		return "avx512vnni";
+	case MI_QISA_AVX2:
+		return "avx2";
+	default:
+		return "generic";
+	}
+}
+
+/* ---- parallel-for ------------------------------------------------------- */
+
+static void serial_for(int n, mi_qpar_fn fn, void *arg)
+{
+	for (int i = 0; i < n; i++)
+		fn(arg, i, 0);
+}
+
+static mi_qparallel_for par_for = serial_for;
+static int par_threads = 1;
+
+void mi_quant_set_parallel(mi_qparallel_for pf, int nthreads)
+{
+	par_for = pf ? pf : serial_for;
+	par_threads = pf && nthreads > 0 ? nthreads : 1;
+}
+
+/* ---- weight packing ----------------------------------------------------- */
+
+int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
+		     mi_qw_get get, const void *ctx)
+{
+	memset(w, 0, sizeof(*w));
+	if (group <= 0 || ocg <= 0 || k <= 0)
+		return -EINVAL;
+	w->group = group;
+	w->ocg = ocg;
+	w->k = k;
+	w->k4 = (k + 3) / 4;
+	w->nblk = (ocg + MI_QMR - 1) / MI_QMR;
+	size_t bytes = (size_t)group * w->nblk * w->k4 * MI_QMR * 4;
+	w->packed = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+	w->wsum = calloc((size_t)group * ocg, sizeof(int32_t));
+	if (!w->packed || !w->wsum) {
+		mi_qweights_free(w);
+		return -ENOMEM;
+	}
+	memset(w->packed, 0, bytes);
+	for (int g = 0; g < group; g++)
+		for (int o = 0; o < ocg; o++) {
+			int8_t *blk = w->packed +
+				      ((size_t)(g * w->nblk + o / MI_QMR) *
+				       w->k4 * MI_QMR * 4);
+			int r = o % MI_QMR;
+			int32_t sum = 0;
+
+			for (int kk = 0; kk < k; kk++) {
+				int v = get(ctx, g, o, kk);
+
+				blk[(kk / 4) * MI_QMR * 4 + r * 4 + kk % 4] =
+					(int8_t)v;
+				sum += v;
+			}
+			w->wsum[g * ocg + o] = sum;
+		}
+	return 0;
+}
+
+void mi_qweights_free(struct mi_qweights *w)
+{
+	free(w->packed);
+	free(w->wsum);
+	memset(w, 0, sizeof(*w));
+}
+
+/* ---- micro-kernels: acc[8][32] = A(8 x 4k4) * B(4k4 x 32) ------------- */
+
+typedef void (*tile_fn)(const int8_t *a, const uint8_t *b, size_t ldb,
+			int k4, int32_t *acc);
+
+static void tile_generic(const int8_t *a, const uint8_t *b, size_t ldb,
+			 int k4, int32_t *acc)
+{
+	memset(acc, 0, MI_QMR * MI_QNR * sizeof(int32_t));
+	for (int kq = 0; kq < k4; kq++, a += MI_QMR * 4, b += ldb)
+		for (int r = 0; r < MI_QMR; r++) {
+			const int8_t *ar = a + r * 4;
+			int32_t *accr = acc + r * MI_QNR;
+
+			if (!(ar[0] | ar[1] | ar[2] | ar[3]))
+				continue;
+			for (int p = 0; p < MI_QNR; p++) {
+				const uint8_t *bp = b + p * 4;
+
+				accr[p] += ar[0] * bp[0] + ar[1] * bp[1] +
+					   ar[2] * bp[2] + ar[3] * bp[3];
+			}
+		}
+}
+
+__attribute__((target("avx2,fma"))) static void
+tile_avx2(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
+	  int32_t *acc)
+{
+	/* Exact: u8 -> s16 and s8 -> s16, vpmaddwd (no vpmaddubsw, whose
+	 * s16 saturation would be wrong).  Lanes 2p, 2p+1 of the two
+	 * accumulators per row hold k-pairs of pixel p; one hadd at the end. */
+	for (int sub = 0; sub < MI_QNR / 8; sub++) {
+		for (int half = 0; half < 2; half++) {
+			__m256i c0l = _mm256_setzero_si256(), c0h = c0l;
+			__m256i c1l = c0l, c1h = c0l, c2l = c0l, c2h = c0l;
+			__m256i c3l = c0l, c3h = c0l;
+			const int8_t *ap = a + half * 16;
+			const uint8_t *bp = b + sub * 32;
+
+			for (int kq = 0; kq < k4; kq++) {
+				__m256i bv = _mm256_loadu_si256((const void *)bp);
+				__m256i bl = _mm256_cvtepu8_epi16(
+					_mm256_castsi256_si128(bv));
+				__m256i bh = _mm256_cvtepu8_epi16(
+					_mm256_extracti128_si256(bv, 1));
+				__m128i a4 = _mm_loadu_si128((const void *)ap);
+				__m256i aw = _mm256_cvtepi8_epi16(a4);
+				__m256i w0 = _mm256_permute4x64_epi64(aw, 0x00);
+				__m256i w1 = _mm256_permute4x64_epi64(aw, 0x55);
+				__m256i w2 = _mm256_permute4x64_epi64(aw, 0xaa);
+				__m256i w3 = _mm256_permute4x64_epi64(aw, 0xff);
+
+				c0l = _mm256_add_epi32(c0l, _mm256_madd_epi16(bl, w0));
+				c0h = _mm256_add_epi32(c0h, _mm256_madd_epi16(bh, w0));
+				c1l = _mm256_add_epi32(c1l, _mm256_madd_epi16(bl, w1));
+				c1h = _mm256_add_epi32(c1h, _mm256_madd_epi16(bh, w1));
+				c2l = _mm256_add_epi32(c2l, _mm256_madd_epi16(bl, w2));
+				c2h = _mm256_add_epi32(c2h, _mm256_madd_epi16(bh, w2));
+				c3l = _mm256_add_epi32(c3l, _mm256_madd_epi16(bl, w3));
+				c3h = _mm256_add_epi32(c3h, _mm256_madd_epi16(bh, w3));
+				ap += MI_QMR * 4;
+				bp += ldb;
+			}
+#define MI_Q_FIN(cl, ch, r)                                                   \
+	_mm256_storeu_si256(                                                  \
+		(void *)(acc + (half * 4 + (r)) * MI_QNR + sub * 8),          \
+		_mm256_permute4x64_epi64(_mm256_hadd_epi32(cl, ch), 0xd8))
+			MI_Q_FIN(c0l, c0h, 0);
+			MI_Q_FIN(c1l, c1h, 1);
+			MI_Q_FIN(c2l, c2h, 2);
+			MI_Q_FIN(c3l, c3h, 3);
+#undef MI_Q_FIN
+		}
+	}
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+tile_vnni(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
+	  int32_t *acc)
+{
+	__m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00;
+	__m512i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+	__m512i c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+	__m512i c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+
+	for (int kq = 0; kq < k4; kq++) {
+		__m512i b0 = _mm512_loadu_si512((const void *)b);
+		__m512i b1 = _mm512_loadu_si512((const void *)(b + 64));
+		const int32_t *ap = (const int32_t *)(const void *)a;
+		__m512i w;
+
+#define MI_Q_ROW(r, x0, x1)                                                   \
+	w = _mm512_set1_epi32(ap[r]);                                         \
+	x0 = _mm512_dpbusd_epi32(x0, b0, w);                                  \
+	x1 = _mm512_dpbusd_epi32(x1, b1, w)
+		MI_Q_ROW(0, c00, c01);
+		MI_Q_ROW(1, c10, c11);
+		MI_Q_ROW(2, c20, c21);
+		MI_Q_ROW(3, c30, c31);
+		MI_Q_ROW(4, c40, c41);
+		MI_Q_ROW(5, c50, c51);
+		MI_Q_ROW(6, c60, c61);
+		MI_Q_ROW(7, c70, c71);
+#undef MI_Q_ROW
+		a += MI_QMR * 4;
+		b += ldb;
+	}
+#define MI_Q_ST(r, x0, x1)                                                    \
+	_mm512_storeu_si512((void *)(acc + (r) * MI_QNR), x0);                \
+	_mm512_storeu_si512((void *)(acc + (r) * MI_QNR + 16), x1)
+	MI_Q_ST(0, c00, c01);
+	MI_Q_ST(1, c10, c11);
+	MI_Q_ST(2, c20, c21);
+	MI_Q_ST(3, c30, c31);
+	MI_Q_ST(4, c40, c41);
+	MI_Q_ST(5, c50, c51);
+	MI_Q_ST(6, c60, c61);
+	MI_Q_ST(7, c70, c71);
+#undef MI_Q_ST
+}
+
+/* ---- epilogues: rows x np accumulators -> output ----------------------- */
+
+typedef void (*epi_fn)(const int32_t *acc, int ldacc, int rows, int np,
+		       const struct mi_qepi *ep, int oc0, void *out,
+		       ptrdiff_t ldo);
+
+static inline void epi_one(const struct mi_qepi *ep, int oc, int32_t a,
+			   void *out, ptrdiff_t idx)
+{
+	a += ep->comp[oc];
+	switch (ep->mode) {
+	case MI_QOUT_U8:
+		((uint8_t *)out)[idx] = (uint8_t)mi_qrequant(
+			a, ep->mult[oc], ep->zy, ep->flo, ep->fhi);
+		break;
+	case MI_QOUT_S8:
+		((int8_t *)out)[idx] = (int8_t)mi_qrequant(
+			a, ep->mult[oc], ep->zy, ep->flo, ep->fhi);
+		break;
+	case MI_QOUT_S32:
+		((int32_t *)out)[idx] = a;
+		break;
+	default: {
+		float v = __builtin_fmaf((float)a, ep->mult[oc],
+					 ep->fbias ? ep->fbias[oc] : 0.0f);
+		v = v < ep->flo ? ep->flo : v;
+		v = v > ep->fhi ? ep->fhi : v;
+		((float *)out)[idx] = v;
+	}
+	}
+}
+
+static void epi_generic(const int32_t *acc, int ldacc, int rows, int np,
+			const struct mi_qepi *ep, int oc0, void *out,
+			ptrdiff_t ldo)
+{
+	for (int r = 0; r < rows; r++)
+		for (int p = 0; p < np; p++)
+			epi_one(ep, oc0 + r, acc[r * ldacc + p], out,
+				r * ldo + p);
+}
+
+__attribute__((target("avx2,fma"))) static void
+epi_avx2(const int32_t *acc, int ldacc, int rows, int np,
+	 const struct mi_qepi *ep, int oc0, void *out, ptrdiff_t ldo)
+{
+	__m256 lo = _mm256_set1_ps(ep->flo), hi = _mm256_set1_ps(ep->fhi);
+	__m256i zy = _mm256_set1_epi32(ep->zy);
+
+	for (int r = 0; r < rows; r++) {
+		int oc = oc0 + r;
+		__m256i comp = _mm256_set1_epi32(ep->comp[oc]);
+		__m256 m = _mm256_set1_ps(ep->mode != MI_QOUT_S32 ?
+						  ep->mult[oc] : 0.0f);
+		__m256 fb = _mm256_set1_ps(ep->fbias ? ep->fbias[oc] : 0.0f);
+		const int32_t *ar = acc + r * ldacc;
+		int p = 0;
+
+		for (; p + 8 <= np; p += 8) {
+			__m256i a = _mm256_add_epi32(
+				_mm256_loadu_si256((const void *)(ar + p)), comp);
+			ptrdiff_t idx = r * ldo + p;
+
+			if (ep->mode == MI_QOUT_S32) {
+				_mm256_storeu_si256((void *)((int32_t *)out + idx), a);
+				continue;
+			}
+			__m256 f = _mm256_cvtepi32_ps(a);
+			if (ep->mode == MI_QOUT_F32) {
+				f = _mm256_fmadd_ps(f, m, fb);
+				f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
+				_mm256_storeu_ps((float *)out + idx, f);
+				continue;
+			}
+			f = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(f, m), lo), hi);
+			__m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(f), zy);
+			__m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q),
+						      _mm256_extracti128_si256(q, 1));
+			__m128i q8 = ep->mode == MI_QOUT_U8 ?
+					     _mm_packus_epi16(q16, q16) :
+					     _mm_packs_epi16(q16, q16);
+			_mm_storel_epi64((void *)((uint8_t *)out + idx), q8);
+		}
+		for (; p < np; p++)
+			epi_one(ep, oc, ar[p], out, r * ldo + p);
+	}
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
+epi_avx512(const int32_t *acc, int ldacc, int rows, int np,
+	   const struct mi_qepi *ep, int oc0, void *out, ptrdiff_t ldo)
+{
+	__m512 lo = _mm512_set1_ps(ep->flo), hi = _mm512_set1_ps(ep->fhi);
+	__m512i zy = _mm512_set1_epi32(ep->zy);
+
+	for (int r = 0; r < rows; r++) {
+		int oc = oc0 + r;
+		__m512i comp = _mm512_set1_epi32(ep->comp[oc]);
+		__m512 m = _mm512_set1_ps(ep->mode != MI_QOUT_S32 ?
+						  ep->mult[oc] : 0.0f);
+		__m512 fb = _mm512_set1_ps(ep->fbias ? ep->fbias[oc] : 0.0f);
+		const int32_t *ar = acc + r * ldacc;
+
+		for (int p = 0; p < np; p += 16) {
+			__mmask16 k = np - p >= 16 ? 0xffff :
+						     (__mmask16)((1u << (np - p)) - 1);
+			__m512i a = _mm512_add_epi32(
+				_mm512_maskz_loadu_epi32(k, ar + p), comp);
+			ptrdiff_t idx = r * ldo + p;
+
+			if (ep->mode == MI_QOUT_S32) {
+				_mm512_mask_storeu_epi32((int32_t *)out + idx, k, a);
+				continue;
+			}
+			__m512 f = _mm512_cvtepi32_ps(a);
+			if (ep->mode == MI_QOUT_F32) {
+				f = _mm512_fmadd_ps(f, m, fb);
+				f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+				_mm512_mask_storeu_ps((float *)out + idx, k, f);
+				continue;
+			}
+			f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(f, m), lo), hi);
+			__m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
+			_mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + idx, k, q);
+		}
+	}
+}
+
+struct kernels {
+	tile_fn tile;
+	epi_fn epi;
+};
+
+static struct kernels kernels_for(int isa)
+{
+	switch (isa) {
+	case MI_QISA_AVX512:
+		return (struct kernels){ tile_vnni, epi_avx512 };
+	case MI_QISA_AVX2:
+		return (struct kernels){ tile_avx2, epi_avx2 };
+	default:
+		return (struct kernels){ tile_generic, epi_generic };
+	}
+}
+
+static size_t out_elem(int mode)
+{
+	return mode == MI_QOUT_S32 || mode == MI_QOUT_F32 ? 4 : 1;
+}
+
+/* ---- GEMM with constant weights (MatMul / Gemm) ------------------------ */
+
+struct gemm_job {
+	const struct mi_qweights *w;
+	const uint8_t *a;
+	int m, lda, ldy, nchunk, bpc;
+	const struct mi_qepi *ep;
+	void *y;
+	struct kernels k;
+	uint8_t *ws; /* per thread: panel + acc + out tile */
+	size_t ws_per;
+};
+
+static void gemm_item(void *arg, int item, int tid)
+{
+	struct gemm_job *j = arg;
+	const struct mi_qweights *w = j->w;
+	int panel = item / j->nchunk, chunk = item % j->nchunk;
+	int p0 = panel * MI_QNR, np = j->m - p0 < MI_QNR ? j->m - p0 : MI_QNR;
+	uint8_t *pb = j->ws + tid * j->ws_per;
+	int32_t *acc = (int32_t *)(pb + (size_t)w->k4 * MI_QNR * 4);
+	uint8_t *ot = (uint8_t *)(acc + MI_QMR * MI_QNR);
+	size_t es = out_elem(j->ep->mode);
+
+	/* B panel: 4 consecutive k of row p are 4 contiguous bytes of A. */
+	for (int p = 0; p < MI_QNR; p++) {
+		const uint8_t *ar = j->a + (size_t)(p0 + (p < np ? p : 0)) * j->lda;
+
+		for (int kq = 0; kq < w->k4; kq++) {
+			uint8_t *d = pb + ((size_t)kq * MI_QNR + p) * 4;
+			int kk = kq * 4;
+
+			if (kk + 4 <= w->k) {
+				memcpy(d, ar + kk, 4);
+			} else {
+				memset(d, 0, 4);
+				memcpy(d, ar + kk, w->k - kk);
+			}
+		}
+	}
+	int b0 = chunk * j->bpc, b1 = b0 + j->bpc;
+
+	if (b1 > w->nblk)
+		b1 = w->nblk;
+	for (int b = b0; b < b1; b++) {
+		int oc0 = b * MI_QMR;
+		int rows = w->ocg - oc0 < MI_QMR ? w->ocg - oc0 : MI_QMR;
+
+		j->k.tile(w->packed + (size_t)b * w->k4 * MI_QMR * 4, pb,
+			  MI_QNR * 4, w->k4, acc);
+		j->k.epi(acc, MI_QNR, rows, np, j->ep, oc0, ot, MI_QNR);
+		/* transpose the 8 x np tile into Y[p][oc] */
+		for (int p = 0; p < np; p++) {
+			uint8_t *dst = (uint8_t *)j->y +
+				       ((size_t)(p0 + p) * j->ldy + oc0) * es;
+
+			for (int r = 0; r < rows; r++)
+				memcpy(dst + r * es, ot + (r * MI_QNR + p) * es,
+				       es);
+		}
+	}
+}
+
+int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
+	     const struct mi_qepi *ep, void *y, int ldy)
+{
+	struct gemm_job j = {
+		.w = w, .a = a, .m = m, .lda = lda, .ldy = ldy, .ep = ep, .y = y,
+		.k = kernels_for(mi_quant_isa()),
+	};
+	int npanel = (m + MI_QNR - 1) / MI_QNR;
+
+	if (w->group != 1 || m <= 0)
+		return -EINVAL;
+	/* split the output channels too when there are few panels */
+	j.nchunk = npanel >= 2 * par_threads ? 1 : 2 * par_threads;
+	if (j.nchunk > w->nblk)
+		j.nchunk = w->nblk;
+	j.bpc = (w->nblk + j.nchunk - 1) / j.nchunk;
+	j.nchunk = (w->nblk + j.bpc - 1) / j.bpc;
+	j.ws_per = ((size_t)w->k4 * MI_QNR * 4 + MI_QMR * MI_QNR * 8 + 63) &
+		   ~(size_t)63;
+	j.ws = aligned_alloc(64, j.ws_per * par_threads);
+	if (!j.ws)
+		return -ENOMEM;
+	par_for(npanel * j.nchunk, gemm_item, &j);
+	free(j.ws);
+	return 0;
+}
+
+/* ---- convolution ------------------------------------------------------ */
+
+struct conv_get_ctx {
+	mi_qw_get get;
+	const void *ctx;
+	const struct mi_qconv_shape *s;
+	int c4;
+};
+
+/* packed k = (tap * c4 + cq) * 4 + j  ->  ONNX k = (c * kh + ky) * kw + kx */
+static int conv_get(const void *vctx, int g, int o, int k)
+{
+	const struct conv_get_ctx *c = vctx;
+	int j = k % 4, cq = (k / 4) % c->c4, tap = k / 4 / c->c4;
+	int ch = cq * 4 + j, cg = c->s->c / c->s->group;
+
+	if (ch >= cg)
+		return 0;
+	int ky = tap / c->s->kw, kx = tap % c->s->kw;
+
+	return c->get(c->ctx, g, o, (ch * c->s->kh + ky) * c->s->kw + kx);
+}
+
+int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
+		  mi_qw_get get, const void *ctx)
+{
+	memset(cv, 0, sizeof(*cv));
+	if (s->group <= 0 || s->c % s->group || s->oc % s->group ||
+	    s->kh <= 0 || s->kw <= 0 || s->sh <= 0 || s->sw <= 0 ||
+	    s->dh <= 0 || s->dw <= 0 || s->oh <= 0 || s->ow <= 0)
+		return -EINVAL;
+	if ((int64_t)(s->oh - 1) * s->sh + (int64_t)(s->kh - 1) * s->dh >=
+		    (int64_t)s->h + s->pt + s->pb ||
+	    (int64_t)(s->ow - 1) * s->sw + (int64_t)(s->kw - 1) * s->dw >=
+		    (int64_t)s->w + s->pl + s->pr ||
+	    s->pt < 0 || s->pl < 0 || s->pb < 0 || s->pr < 0)
+		return -EINVAL;
+	cv->s = *s;
+	if (s->group == s->c && s->oc == s->c && s->kh == 3 && s->kw == 3) {
+		cv->depthwise = true;
+		cv->dww = malloc((size_t)s->oc * 9);
+		cv->wsum_dw = calloc(s->oc, sizeof(int32_t));
+		if (!cv->dww || !cv->wsum_dw) {
+			mi_qconv_fini(cv);
+			return -ENOMEM;
+		}
+		for (int o = 0; o < s->oc; o++)
+			for (int t = 0; t < 9; t++) {
+				int v = get(ctx, o, 0, t);
+
+				cv->dww[o * 9 + t] = (int8_t)v;
+				cv->wsum_dw[o] += v;
+			}
+		return 0;
+	}
+	int cg = s->c / s->group;
+
+	cv->c4 = (cg + 3) / 4;
+	cv->direct1x1 = s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 &&
+			!(s->pt | s->pl | s->pb | s->pr) && s->oh == s->h &&
+			s->ow == s->w;
+	struct conv_get_ctx c = { get, ctx, s, cv->c4 };
+
+	return mi_qweights_pack(&cv->w, s->group, s->oc / s->group,
+				s->kh * s->kw * cv->c4 * 4, conv_get, &c);
+}
+
+void mi_qconv_fini(struct mi_qconv *cv)
+{
+	mi_qweights_free(&cv->w);
+	free(cv->dww);
+	free(cv->wsum_dw);
+	memset(cv, 0, sizeof(*cv));
+}
+
+void mi_qconv_comp(const struct mi_qconv *cv, const int32_t *bias, int zx_u8,
+		   int32_t *comp)
+{
+	const int32_t *ws = cv->depthwise ? cv->wsum_dw : cv->w.wsum;
+
+	for (int o = 0; o < cv->s.oc; o++)
+		comp[o] = (bias ? bias[o] : 0) - zx_u8 * ws[o];
+}
+
+static size_t conv_xi_bytes(const struct mi_qconv *cv)
+{
+	const struct mi_qconv_shape *s = &cv->s;
+	size_t hp = s->h + s->pt + s->pb, wp = s->w + s->pl + s->pr;
+
+	if (cv->depthwise)
+		return (hp * wp + 64) * s->c;
+	return (size_t)s->group * cv->c4 * hp * wp * 4 + MI_QNR * 4 + 64;
+}
+
+static size_t conv_ws_per_thread(const struct mi_qconv *cv)
+{
+	if (cv->depthwise)
+		return ((size_t)cv->s.ow * 4 + 64 + 63) & ~(size_t)63;
+	return ((size_t)cv->w.k4 * MI_QNR * 4 + MI_QMR * MI_QNR * 4 + 63) &
+	       ~(size_t)63;
+}
+
+size_t mi_qconv_workspace(const struct mi_qconv *cv)
+{
+	/* per-thread area for up to 64 threads */
+	int nt = par_threads > 64 ? 64 : par_threads;
+
+	return ((conv_xi_bytes(cv) + 63) & ~(size_t)63) +
+	       conv_ws_per_thread(cv) * nt + 64;
+}
+
+struct conv_job {
+	const struct mi_qconv *cv;
+	const uint8_t *xsrc;
+	uint8_t flip; /* 0x80 for int8 input */
+	uint8_t zx;
+	uint8_t *xi;
+	size_t hp, wp;
+	int npanel;
+	const struct mi_qepi *ep;
+	uint8_t *y;
+	struct kernels k;
+	uint8_t *ws;
+	size_t ws_per;
+	int dw_isa;
+};
+
+/* Reorder one group-channel-quad plane of the input into xi. */
+static void conv_prep_item(void *arg, int item, int tid)
+{
+	struct conv_job *j = arg;
+	const struct mi_qconv_shape *s = &j->cv->s;
+	int g = item / j->cv->c4, cq = item % j->cv->c4;
+	int cg = s->c / s->group;
+	uint32_t *dst = (uint32_t *)(void *)(j->xi + (size_t)item * j->hp * j->wp * 4);
+	uint32_t fill = j->zx * 0x01010101u;
+	const uint8_t *src[4];
+	size_t plane = (size_t)s->h * s->w;
+
+	for (int q = 0; q < 4; q++) {
+		int ch = cq * 4 + q;
+
+		src[q] = ch < cg ? j->xsrc + (size_t)(g * cg + ch) * plane : NULL;
+	}
+	for (size_t y = 0; y < j->hp; y++) {
+		uint32_t *row = dst + y * j->wp;
+		int iy = (int)y - s->pt;
+
+		if (iy < 0 || iy >= s->h) {
+			for (size_t x = 0; x < j->wp; x++)
+				row[x] = fill;
+			continue;
+		}
+		for (int x = 0; x < s->pl; x++)
+			row[x] = fill;
+		for (int x = s->w + s->pl; x < (int)j->wp; x++)
+			row[x] = fill;
+		uint8_t *r8 = (uint8_t *)(row + s->pl);
+
+		for (int q = 0; q < 4; q++) {
+			const uint8_t *sp = src[q] ? src[q] + (size_t)iy * s->w : NULL;
+
+			if (!sp) {
+				for (int x = 0; x < s->w; x++)
+					r8[x * 4 + q] = j->zx;
+				continue;
+			}
+			for (int x = 0; x < s->w; x++)
+				r8[x * 4 + q] = sp[x] ^ j->flip;
+		}
+	}
+}
+
+/* One (group, pixel panel): im2col into the panel, all output blocks. */
+static void conv_gemm_item(void *arg, int item, int tid)
+{
+	struct conv_job *j = arg;
+	const struct mi_qconv *cv = j->cv;
+	const struct mi_qconv_shape *s = &cv->s;
+	const struct mi_qweights *w = &cv->w;
+	int g = item / j->npanel, panel = item % j->npanel;
+	int npix = s->oh * s->ow;
+	int p0 = panel * MI_QNR, np = npix - p0 < MI_QNR ? npix - p0 : MI_QNR;
+	uint8_t *pb = j->ws + tid * j->ws_per;
+	int32_t *acc = (int32_t *)(pb + (size_t)w->k4 * MI_QNR * 4);
+	const uint8_t *xg = j->xi + (size_t)g * cv->c4 * j->hp * j->wp * 4;
+	const uint8_t *b;
+	size_t ldb;
+
+	if (cv->direct1x1) {
+		b = xg + (size_t)p0 * 4;
+		ldb = j->hp * j->wp * 4;
+	} else {
+		/* runs of pixels on the same output row */
+		int run_oy[MI_QNR], run_ox[MI_QNR], run_len[MI_QNR], run_pp[MI_QNR];
+		int nrun = 0;
+
+		for (int pp = 0; pp < np;) {
+			int p = p0 + pp, oy = p / s->ow, ox = p % s->ow;
+			int len = s->ow - ox < np - pp ? s->ow - ox : np - pp;
+
+			run_oy[nrun] = oy;
+			run_ox[nrun] = ox;
+			run_len[nrun] = len;
+			run_pp[nrun++] = pp;
+			pp += len;
+		}
+		size_t plane = j->hp * j->wp * 4;
+		int taps = s->kh * s->kw;
+
+		for (int t = 0; t < taps; t++) {
+			int ky = t / s->kw, kx = t % s->kw;
+
+			for (int cq = 0; cq < cv->c4; cq++) {
+				const uint8_t *src0 = xg + cq * plane;
+				uint8_t *dst0 = pb + ((size_t)(t * cv->c4 + cq) * MI_QNR) * 4;
+
+				for (int r = 0; r < nrun; r++) {
+					const uint8_t *src = src0 +
+						(((size_t)run_oy[r] * s->sh + ky * s->dh) * j->wp +
+						 (size_t)run_ox[r] * s->sw + kx * s->dw) * 4;
+					uint8_t *dst = dst0 + run_pp[r] * 4;
+
+					if (s->sw == 1) {
+						memcpy(dst, src, run_len[r] * 4);
+					} else {
+						for (int i = 0; i < run_len[r]; i++)
+							memcpy(dst + i * 4, src + (size_t)i * s->sw * 4, 4);
+					}
+				}
+			}
+		}
+		b = pb;
+		ldb = MI_QNR * 4;
+	}
+	size_t es = out_elem(j->ep->mode);
+
+	for (int blk = 0; blk < w->nblk; blk++) {
+		int o0 = blk * MI_QMR;
+		int rows = w->ocg - o0 < MI_QMR ? w->ocg - o0 : MI_QMR;
+		int oc0 = g * w->ocg + o0;
+
+		j->k.tile(w->packed + (size_t)(g * w->nblk + blk) * w->k4 * MI_QMR * 4,
+			  b, ldb, w->k4, acc);
+		j->k.epi(acc, MI_QNR, rows, np, j->ep, oc0,
+			 j->y + ((size_t)oc0 * npix + p0) * es, npix);
+	}
+}
+
+/* ---- depthwise 3x3 ------------------------------------------------------ */
+
+/* acc[ox] += sum over 9 taps; rows: 3 input row pointers. */
+#define MI_DW_ROW_BODY                                                         \
+	{                                                                      \
+		for (int ky = 0; ky < 3; ky++) {                               \
+			const uint8_t *r = rows[ky];                           \
+			int w0 = w[ky * 3], w1 = w[ky * 3 + 1],                \
+			    w2 = w[ky * 3 + 2];                                \
+			if (sw == 1 && dw == 1) {                              \
+				for (int x = 0; x < ow; x++)                   \
+					acc[x] += w0 * r[x] + w1 * r[x + 1] +  \
+						  w2 * r[x + 2];               \
+			} else {                                               \
+				for (int x = 0; x < ow; x++)                   \
+					acc[x] += w0 * r[x * sw] +             \
+						  w1 * r[x * sw + dw] +        \
+						  w2 * r[x * sw + 2 * dw];     \
+			}                                                      \
+		}                                                              \
+	}
+
+typedef void (*dw_row_fn)(int32_t *restrict acc, const uint8_t *const *rows,
+			  const int8_t *w, int ow, int sw, int dw);
+
+#pragma GCC push_options
+#pragma GCC optimize("O3")
+static void dw_row_generic(int32_t *restrict acc, const uint8_t *const *rows,
+			   const int8_t *w, int ow, int sw, int dw)
+MI_DW_ROW_BODY
+#pragma GCC target("avx2")
+static void dw_row_avx2(int32_t *restrict acc, const uint8_t *const *rows,
+			const int8_t *w, int ow, int sw, int dw)
+MI_DW_ROW_BODY
+#pragma GCC target("avx512f,avx512bw,avx512vl")
+static void dw_row_avx512(int32_t *restrict acc, const uint8_t *const *rows,
+			  const int8_t *w, int ow, int sw, int dw)
+MI_DW_ROW_BODY
+#pragma GCC pop_options
+
+static void dw_prep_item(void *arg, int c, int tid)
+{
+	struct conv_job *j = arg;
+	const struct mi_qconv_shape *s = &j->cv->s;
+	uint8_t *dst = j->xi + (size_t)c * (j->hp * j->wp + 64);
+	const uint8_t *src = j->xsrc + (size_t)c * s->h * s->w;
+
+	for (size_t y = 0; y < j->hp; y++) {
+		uint8_t *row = dst + y * j->wp;
+		int iy = (int)y - s->pt;
+
+		if (iy < 0 || iy >= s->h) {
+			memset(row, j->zx, j->wp);
+			continue;
+		}
+		memset(row, j->zx, s->pl);
+		memset(row + s->pl + s->w, j->zx, j->wp - s->pl - s->w);
+		const uint8_t *sp = src + (size_t)iy * s->w;
+
+		if (j->flip)
+			for (int x = 0; x < s->w; x++)
+				row[s->pl + x] = sp[x] ^ 0x80;
+		else
+			memcpy(row + s->pl, sp, s->w);
+	}
+}
+
+static void dw_item(void *arg, int c, int tid)
+{
+	struct conv_job *j = arg;
+	const struct mi_qconv *cv = j->cv;
+	const struct mi_qconv_shape *s = &cv->s;
+	const uint8_t *xp = j->xi + (size_t)c * (j->hp * j->wp + 64);
+	int32_t *acc = (int32_t *)(void *)(j->ws + tid * j->ws_per);
+	dw_row_fn row = j->dw_isa == MI_QISA_AVX512 ? dw_row_avx512 :
+			j->dw_isa == MI_QISA_AVX2   ? dw_row_avx2 :
+						      dw_row_generic;
+	size_t es = out_elem(j->ep->mode);
+	uint8_t *yc = j->y + (size_t)c * s->oh * s->ow * es;
+
+	for (int oy = 0; oy < s->oh; oy++) {
+		const uint8_t *rows[3];
+
+		for (int ky = 0; ky < 3; ky++)
+			rows[ky] = xp + ((size_t)oy * s->sh + ky * s->dh) * j->wp;
+		memset(acc, 0, s->ow * sizeof(int32_t));
+		row(acc, rows, cv->dww + c * 9, s->ow, s->sw, s->dw);
+		j->k.epi(acc, s->ow, 1, s->ow, j->ep, c,
+			 yc + (size_t)oy * s->ow * es, 0);
+	}
+}
+
+int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
+		 int zx, const struct mi_qepi *ep, void *y, void *ws)
+{
+	const struct mi_qconv_shape *s = &cv->s;
+	int isa = mi_quant_isa();
+	struct conv_job j = {
+		.cv = cv, .xsrc = x, .flip = x_signed ? 0x80 : 0,
+		.zx = (uint8_t)(x_signed ? zx + 128 : zx), .ep = ep, .y = y,
+		.k = kernels_for(isa), .dw_isa = isa,
+	};
+	void *own = NULL;
+
+	if (!ws) {
+		own = ws = aligned_alloc(64, (mi_qconv_workspace(cv) + 63) & ~(size_t)63);
+		if (!own)
+			return -ENOMEM;
+	}
+	j.hp = s->h + s->pt + s->pb;
+	j.wp = s->w + s->pl + s->pr;
+	j.xi = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
+	j.ws = j.xi + ((conv_xi_bytes(cv) + 63) & ~(size_t)63);
+	j.ws_per = conv_ws_per_thread(cv);
+	if (cv->depthwise) {
+		par_for(s->c, dw_prep_item, &j);
+		par_for(s->c, dw_item, &j);
+	} else {
+		j.npanel = (s->oh * s->ow + MI_QNR - 1) / MI_QNR;
+		par_for(s->group * cv->c4, conv_prep_item, &j);
+		par_for(s->group * j.npanel, conv_gemm_item, &j);
+	}
+	free(own);
+	return 0;
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * int8 inference: kernels, quantized ONNX ops, the QDQ planner step and
+ * `metainfer quantize`.  Private to libmetainfer.
+ *
+ * Number format (the one VNNI's vpdpbusd wants):
+ *  - activations: uint8 with a per-tensor zero point zx (int8 activations
+ *    are turned into uint8 by flipping the sign bit, zx += 128);
+ *  - weights: int8, symmetric (zero point 0), one scale per output channel;
+ *  - accumulation in int32, exact:  acc = sum_k w[k] * x[k] + comp[oc],
+ *    comp[oc] = bias_q[oc] - zx * sum_k w[k]  (zero-point compensation);
+ *  - requantization in fp32: q = sat(rne((float)acc * mult[oc]) + zy) with
+ *    mult = sx * sw[oc] / sy, round-to-nearest-even (the rounding of
+ *    QuantizeLinear), fused Relu/Clip as clamp bounds.
+ * Every ISA path (AVX-512 VNNI, AVX2, portable C) produces bit-identical
+ * results: the integer part is exact and the float part performs the same
+ * IEEE operations in the same order.
+ */
+#ifndef MI_QUANT_H
+#define MI_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "ir.h"
+
+/* ---- ISA dispatch ---------------------------------------------------- */
+enum mi_qisa_id {
+	MI_QISA_GENERIC = 0,
+	MI_QISA_AVX2 = 1,   /* AVX2 + FMA: 8->16 bit widening + vpmaddwd */
+	MI_QISA_AVX512 = 2, /* AVX-512 F/BW/VL + VNNI: vpdpbusd */
+};
+
+/* Best ISA this CPU supports, lowered by MI_CPU_ISA=avx512|avx2|generic. */
+int mi_quant_isa(void);
+/* Force an ISA (tests); capped at what the CPU supports.  Returns the ISA
+ * actually selected. */
+int mi_quant_set_isa(int isa);
+const char *mi_quant_isa_name(int isa);
+/* Highest ISA the CPU supports (ignores MI_CPU_ISA). */
+int mi_quant_isa_max(void);
+
+/* Parallel-for used by the kernels (default: serial).  Calls
+ * fn(arg, i, tid) for every i in [0, n), tid in [0, nthreads). */
+typedef void (*mi_qpar_fn)(void *arg, int i, int tid);
+typedef void (*mi_qparallel_for)(int n, mi_qpar_fn fn, void *arg);
+void mi_quant_set_parallel(mi_qparallel_for pf, int nthreads);
+
+/* ---- packed weights --------------------------------------------------- */
+#define MI_QMR 8  /* output channels per micro-tile */
+#define MI_QNR 32 /* pixels (GEMM columns) per micro-tile */
+
+/*
+ * Weights of a quantized GEMM/conv, packed for the micro-kernels:
+ * rows = output channels (per group), K = reduction length.  Layout
+ * [group][ceil(ocg/8)][k4][8][4] int8 (k4 = ceil(K/4)), zero padded.
+ */
+struct mi_qweights {
+	int group, ocg, k, k4, nblk; /* nblk = ceil(ocg / 8) */
+	int8_t *packed;
+	int32_t *wsum;     /* [group * ocg] sum over k */
+};
+
+/* w(g, o, k) callback gives weight k of output channel o of group g. */
+typedef int (*mi_qw_get)(const void *ctx, int g, int o, int k);
+int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
+		     mi_qw_get get, const void *ctx);
+void mi_qweights_free(struct mi_qweights *w);
+
+/* ---- epilogue ----------------------------------------------------------- */
+enum mi_qout_mode {
+	MI_QOUT_U8 = 0,  /* requantize to uint8 */
+	MI_QOUT_S8 = 1,  /* requantize to int8 */
+	MI_QOUT_S32 = 2, /* raw int32 accumulator (+ comp) */
+	MI_QOUT_F32 = 3, /* fma((float)acc, mult, fbias), clamped */
+};
+
+struct mi_qepi {
+	int mode;
+	const int32_t *comp; /* [OC] added to every accumulator (required) */
+	const float *mult;   /* [OC] (U8/S8/F32) */
+	const float *fbias;  /* [OC] (F32, may be NULL = 0) */
+	int32_t zy;          /* output zero point (U8/S8) */
+	float flo, fhi;      /* clamp before rounding: U8/S8 in q - zy units */
+};
+
+/* ---- GEMM: Y[m][n] = sum_k A[m][k] * W[n][k]  (MatMul with constant
+ * weights; A uint8 activations with zero point za, W packed, group 1).
+ * comp must already hold -za * wsum (+ bias).  Output row-major, ldy
+ * elements per row. */
+int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
+	     const struct mi_qepi *ep, void *y, int ldy);
+
+/* ---- convolution (NCHW, one image) ---------------------------------- */
+struct mi_qconv_shape {
+	int c, h, w;       /* input */
+	int oc, oh, ow;    /* output */
+	int kh, kw, sh, sw, dh, dw;
+	int pt, pl, pb, pr; /* pads */
+	int group;
+};
+
+struct mi_qconv {
+	struct mi_qconv_shape s;
+	bool depthwise;     /* group == c == oc, kernel 3x3: direct kernel */
+	bool direct1x1;     /* 1x1, stride 1, no pad: input is the B matrix */
+	int c4;             /* ceil(c / group / 4) channel quads per group */
+	struct mi_qweights w;
+	int8_t *dww;        /* depthwise: [oc][9] */
+	int32_t *wsum_dw;   /* depthwise: [oc] */
+};
+
+/* Prepare a conv: weights w(g,o,c,ky,kx) via get(ctx, g, o, k) with
+ * k = (c * kh + ky) * kw + kx in ONNX order (c within the group). */
+int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
+		  mi_qw_get get, const void *ctx);
+void mi_qconv_fini(struct mi_qconv *cv);
+/* Workspace bytes needed by mi_qconv_run (per call). */
+size_t mi_qconv_workspace(const struct mi_qconv *cv);
+/* x: input image (uint8, or int8 when x_signed), zx its zero point in
+ * that type's range; ep->comp must hold bias_q - zx_u8 * wsum where
+ * zx_u8 = zx (+128 if x_signed): use mi_qconv_comp().  ws: workspace of
+ * mi_qconv_workspace() bytes (NULL: allocated here). */
+int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
+		 int zx, const struct mi_qepi *ep, void *y, void *ws);
+/* comp[o] = bias[o] (or 0) - zx_u8 * wsum[o]. */
+void mi_qconv_comp(const struct mi_qconv *cv, const int32_t *bias, int zx_u8,
+		   int32_t *comp);
+
+/* ---- reference helpers (tests) -------------------------------------- */
+/* Scalar requantization: exactly what every kernel path computes. */
+static inline int32_t mi_qrequant(int32_t acc, float mult, int32_t zy,
+				  float flo, float fhi)
+{
+	float v = (float)acc * mult;
+	v = v < flo ? flo : v;
+	v = v > fhi ? fhi : v;
+	return (int32_t)__builtin_nearbyintf(v) + zy;
+}
+
+/* ---- ops, planner, CLI ------------------------------------------------ */
+/* Quantized ONNX ops (reference implementations, any dtype combination). */
+extern const struct mi_op_def mi_quant_ops[];
+extern const int mi_quant_nops;
+/* Look one up by type/domain (NULL if not a quantized op). */
+const struct mi_op_def *mi_quant_op_find(const char *op_type,
+					 const char *domain);
+
+struct mi_cpu_opts;
+/* Planner step: rewrites QDQ chains and QLinear nodes to int8 kernels. */
+int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts);
+
+/* `metainfer quantize ...`; returns the exit status. */
+int mi_quant_main(int argc, char **argv);
+
+#endif /* MI_QUANT_H */

@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# lib/quant: int8 kernels, quantized ONNX ops, QDQ planner step, `quantize`.
+# Objects go into libmetainfer.a through an extra prerequisite of $(LIB_A)
+# (lib/lib.mk archives $^) and lib/lib.mk's $(O)/lib/%.o pattern rule.
+
+QUANT_SRCS := $(wildcard lib/quant/*.c)
+QUANT_OBJS := $(patsubst %.c,$(O)/%.o,$(QUANT_SRCS))
+QUANT_TESTS := $(O)/lib/quant/tests/test-qkernels
+QUANT_LDLIBS := -lm -pthread
+
+$(QUANT_OBJS): $(wildcard lib/quant/*.h lib/*.h)
+$(LIB_A): $(QUANT_OBJS)
+
+# The kernel test needs only the kernels (no IR, no loader).
+$(O)/lib/quant/tests/test-qkernels: lib/quant/tests/test-qkernels.c $(O)/lib/quant/qgemm.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) $^ -o $@ $(QUANT_LDLIBS)
+
+ALL += $(QUANT_TESTS)
+CHECKS += check-quant
+
+.PHONY: check-quant
+check-quant: $(QUANT_TESTS)
+	$(O)/lib/quant/tests/test-qkernels 400

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: MIT
+/*
+ * int8 kernels vs a scalar reference: conv (grouped, depthwise, 1x1,
+ * strides, dilations, pads, odd channel counts) and GEMM, every output
+ * mode, on every ISA path this CPU has.  Results must be bit-identical.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/quant.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 16);
+}
+
+static int rndi(int lo, int hi) /* inclusive */
+{
+	return lo + (int)(rnd() % (uint32_t)(hi - lo + 1));
+}
+
+struct wctx {
+	const int8_t *w;
+	int ocg, kg; /* per-group rows, k per row */
+};
+
+static int wget(const void *vctx, int g, int o, int k)
+{
+	const struct wctx *c = vctx;
+
+	return c->w[((size_t)g * c->ocg + o) * c->kg + k];
+}
+
+static void ref_out(const struct mi_qepi *ep, int oc, int32_t acc, void *y,
+		    size_t idx)
+{
+	acc += ep->comp[oc];
+	switch (ep->mode) {
+	case MI_QOUT_U8:
+		((uint8_t *)y)[idx] = (uint8_t)mi_qrequant(acc, ep->mult[oc], ep->zy,
+							   ep->flo, ep->fhi);
+		break;
+	case MI_QOUT_S8:
+		((int8_t *)y)[idx] = (int8_t)mi_qrequant(acc, ep->mult[oc], ep->zy,
+							 ep->flo, ep->fhi);
+		break;
+	case MI_QOUT_S32:
+		((int32_t *)y)[idx] = acc;
+		break;
+	default: {
+		float v = fmaf((float)acc, ep->mult[oc], ep->fbias ? ep->fbias[oc] : 0);
+		v = v < ep->flo ? ep->flo : v;
+		((float *)y)[idx] = v > ep->fhi ? ep->fhi : v;
+	}
+	}
+}
+
+static size_t esize(int mode)
+{
+	return mode >= MI_QOUT_S32 ? 4 : 1;
+}
+
+static void make_epi(struct mi_qepi *ep, int mode, int oc, int32_t *comp,
+		     float *mult, float *fbias, int kmax)
+{
+	memset(ep, 0, sizeof(*ep));
+	ep->mode = mode;
+	ep->comp = comp;
+	ep->mult = mult;
+	for (int o = 0; o < oc; o++) {
+		/* scale so outputs spread over the range and saturate a bit */
+		mult[o] = (float)(rndi(1, 1000) / 1000.0 / (kmax * 40.0 + 1));
+		fbias[o] = (float)rndi(-100, 100) / 10.0f;
+	}
+	if (mode == MI_QOUT_U8) {
+		ep->zy = rndi(0, 255);
+		int relu = rnd() % 2;
+		ep->flo = (float)((relu ? ep->zy : 0) - ep->zy);
+		ep->fhi = (float)(255 - ep->zy);
+	} else if (mode == MI_QOUT_S8) {
+		ep->zy = rndi(-128, 127);
+		ep->flo = (float)(-128 - ep->zy);
+		ep->fhi = (float)(127 - ep->zy);
+	} else if (mode == MI_QOUT_F32) {
+		ep->fbias = rnd() % 2 ? fbias : NULL;
+		ep->flo = rnd() % 2 ? 0.0f : -INFINITY;
+		ep->fhi = rnd() % 2 ? 6.0f : INFINITY;
+	}
+}
+
+static int test_conv(int iter)
+{
+	struct mi_qconv_shape s;
+	int dwise = iter % 5 == 0, one = iter % 5 == 1;
+
+	memset(&s, 0, sizeof(s));
+	s.group = dwise ? 0 : (rnd() % 4 == 0 ? rndi(2, 3) : 1);
+	if (dwise) {
+		s.c = s.oc = s.group = rndi(1, 20);
+		s.kh = s.kw = 3;
+	} else {
+		s.c = s.group * rndi(1, 21);
+		s.oc = s.group * rndi(1, 19);
+		s.kh = one ? 1 : rndi(1, 3);
+		s.kw = one ? 1 : rndi(1, 3);
+	}
+	s.h = rndi(1, 17);
+	s.w = rndi(1, 40);
+	s.sh = one ? 1 : rndi(1, 2);
+	s.sw = one ? 1 : rndi(1, 2);
+	s.dh = one ? 1 : (rnd() % 4 ? 1 : 2);
+	s.dw = one ? 1 : (rnd() % 4 ? 1 : 2);
+	if (!one) {
+		s.pt = rndi(0, 2);
+		s.pb = rndi(0, 2);
+		s.pl = rndi(0, 2);
+		s.pr = rndi(0, 2);
+	}
+	int eh = (s.kh - 1) * s.dh + 1, ew = (s.kw - 1) * s.dw + 1;
+
+	if (s.h + s.pt + s.pb < eh || s.w + s.pl + s.pr < ew)
+		return 0; /* no output; skip */
+	s.oh = (s.h + s.pt + s.pb - eh) / s.sh + 1;
+	s.ow = (s.w + s.pl + s.pr - ew) / s.sw + 1;
+
+	int cg = s.c / s.group, ocg = s.oc / s.group, kg = cg * s.kh * s.kw;
+	size_t nx = (size_t)s.c * s.h * s.w, ny = (size_t)s.oc * s.oh * s.ow;
+	int8_t *w = malloc((size_t)s.oc * kg);
+	uint8_t *x = malloc(nx);
+	int32_t *acc = calloc(ny, 4), *bias = malloc(s.oc * 4), *comp = malloc(s.oc * 4);
+	float *mult = malloc(s.oc * 4), *fb = malloc(s.oc * 4);
+	int x_signed = rnd() % 3 == 0;
+	int zx = x_signed ? rndi(-128, 127) : rndi(0, 255);
+	int zxu = x_signed ? zx + 128 : zx;
+	int fails = 0;
+
+	for (size_t i = 0; i < (size_t)s.oc * kg; i++)
+		w[i] = (int8_t)rndi(-128, 127);
+	for (size_t i = 0; i < nx; i++)
+		x[i] = (uint8_t)rnd();
+	for (int o = 0; o < s.oc; o++)
+		bias[o] = rndi(-5000, 5000);
+
+	/* reference accumulators of (x - zx) * w */
+	for (int o = 0; o < s.oc; o++) {
+		int g = o / ocg;
+
+		for (int oy = 0; oy < s.oh; oy++)
+			for (int ox = 0; ox < s.ow; ox++) {
+				int32_t a = 0;
+
+				for (int c = 0; c < cg; c++)
+					for (int ky = 0; ky < s.kh; ky++)
+						for (int kx = 0; kx < s.kw; kx++) {
+							int iy = oy * s.sh - s.pt + ky * s.dh;
+							int ix = ox * s.sw - s.pl + kx * s.dw;
+							int xv;
+
+							if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w)
+								continue; /* x - zx == 0 */
+							uint8_t raw = x[((size_t)(g * cg + c) * s.h + iy) * s.w + ix];
+							xv = x_signed ? (int8_t)raw : raw;
+							a += (xv - zx) * w[(size_t)o * kg + (c * s.kh + ky) * s.kw + kx];
+						}
+				acc[((size_t)o * s.oh + oy) * s.ow + ox] = a;
+			}
+	}
+
+	struct mi_qconv cv;
+	struct wctx wc = { w, ocg, kg };
+
+	if (mi_qconv_init(&cv, &s, wget, &wc)) {
+		fprintf(stderr, "conv init failed\n");
+		return 1;
+	}
+	mi_qconv_comp(&cv, bias, zxu, comp);
+	for (int mode = 0; mode < 4; mode++) {
+		struct mi_qepi ep;
+
+		make_epi(&ep, mode, s.oc, comp, mult, fb, kg);
+		/* the kernels add comp = bias - zxu*wsum to sum(x_u8 * w);
+		 * the reference adds the same comp to sum((x - zx) * w) + zx..:
+		 * sum(x_u8*w) - zxu*wsum == sum((x-zx)*w), so compare with
+		 * acc + bias. */
+		struct mi_qepi rep = ep;
+		int32_t *rcomp = malloc(s.oc * 4);
+
+		for (int o = 0; o < s.oc; o++)
+			rcomp[o] = bias[o];
+		rep.comp = rcomp;
+		size_t es = esize(mode);
+		uint8_t *yr = malloc(ny * es), *yk = malloc(ny * es);
+
+		for (size_t i = 0; i < ny; i++)
+			ref_out(&rep, (int)(i / ((size_t)s.oh * s.ow)), acc[i], yr, i);
+		for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
+			mi_quant_set_isa(isa);
+			memset(yk, 0xcd, ny * es);
+			mi_qconv_run(&cv, x, x_signed, zx, &ep, yk, NULL);
+			if (memcmp(yr, yk, ny * es)) {
+				size_t i = 0;
+
+				while (!memcmp(yr + i * es, yk + i * es, es))
+					i++;
+				fprintf(stderr,
+					"FAIL conv iter %d isa %s mode %d: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
+					iter, mi_quant_isa_name(isa), mode, s.c, s.oc, s.group,
+					s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt,
+					s.pl, s.pb, s.pr, cv.depthwise ? "dw" : cv.direct1x1 ? "1x1" : "im2col", i);
+				fails++;
+			}
+		}
+		free(yr);
+		free(yk);
+		free(rcomp);
+	}
+	mi_qconv_fini(&cv);
+	free(w);
+	free(x);
+	free(acc);
+	free(bias);
+	free(comp);
+	free(mult);
+	free(fb);
+	return fails;
+}
+
+static int test_gemm(int iter)
+{
+	int m = rndi(1, 70), n = rndi(1, 40), k = rndi(1, 90);
+	int lda = k + rndi(0, 3), ldy = n + rndi(0, 2);
+	int8_t *w = malloc((size_t)n * k);
+	uint8_t *a = malloc((size_t)m * lda);
+	int32_t *comp = malloc(n * 4), *acc = malloc((size_t)m * n * 4);
+	float *mult = malloc(n * 4), *fb = malloc(n * 4);
+	int za = rndi(0, 255), fails = 0;
+	struct mi_qweights qw;
+	struct wctx wc = { w, n, k };
+
+	for (int i = 0; i < n * k; i++)
+		w[i] = (int8_t)rndi(-128, 127);
+	for (int i = 0; i < m * lda; i++)
+		a[i] = (uint8_t)rnd();
+	for (int i = 0; i < m; i++)
+		for (int o = 0; o < n; o++) {
+			int32_t s = 0;
+
+			for (int kk = 0; kk < k; kk++)
+				s += (a[i * lda + kk] - za) * w[o * k + kk];
+			acc[i * n + o] = s;
+		}
+	if (mi_qweights_pack(&qw, 1, n, k, wget, &wc))
+		return 1;
+	int32_t *bias = malloc(n * 4);
+
+	for (int o = 0; o < n; o++) {
+		bias[o] = rndi(-3000, 3000);
+		comp[o] = bias[o] - za * qw.wsum[o];
+	}
+	for (int mode = 0; mode < 4; mode++) {
+		struct mi_qepi ep, rep;
+		size_t es = esize(mode);
+		uint8_t *yr = calloc((size_t)m * ldy, es), *yk = calloc((size_t)m * ldy, es);
+
+		make_epi(&ep, mode, n, comp, mult, fb, k);
+		rep = ep;
+		rep.comp = bias;
+		for (int i = 0; i < m; i++)
+			for (int o = 0; o < n; o++)
+				ref_out(&rep, o, acc[i * n + o], yr, (size_t)i * ldy + o);
+		for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
+			mi_quant_set_isa(isa);
+			memset(yk, 0, (size_t)m * ldy * es);
+			mi_qgemm(&qw, a, m, lda, &ep, yk, ldy);
+			if (memcmp(yr, yk, (size_t)m * ldy * es)) {
+				fprintf(stderr, "FAIL gemm iter %d isa %s mode %d m%d n%d k%d\n",
+					iter, mi_quant_isa_name(isa), mode, m, n, k);
+				fails++;
+			}
+		}
+		free(yr);
+		free(yk);
+	}
+	mi_qweights_free(&qw);
+	free(w);
+	free(a);
+	free(comp);
+	free(acc);
+	free(mult);
+	free(fb);
+	free(bias);
+	return fails;
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 300, fails = 0;
+
+	printf("int8 kernels: ISA paths generic..%s\n",
+	       mi_quant_isa_name(mi_quant_isa_max()));
+	for (int i = 0; i < n; i++) {
+		fails += test_conv(i);
+		fails += test_gemm(i);
+	}
+	printf("%d random conv + %d gemm cases x 4 output modes x %d ISAs: %d failures\n",
+	       n, n, mi_quant_isa_max() + 1, fails);
+	return fails ? 1 : 0;
+}

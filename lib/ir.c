@@ -134,9 +134,21 @@ int mi_graph_err(struct mi_graph *g, const struct mi_node *n, int err,
 	va_list ap;
 	int off = 0;
 
-	if (n)
-		off = snprintf(g->err, sizeof(g->err), "node '%s' (%s): ",
-			       n->name ? n->name : "", n->op_type);
+	g->err_op[0] = 0;
+	if (n) {
+		long idx = (n >= g->nodes && n < g->nodes + g->nnodes) ?
+				   (long)(n - g->nodes) : -1;
+
+		snprintf(g->err_op, sizeof(g->err_op), "%s",
+			 n->op_type ? n->op_type : "");
+		if (n->name && n->name[0])
+			off = snprintf(g->err, sizeof(g->err),
+				       "node '%s' (%s): ", n->name,
+				       g->err_op);
+		else
+			off = snprintf(g->err, sizeof(g->err),
+				       "node #%ld (%s): ", idx, g->err_op);
+	}
 	if (off < 0 || off >= (int)sizeof(g->err))
 		off = 0;
 	va_start(ap, fmt);
@@ -235,6 +247,8 @@ void mi_tensor_set_shape(struct mi_tensor *t, int dtype, int ndim,
 		t->dims[i] = dims[i];
 }
 
+uint64_t mi_max_tensor_bytes = 4ull << 30;
+
 int mi_tensor_alloc(struct mi_tensor *t)
 {
 	int64_t n = mi_tensor_numel(t);
@@ -246,6 +260,8 @@ int mi_tensor_alloc(struct mi_tensor *t)
 	if ((uint64_t)n > SIZE_MAX / es)
 		return -EINVAL;
 	bytes = (size_t)n * es;
+	if (bytes > mi_max_tensor_bytes)
+		return -E2BIG;
 	if (t->data && (t->flags & MI_TF_OWNS_DATA) && t->nbytes >= bytes) {
 		memset(t->data, 0, bytes);
 		t->nbytes = bytes;
@@ -266,7 +282,7 @@ void mi_tensor_free_data(struct mi_tensor *t)
 		free(t->data);
 	t->data = NULL;
 	t->nbytes = 0;
-	t->flags &= ~MI_TF_OWNS_DATA;
+	t->flags &= ~(MI_TF_OWNS_DATA | MI_TF_ARENA);
 }
 
 int64_t mi_tensor_get_i64(const struct mi_tensor *t, int64_t i)

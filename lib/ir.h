@@ -23,30 +23,9 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-#define MI_MAX_DIMS 8
-
-enum mi_dtype {
-	MI_DT_UNDEFINED = 0,
-	MI_DT_FLOAT = 1,
-	MI_DT_UINT8 = 2,
-	MI_DT_INT8 = 3,
-	MI_DT_UINT16 = 4,
-	MI_DT_INT16 = 5,
-	MI_DT_INT32 = 6,
-	MI_DT_INT64 = 7,
-	MI_DT_STRING = 8,
-	MI_DT_BOOL = 9,
-	MI_DT_FLOAT16 = 10,
-	MI_DT_DOUBLE = 11,
-	MI_DT_UINT32 = 12,
-	MI_DT_UINT64 = 13,
-	MI_DT_BFLOAT16 = 16,
-};
-
-/* Size in bytes of one element, 0 for unsupported/unknown dtypes. */
-size_t mi_dtype_size(int dtype);
-/* "float32", "int64", ... ; "dtype(N)" style for unknown. */
-const char *mi_dtype_name(int dtype);
+/* enum mi_dtype (ONNX TensorProto.DataType numbering), MI_MAX_DIMS,
+ * mi_dtype_size() and mi_dtype_name() come from the public header. */
+#include <metainfer/metainfer.h>
 
 enum mi_tensor_flags {
 	MI_TF_INITIALIZER = 1u << 0, /* came from graph.initializer */
@@ -54,6 +33,11 @@ enum mi_tensor_flags {
 	MI_TF_INPUT = 1u << 2,       /* graph input fed by the caller */
 	MI_TF_OUTPUT = 1u << 3,      /* graph output */
 	MI_TF_OWNS_DATA = 1u << 4,   /* data was malloc'ed for this tensor */
+	MI_TF_SHAPEVAL = 1u << 5,    /* data computed while planning, valid
+				      * for the current input shapes only
+				      * (Shape of a known shape, and small
+				      * integer arithmetic on such values) */
+	MI_TF_ARENA = 1u << 6,	     /* data points into the run arena */
 };
 
 struct mi_tensor {
@@ -124,6 +108,8 @@ struct mi_graph {
 	int *order;   /* topological order of live nodes (mi_graph_toposort) */
 	int norder;
 	char err[512]; /* last error, one line */
+	char err_op[64]; /* op_type of the node the last error names, or "" */
+	const char *label; /* file name used as error prefix (not owned) */
 };
 
 /*
@@ -143,8 +129,8 @@ struct mi_graph {
 struct mi_op_def {
 	const char *op_type;
 	const char *domain; /* "" default ONNX domain */
-	int min_inputs, max_inputs;
-	int min_outputs, max_outputs;
+	int min_inputs, max_inputs;   /* max < 0: variadic, no upper bound */
+	int min_outputs, max_outputs; /* checked by the loader */
 	int (*infer)(struct mi_graph *g, struct mi_node *n);
 	int (*run)(struct mi_graph *g, struct mi_node *n);
 };
@@ -204,6 +190,9 @@ void mi_tensor_set_shape(struct mi_tensor *t, int dtype, int ndim,
  * current dtype/shape.  -ENOMEM, -EINVAL when the shape is unknown or the
  * size overflows. */
 int mi_tensor_alloc(struct mi_tensor *t);
+/* Largest tensor mi_tensor_alloc() will create (default 4 GiB); a guard
+ * against hostile models asking for absurd shapes. */
+extern uint64_t mi_max_tensor_bytes;
 /* Free owned data, keep the shape. */
 void mi_tensor_free_data(struct mi_tensor *t);
 /* Read element i of an integer tensor (int8..int64, uint8..uint64, bool)

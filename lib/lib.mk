@@ -1,11 +1,30 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # libmetainfer: static + shared library from lib/*.c, lib/ops/*.c, lib/cpu/*.c
-# (new files in those directories are picked up automatically).
+# (new files in those directories are picked up automatically; other
+# directories add objects as extra prerequisites of $(LIB_A), see
+# lib/quant/quant.mk) plus the protobuf-c code generated at build time from
+# the system's onnx.proto.
+#
+# Programs linking $(LIB_A) need $(LIB_LDLIBS).
 
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 LIB_SRCS := $(wildcard lib/*.c lib/ops/*.c lib/cpu/*.c)
-LIB_OBJS := $(patsubst %.c,$(O)/%.o,$(LIB_SRCS))
+LIB_OBJS := $(patsubst %.c,$(O)/%.o,$(LIB_SRCS)) $(O)/gen/onnx.pb-c.o
 LIB_CFLAGS := $(CFLAGS_COMMON) -pthread
+LIB_LDLIBS := -lprotobuf-c -lm -pthread
 LIB_A := $(O)/libmetainfer.a
+LIB_SO := $(O)/libmetainfer.so
+
+# Generated ONNX protobuf-c code (never committed).
+$(O)/gen/onnx.pb-c.c $(O)/gen/onnx.pb-c.h: $(ONNX_PROTO)
+	@mkdir -p $(O)/gen
+	cp $(ONNX_PROTO) $(O)/gen/onnx.proto
+	cd $(O)/gen && protoc-c --c_out=. onnx.proto
+
+$(O)/gen/onnx.pb-c.o: $(O)/gen/onnx.pb-c.c $(O)/gen/onnx.pb-c.h
+	$(CC) -std=gnu11 -g $(OPT) -fPIC -I$(O)/gen -c $< -o $@
+
+$(O)/lib/onnx_load.o: $(O)/gen/onnx.pb-c.h
 
 $(O)/lib/%.o: lib/%.c $(wildcard lib/*.h lib/ops/*.h lib/cpu/*.h lib/include/metainfer/*.h)
 	@mkdir -p $(dir $@)
@@ -15,4 +34,26 @@ $(LIB_A): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-ALL += $(LIB_A)
+# The shared library exports only the public API (lib/libmetainfer.map).
+$(LIB_SO): $(LIB_A) lib/libmetainfer.map
+	$(CC) -shared -Wl,-soname,libmetainfer.so.0 \
+		-Wl,--version-script=lib/libmetainfer.map \
+		-o $@ -Wl,--whole-archive $(LIB_A) -Wl,--no-whole-archive \
+		$(LIB_LDLIBS)
+
+ALL += $(LIB_A) $(LIB_SO)
+
+# ---- unit tests of the core (lib/tests/) ------------------------------
+LIB_TESTS := $(patsubst lib/tests/%.c,$(O)/lib/tests/%,$(wildcard lib/tests/test-*.c))
+
+$(O)/lib/tests/%: lib/tests/%.c $(LIB_A) $(wildcard lib/tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
+
+ALL += $(LIB_TESTS)
+CHECKS += check-lib
+
+.PHONY: check-lib
+check-lib: $(LIB_TESTS) $(O)/metainfer
+	@set -e; for t in $(LIB_TESTS); do echo "--- $$t"; $$t; done
+	@tools/metainfer/test-cli.sh $(O)/metainfer

@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Executor: shape inference driver, Shape-value propagation, completeness
+ * check, static memory planning (one arena, lifetimes from the graph) and
+ * the run loop.
+ *
+ * Planning happens once per set of input shapes (mi_model_prepare); a run
+ * with the same shapes does no heap allocation unless the graph has nodes
+ * whose output shape depends on run-time data (MI_NS_DYNAMIC), whose
+ * outputs are malloc'ed and freed after their last consumer.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MI_ARENA_ALIGN 64
+/* Shape-value propagation only evaluates small tensors. */
+#define MI_SHAPEVAL_MAX_ELEMS 4096
+
+static bool is_op(const struct mi_node *n, const char *op)
+{
+	return !n->domain[0] && !strcmp(n->op_type, op);
+}
+
+static bool tensor_known(const struct mi_tensor *t)
+{
+	return mi_tensor_shape_known(t) && mi_dtype_size(t->dtype);
+}
+
+static bool has_value(const struct mi_tensor *t)
+{
+	return t->data && (t->flags & (MI_TF_CONST | MI_TF_SHAPEVAL));
+}
+
+/* Shape / Size of an input whose shape is known: the value is known too. */
+static int eval_shape_op(struct mi_graph *g, struct mi_node *n)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	int err = n->def->infer(g, n);
+
+	if (err)
+		return err;
+	if (!tensor_known(y) || y->dtype != MI_DT_INT64)
+		return mi_graph_err(g, n, -EINVAL,
+			"shape inference gave no int64 output");
+	err = mi_tensor_alloc(y);
+	if (err)
+		return mi_graph_err(g, n, err, "cannot allocate output");
+	int64_t *o = y->data;
+
+	if (is_op(n, "Size")) {
+		if (mi_tensor_numel(y) != 1)
+			return mi_graph_err(g, n, -EINVAL, "bad output shape");
+		o[0] = mi_tensor_numel(x);
+		return 0;
+	}
+	int64_t r = x->ndim, s = mi_attr_int(n, "start", 0),
+		e = mi_attr_int(n, "end", r);
+
+	if (s < 0)
+		s += r;
+	if (e < 0)
+		e += r;
+	s = s < 0 ? 0 : s > r ? r : s;
+	e = e < 0 ? 0 : e > r ? r : e;
+	if (mi_tensor_numel(y) != (e > s ? e - s : 0))
+		return mi_graph_err(g, n, -EINVAL, "bad output shape");
+	for (int64_t i = s; i < e; i++)
+		o[i - s] = x->dims[i];
+	return 0;
+}
+
+static void reset_plan(struct mi_model *m)
+{
+	struct mi_graph *g = &m->g;
+
+	if (m->cpu_planned) {
+		mi_cpu_plan_fini(g);
+		m->cpu_planned = false;
+	}
+	for (int i = 0; i < g->ntensors; i++) {
+		struct mi_tensor *t = &g->tensors[i];
+
+		if (t->flags & (MI_TF_CONST | MI_TF_INPUT))
+			continue;
+		mi_tensor_free_data(t);
+		t->flags &= ~MI_TF_SHAPEVAL;
+		t->ndim = -1;
+	}
+	m->prepared = false;
+}
+
+/* Bind graph input shapes: given ones, or the declared ones with symbolic
+ * dims = 1.  -EAGAIN when a declared rank is unknown and none is given. */
+static int bind_inputs(struct mi_model *m, const int32_t *ndim,
+		       const int64_t *dims)
+{
+	struct mi_graph *g = &m->g;
+
+	for (int i = 0; i < g->ninputs; i++) {
+		struct mi_tensor *t = &g->tensors[g->inputs[i]];
+		const struct mi_tensor_info *d = &m->in_info[i];
+
+		t->dtype = d->dtype;
+		if (ndim) {
+			t->ndim = ndim[i];
+			memcpy(t->dims, dims + i * MI_MAX_DIMS,
+			       sizeof(int64_t) * MI_MAX_DIMS);
+		} else {
+			if (d->ndim < 0)
+				return -EAGAIN;
+			t->ndim = d->ndim;
+			for (int k = 0; k < d->ndim; k++)
+				t->dims[k] = d->dims[k] < 0 ? 1 : d->dims[k];
+		}
+		m->bound_ndim[i] = t->ndim;
+		memcpy(m->bound_dims + i * MI_MAX_DIMS, t->dims,
+		       sizeof(int64_t) * MI_MAX_DIMS);
+	}
+	return 0;
+}
+
+static int infer_node(struct mi_model *m, struct mi_node *n,
+		      unsigned char *state)
+{
+	struct mi_graph *g = &m->g;
+	bool all_value = true, any_shapeval = false;
+	int64_t out_elems = 0;
+	int err;
+
+	for (int j = 0; j < n->ninputs; j++) {
+		struct mi_tensor *t = mi_in(g, n, j);
+
+		if (!t)
+			continue;
+		if (!tensor_known(t)) {
+			*state = MI_NS_DYNAMIC;
+			return 0;
+		}
+		if (!has_value(t))
+			all_value = false;
+		if (t->flags & MI_TF_SHAPEVAL)
+			any_shapeval = true;
+	}
+	if ((is_op(n, "Shape") || is_op(n, "Size")) && n->def->infer) {
+		err = eval_shape_op(g, n);
+		if (err)
+			return err;
+		mi_out(g, n, 0)->flags |= MI_TF_SHAPEVAL;
+		*state = MI_NS_PRECOMPUTED;
+		return 0;
+	}
+	if (!n->def->infer)
+		return mi_graph_err(g, n, -EOPNOTSUPP,
+				    "op has no shape inference");
+	err = n->def->infer(g, n);
+	if (err == -EAGAIN) {
+		for (int j = 0; j < n->noutputs; j++)
+			mi_out(g, n, j)->ndim = -1;
+		*state = MI_NS_DYNAMIC;
+		return 0;
+	}
+	if (err) {
+		if (!g->err[0])
+			mi_graph_err(g, n, err, "shape inference failed");
+		return err;
+	}
+	for (int j = 0; j < n->noutputs; j++) {
+		struct mi_tensor *t = mi_out(g, n, j);
+
+		if (!tensor_known(t))
+			return mi_graph_err(g, n, -EINVAL,
+				"shape inference left output '%s' unknown",
+				t->name);
+		out_elems += mi_tensor_numel(t);
+	}
+	*state = MI_NS_STATIC;
+	/* Arithmetic on shape values (Gather/Concat/Unsqueeze of a Shape):
+	 * evaluate now so that Reshape & co. see constant shapes. */
+	if (all_value && any_shapeval && out_elems <= MI_SHAPEVAL_MAX_ELEMS &&
+	    n->def->run) {
+		for (int j = 0; j < n->noutputs; j++) {
+			err = mi_tensor_alloc(mi_out(g, n, j));
+			if (err)
+				return mi_graph_err(g, n, err,
+						    "cannot allocate output");
+		}
+		err = n->def->run(g, n);
+		if (err) {
+			if (!g->err[0])
+				mi_graph_err(g, n, err, "evaluation failed");
+			return err;
+		}
+		for (int j = 0; j < n->noutputs; j++)
+			mi_out(g, n, j)->flags |= MI_TF_SHAPEVAL;
+		*state = MI_NS_PRECOMPUTED;
+	}
+	return 0;
+}
+
+struct place {
+	int t;
+	size_t size;
+	int first, last;
+	size_t off;
+};
+
+static int cmp_place(const void *a, const void *b)
+{
+	const struct place *x = a, *y = b;
+
+	if (x->size != y->size)
+		return x->size < y->size ? 1 : -1;
+	return x->first - y->first;
+}
+
+static int cmp_off(const void *a, const void *b)
+{
+	const struct place *const *x = a, *const *y = b;
+
+	return (*x)->off < (*y)->off ? -1 : (*x)->off > (*y)->off;
+}
+
+/*
+ * Greedy-by-size arena assignment (as in TFLite's memory planner): the
+ * largest tensors are placed first, each at the lowest offset that does
+ * not overlap a placed tensor whose lifetime [first, last] intersects.
+ */
+static int plan_memory(struct mi_model *m)
+{
+	struct mi_graph *g = &m->g;
+	struct place *pl = NULL, **live = NULL;
+	int np = 0, err = 0;
+	size_t total = 0;
+
+	pl = calloc(g->ntensors + 1, sizeof(*pl));
+	live = calloc(g->ntensors + 1, sizeof(*live));
+	if (!pl || !live) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int p = 0; p < g->norder; p++) {
+		struct mi_node *n = &g->nodes[g->order[p]];
+
+		if (m->node_state[g->order[p]] != MI_NS_STATIC)
+			continue;
+		for (int j = 0; j < n->noutputs; j++) {
+			int t = n->outputs[j];
+			struct mi_tensor *x = &g->tensors[t];
+			size_t sz = (size_t)mi_tensor_numel(x) *
+				    mi_dtype_size(x->dtype);
+
+			sz = (sz + MI_ARENA_ALIGN - 1) & ~(size_t)(MI_ARENA_ALIGN - 1);
+			pl[np].t = t;
+			pl[np].size = sz ? sz : MI_ARENA_ALIGN;
+			pl[np].first = p;
+			pl[np].last = m->last_use[t] < p ? p : m->last_use[t];
+			np++;
+		}
+	}
+	qsort(pl, np, sizeof(*pl), cmp_place);
+	for (int i = 0; i < np; i++) {
+		int nl = 0;
+		size_t off = 0;
+
+		for (int k = 0; k < i; k++)
+			if (pl[k].first <= pl[i].last &&
+			    pl[i].first <= pl[k].last)
+				live[nl++] = &pl[k];
+		qsort(live, nl, sizeof(*live), cmp_off);
+		for (int k = 0; k < nl; k++) {
+			if (live[k]->off >= off + pl[i].size)
+				break;
+			if (live[k]->off + live[k]->size > off)
+				off = live[k]->off + live[k]->size;
+		}
+		pl[i].off = off;
+		if (off + pl[i].size > total)
+			total = off + pl[i].size;
+	}
+	if (total > mi_max_tensor_bytes) {
+		err = mi_graph_err(g, NULL, -E2BIG,
+			"activations need %zu bytes, over the tensor size limit",
+			total);
+		goto out;
+	}
+	if (total > m->arena_size) {
+		free(m->arena);
+		m->arena = aligned_alloc(MI_ARENA_ALIGN, total);
+		m->arena_size = m->arena ? total : 0;
+		if (!m->arena) {
+			err = mi_graph_err(g, NULL, -ENOMEM,
+				"cannot allocate a %zu byte arena", total);
+			goto out;
+		}
+	}
+	m->arena_peak = total;
+	for (int i = 0; i < np; i++) {
+		struct mi_tensor *x = &g->tensors[pl[i].t];
+
+		mi_tensor_free_data(x);
+		x->data = (char *)m->arena + pl[i].off;
+		x->nbytes = (size_t)mi_tensor_numel(x) * mi_dtype_size(x->dtype);
+		x->flags |= MI_TF_ARENA;
+	}
+out:
+	free(pl);
+	free(live);
+	return err;
+}
+
+static int compute_lifetimes(struct mi_model *m)
+{
+	struct mi_graph *g = &m->g;
+	int *lu = realloc(m->last_use, (g->ntensors + 1) * sizeof(int));
+	int *po;
+
+	if (!lu)
+		return -ENOMEM;
+	m->last_use = lu;
+	po = realloc(m->pos_of, (g->nnodes + 1) * sizeof(int));
+	if (!po)
+		return -ENOMEM;
+	m->pos_of = po;
+	for (int i = 0; i < g->ntensors; i++)
+		lu[i] = -1;
+	for (int i = 0; i < g->nnodes; i++)
+		po[i] = -1;
+	for (int p = 0; p < g->norder; p++) {
+		struct mi_node *n = &g->nodes[g->order[p]];
+
+		po[g->order[p]] = p;
+		for (int j = 0; j < n->ninputs; j++)
+			if (n->inputs[j] >= 0)
+				lu[n->inputs[j]] = p;
+	}
+	for (int i = 0; i < g->noutputs; i++)
+		lu[g->outputs[i]] = INT_MAX;
+	return 0;
+}
+
+static int infer_all(struct mi_model *m, const int32_t *ndim,
+		     const int64_t *dims)
+{
+	struct mi_graph *g = &m->g;
+	unsigned char *st;
+	int err;
+
+	reset_plan(m);
+	g->err[0] = 0;
+	g->err_op[0] = 0;
+	st = realloc(m->node_state, g->nnodes + 1);
+	if (!st)
+		return -ENOMEM;
+	m->node_state = st;
+	memset(st, MI_NS_DYNAMIC, g->nnodes + 1);
+	err = mi_graph_toposort(g);
+	if (err)
+		return err;
+	err = bind_inputs(m, ndim, dims);
+	if (err)
+		return err;
+	for (int p = 0; p < g->norder; p++) {
+		int ni = g->order[p];
+
+		err = infer_node(m, &g->nodes[ni], &st[ni]);
+		if (err)
+			return err;
+	}
+	/* Completeness: every output is known now or derivable at run time
+	 * (produced by a node whose shape depends on data). */
+	for (int i = 0; i < g->noutputs; i++) {
+		struct mi_tensor *t = &g->tensors[g->outputs[i]];
+
+		if (!tensor_known(t) &&
+		    (t->producer < 0 || st[t->producer] != MI_NS_DYNAMIC))
+			return mi_graph_err(g, NULL, -EINVAL,
+				"graph output '%s' has no derivable shape",
+				t->name);
+	}
+	return 0;
+}
+
+int mi_model_infer_shapes(struct mi_model *m, const int32_t *ndim,
+			  const int64_t *dims)
+{
+	return infer_all(m, ndim, dims);
+}
+
+int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
+		     const int64_t *dims)
+{
+	struct mi_graph *g = &m->g;
+	struct mi_cpu_opts co = {
+		.nthreads = m->opts.nthreads,
+		.reference = !!(m->opts.flags & MI_MODEL_REFERENCE),
+	};
+	int err;
+
+	err = infer_all(m, ndim, dims);
+	if (err)
+		return err;
+	err = mi_cpu_plan(g, &co);
+	if (err) {
+		if (!g->err[0])
+			mi_graph_err(g, NULL, err, "CPU planning failed");
+		return err;
+	}
+	m->cpu_planned = true;
+	/* The planner may have fused nodes away. */
+	err = mi_graph_toposort(g);
+	if (err)
+		return err;
+	err = compute_lifetimes(m);
+	if (err)
+		return err;
+	if (!(m->opts.flags & MI_MODEL_NO_ARENA)) {
+		err = plan_memory(m);
+		if (err)
+			return err;
+	}
+	m->prepared = true;
+	return 0;
+}
+
+static int run_node(struct mi_model *m, struct mi_node *n, int ni)
+{
+	struct mi_graph *g = &m->g;
+	int err;
+
+	if (m->node_state[ni] == MI_NS_PRECOMPUTED)
+		return 0;
+	if (m->node_state[ni] == MI_NS_DYNAMIC) {
+		err = n->def->infer(g, n);
+		if (err == -EAGAIN)
+			return mi_graph_err(g, n, -EINVAL,
+				"output shape still unknown with all inputs present");
+		if (err)
+			return err;
+		for (int j = 0; j < n->noutputs; j++) {
+			struct mi_tensor *t = mi_out(g, n, j);
+
+			if (t->flags & MI_TF_ARENA)
+				mi_tensor_free_data(t);
+			err = mi_tensor_alloc(t);
+			if (err)
+				return mi_graph_err(g, n, err,
+					"cannot allocate output '%s'", t->name);
+		}
+	} else if (!n->priv) {
+		for (int j = 0; j < n->noutputs; j++) {
+			struct mi_tensor *t = mi_out(g, n, j);
+
+			if (!t->data) {
+				err = mi_tensor_alloc(t);
+				if (err)
+					return mi_graph_err(g, n, err,
+						"cannot allocate output '%s'",
+						t->name);
+			} else {
+				memset(t->data, 0, t->nbytes);
+			}
+		}
+	} else {
+		for (int j = 0; j < n->noutputs; j++) {
+			struct mi_tensor *t = mi_out(g, n, j);
+
+			if (!t->data && (err = mi_tensor_alloc(t)))
+				return mi_graph_err(g, n, err,
+					"cannot allocate output '%s'", t->name);
+		}
+	}
+	if (n->priv)
+		err = mi_cpu_node_run(g, n);
+	else
+		err = n->def->run(g, n);
+	if (err && !g->err[0])
+		mi_graph_err(g, n, err, "execution failed");
+	return err;
+}
+
+int mi_model_exec(struct mi_model *m)
+{
+	struct mi_graph *g = &m->g;
+	int err;
+
+	g->err[0] = 0;
+	g->err_op[0] = 0;
+	for (int p = 0; p < g->norder; p++) {
+		int ni = g->order[p];
+		struct mi_node *n = &g->nodes[ni];
+
+		err = run_node(m, n, ni);
+		if (err)
+			return err;
+		/* Free run-time allocated tensors after their last use. */
+		for (int j = 0; j < n->ninputs; j++) {
+			int x = n->inputs[j];
+
+			if (x < 0 || m->last_use[x] != p)
+				continue;
+			struct mi_tensor *t = &g->tensors[x];
+
+			if ((t->flags & MI_TF_OWNS_DATA) &&
+			    !(t->flags & (MI_TF_CONST | MI_TF_SHAPEVAL |
+					  MI_TF_INPUT | MI_TF_OUTPUT)) &&
+			    t->producer >= 0 &&
+			    m->node_state[t->producer] == MI_NS_DYNAMIC)
+				mi_tensor_free_data(t);
+		}
+	}
+	m->runs++;
+	return 0;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libmetainfer public API.
+ *
+ * Load an ONNX model, query its inputs and outputs, run it on the CPU.
+ *
+ *	struct mi_model *m;
+ *	int ret = mi_model_load("model.onnx", NULL, &m);
+ *	if (ret < 0) {
+ *		fprintf(stderr, "%s\n", mi_last_error());
+ *		return 1;
+ *	}
+ *	struct mi_value in = { .dtype = MI_DT_FLOAT, .ndim = 4,
+ *			       .dims = { 1, 3, 224, 224 }, .data = buf,
+ *			       .nbytes = sizeof(buf) };
+ *	struct mi_value out;
+ *	ret = mi_model_run(m, &in, 1, &out, 1);
+ *	...
+ *	mi_model_free(m);
+ *
+ * Conventions (liburing style): constructors return int and take an
+ * out-parameter; every function returns 0 (or a count) on success and a
+ * negative errno on failure, and never sets errno.  The reason for the last
+ * failure of the calling thread is available as one line from
+ * mi_last_error().
+ */
+#ifndef METAINFER_H
+#define METAINFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MI_MAX_DIMS 8
+
+/* Element types, numbered like ONNX TensorProto.DataType. */
+enum mi_dtype {
+	MI_DT_UNDEFINED = 0,
+	MI_DT_FLOAT = 1,
+	MI_DT_UINT8 = 2,
+	MI_DT_INT8 = 3,
+	MI_DT_UINT16 = 4,
+	MI_DT_INT16 = 5,
+	MI_DT_INT32 = 6,
+	MI_DT_INT64 = 7,
+	MI_DT_STRING = 8,
+	MI_DT_BOOL = 9,
+	MI_DT_FLOAT16 = 10,
+	MI_DT_DOUBLE = 11,
+	MI_DT_UINT32 = 12,
+	MI_DT_UINT64 = 13,
+	MI_DT_BFLOAT16 = 16,
+};
+
+struct mi_model;
+
+/* mi_model_opts.flags */
+#define MI_MODEL_REFERENCE	(1u << 0) /* reference kernels only */
+#define MI_MODEL_NO_NORMALIZE	(1u << 1) /* skip normalization passes */
+#define MI_MODEL_NO_FOLD	(1u << 2) /* skip load-time constant folding */
+#define MI_MODEL_NO_ARENA	(1u << 3) /* malloc each tensor, no planning */
+#define MI_MODEL_FLAGS_MASK	0xfu
+
+struct mi_model_opts {
+	uint32_t flags;		/* MI_MODEL_*; unknown bits -> -EINVAL */
+	int32_t nthreads;	/* 0 = number of online cores */
+	uint64_t max_tensor_bytes; /* 0 = default limit (4 GiB) */
+	uint64_t reserved[4];	/* must be zero */
+};
+
+/*
+ * A tensor passed to or returned from mi_model_run().  For inputs, name may
+ * be NULL (inputs are then taken in declaration order) and data points to
+ * nbytes of dense row-major elements.  For outputs, MetaInfer fills every
+ * field; data stays valid until the next mi_model_run() or mi_model_free()
+ * on the same model and must not be freed.
+ */
+struct mi_value {
+	const char *name;
+	int32_t dtype;		/* enum mi_dtype */
+	int32_t ndim;
+	int64_t dims[MI_MAX_DIMS];
+	void *data;
+	uint64_t nbytes;
+};
+
+/*
+ * Static description of a model input or output.  dims[i] == -1 marks a
+ * symbolic dimension whose name is dim_param[i] (e.g. "batch"); ndim == -1
+ * means the rank is unknown.  Strings belong to the model.
+ */
+struct mi_tensor_info {
+	const char *name;
+	int32_t dtype;
+	int32_t ndim;
+	int64_t dims[MI_MAX_DIMS];
+	const char *dim_param[MI_MAX_DIMS];
+};
+
+/* Load and prepare path (an ONNX ModelProto).  opts may be NULL. */
+int mi_model_load(const char *path, const struct mi_model_opts *opts,
+		  struct mi_model **modelp);
+/* Same, from memory; basedir resolves external data (NULL = none allowed),
+ * label names the model in error messages. */
+int mi_model_load_buffer(const void *buf, size_t len, const char *basedir,
+			 const char *label, const struct mi_model_opts *opts,
+			 struct mi_model **modelp);
+void mi_model_free(struct mi_model *model);
+
+int mi_model_input_count(const struct mi_model *model);
+int mi_model_output_count(const struct mi_model *model);
+int mi_model_input_info(const struct mi_model *model, int index,
+			struct mi_tensor_info *info);
+int mi_model_output_info(const struct mi_model *model, int index,
+			 struct mi_tensor_info *info);
+
+/*
+ * Run the model once.  inputs[ninputs] must cover every model input (by
+ * name, or in order when names are NULL); outputs receives the first
+ * noutputs model outputs.  Symbolic dimensions are bound from the inputs;
+ * a change of input shape re-plans the model.
+ */
+int mi_model_run(struct mi_model *model, const struct mi_value *inputs,
+		 int ninputs, struct mi_value *outputs, int noutputs);
+
+/* Size of one element (0 for unsupported types) and a name ("float32"). */
+size_t mi_dtype_size(int dtype);
+const char *mi_dtype_name(int dtype);
+
+/* One-line reason for the calling thread's last failure ("" if none). */
+const char *mi_last_error(void);
+
+/* Library version, "MAJOR.MINOR.PATCH". */
+const char *mi_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* METAINFER_H */

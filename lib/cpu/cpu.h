@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fast fp32 CPU kernels: internal API of lib/cpu/.  Private to
+ * libmetainfer (the int8 kernels in lib/quant/ may use the thread pool,
+ * the ISA query and the epilogue descriptor).
+ *
+ * Layers, bottom up:
+ *  - ISA dispatch (mi_cpu_isa*): generic (portable C, GCC vector
+ *    extensions), avx2 (AVX2+FMA), avx512 (F/BW/VL/DQ).  Chosen with cpuid
+ *    at first use, overridable with MI_CPU_ISA=generic|avx2|avx512 (a
+ *    request the CPU cannot run falls back to the best it can, with a
+ *    one-line warning on stderr).
+ *  - Thread pool (mi_pool_*): one process-wide pool of pthreads that spin
+ *    briefly, then sleep on a futex.  mi_pool_run() calls fn(ctx, t, nt)
+ *    for t = 0..nt-1, the caller being t = 0.  A run issued while the pool
+ *    is busy (another thread, or nested) executes serially in the caller.
+ *  - Per-ISA kernel tables (struct mi_cpu_kern): the GEMM micro-kernel,
+ *    the fused epilogue over a row, the depthwise conv row kernels.
+ *  - SGEMM (mi_sgemm*): C = A*B (+ epilogue) with packed panels, cache
+ *    blocking and thread splitting over M or N.  Either operand may be
+ *    pre-packed once (weights) with mi_sgemm_pack_a()/mi_sgemm_pack_b();
+ *    B may also be produced on the fly by a callback (im2col).
+ *  - Conv2d (mi_conv*): 1x1 as GEMM, im2col+GEMM, depthwise, Winograd
+ *    F(2x2,3x3), all NCHW fp32 with fused epilogues.
+ *
+ * Every function taking a workspace declares its size up front
+ * (…_ws_size()); kernels never allocate at run time.
+ */
+#ifndef MI_CPU_H
+#define MI_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- ISA ------------------------------------------------------------- */
+enum mi_isa {
+	MI_ISA_GENERIC = 0,
+	MI_ISA_AVX2 = 1,
+	MI_ISA_AVX512 = 2,
+	MI_ISA_COUNT
+};
+
+/* Best ISA this CPU supports (cpuid), ignoring MI_CPU_ISA. */
+int mi_cpu_isa_native(void);
+/* ISA in effect: MI_CPU_ISA if set and supported, else native. */
+int mi_cpu_isa(void);
+/* "generic", "avx2", "avx512". */
+const char *mi_cpu_isa_name(int isa);
+/* Re-read MI_CPU_ISA (tests switch paths inside one process). */
+void mi_cpu_isa_reset(void);
+
+/* ---- thread pool ----------------------------------------------------- */
+typedef void (*mi_pool_fn)(void *ctx, int t, int nt);
+
+/* Number of online cores. */
+int mi_cpu_ncores(void);
+/* Run fn on nt threads (caller is t = 0); returns when all are done.
+ * nt <= 1 runs inline.  Workers are created on first use. */
+void mi_pool_run(int nt, mi_pool_fn fn, void *ctx);
+/* Split [0, n) into nt static chunks; chunk t of nt is [*b, *e). */
+static inline void mi_chunk(int64_t n, int t, int nt, int64_t *b, int64_t *e)
+{
+	int64_t q = n / nt, r = n % nt;
+
+	*b = t * q + (t < r ? t : r);
+	*e = *b + q + (t < r);
+}
+
+/* ---- fused epilogue -------------------------------------------------- */
+enum mi_act {
+	MI_ACT_NONE = 0,
+	MI_ACT_RELU,    /* max(x, 0) */
+	MI_ACT_CLIP,    /* min(max(x, lo), hi) */
+	MI_ACT_HSWISH,  /* x * clip(alpha*x + beta, 0, 1) (lo=alpha, hi=beta) */
+	MI_ACT_SIGMOID, /* 1 / (1 + exp(-x)) */
+	MI_ACT_SILU,    /* x * sigmoid(x) */
+	MI_ACT_COUNT
+};
+
+enum mi_bias {
+	MI_BIAS_NONE = 0,
+	MI_BIAS_ROW, /* bias[i] added to row i of C (conv: per channel) */
+	MI_BIAS_COL, /* bias[j] added to column j of C (Gemm) */
+};
+
+/*
+ * y = act(acc + bias + res), applied where each output element is
+ * produced.  res (residual Add) has C's layout with row stride ldr.
+ */
+struct mi_epi {
+	int bias_kind;
+	const float *bias;
+	const float *res;
+	ptrdiff_t ldr;
+	int act;
+	float lo, hi;
+};
+
+/* Scalar reference of the epilogue (tests, tails). */
+float mi_epi_scalar(const struct mi_epi *e, float acc, int64_t row,
+		    int64_t col);
+
+/* ---- per-ISA kernels ------------------------------------------------- */
+struct mi_cpu_kern {
+	int isa;
+	int mr, nr; /* GEMM micro-tile */
+	/*
+	 * C[0:MR, 0:NR] = (acc ? C : 0) + A_panel * B_panel over kc steps;
+	 * a advances MR floats per k, b NR floats per k.  Only the top-left
+	 * mr x nr of C is written.  If epi != NULL the epilogue is applied
+	 * (row0/col0: position of C[0][0] in the whole output, for bias and
+	 * residual indexing).
+	 */
+	void (*ukr)(int kc, const float *a, const float *b, float *c,
+		    ptrdiff_t ldc, int mr, int nr, int acc,
+		    const struct mi_epi *epi, int64_t row0, int64_t col0);
+	/* y[0:n] = epilogue(x[0:n]) for output row `row`, columns col0.. */
+	void (*epi_row)(const struct mi_epi *e, const float *x, float *y,
+			int64_t n, int64_t row, int64_t col0);
+	/*
+	 * Depthwise conv of one channel plane, NCHW.  x: ih*iw input plane,
+	 * w: k*k taps, out: oh*ow; pads pt/pl (bottom/right implied by
+	 * oh/ow).  ws: mi_dw_ws_floats() floats.  The epilogue sees the
+	 * output as a [channels][oh*ow] matrix: row c, columns oy*ow+ox.
+	 */
+	void (*dw)(const float *x, int ih, int iw, const float *w, int k,
+		   int stride, int pt, int pl, float *out, int oh, int ow,
+		   const struct mi_epi *e, int c, float *ws);
+};
+
+const struct mi_cpu_kern *mi_cpu_kern_get(int isa);
+/* Workspace (floats) of one dw() call for these output sizes. */
+size_t mi_dw_ws_floats(int k, int stride, int oh, int ow);
+
+/* ---- SGEMM ------------------------------------------------------------ */
+/*
+ * Pre-packed operand: panels of MR rows (A) or NR columns (B) over the
+ * whole K, zero-padded; valid only with the kernel table it was made for.
+ */
+struct mi_packed {
+	int isa;
+	int64_t rows; /* M for A, N for B */
+	int64_t k;
+	float *data;  /* 64-byte aligned, owned */
+};
+
+/* A(i,k) = a[i*rs + k*cs]; B(k,j) = b[k*rs + j*cs]. */
+int mi_sgemm_pack_a(int isa, int64_t m, int64_t k, const float *a,
+		    ptrdiff_t rs, ptrdiff_t cs, struct mi_packed *out);
+int mi_sgemm_pack_b(int isa, int64_t k, int64_t n, const float *b,
+		    ptrdiff_t rs, ptrdiff_t cs, struct mi_packed *out);
+void mi_packed_free(struct mi_packed *p);
+
+/*
+ * Producer of B panels: write B(k0:k0+kc, n0:n0+nc) into dst as
+ * ceil(nc/NR) panels, panel p at dst + p*kc*NR, each row of NR floats
+ * (zero past nc).
+ */
+typedef void (*mi_packb_fn)(const void *ctx, int64_t k0, int kc, int64_t n0,
+			    int nc, int nr, float *dst);
+
+struct mi_sgemm_args {
+	int isa;
+	int64_t m, n, k;
+	/* A: pre-packed (pa) or strided (a, a_rs, a_cs) */
+	const struct mi_packed *pa;
+	const float *a;
+	ptrdiff_t a_rs, a_cs;
+	/* B: pre-packed (pb), producer (packb) or strided (b, b_rs, b_cs) */
+	const struct mi_packed *pb;
+	mi_packb_fn packb;
+	const void *packb_ctx;
+	const float *b;
+	ptrdiff_t b_rs, b_cs;
+	float *c;
+	ptrdiff_t ldc;
+	struct mi_epi epi;
+	int nthreads;
+};
+
+/* Bytes of workspace mi_sgemm() needs for these args (64-aligned). */
+size_t mi_sgemm_ws_size(const struct mi_sgemm_args *a);
+/* Run; ws must hold mi_sgemm_ws_size() bytes, 64-byte aligned. */
+void mi_sgemm(const struct mi_sgemm_args *a, void *ws);
+
+/* ---- Conv2d (NCHW, fp32) --------------------------------------------- */
+enum mi_conv_algo {
+	MI_CONV_GEMM = 0,   /* 1x1 stride 1 pad 0: GEMM directly on the input */
+	MI_CONV_IM2COL,     /* general: im2col fused into B packing */
+	MI_CONV_DEPTHWISE,  /* groups == C == M, k 3/5, stride 1/2 */
+	MI_CONV_WINOGRAD,   /* F(2x2,3x3), stride 1, dilation 1 */
+	MI_CONV_COUNT
+};
+
+struct mi_conv_shape {
+	int n, c, h, w;     /* input */
+	int m, kh, kw;      /* output channels, kernel */
+	int group;
+	int sh, sw, dh, dw;
+	int pt, pl, pb, pr; /* pads top/left/bottom/right */
+	int oh, ow;
+};
+
+/* Does algo support this shape? */
+int mi_conv_supports(int algo, const struct mi_conv_shape *s);
+
+struct mi_conv {
+	int algo, isa, nthreads;
+	struct mi_conv_shape s;
+	struct mi_packed *wp; /* per group packed weights (GEMM algos) */
+	float *wt;            /* depthwise taps / winograd transformed */
+	float *bias;          /* m floats or NULL (owned copy) */
+	size_t ws_size;
+};
+
+/*
+ * Prepare: pack or transform w (m x c/group x kh x kw) and copy bias.
+ * act/lo/hi: fused activation; residual is given per run.
+ */
+int mi_conv_init(struct mi_conv *cv, int algo, int isa, int nthreads,
+		 const struct mi_conv_shape *s, const float *w,
+		 const float *bias);
+void mi_conv_fini(struct mi_conv *cv);
+/* y = act(conv(x) + bias + res); res may be NULL; ws: cv->ws_size bytes. */
+void mi_conv_run(const struct mi_conv *cv, const float *x, float *y,
+		 const float *res, int act, float lo, float hi, void *ws);
+
+/* Scalar reference (tests): same semantics, straightforward loops. */
+void mi_conv_ref(const struct mi_conv_shape *s, const float *x, const float *w,
+		 const float *bias, const float *res, int act, float lo,
+		 float hi, float *y);
+
+/* Aligned allocation helpers (64 bytes). */
+void *mi_cpu_alloc(size_t bytes);
+void mi_cpu_free(void *p);
+
+#endif /* MI_CPU_H */

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# lib/cpu: fast fp32 kernels.  The library objects come from lib/lib.mk
+# (every lib/cpu/*.c); this fragment builds the unit tests and the
+# micro-benchmark from lib/cpu/tests/.
+
+CPU_LIBA := $(O)/libmetainfer.a
+CPU_TEST_KERNELS := $(O)/lib/cpu/tests/test-cpu-kernels
+CPU_BENCH := $(O)/mi-cpu-bench
+CPU_TFLAGS = $(CFLAGS_COMMON) -pthread
+
+$(CPU_TEST_KERNELS): lib/cpu/tests/test-cpu-kernels.c $(CPU_LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPU_TFLAGS) $< -o $@ $(CPU_LIBA) -lm
+
+$(CPU_BENCH): lib/cpu/tests/mi-cpu-bench.c $(CPU_LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPU_TFLAGS) $< -o $@ $(CPU_LIBA) -lm
+
+# Every ISA path: generic always, avx2/avx512 where the CPU has them (an
+# unsupported request falls back to the native path with a warning).
+.PHONY: check-cpu bench-cpu
+check-cpu: $(CPU_TEST_KERNELS)
+	@set -eo pipefail; for isa in generic avx2 avx512; do \
+		MI_CPU_ISA=$$isa $(CPU_TEST_KERNELS) | tail -n 20; \
+	done
+
+bench-cpu: $(CPU_BENCH)
+	$(CPU_BENCH) -t 1
+	$(CPU_BENCH) -t 2
+
+ALL += $(CPU_TEST_KERNELS) $(CPU_BENCH)
+CHECKS += check-cpu

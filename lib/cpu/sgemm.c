@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: MIT
+/*
+ * SGEMM driver: BLIS-style loops around the per-ISA micro-kernel.
+ *
+ *   for jc in N step NC            (thread's column range)
+ *     for pc in K step KC          pack B(kc x nc) -> NR-wide panels
+ *       for ic in M step MC        pack A(mc x kc) -> MR-high panels
+ *         for jr in nc step NR
+ *           for ir in mc step MR   micro-kernel, epilogue on the last pc
+ *
+ * A pre-packed operand (weights) holds panels over the whole K, so its
+ * KC slice is a pointer offset and its packing loop disappears.
+ * Threads split N (or M when N is too narrow) into contiguous ranges in
+ * units of NR (MR); each thread packs its own B (A) blocks.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+
+#define KC 256
+#define MC_PANELS 8  /* MC = 8 * MR */
+#define NC_PANELS 32 /* NC = 32 * NR */
+
+static inline int64_t rup(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b * b;
+}
+
+static int pack_alloc(int isa, int64_t rows, int64_t k, int r,
+		      struct mi_packed *out)
+{
+	size_t n = (size_t)rup(rows, r) * (size_t)(k > 0 ? k : 1);
+
+	out->isa = isa;
+	out->rows = rows;
+	out->k = k;
+	out->data = mi_cpu_alloc(n * sizeof(float));
+	if (!out->data)
+		return -ENOMEM;
+	return 0;
+}
+
+/* dst: panels of r lanes over kk = k1-k0 steps; lane l, step s at
+ * dst[p*kk*r + s*r + l] = src(row0 + p*r + l, k0 + s). */
+static void pack_panels(float *dst, int64_t row0, int64_t nrows, int64_t k0,
+			int64_t kk, int r, const float *src, ptrdiff_t rs_row,
+			ptrdiff_t rs_k)
+{
+	int64_t p, s;
+	int l;
+
+	for (p = 0; p * r < nrows; p++) {
+		float *d = dst + p * kk * r;
+		int lanes = nrows - p * r < r ? (int)(nrows - p * r) : r;
+		const float *base = src + (row0 + p * r) * rs_row + k0 * rs_k;
+
+		if (rs_row == 1) {
+			/* lanes contiguous in memory: copy rows of r */
+			for (s = 0; s < kk; s++) {
+				memcpy(d + s * r, base + s * rs_k,
+				       lanes * sizeof(float));
+				for (l = lanes; l < r; l++)
+					d[s * r + l] = 0.0f;
+			}
+			continue;
+		}
+		for (l = 0; l < lanes; l++) {
+			const float *sp = base + l * rs_row;
+
+			for (s = 0; s < kk; s++)
+				d[s * r + l] = sp[s * rs_k];
+		}
+		for (; l < r; l++)
+			for (s = 0; s < kk; s++)
+				d[s * r + l] = 0.0f;
+	}
+}
+
+int mi_sgemm_pack_a(int isa, int64_t m, int64_t k, const float *a,
+		    ptrdiff_t rs, ptrdiff_t cs, struct mi_packed *out)
+{
+	const struct mi_cpu_kern *kt = mi_cpu_kern_get(isa);
+	int err = pack_alloc(isa, m, k, kt->mr, out);
+
+	if (err)
+		return err;
+	pack_panels(out->data, 0, m, 0, k, kt->mr, a, rs, cs);
+	return 0;
+}
+
+int mi_sgemm_pack_b(int isa, int64_t k, int64_t n, const float *b,
+		    ptrdiff_t rs, ptrdiff_t cs, struct mi_packed *out)
+{
+	const struct mi_cpu_kern *kt = mi_cpu_kern_get(isa);
+	int err = pack_alloc(isa, n, k, kt->nr, out);
+
+	if (err)
+		return err;
+	pack_panels(out->data, 0, n, 0, k, kt->nr, b, cs, rs);
+	return 0;
+}
+
+void mi_packed_free(struct mi_packed *p)
+{
+	if (!p)
+		return;
+	mi_cpu_free(p->data);
+	p->data = NULL;
+}
+
+struct split {
+	int nt;      /* threads used */
+	int over_n;  /* 1: split N, 0: split M */
+	int64_t mc, nc;
+};
+
+static struct split plan_split(const struct mi_sgemm_args *a,
+			       const struct mi_cpu_kern *kt)
+{
+	struct split s;
+	int64_t ntiles = (a->n + kt->nr - 1) / kt->nr;
+	int64_t mtiles = (a->m + kt->mr - 1) / kt->mr;
+	int nt = a->nthreads > 0 ? a->nthreads : 1;
+
+	s.mc = (int64_t)MC_PANELS * kt->mr;
+	s.nc = (int64_t)NC_PANELS * kt->nr;
+	/* Tiny problems are not worth waking a thread for. */
+	if ((double)a->m * a->n * a->k < 64.0 * 1024)
+		nt = 1;
+	if (ntiles >= 2 * nt || ntiles >= mtiles) {
+		s.over_n = 1;
+		if (nt > ntiles)
+			nt = (int)ntiles;
+	} else {
+		s.over_n = 0;
+		if (nt > mtiles)
+			nt = (int)mtiles;
+	}
+	s.nt = nt < 1 ? 1 : nt;
+	return s;
+}
+
+static size_t ws_per_thread(const struct mi_sgemm_args *a,
+			    const struct mi_cpu_kern *kt,
+			    const struct split *s)
+{
+	size_t bytes = 0;
+	int64_t kc = a->k < KC ? a->k : KC;
+
+	if (kc < 1)
+		kc = 1;
+	if (!a->pb)
+		bytes += rup(kc * rup(s->nc, kt->nr) * sizeof(float), 64);
+	if (!a->pa)
+		bytes += rup(kc * rup(s->mc, kt->mr) * sizeof(float), 64);
+	return bytes;
+}
+
+size_t mi_sgemm_ws_size(const struct mi_sgemm_args *a)
+{
+	const struct mi_cpu_kern *kt = mi_cpu_kern_get(a->isa);
+	struct split s = plan_split(a, kt);
+
+	return ws_per_thread(a, kt, &s) * s.nt;
+}
+
+struct job {
+	const struct mi_sgemm_args *a;
+	const struct mi_cpu_kern *kt;
+	struct split s;
+	char *ws;
+	size_t ws_thread;
+};
+
+static void gemm_range(const struct job *j, int64_t m0, int64_t m1,
+		       int64_t n0, int64_t n1, float *wsb, float *wsa)
+{
+	const struct mi_sgemm_args *a = j->a;
+	const struct mi_cpu_kern *kt = j->kt;
+	const int mr = kt->mr, nr = kt->nr;
+	int64_t jc, pc, ic, jr, ir;
+
+	for (jc = n0; jc < n1; jc += j->s.nc) {
+		int64_t nc = n1 - jc < j->s.nc ? n1 - jc : j->s.nc;
+
+		for (pc = 0; pc < a->k; pc += KC) {
+			int kc = a->k - pc < KC ? (int)(a->k - pc) : KC;
+			const struct mi_epi *epi =
+				pc + kc >= a->k ? &a->epi : NULL;
+			const float *bp;
+			int64_t bstride;
+
+			if (a->pb) {
+				bp = a->pb->data + (jc / nr) * a->k * nr +
+				     pc * nr;
+				bstride = a->k * nr;
+			} else {
+				if (a->packb)
+					a->packb(a->packb_ctx, pc, kc, jc,
+						 (int)nc, nr, wsb);
+				else
+					pack_panels(wsb, jc, nc, pc, kc, nr,
+						    a->b, a->b_cs, a->b_rs);
+				bp = wsb;
+				bstride = (int64_t)kc * nr;
+			}
+			for (ic = m0; ic < m1; ic += j->s.mc) {
+				int64_t mc = m1 - ic < j->s.mc ? m1 - ic :
+								 j->s.mc;
+				const float *ap;
+				int64_t astride;
+
+				if (a->pa) {
+					ap = a->pa->data +
+					     (ic / mr) * a->k * mr + pc * mr;
+					astride = a->k * mr;
+				} else {
+					pack_panels(wsa, ic, mc, pc, kc, mr,
+						    a->a, a->a_rs, a->a_cs);
+					ap = wsa;
+					astride = (int64_t)kc * mr;
+				}
+				for (jr = 0; jr < nc; jr += nr) {
+					int nrr = nc - jr < nr ? (int)(nc - jr) :
+								 nr;
+					const float *bj =
+						bp + (jr / nr) * bstride;
+
+					for (ir = 0; ir < mc; ir += mr) {
+						int mrr = mc - ir < mr ?
+								  (int)(mc - ir) :
+								  mr;
+
+						kt->ukr(kc,
+							ap + (ir / mr) * astride,
+							bj,
+							a->c + (ic + ir) * a->ldc +
+								jc + jr,
+							a->ldc, mrr, nrr, pc > 0,
+							epi, ic + ir, jc + jr);
+					}
+				}
+			}
+		}
+	}
+}
+
+static void gemm_thread(void *ctx, int t, int nt)
+{
+	const struct job *j = ctx;
+	const struct mi_sgemm_args *a = j->a;
+	char *ws = j->ws + j->ws_thread * t;
+	size_t bbytes = 0;
+	float *wsb = NULL, *wsa = NULL;
+	int64_t b, e, unit, total;
+
+	if (!a->pb) {
+		int64_t kc = a->k < KC ? a->k : KC;
+
+		wsb = (float *)ws;
+		bbytes = rup((kc < 1 ? 1 : kc) * rup(j->s.nc, j->kt->nr) *
+				     sizeof(float),
+			     64);
+	}
+	if (!a->pa)
+		wsa = (float *)(ws + bbytes);
+
+	unit = j->s.over_n ? j->kt->nr : j->kt->mr;
+	total = ((j->s.over_n ? a->n : a->m) + unit - 1) / unit;
+	mi_chunk(total, t, nt, &b, &e);
+	b *= unit;
+	e *= unit;
+	if (j->s.over_n) {
+		if (e > a->n)
+			e = a->n;
+		if (b < e)
+			gemm_range(j, 0, a->m, b, e, wsb, wsa);
+	} else {
+		if (e > a->m)
+			e = a->m;
+		if (b < e)
+			gemm_range(j, b, e, 0, a->n, wsb, wsa);
+	}
+}
+
+void mi_sgemm(const struct mi_sgemm_args *a, void *ws)
+{
+	struct job j;
+
+	if (a->m <= 0 || a->n <= 0)
+		return;
+	j.a = a;
+	j.kt = mi_cpu_kern_get(a->isa);
+	if (a->k <= 0) {
+		/* C = epilogue(0) */
+		static const float zero[16];
+		int64_t i, c;
+
+		for (i = 0; i < a->m; i++)
+			for (c = 0; c < a->n; c++)
+				a->c[i * a->ldc + c] =
+					mi_epi_scalar(&a->epi, zero[0], i, c);
+		return;
+	}
+	j.s = plan_split(a, j.kt);
+	j.ws = ws;
+	j.ws_thread = ws_per_thread(a, j.kt, &j.s);
+	mi_pool_run(j.s.nt, gemm_thread, &j);
+}

@@ -140,12 +140,9 @@ static inline int32_t mi_qrequant(int32_t acc, float mult, int32_t zy,
 }
 
 /* ---- ops, planner, CLI ------------------------------------------------ */
-/* Quantized ONNX ops (reference implementations, any dtype combination). */
+/* Quantized ONNX ops (reference implementations, any dtype combination),
+ * terminated by { NULL }; searched by mi_op_find() (lib/ops/registry.c). */
 extern const struct mi_op_def mi_quant_ops[];
-extern const int mi_quant_nops;
-/* Look one up by type/domain (NULL if not a quantized op). */
-const struct mi_op_def *mi_quant_op_find(const char *op_type,
-					 const char *domain);
 
 struct mi_cpu_opts;
 /* Planner step: rewrites QDQ chains and QLinear nodes to int8 kernels. */

@@ -165,12 +165,25 @@ def up_to_date(out, name, meta):
     return all(os.path.getmtime(p) >= script for p in paths)
 
 
-def export_one(name, args, torch, np, onnx, meta):
-    out = args.out
+def build_net(name, args, torch):
+    """The seeded eval-mode network NAME (the same weights on every call)."""
     torch.manual_seed(args.seed)
     net = MODELS[name]["build"](args)
     randomize_norms(net, torch)
-    net.eval()
+    return net.eval()
+
+
+def default_args(**kw):
+    """export.py's defaults as an argparse namespace (for other scripts)."""
+    args = parser().parse_args([])
+    for k, v in kw.items():
+        setattr(args, k, v)
+    return args
+
+
+def export_one(name, args, torch, np, onnx, meta):
+    out = args.out
+    net = build_net(name, args, torch)
 
     rng = np.random.default_rng(args.seed)
     x = rng.standard_normal(input_shape(name, args)).astype(np.float32)
@@ -211,7 +224,7 @@ def export_one(name, args, torch, np, onnx, meta):
     return meta["export_seconds"]
 
 
-def main():
+def parser():
     ap = argparse.ArgumentParser(
         description="Export seeded random-weight networks to ONNX with a "
                     "seeded input and PyTorch's reference output.")
@@ -240,7 +253,11 @@ def main():
     ap.add_argument("--force", action="store_true",
                     help="re-export even if up to date")
     ap.add_argument("-q", "--quiet", action="store_true")
-    args = ap.parse_args()
+    return ap
+
+
+def main():
+    args = parser().parse_args()
 
     if args.list:
         for name, m in MODELS.items():

@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Cosine similarity of a (quantized) model's outputs with PyTorch fp32.
+
+Rebuilds benchmark model NAME exactly as tools/models/export.py exports it
+(same seed, same weights; checked against the saved reference output),
+feeds N seeded random inputs to PyTorch (fp32) and to
+`<runner> MODEL --input x_i.npy --output y_i.npy` (default: metainfer run on
+the int8 model), and prints per-input cosine similarities' minimum and mean:
+
+  cosine min=<c> mean=<c> n=<N> model=<path>
+
+  cosine.py --model resnet18 --int8 build/bench/int8/resnet18.int8.onnx
+  cosine.py --model resnet18 --int8 build/models/resnet18.onnx \\
+            --runner 'node tools/bench/ort-run.js'      # harness check: 1.0
+"""
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tools", "models"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True, help="export.py model name")
+    ap.add_argument("--int8", required=True, help="the ONNX model to test")
+    ap.add_argument("--metainfer", default=os.path.join(ROOT, "build",
+                                                        "metainfer"))
+    ap.add_argument("--runner", default="",
+                    help="command instead of '<metainfer> run'")
+    ap.add_argument("-n", type=int, default=100, help="inputs (default 100)")
+    ap.add_argument("--seed", type=int, default=1000,
+                    help="seed of the inputs (default 1000)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--models-dir", default=os.path.join(ROOT, "build",
+                                                         "models"))
+    ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench",
+                                                   "cosine"))
+    args = ap.parse_args()
+
+    import numpy as np
+    import torch
+    import export
+
+    if args.model not in export.MODELS:
+        print("cosine: unknown model %s" % args.model)
+        return 2
+    runner = (shlex.split(args.runner) if args.runner
+              else [args.metainfer, "run"])
+    torch.set_num_threads(1)
+    eargs = export.default_args()
+    net = export.build_net(args.model, eargs, torch)
+
+    # The rebuilt network must be the exported one.
+    ref_in = os.path.join(args.models_dir, args.model + ".input.npy")
+    ref_out = os.path.join(args.models_dir, args.model + ".output.npy")
+    if os.path.exists(ref_in) and os.path.exists(ref_out):
+        with torch.no_grad():
+            y = net(torch.from_numpy(np.load(ref_in))).numpy()
+        r = np.load(ref_out)
+        if y.shape != r.shape or np.abs(y - r).max() > 1e-5 * np.abs(r).max():
+            print("cosine: rebuilt %s differs from the exported one "
+                  "(re-run tools/models/export.py)" % args.model)
+            return 1
+
+    shape = export.input_shape(args.model, eargs)
+    rng = np.random.default_rng(args.seed)
+    os.makedirs(args.work, exist_ok=True)
+    xin = os.path.join(args.work, args.model + ".x.npy")
+    yout = os.path.join(args.work, args.model + ".y.npy")
+    cos = []
+    for i in range(args.n):
+        x = rng.standard_normal(shape).astype(np.float32)
+        with torch.no_grad():
+            ref = net(torch.from_numpy(x)).numpy().astype(np.float64).ravel()
+        np.save(xin, x)
+        if os.path.exists(yout):
+            os.unlink(yout)
+        cmd = runner + [args.int8, "--input", xin, "--output", yout,
+                        "--threads", str(args.threads)]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        if r.returncode or not os.path.exists(yout):
+            tail = r.stdout.decode(errors="replace").strip().splitlines()[-1:]
+            print("cosine: run %d failed: %s" % (i, tail[0] if tail else "?"))
+            return 1
+        got = np.load(yout).astype(np.float64).ravel()
+        if got.shape != ref.shape or not np.all(np.isfinite(got)):
+            print("cosine: run %d: bad output (shape %s)" % (i, got.shape))
+            return 1
+        den = np.linalg.norm(got) * np.linalg.norm(ref)
+        cos.append(float(got @ ref / den) if den > 0 else 0.0)
+    print("cosine min=%.6f mean=%.6f n=%d model=%s"
+          % (min(cos), sum(cos) / len(cos), len(cos), args.int8))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

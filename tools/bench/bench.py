@@ -400,6 +400,19 @@ def run_int8(args, models, threads, mi, ort, iters_used, int8, cosine, log):
                 cosine[m] = (float(mm.group(1)), float(mm.group(2)))
             print("  cosine %-20s %s (%.0fs)" % (m, cosine[m], secs),
                   flush=True)
+    # int8 accuracy on a small CNN trained here (scikit-learn digits).
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "models", "digits.py"),
+           "--out", os.path.join(args.models_dir, "digits"), "--eval",
+           "--metainfer", args.metainfer, "--ort"]
+    rc, out, _, secs = run_measured(cmd, 1800)
+    log.write("$ %s\n%s\n" % (" ".join(cmd), out.strip()))
+    lines = [l for l in out.splitlines() if l.startswith("digits:")]
+    if rc == 0 and lines:
+        args.digits = lines
+    else:
+        last = out.strip().splitlines()[-1:] or ["?"]
+        notes.append("digits int8 accuracy: failed (%s)." % last[0][:160])
+    print("  " + "\n  ".join(lines or ["digits: failed"]), flush=True)
     return " ".join(notes)
 
 
@@ -546,6 +559,18 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
                         PRETTY.get(m, m), fmt_ms(a), fmt_ms(o), sp,
                         fmt_ms(q), fmt_mb(a.get("rss", 0)) if "error" not in a
                         else "—", cs))
+                L.append("")
+            digits = getattr(args, "digits", None)
+            if digits:
+                L.append("int8 accuracy on a small CNN trained by "
+                         "tools/models/digits.py (scikit-learn digits, "
+                         "seeded; int8 from `metainfer quantize --calib "
+                         "build/models/digits/calib`; target: within 1 point "
+                         "of fp32):")
+                L.append("")
+                L.append("```")
+                L.extend(digits)
+                L.append("```")
                 L.append("")
             if int8_note:
                 L.append(int8_note)

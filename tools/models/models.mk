@@ -23,3 +23,13 @@ check-networks:
 		$(CHECK_NETWORKS_ARGS)
 
 CHECKS += check-networks
+
+# int8 accuracy target (issue 4): small CNN trained on scikit-learn's
+# digits; fp32 vs int8 accuracy with metainfer (needs `metainfer quantize`).
+.PHONY: digits digits-int8
+digits:
+	@$(PYTHON) tools/models/digits.py --out $(MODELS_DIR)/digits
+
+digits-int8:
+	@$(PYTHON) tools/models/digits.py --out $(MODELS_DIR)/digits --eval \
+		--check --metainfer $(O)/metainfer

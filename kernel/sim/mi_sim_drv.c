@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * metainfer_sim: simulated NPUs for the metainfer accelerator framework.
+ *
+ * Devices are created and removed at run time, netdevsim style:
+ *
+ *   echo "ID PERSONALITY [key=value ...]" > /sys/bus/metainfer_sim/new_device
+ *   echo "ID" > /sys/bus/metainfer_sim/del_device
+ *
+ * Each device is a platform device (metainfer_sim.ID) handed to
+ * mi_device_register() as the parent of its DRM device; its attributes
+ * "personality" (read, or write key=value) and "sim_id" live there, and its
+ * DRM render node appears under it (.../metainfer_sim.ID/drm/renderD*).
+ */
+
+#include <linux/module.h>
+#include <linux/device.h>
+#include <linux/dma-mapping.h>
+#include <linux/slab.h>
+#include <linux/mutex.h>
+#include <linux/list.h>
+#include <linux/platform_device.h>
+
+#include "mi_sim.h"
+
+static LIST_HEAD(mi_sim_devs);
+static DEFINE_MUTEX(mi_sim_devs_lock);
+static bool mi_sim_enabled;
+
+static ssize_t personality_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	struct mi_sim_dev *sdev = dev_get_drvdata(dev);
+	struct mi_sim_personality p;
+
+	mi_sim_pers_get(sdev, &p);
+	return mi_sim_pers_show(&p, buf);
+}
+
+static ssize_t personality_store(struct device *dev,
+				 struct device_attribute *attr,
+				 const char *buf, size_t count)
+{
+	struct mi_sim_dev *sdev = dev_get_drvdata(dev);
+	char *s = kstrndup(buf, count, GFP_KERNEL);
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	ret = mi_sim_pers_update(sdev, s);
+	kfree(s);
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_RW(personality);
+
+static ssize_t sim_id_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	struct mi_sim_dev *sdev = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%u\n", sdev->id);
+}
+static DEVICE_ATTR_RO(sim_id);
+
+static struct attribute *mi_sim_dev_attrs[] = {
+	&dev_attr_personality.attr,
+	&dev_attr_sim_id.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(mi_sim_dev);
+
+static struct mi_sim_dev *mi_sim_find(u32 id)
+{
+	struct mi_sim_dev *sdev;
+
+	list_for_each_entry(sdev, &mi_sim_devs, list)
+		if (sdev->id == id)
+			return sdev;
+	return NULL;
+}
+
+/*
+ * The parent handed to the core is a platform device: the core keeps a
+ * reference on it for as long as files of the DRM device are open, and
+ * its release function lives in the kernel, not in this module.
+ */
+static int mi_sim_dev_new(u32 id, const struct mi_sim_personality *p)
+{
+	struct mi_sim_dev *sdev;
+	int ret;
+
+	sdev = kzalloc(sizeof(*sdev), GFP_KERNEL);
+	if (!sdev)
+		return -ENOMEM;
+	sdev->id = id;
+	sdev->pers = *p;
+	spin_lock_init(&sdev->lock);
+
+	ret = -ENOMEM;
+	sdev->pdev = platform_device_alloc("metainfer_sim", id);
+	if (!sdev->pdev)
+		goto err_free;
+	sdev->pdev->dev.groups = mi_sim_dev_groups;
+	platform_set_drvdata(sdev->pdev, sdev);
+	/* PRIME import maps other devices' buffers for this one */
+	ret = dma_coerce_mask_and_coherent(&sdev->pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		goto err_put_pdev;
+	ret = mi_sim_engine_init(sdev);
+	if (ret)
+		goto err_put_pdev;
+	ret = platform_device_add(sdev->pdev);
+	if (ret)
+		goto err_fini_engine;
+	mi_sim_debugfs_init(sdev);
+	ret = mi_sim_backend_register(sdev);
+	if (ret)
+		goto err_fini_debugfs;
+	list_add_tail(&sdev->list, &mi_sim_devs);
+	dev_info(&sdev->pdev->dev, "simulated NPU %u (%s) created\n", id,
+		 p->name);
+	return 0;
+
+err_fini_debugfs:
+	mi_sim_debugfs_fini(sdev);
+	platform_device_del(sdev->pdev);
+err_fini_engine:
+	mi_sim_engine_fini(sdev);
+err_put_pdev:
+	platform_device_put(sdev->pdev);
+err_free:
+	kfree(sdev);
+	return ret;
+}
+
+/* Called with mi_sim_devs_lock held. */
+static void mi_sim_dev_del(struct mi_sim_dev *sdev)
+{
+	list_del(&sdev->list);
+	/*
+	 * The core unplugs the DRM device, resets queues with a job in
+	 * flight and fails queued jobs before this returns.
+	 */
+	mi_sim_backend_unregister(sdev);
+	mi_sim_engine_fini(sdev);
+	mi_sim_debugfs_fini(sdev);
+	dev_info(&sdev->pdev->dev, "simulated NPU %u removed\n", sdev->id);
+	/* waits for sysfs callbacks (personality) in progress */
+	platform_device_unregister(sdev->pdev);
+	kfree(sdev);
+}
+
+static ssize_t new_device_store(struct bus_type *bus, const char *buf,
+				size_t count)
+{
+	const struct mi_sim_personality *preset;
+	struct mi_sim_personality p;
+	char *s, *cur, *id_s, *name;
+	unsigned int id;
+	int ret;
+
+	s = kstrndup(buf, count, GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	cur = strim(s);
+	id_s = strsep(&cur, " \t");
+	name = cur ? strsep(&cur, " \t") : NULL;
+	ret = -EINVAL;
+	if (!id_s || kstrtouint(id_s, 0, &id) || id > MI_SIM_MAX_ID)
+		goto out;
+	preset = mi_sim_pers_find(name ? name : "ethos-u55-high");
+	if (!preset) {
+		pr_debug("metainfer_sim: unknown personality '%s'\n", name);
+		goto out;
+	}
+	p = *preset;
+	if (cur) {
+		ret = mi_sim_pers_apply(&p, cur, false);
+		if (ret)
+			goto out;
+	}
+
+	mutex_lock(&mi_sim_devs_lock);
+	if (!mi_sim_enabled)
+		ret = -EBUSY;
+	else if (mi_sim_find(id))
+		ret = -EEXIST;
+	else
+		ret = mi_sim_dev_new(id, &p);
+	mutex_unlock(&mi_sim_devs_lock);
+out:
+	kfree(s);
+	return ret ? ret : count;
+}
+static BUS_ATTR_WO(new_device);
+
+static ssize_t del_device_store(struct bus_type *bus, const char *buf,
+				size_t count)
+{
+	struct mi_sim_dev *sdev;
+	unsigned int id;
+	int ret;
+
+	ret = kstrtouint(skip_spaces(buf), 0, &id);
+	if (ret)
+		return ret;
+	mutex_lock(&mi_sim_devs_lock);
+	sdev = mi_sim_enabled ? mi_sim_find(id) : NULL;
+	if (sdev)
+		mi_sim_dev_del(sdev);
+	mutex_unlock(&mi_sim_devs_lock);
+	return sdev ? count : -ENOENT;
+}
+static BUS_ATTR_WO(del_device);
+
+static ssize_t personalities_show(struct bus_type *bus, char *buf)
+{
+	return mi_sim_pers_list(buf);
+}
+static BUS_ATTR_RO(personalities);
+
+static struct attribute *mi_sim_bus_attrs[] = {
+	&bus_attr_new_device.attr,
+	&bus_attr_del_device.attr,
+	&bus_attr_personalities.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(mi_sim_bus);
+
+/* A bus without devices: it only carries the control files. */
+static struct bus_type mi_sim_bus = {
+	.name = "metainfer_sim",
+	.bus_groups = mi_sim_bus_groups,
+};
+
+static int __init mi_sim_init(void)
+{
+	int ret;
+
+	mi_sim_debugfs_root_init();
+	ret = bus_register(&mi_sim_bus);
+	if (ret) {
+		mi_sim_debugfs_root_fini();
+		return ret;
+	}
+	mutex_lock(&mi_sim_devs_lock);
+	mi_sim_enabled = true;
+	mutex_unlock(&mi_sim_devs_lock);
+	return 0;
+}
+
+static void __exit mi_sim_exit(void)
+{
+	struct mi_sim_dev *sdev, *tmp;
+
+	mutex_lock(&mi_sim_devs_lock);
+	mi_sim_enabled = false;
+	list_for_each_entry_safe(sdev, tmp, &mi_sim_devs, list)
+		mi_sim_dev_del(sdev);
+	mutex_unlock(&mi_sim_devs_lock);
+	bus_unregister(&mi_sim_bus);
+	mi_sim_debugfs_root_fini();
+}
+
+module_init(mi_sim_init);
+module_exit(mi_sim_exit);
+
+MODULE_DESCRIPTION("MetaInfer simulated NPU backend");
+MODULE_LICENSE("GPL");

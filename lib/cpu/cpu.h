@@ -57,6 +57,14 @@ int mi_cpu_ncores(void);
 /* Run fn on nt threads (caller is t = 0); returns when all are done.
  * nt <= 1 runs inline.  Workers are created on first use. */
 void mi_pool_run(int nt, mi_pool_fn fn, void *ctx);
+/* Threads the planner was configured with (mi_cpu_plan's opts, default
+ * online cores); int8 kernels in lib/quant use the same. */
+int mi_cpu_nthreads(void);
+void mi_cpu_set_nthreads(int nt);
+/* fn(arg, i, tid) for i in [0, n), statically chunked over
+ * mi_cpu_nthreads() threads (tid 0 = caller). */
+void mi_cpu_parallel_for(int n, void (*fn)(void *arg, int i, int tid),
+			 void *arg);
 /* Split [0, n) into nt static chunks; chunk t of nt is [*b, *e). */
 static inline void mi_chunk(int64_t n, int t, int nt, int64_t *b, int64_t *e)
 {

@@ -8,7 +8,15 @@
  * fuse epilogues (marking absorbed nodes dead and rewiring outputs), and
  * pre-pack weights.  At run time the executor calls mi_cpu_node_run() for
  * every node whose priv is non-NULL and the op's reference run() otherwise.
- * mi_cpu_plan_fini() releases everything mi_cpu_plan() allocated.
+ * mi_cpu_plan_fini() releases everything mi_cpu_plan() allocated and
+ * undoes the fusions (absorbed nodes live again, outputs restored), so the
+ * graph can be re-planned for other input shapes or run by reference.
+ *
+ * Fusion contract (for the executor's lifetime/arena planning): a fused
+ * node writes the last absorbed node's output tensor; a residual Add's
+ * other operand is appended to the fused node's inputs (so its lifetime
+ * extends to the fused node).  The executor must toposort and compute
+ * lifetimes after mi_cpu_plan().
  */
 #ifndef MI_CPU_PLAN_H
 #define MI_CPU_PLAN_H
@@ -23,5 +31,17 @@ struct mi_cpu_opts {
 int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts);
 int mi_cpu_node_run(struct mi_graph *g, struct mi_node *n);
 void mi_cpu_plan_fini(struct mi_graph *g);
+
+/*
+ * Every node->priv set by a planner (lib/cpu or lib/quant) starts with
+ * this header.  run() executes the node; fini() (may be NULL) releases the
+ * priv and undoes any graph rewrite the planner made for this node (dead
+ * nodes, rewired inputs/outputs); it must not free n->priv's header
+ * memory twice: mi_cpu_plan_fini() sets n->priv = NULL afterwards.
+ */
+struct mi_cpu_kernel_hdr {
+	int (*run)(struct mi_graph *g, struct mi_node *n);
+	void (*fini)(struct mi_graph *g, struct mi_node *n);
+};
 
 #endif /* MI_CPU_PLAN_H */

@@ -1,23 +1,702 @@
 // SPDX-License-Identifier: MIT
-/* Default CPU planner.  Until fast variants are registered, every node
- * runs its reference implementation (node->priv stays NULL). */
+/*
+ * Kernel registry and default CPU planner.
+ *
+ * The registry lists, per op, the fast variants keyed by (op, dtype,
+ * layout, algorithm, ISA) with their constraints; the planner walks the
+ * live nodes in topological order and, per Conv / Gemm / MatMul node with
+ * constant weights, picks the first variant (in registry order = the
+ * simple "best known" rule) whose constraints hold.  It then fuses the
+ * node's consumers into its epilogue while the intermediate tensor has
+ * that single consumer:
+ *
+ *     [Add(residual, same shape)]  then  [Relu | Clip | HardSwish |
+ *                                         Sigmoid | x*Sigmoid(x)]
+ *
+ * (a Gemm/MatMul also absorbs an Add of a constant [N] vector as bias).
+ * Absorbed nodes are marked dead and the node writes the last absorbed
+ * node's output; a residual operand becomes an extra input.  Weights are
+ * packed into node->priv once; all nodes share one workspace sized for
+ * the largest.  Tensors stay NCHW between nodes (what every other part of
+ * the runtime reads).  mi_cpu_plan_fini() undoes all of it.
+ *
+ * MI_CPU_NOFUSE=1 disables fusion, MI_CPU_FAST=0 disables the planner
+ * (both for debugging and A/B measurements).
+ */
 #include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "internal.h"
+#include "ops/ops.h"
+#include "cpu/cpu.h"
 #include "cpu/cpu_plan.h"
+
+/* Weak until lib/quant defines it in an object that is always linked. */
+int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
+	__attribute__((weak));
+
+/* ---- registry ---------------------------------------------------------- */
+enum { K_CONV, K_GEMM };
+
+struct variant {
+	const char *op;
+	int dtype;
+	const char *layout;
+	const char *name;
+	int algo;          /* enum mi_conv_algo for Conv */
+	unsigned int isas; /* bit per enum mi_isa */
+};
+
+#define ALL_ISAS ((1u << MI_ISA_COUNT) - 1)
+
+/* In order of preference; the first whose constraints hold is chosen. */
+static const struct variant registry[] = {
+	{ "Conv", MI_DT_FLOAT, "NCHW", "depthwise", MI_CONV_DEPTHWISE, ALL_ISAS },
+	{ "Conv", MI_DT_FLOAT, "NCHW", "gemm1x1", MI_CONV_GEMM, ALL_ISAS },
+	{ "Conv", MI_DT_FLOAT, "NCHW", "winograd", MI_CONV_WINOGRAD, ALL_ISAS },
+	{ "Conv", MI_DT_FLOAT, "NCHW", "im2col", MI_CONV_IM2COL, ALL_ISAS },
+	{ "Gemm", MI_DT_FLOAT, "rowmajor", "packed", 0, ALL_ISAS },
+	{ "MatMul", MI_DT_FLOAT, "rowmajor", "packed", 0, ALL_ISAS },
+};
+
+/* Winograd pays when the GEMM behind it is big enough to amortize its
+ * transforms (channels on both sides). */
+static int wino_pays(const struct mi_conv_shape *s)
+{
+	return s->c >= 16 && s->m >= 16;
+}
+
+static const struct variant *pick_conv(const struct mi_conv_shape *s, int isa)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
+		const struct variant *v = &registry[i];
+
+		if (strcmp(v->op, "Conv") || !(v->isas & (1u << isa)))
+			continue;
+		if (v->algo == MI_CONV_WINOGRAD && !wino_pays(s))
+			continue;
+		if (mi_conv_supports(v->algo, s))
+			return v;
+	}
+	return NULL;
+}
+
+/* ---- per-node state ----------------------------------------------------- */
+struct plan_ws {
+	void *buf;
+	size_t size;
+	int refs;
+};
+
+#define MAX_ABSORB 4
+
+struct fast_node {
+	struct mi_cpu_kernel_hdr hdr;
+	int kind;
+	const struct variant *v;
+	/* conv */
+	struct mi_conv cv;
+	int64_t xdims[4];
+	/* gemm / matmul: C[m x n] = A[m x k] * B' + epilogue */
+	struct mi_packed pb;
+	int64_t m, n, k;
+	ptrdiff_t a_rs, a_cs;
+	float *bias;       /* owned, n floats (MI_BIAS_COL) or m (ROW) */
+	int bias_kind;
+	/* epilogue */
+	int act;
+	float lo, hi;
+	int res_slot;      /* index in n->inputs of the residual, -1 none */
+	/* undo */
+	int orig_out;
+	int orig_ninputs;
+	int *orig_inputs;  /* copy when inputs were reallocated */
+	int nabsorbed;
+	int absorbed[MAX_ABSORB];
+	struct plan_ws *ws;
+	int nthreads;      /* the workspace was sized for this split */
+};
+
+static int fast_run(struct mi_graph *g, struct mi_node *n);
+static void fast_fini(struct mi_graph *g, struct mi_node *n);
+
+static bool is_op(const struct mi_node *n, const char *op)
+{
+	return !n->domain[0] && !strcmp(n->op_type, op);
+}
+
+static bool float_known(const struct mi_tensor *t)
+{
+	return t && t->dtype == MI_DT_FLOAT && mi_tensor_shape_known(t);
+}
+
+static bool is_const(const struct mi_tensor *t)
+{
+	return t && t->data && (t->flags & MI_TF_CONST);
+}
+
+static bool same_shape(const struct mi_tensor *a, const struct mi_tensor *b)
+{
+	if (a->ndim != b->ndim)
+		return false;
+	for (int i = 0; i < a->ndim; i++)
+		if (a->dims[i] != b->dims[i])
+			return false;
+	return true;
+}
+
+/* ---- variant setup ------------------------------------------------------ */
+static int setup_conv(struct mi_graph *g, struct mi_node *n,
+		      struct fast_node *f, int isa, int nthreads)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *w = mi_in(g, n, 1);
+	struct mi_tensor *b = mi_in(g, n, 2), *y = mi_out(g, n, 0);
+	struct mi_conv_shape s = { 0 };
+	struct mi_spatial sp = { 0 };
+	char saved[sizeof(g->err)];
+	int err;
+
+	if (!float_known(x) || !is_const(w) || w->dtype != MI_DT_FLOAT ||
+	    !float_known(y) || x->ndim != 4 || w->ndim != 4 || y->ndim != 4)
+		return -EOPNOTSUPP;
+	if (b && (!is_const(b) || b->dtype != MI_DT_FLOAT ||
+		  mi_tensor_numel(b) != w->dims[0]))
+		return -EOPNOTSUPP;
+	sp.kernel[0] = w->dims[2];
+	sp.kernel[1] = w->dims[3];
+	memcpy(saved, g->err, sizeof(saved));
+	err = mi_ops_spatial(g, n, &sp, x, 0);
+	memcpy(g->err, saved, sizeof(saved));
+	if (err || sp.nsp != 2)
+		return -EOPNOTSUPP;
+	s.n = (int)x->dims[0];
+	s.c = (int)x->dims[1];
+	s.h = (int)x->dims[2];
+	s.w = (int)x->dims[3];
+	s.m = (int)w->dims[0];
+	s.kh = (int)w->dims[2];
+	s.kw = (int)w->dims[3];
+	s.group = (int)mi_attr_int(n, "group", 1);
+	s.sh = (int)sp.stride[0];
+	s.sw = (int)sp.stride[1];
+	s.dh = (int)sp.dil[0];
+	s.dw = (int)sp.dil[1];
+	s.pt = (int)sp.pad_begin[0];
+	s.pl = (int)sp.pad_begin[1];
+	s.pb = (int)sp.pad_end[0];
+	s.pr = (int)sp.pad_end[1];
+	s.oh = (int)y->dims[2];
+	s.ow = (int)y->dims[3];
+	if (s.group < 1 || s.c % s.group || s.m % s.group ||
+	    w->dims[1] * s.group != s.c || y->dims[0] != s.n ||
+	    y->dims[1] != s.m || sp.out[0] != s.oh || sp.out[1] != s.ow ||
+	    s.pt < 0 || s.pl < 0 || s.pb < 0 || s.pr < 0)
+		return -EOPNOTSUPP;
+	f->v = pick_conv(&s, isa);
+	if (!f->v)
+		return -EOPNOTSUPP;
+	err = mi_conv_init(&f->cv, f->v->algo, isa, nthreads, &s, w->data,
+			   b ? b->data : NULL);
+	if (err)
+		return err;
+	f->kind = K_CONV;
+	memcpy(f->xdims, x->dims, sizeof(f->xdims));
+	return 0;
+}
+
+/* Gemm: Y = alpha*A'*B' + beta*C with B (and C) constant.
+ * MatMul: Y[..., m, n] = A[..., m, k] * B[k, n] with B constant 2-D. */
+static int setup_gemm(struct mi_graph *g, struct mi_node *n,
+		      struct fast_node *f, int isa)
+{
+	struct mi_tensor *a = mi_in(g, n, 0), *b = mi_in(g, n, 1);
+	struct mi_tensor *c = mi_in(g, n, 2), *y = mi_out(g, n, 0);
+	bool gemm = is_op(n, "Gemm");
+	int ta = 0, tb = 0;
+	float alpha = 1.0f, beta = 1.0f;
+	ptrdiff_t b_rs, b_cs;
+	const float *bsrc;
+	float *scaled = NULL;
+	int err;
+
+	if (!float_known(a) || !is_const(b) || b->dtype != MI_DT_FLOAT ||
+	    !float_known(y) || b->ndim != 2 || a->ndim < 2)
+		return -EOPNOTSUPP;
+	if (gemm) {
+		ta = (int)mi_attr_int(n, "transA", 0);
+		tb = (int)mi_attr_int(n, "transB", 0);
+		alpha = mi_attr_float(n, "alpha", 1.0f);
+		beta = mi_attr_float(n, "beta", 1.0f);
+		if (a->ndim != 2)
+			return -EOPNOTSUPP;
+		f->m = ta ? a->dims[1] : a->dims[0];
+		f->k = ta ? a->dims[0] : a->dims[1];
+	} else {
+		if (c)
+			return -EOPNOTSUPP;
+		f->k = a->dims[a->ndim - 1];
+		f->m = mi_tensor_numel(a) / (f->k ? f->k : 1);
+	}
+	f->n = tb ? b->dims[0] : b->dims[1];
+	if ((tb ? b->dims[1] : b->dims[0]) != f->k || f->m < 1 || f->n < 1 ||
+	    mi_tensor_numel(y) != f->m * f->n || y->dims[y->ndim - 1] != f->n)
+		return -EOPNOTSUPP;
+	f->a_rs = ta ? 1 : f->k;
+	f->a_cs = ta ? f->m : 1;
+	if (c) {
+		int64_t nc = mi_tensor_numel(c);
+
+		if (!is_const(c) || c->dtype != MI_DT_FLOAT)
+			return -EOPNOTSUPP;
+		if (nc == f->n && c->dims[c->ndim - 1] == f->n) {
+			f->bias_kind = MI_BIAS_COL;
+		} else if (nc == 1) {
+			f->bias_kind = MI_BIAS_COL;
+		} else if (nc == f->m && c->ndim == 2 && c->dims[1] == 1) {
+			f->bias_kind = MI_BIAS_ROW;
+		} else {
+			return -EOPNOTSUPP;
+		}
+		f->bias = malloc((f->bias_kind == MI_BIAS_ROW ? f->m : f->n) *
+				 sizeof(float));
+		if (!f->bias)
+			return -ENOMEM;
+		for (int64_t i = 0; i < (f->bias_kind == MI_BIAS_ROW ? f->m : f->n);
+		     i++)
+			f->bias[i] = beta * ((const float *)c->data)[nc == 1 ? 0 : i];
+	}
+	b_rs = tb ? 1 : f->n;
+	b_cs = tb ? f->k : 1;
+	bsrc = b->data;
+	if (alpha != 1.0f) {
+		int64_t nb = f->k * f->n;
+
+		scaled = malloc(nb * sizeof(float));
+		if (!scaled)
+			return -ENOMEM;
+		for (int64_t i = 0; i < nb; i++)
+			scaled[i] = alpha * bsrc[i];
+		bsrc = scaled;
+	}
+	err = mi_sgemm_pack_b(isa, f->k, f->n, bsrc, b_rs, b_cs, &f->pb);
+	free(scaled);
+	if (err)
+		return err;
+	f->kind = K_GEMM;
+	f->v = &registry[gemm ? 4 : 5];
+	return 0;
+}
+
+/* ---- fusion --------------------------------------------------------------- */
+/* Is node `target` an ancestor of tensor t (through live nodes)? */
+static bool reaches(struct mi_graph *g, int t, int target, char *seen)
+{
+	int p = g->tensors[t].producer;
+
+	if (p < 0 || seen[p])
+		return false;
+	if (p == target)
+		return true;
+	seen[p] = 1;
+	for (int j = 0; j < g->nodes[p].ninputs; j++) {
+		int x = g->nodes[p].inputs[j];
+
+		if (x >= 0 && reaches(g, x, target, seen))
+			return true;
+	}
+	return false;
+}
+
+static int count_consumers(const struct mi_graph *g, int t, int *list, int max)
+{
+	int cnt = 0;
+
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct mi_node *n = &g->nodes[i];
+
+		if (n->dead)
+			continue;
+		for (int j = 0; j < n->ninputs; j++)
+			if (n->inputs[j] == t) {
+				if (cnt < max)
+					list[cnt] = i;
+				cnt++;
+			}
+	}
+	return cnt;
+}
+
+/* Activation of consumer node c, or -1 if it is not one we fuse. */
+static int act_of(struct mi_graph *g, struct mi_node *c, float *lo, float *hi)
+{
+	if (is_op(c, "Relu"))
+		return MI_ACT_RELU;
+	if (is_op(c, "Sigmoid"))
+		return MI_ACT_SIGMOID;
+	if (is_op(c, "HardSwish")) {
+		*lo = 1.0f / 6.0f;
+		*hi = 0.5f;
+		return MI_ACT_HSWISH;
+	}
+	if (is_op(c, "Clip")) {
+		struct mi_tensor *tmin = mi_in(g, c, 1), *tmax = mi_in(g, c, 2);
+
+		*lo = -FLT_MAX;
+		*hi = FLT_MAX;
+		if (c->ninputs > 1 || g->opset >= 11) {
+			if ((tmin && (!is_const(tmin) ||
+				      tmin->dtype != MI_DT_FLOAT ||
+				      mi_tensor_numel(tmin) != 1)) ||
+			    (tmax && (!is_const(tmax) ||
+				      tmax->dtype != MI_DT_FLOAT ||
+				      mi_tensor_numel(tmax) != 1)))
+				return -1;
+			if (tmin)
+				*lo = *(const float *)tmin->data;
+			if (tmax)
+				*hi = *(const float *)tmax->data;
+		} else {
+			*lo = mi_attr_float(c, "min", -FLT_MAX);
+			*hi = mi_attr_float(c, "max", FLT_MAX);
+		}
+		return MI_ACT_CLIP;
+	}
+	return -1;
+}
+
+static void absorb(struct mi_graph *g, struct mi_node *n, struct fast_node *f,
+		   int ci)
+{
+	struct mi_node *c = &g->nodes[ci];
+
+	f->absorbed[f->nabsorbed++] = ci;
+	c->dead = true;
+	n->outputs[0] = c->outputs[0];
+	/* keep producers current for the next fusion step */
+	g->tensors[n->outputs[0]].producer = (int)(n - g->nodes);
+}
+
+/* Append tensor t to n's inputs (residual). */
+static int add_input(struct mi_node *n, struct fast_node *f, int t)
+{
+	int *in = malloc((n->ninputs + 2) * sizeof(int));
+	int slot = n->ninputs;
+
+	if (!in)
+		return -ENOMEM;
+	memcpy(in, n->inputs, n->ninputs * sizeof(int));
+	/* Conv/Gemm: keep the optional bias slot explicit */
+	if (slot < 3) {
+		for (; slot < 3; slot++)
+			in[slot] = -1;
+	}
+	in[slot] = t;
+	f->orig_inputs = n->inputs;
+	n->inputs = in;
+	n->ninputs = slot + 1;
+	f->res_slot = slot;
+	return 0;
+}
+
+static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
+{
+	int ni = (int)(n - g->nodes);
+
+	while (f->nabsorbed < MAX_ABSORB - 1 && f->act == MI_ACT_NONE) {
+		int t = n->outputs[0];
+		struct mi_tensor *tt = &g->tensors[t];
+		int cons[2], nc;
+		struct mi_node *c;
+		float lo = 0, hi = 0;
+		int act;
+
+		if (tt->flags & MI_TF_OUTPUT)
+			break;
+		nc = count_consumers(g, t, cons, 2);
+		if (nc == 2) {
+			/* x * sigmoid(x) */
+			struct mi_node *c0 = &g->nodes[cons[0]],
+				       *c1 = &g->nodes[cons[1]], *sg, *mul;
+			int sgi, muli, u;
+
+			if (is_op(c0, "Sigmoid") && is_op(c1, "Mul"))
+				sg = c0, mul = c1, sgi = cons[0], muli = cons[1];
+			else if (is_op(c1, "Sigmoid") && is_op(c0, "Mul"))
+				sg = c1, mul = c0, sgi = cons[1], muli = cons[0];
+			else
+				break;
+			u = sg->outputs[0];
+			if (mul->ninputs != 2 ||
+			    !((mul->inputs[0] == t && mul->inputs[1] == u) ||
+			      (mul->inputs[1] == t && mul->inputs[0] == u)) ||
+			    mi_graph_sole_consumer(g, u) != muli ||
+			    !same_shape(mi_out(g, mul, 0), tt))
+				break;
+			f->act = MI_ACT_SILU;
+			absorb(g, n, f, sgi);
+			absorb(g, n, f, muli);
+			break;
+		}
+		if (nc != 1)
+			break;
+		c = &g->nodes[cons[0]];
+		if (c->noutputs != 1 || !same_shape(mi_out(g, c, 0), tt) ||
+		    mi_out(g, c, 0)->dtype != MI_DT_FLOAT)
+			break;
+		act = act_of(g, c, &lo, &hi);
+		if (act > 0) {
+			f->act = act;
+			f->lo = lo;
+			f->hi = hi;
+			absorb(g, n, f, cons[0]);
+			break;
+		}
+		if (is_op(c, "Add") && c->ninputs == 2 && f->res_slot < 0) {
+			int other = c->inputs[0] == t ? c->inputs[1] :
+							c->inputs[0];
+			struct mi_tensor *ot = &g->tensors[other];
+
+			if (other == t)
+				break;
+			/* Gemm/MatMul + constant row vector: bias */
+			if (f->kind == K_GEMM && !f->bias && is_const(ot) &&
+			    ot->dtype == MI_DT_FLOAT &&
+			    mi_tensor_numel(ot) == f->n &&
+			    ot->dims[ot->ndim - 1] == f->n) {
+				f->bias = malloc(f->n * sizeof(float));
+				if (!f->bias)
+					return -ENOMEM;
+				memcpy(f->bias, ot->data, f->n * sizeof(float));
+				f->bias_kind = MI_BIAS_COL;
+				absorb(g, n, f, cons[0]);
+				continue;
+			}
+			if (!float_known(ot) || !same_shape(ot, tt))
+				break;
+			{
+				char *seen = calloc(g->nnodes + 1, 1);
+				bool cyc;
+
+				if (!seen)
+					return -ENOMEM;
+				cyc = reaches(g, other, ni, seen);
+				free(seen);
+				if (cyc)
+					break;
+			}
+			if (add_input(n, f, other))
+				return -ENOMEM;
+			absorb(g, n, f, cons[0]);
+			continue;
+		}
+		break;
+	}
+	return 0;
+}
+
+/* ---- plan / run / fini ------------------------------------------------------ */
+static bool env_is(const char *name, const char *val)
+{
+	const char *s = getenv(name);
+
+	return s && !strcmp(s, val);
+}
+
+static size_t fast_ws_size(const struct fast_node *f, int nthreads)
+{
+	if (f->kind == K_CONV)
+		return f->cv.ws_size;
+	{
+		struct mi_sgemm_args ga = { 0 };
+
+		ga.isa = f->pb.isa;
+		ga.m = f->m, ga.n = f->n, ga.k = f->k;
+		ga.pb = &f->pb;
+		ga.nthreads = nthreads;
+		return mi_sgemm_ws_size(&ga);
+	}
+}
 
 int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 {
-	(void)g;
-	(void)opts;
+	int nthreads = opts && opts->nthreads > 0 ? opts->nthreads :
+						    mi_cpu_ncores();
+	int isa = mi_cpu_isa(), err = 0;
+	bool nofuse = env_is("MI_CPU_NOFUSE", "1");
+	struct plan_ws *ws;
+	size_t wsmax = 0;
+
+	mi_cpu_set_nthreads(nthreads);
+	if ((opts && opts->reference) || env_is("MI_CPU_FAST", "0"))
+		return 0;
+	if (mi_quant_plan) {
+		err = mi_quant_plan(g, opts);
+		if (err)
+			return err;
+	}
+	ws = calloc(1, sizeof(*ws));
+	if (!ws)
+		return -ENOMEM;
+	for (int p = 0; p < g->norder; p++) {
+		struct mi_node *n = &g->nodes[g->order[p]];
+		struct fast_node *f;
+
+		if (n->dead || n->priv || n->noutputs != 1 ||
+		    mi_out(g, n, 0)->data)
+			continue;
+		if (!is_op(n, "Conv") && !is_op(n, "Gemm") && !is_op(n, "MatMul"))
+			continue;
+		f = calloc(1, sizeof(*f));
+		if (!f) {
+			err = -ENOMEM;
+			break;
+		}
+		f->res_slot = -1;
+		f->orig_out = n->outputs[0];
+		f->orig_ninputs = n->ninputs;
+		f->hdr.run = fast_run;
+		f->hdr.fini = fast_fini;
+		err = is_op(n, "Conv") ? setup_conv(g, n, f, isa, nthreads) :
+					 setup_gemm(g, n, f, isa);
+		if (err == -EOPNOTSUPP) {
+			err = 0;
+			free(f->bias);
+			free(f);
+			continue;
+		}
+		if (err) {
+			free(f->bias);
+			free(f);
+			break;
+		}
+		f->nthreads = nthreads;
+		f->ws = ws;
+		ws->refs++;
+		n->priv = f;
+		if (!nofuse) {
+			err = fuse(g, n, f);
+			if (err)
+				break;
+		}
+		if (fast_ws_size(f, nthreads) > wsmax)
+			wsmax = fast_ws_size(f, nthreads);
+	}
+	if (!err && ws->refs) {
+		ws->buf = mi_cpu_alloc(wsmax);
+		ws->size = wsmax;
+		if (!ws->buf)
+			err = -ENOMEM;
+	}
+	if (!ws->refs)
+		free(ws);
+	if (err) {
+		mi_cpu_plan_fini(g);
+		return mi_graph_err(g, NULL, err, "CPU planning failed: %s",
+				    err == -ENOMEM ? "out of memory" : "error");
+	}
 	return 0;
+}
+
+static int fast_run(struct mi_graph *g, struct mi_node *n)
+{
+	struct fast_node *f = n->priv;
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	const float *res = NULL;
+
+	if (!x->data || !y->data)
+		return mi_graph_err(g, n, -EINVAL, "fast kernel: missing data");
+	if (f->res_slot >= 0) {
+		res = mi_in(g, n, f->res_slot)->data;
+		if (!res)
+			return mi_graph_err(g, n, -EINVAL,
+					    "fast kernel: missing residual");
+	}
+	if (f->kind == K_CONV) {
+		if (x->ndim != 4 || memcmp(x->dims, f->xdims, sizeof(f->xdims)))
+			return mi_graph_err(g, n, -EINVAL,
+					    "fast kernel planned for another input shape");
+		mi_conv_run(&f->cv, x->data, y->data, res, f->act, f->lo,
+			    f->hi, f->ws->buf);
+		return 0;
+	}
+	{
+		struct mi_sgemm_args ga = { 0 };
+
+		if (mi_tensor_numel(x) != f->m * f->k)
+			return mi_graph_err(g, n, -EINVAL,
+					    "fast kernel planned for another input shape");
+		ga.isa = f->pb.isa;
+		ga.m = f->m, ga.n = f->n, ga.k = f->k;
+		ga.a = x->data, ga.a_rs = f->a_rs, ga.a_cs = f->a_cs;
+		ga.pb = &f->pb;
+		ga.c = y->data, ga.ldc = f->n;
+		ga.epi.bias_kind = f->bias ? f->bias_kind : MI_BIAS_NONE;
+		ga.epi.bias = f->bias;
+		ga.epi.res = res;
+		ga.epi.ldr = f->n;
+		ga.epi.act = f->act;
+		ga.epi.lo = f->lo;
+		ga.epi.hi = f->hi;
+		ga.nthreads = f->nthreads;
+		mi_sgemm(&ga, f->ws->buf);
+	}
+	return 0;
+}
+
+static void fast_fini(struct mi_graph *g, struct mi_node *n)
+{
+	struct fast_node *f = n->priv;
+
+	/* undo the fusion */
+	for (int i = 0; i < f->nabsorbed; i++)
+		g->nodes[f->absorbed[i]].dead = false;
+	n->outputs[0] = f->orig_out;
+	if (f->orig_inputs) {
+		free(n->inputs);
+		n->inputs = f->orig_inputs;
+	}
+	n->ninputs = f->orig_ninputs;
+	if (f->kind == K_CONV)
+		mi_conv_fini(&f->cv);
+	mi_packed_free(&f->pb);
+	free(f->bias);
+	if (f->ws && --f->ws->refs == 0) {
+		mi_cpu_free(f->ws->buf);
+		free(f->ws);
+	}
+	free(f);
 }
 
 int mi_cpu_node_run(struct mi_graph *g, struct mi_node *n)
 {
-	return mi_graph_err(g, n, -EINVAL, "no fast kernel planned");
+	const struct mi_cpu_kernel_hdr *h = n->priv;
+
+	if (!h || !h->run)
+		return mi_graph_err(g, n, -EINVAL, "no fast kernel planned");
+	return h->run(g, n);
 }
 
 void mi_cpu_plan_fini(struct mi_graph *g)
 {
-	(void)g;
+	bool undone = false;
+
+	/* reverse order: later fusions may have rewired earlier ones' uses */
+	for (int i = g->nnodes - 1; i >= 0; i--) {
+		struct mi_node *n = &g->nodes[i];
+		const struct mi_cpu_kernel_hdr *h = n->priv;
+
+		if (!h)
+			continue;
+		if (h->fini)
+			h->fini(g, n);
+		n->priv = NULL;
+		undone = true;
+	}
+	if (undone)
+		mi_graph_toposort(g);
 }

@@ -152,3 +152,44 @@ void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 	for (t = 0; t < nt; t++)
 		fn(ctx, t, nt);
 }
+
+static atomic_int cfg_threads;
+
+int mi_cpu_nthreads(void)
+{
+	int n = atomic_load(&cfg_threads);
+
+	return n > 0 ? n : mi_cpu_ncores();
+}
+
+void mi_cpu_set_nthreads(int nt)
+{
+	atomic_store(&cfg_threads, nt > 0 ? (nt > POOL_MAX ? POOL_MAX : nt) : 0);
+}
+
+struct pfor {
+	int n;
+	void (*fn)(void *arg, int i, int tid);
+	void *arg;
+};
+
+static void pfor_thread(void *ctx, int t, int nt)
+{
+	const struct pfor *p = ctx;
+	int64_t b, e, i;
+
+	mi_chunk(p->n, t, nt, &b, &e);
+	for (i = b; i < e; i++)
+		p->fn(p->arg, (int)i, t);
+}
+
+void mi_cpu_parallel_for(int n, void (*fn)(void *arg, int i, int tid),
+			 void *arg)
+{
+	struct pfor p = { .n = n, .fn = fn, .arg = arg };
+	int nt = mi_cpu_nthreads();
+
+	if (n <= 0)
+		return;
+	mi_pool_run(nt < n ? nt : n, pfor_thread, &p);
+}

@@ -1,0 +1,1170 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `metainfer quantize`: post-training static quantization.
+ *
+ *  1. Load the fp32 model into the IR (no normalization, so tensor names
+ *     match the file) and find the quantizable nodes: Conv, Gemm and
+ *     MatMul whose weight is an fp32 initializer.
+ *  2. Tensors to quantize: the activation input of each such node and its
+ *     "output point" (its output, or the output of a Relu/Clip that is the
+ *     output's sole consumer); graph outputs stay fp32.
+ *  3. Calibrate: run the model (library executor, fast kernels) on the
+ *     calibration inputs with those tensors marked as graph outputs, and
+ *     keep each tensor's min/max (or a percentile of |x| histograms).
+ *  4. Rewrite the ModelProto (protobuf-c): uint8 asymmetric activations
+ *     (QuantizeLinear -> DequantizeLinear pairs), int8 symmetric weights
+ *     per output channel (or per tensor) as DequantizeLinear of int8
+ *     initializers, int32 biases with scale sx*sw; --format qlinear turns
+ *     Conv/MatMul into QLinearConv/QLinearMatMul where the pattern allows.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/onnx.pb-c.h"
+#include "internal.h"
+#include "metainfer/metainfer.h"
+#include "quant/quant.h"
+#include "quant/quant-impl.h"
+
+#include <stdarg.h>
+
+/* One-line error on stderr; returns 1 (the exit status). */
+__attribute__((format(printf, 1, 2))) static int QERR(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("metainfer quantize: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+struct qtensor {
+	int t;          /* IR tensor index */
+	double mn, mx;  /* calibrated range */
+	float scale;
+	int zp;
+	bool seen;
+	uint32_t *hist; /* percentile mode: |x| histogram */
+	double hmax;    /* histogram range */
+};
+
+struct qnode {
+	int node;     /* IR node index */
+	int act;      /* activation input tensor */
+	int weight;   /* weight initializer */
+	int bias;     /* bias initializer or -1 */
+	int wkind;    /* 0 conv, 1 gemm, 2 matmul */
+	int waxis;    /* axis of the output channels in the weight */
+	int out;      /* output point tensor */
+	int act_node; /* Relu/Clip node absorbed into the output point, or -1 */
+};
+
+struct qctx {
+	struct mi_model *m;
+	struct mi_graph *g;
+	struct qnode *nodes;
+	int nnodes;
+	struct qtensor *qt;
+	int nqt;
+	int *qt_of; /* per IR tensor: index in qt or -1 */
+	bool per_channel, qlinear;
+	double percentile; /* 0 = min/max */
+};
+
+#define HIST_BINS 2048
+
+static int consumers(const struct mi_graph *g, int t, int *only)
+{
+	int cnt = 0;
+
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct mi_node *n = &g->nodes[i];
+
+		if (n->dead)
+			continue;
+		for (int j = 0; j < n->ninputs; j++)
+			if (n->inputs[j] == t) {
+				cnt++;
+				if (only)
+					*only = i;
+				break;
+			}
+	}
+	return cnt;
+}
+
+static bool is_graph_output(const struct mi_graph *g, int t)
+{
+	for (int i = 0; i < g->noutputs; i++)
+		if (g->outputs[i] == t)
+			return true;
+	return false;
+}
+
+static bool is_weight(const struct mi_graph *g, int t, int ndim_min, int ndim_max)
+{
+	const struct mi_tensor *w = t >= 0 ? &g->tensors[t] : NULL;
+
+	return w && (w->flags & MI_TF_CONST) && w->data && w->dtype == MI_DT_FLOAT &&
+	       w->ndim >= ndim_min && w->ndim <= ndim_max;
+}
+
+static int qt_add(struct qctx *c, int t)
+{
+	if (c->qt_of[t] >= 0)
+		return 0;
+	struct qtensor *nq = realloc(c->qt, (c->nqt + 1) * sizeof(*nq));
+
+	if (!nq)
+		return -ENOMEM;
+	c->qt = nq;
+	memset(&c->qt[c->nqt], 0, sizeof(c->qt[0]));
+	c->qt[c->nqt].t = t;
+	c->qt[c->nqt].mn = INFINITY;
+	c->qt[c->nqt].mx = -INFINITY;
+	c->qt_of[t] = c->nqt++;
+	return 0;
+}
+
+/* Find quantizable nodes and the tensors to calibrate. */
+static int find_nodes(struct qctx *c)
+{
+	struct mi_graph *g = c->g;
+
+	c->qt_of = malloc(g->ntensors * sizeof(int));
+	c->nodes = calloc(g->nnodes + 1, sizeof(*c->nodes));
+	if (!c->qt_of || !c->nodes)
+		return -ENOMEM;
+	for (int i = 0; i < g->ntensors; i++)
+		c->qt_of[i] = -1;
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *n = &g->nodes[i];
+		struct qnode q = { .node = i, .bias = -1, .act_node = -1 };
+
+		if (n->dead || n->domain[0] || n->ninputs < 2)
+			continue;
+		q.act = n->inputs[0];
+		q.weight = n->inputs[1];
+		if (q.act < 0 || g->tensors[q.act].dtype != MI_DT_FLOAT ||
+		    (g->tensors[q.act].flags & MI_TF_CONST))
+			continue;
+		if (!strcmp(n->op_type, "Conv")) {
+			if (!is_weight(g, q.weight, 3, 4))
+				continue;
+			q.wkind = 0;
+			q.waxis = 0;
+			if (n->ninputs > 2 && n->inputs[2] >= 0) {
+				if (!is_weight(g, n->inputs[2], 1, 1))
+					continue;
+				q.bias = n->inputs[2];
+			}
+		} else if (!strcmp(n->op_type, "Gemm")) {
+			if (!is_weight(g, q.weight, 2, 2) || mi_attr_int(n, "transA", 0) ||
+			    mi_attr_float(n, "alpha", 1.0f) != 1.0f ||
+			    mi_attr_float(n, "beta", 1.0f) != 1.0f)
+				continue;
+			q.wkind = 1;
+			q.waxis = mi_attr_int(n, "transB", 0) ? 0 : 1;
+			if (n->ninputs > 2 && n->inputs[2] >= 0) {
+				if (!is_weight(g, n->inputs[2], 1, 1))
+					continue; /* 2-D C: not quantized */
+				q.bias = n->inputs[2];
+			}
+		} else if (!strcmp(n->op_type, "MatMul")) {
+			if (!is_weight(g, q.weight, 2, 2))
+				continue;
+			q.wkind = 2;
+			q.waxis = 1;
+		} else {
+			continue;
+		}
+		/* output point: through a sole Relu/Clip consumer */
+		int y = n->outputs[0], only = -1;
+
+		q.out = y;
+		if (!is_graph_output(g, y) && consumers(g, y, &only) == 1) {
+			struct mi_node *a = &g->nodes[only];
+
+			if (!strcmp(a->op_type, "Relu") ||
+			    (!strcmp(a->op_type, "Clip") && a->inputs[0] == y)) {
+				q.out = a->outputs[0];
+				q.act_node = only;
+			}
+		}
+		c->nodes[c->nnodes++] = q;
+		if (qt_add(c, q.act))
+			return -ENOMEM;
+		if (!is_graph_output(g, q.out) && qt_add(c, q.out))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- calibration ------------------------------------------------------ */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*s = x;
+	return x;
+}
+
+static void observe(struct qctx *c, int pass)
+{
+	for (int i = 0; i < c->nqt; i++) {
+		struct qtensor *q = &c->qt[i];
+		const struct mi_tensor *t = &c->g->tensors[q->t];
+		int64_t n = mi_tensor_numel(t);
+		const float *d = t->data;
+
+		if (!d || t->dtype != MI_DT_FLOAT || n <= 0)
+			continue;
+		if (pass == 0) {
+			for (int64_t k = 0; k < n; k++) {
+				q->mn = d[k] < q->mn ? d[k] : q->mn;
+				q->mx = d[k] > q->mx ? d[k] : q->mx;
+			}
+			q->seen = true;
+		} else if (q->hist && q->hmax > 0) {
+			double f = HIST_BINS / q->hmax;
+
+			for (int64_t k = 0; k < n; k++) {
+				int b = (int)(fabs(d[k]) * f);
+
+				q->hist[b >= HIST_BINS ? HIST_BINS - 1 : b]++;
+			}
+		}
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Calibration inputs: a list of per-input arrays (one run each). */
+struct calib {
+	int nruns;
+	struct mi_value **runs; /* [nruns][ninputs] */
+	struct mi_tensor *owned; /* npy tensors to free */
+	int nowned;
+};
+
+static int calib_random(struct qctx *c, int count, uint64_t seed, struct calib *cal)
+{
+	struct mi_graph *g = c->g;
+
+	cal->runs = calloc(count, sizeof(*cal->runs));
+	if (!cal->runs)
+		return -ENOMEM;
+	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+
+	for (int r = 0; r < count; r++) {
+		cal->runs[r] = calloc(g->ninputs + 1, sizeof(struct mi_value));
+		if (!cal->runs[r])
+			return -ENOMEM;
+		cal->nruns++;
+		for (int i = 0; i < g->ninputs; i++) {
+			struct mi_tensor *t = &g->tensors[g->inputs[i]];
+			struct mi_value *v = &cal->runs[r][i];
+			int64_t n = 1;
+
+			v->dtype = t->dtype;
+			v->ndim = t->ndim;
+			for (int d = 0; d < t->ndim; d++) {
+				v->dims[d] = t->dims[d] < 0 ? 1 : t->dims[d];
+				n *= v->dims[d];
+			}
+			if (t->dtype != MI_DT_FLOAT)
+				return QERR("input '%s' is %s: --calib-random fills float32 inputs only",
+					    t->name, mi_dtype_name(t->dtype)) ? -EINVAL : 0;
+			v->nbytes = n * 4;
+			v->data = malloc(v->nbytes + 1);
+			if (!v->data)
+				return -ENOMEM;
+			for (int64_t k = 0; k < n; k++) {
+				double u = (double)(rng_next(&s) >> 11) / 9007199254740992.0;
+
+				((float *)v->data)[k] = (float)(2 * u - 1);
+			}
+		}
+	}
+	return 0;
+}
+
+static int calib_dir(struct qctx *c, const char *dir, struct calib *cal)
+{
+	struct mi_graph *g = c->g;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **names = NULL;
+	int nn = 0, err = 0;
+
+	if (!d)
+		return QERR("%s: %s", dir, strerror(errno)) ? -ENOENT : 0;
+	if (g->ninputs != 1) {
+		closedir(d);
+		return QERR("--calib DIR needs a model with one input (this one has %d); use --calib-random",
+			    g->ninputs) ? -EINVAL : 0;
+	}
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+
+		if (l > 4 && !strcmp(e->d_name + l - 4, ".npy")) {
+			char **nw = realloc(names, (nn + 1) * sizeof(*names));
+
+			if (!nw || asprintf(&nw[nn], "%s/%s", dir, e->d_name) < 0) {
+				names = nw;
+				err = -ENOMEM;
+				break;
+			}
+			names = nw;
+			nn++;
+		}
+	}
+	closedir(d);
+	if (!err && !nn)
+		err = QERR("%s: no .npy files", dir) ? -ENOENT : 0;
+	if (!err)
+		qsort(names, nn, sizeof(*names), cmp_str);
+	cal->runs = calloc(nn + 1, sizeof(*cal->runs));
+	cal->owned = calloc(nn + 1, sizeof(*cal->owned));
+	if (!cal->runs || !cal->owned)
+		err = -ENOMEM;
+	for (int i = 0; i < nn && !err; i++) {
+		char msg[256];
+		struct mi_tensor *t = &cal->owned[cal->nowned];
+
+		if (mi_npy_read(names[i], t, msg, sizeof(msg))) {
+			err = QERR("%s: %s", names[i], msg) ? -EINVAL : 0;
+			break;
+		}
+		cal->nowned++;
+		cal->runs[i] = calloc(2, sizeof(struct mi_value));
+		if (!cal->runs[i]) {
+			err = -ENOMEM;
+			break;
+		}
+		cal->nruns++;
+		struct mi_value *v = &cal->runs[i][0];
+
+		v->dtype = t->dtype;
+		v->ndim = t->ndim;
+		memcpy(v->dims, t->dims, sizeof(v->dims));
+		v->data = t->data;
+		v->nbytes = t->nbytes;
+	}
+	for (int i = 0; i < nn; i++)
+		free(names[i]);
+	free(names);
+	return err;
+}
+
+static void calib_free(struct calib *cal, bool own_data)
+{
+	for (int r = 0; r < cal->nruns; r++) {
+		if (own_data && cal->runs[r])
+			for (int i = 0; cal->runs[r][i].data; i++)
+				free(cal->runs[r][i].data);
+		free(cal->runs[r]);
+	}
+	free(cal->runs);
+	for (int i = 0; i < cal->nowned; i++)
+		mi_tensor_fini(&cal->owned[i]);
+	free(cal->owned);
+}
+
+static int calibrate(struct qctx *c, struct calib *cal)
+{
+	struct mi_graph *g = c->g;
+	int *outs = realloc(g->outputs, (g->noutputs + c->nqt) * sizeof(int));
+
+	if (!outs)
+		return -ENOMEM;
+	g->outputs = outs;
+	/* Mark every calibrated tensor as a graph output so no fusion hides
+	 * it and the arena keeps it until the run ends. */
+	for (int i = 0; i < c->nqt; i++) {
+		struct mi_tensor *t = &g->tensors[c->qt[i].t];
+
+		if (!(t->flags & MI_TF_OUTPUT) && !(t->flags & MI_TF_INPUT)) {
+			t->flags |= MI_TF_OUTPUT;
+			g->outputs[g->noutputs++] = c->qt[i].t;
+		}
+	}
+	int passes = c->percentile > 0 ? 2 : 1;
+
+	for (int pass = 0; pass < passes; pass++) {
+		for (int r = 0; r < cal->nruns; r++) {
+			int ni = 0;
+
+			while (ni < g->ninputs && cal->runs[r][ni].data)
+				ni++;
+			if (mi_model_run(c->m, cal->runs[r], ni, NULL, 0) < 0)
+				return QERR("calibration run %d: %s", r, mi_last_error()) ? -EINVAL : 0;
+			/* inputs point at the caller's buffers: observe now */
+			observe(c, pass);
+		}
+		if (pass == 0 && passes == 2)
+			for (int i = 0; i < c->nqt; i++) {
+				struct qtensor *q = &c->qt[i];
+
+				q->hmax = fmax(fabs(q->mn), fabs(q->mx));
+				q->hist = calloc(HIST_BINS, sizeof(uint32_t));
+				if (!q->hist)
+					return -ENOMEM;
+			}
+	}
+	for (int i = 0; i < c->nqt; i++) {
+		struct qtensor *q = &c->qt[i];
+
+		if (!q->seen)
+			return QERR("tensor '%s' was not computed during calibration",
+				    g->tensors[q->t].name) ? -EINVAL : 0;
+		if (q->hist && q->hmax > 0) {
+			uint64_t tot = 0, acc = 0;
+			int b;
+
+			for (b = 0; b < HIST_BINS; b++)
+				tot += q->hist[b];
+			for (b = 0; b < HIST_BINS; b++) {
+				acc += q->hist[b];
+				if (acc >= tot * (c->percentile / 100.0))
+					break;
+			}
+			double lim = (b + 1) * q->hmax / HIST_BINS;
+
+			q->mn = fmax(q->mn, -lim);
+			q->mx = fmin(q->mx, lim);
+		}
+		double mn = fmin(q->mn, 0), mx = fmax(q->mx, 0);
+
+		if (mx - mn < 1e-8)
+			mx = mn + 1e-8;
+		q->scale = (float)((mx - mn) / 255.0);
+		double z = nearbyint(-mn / q->scale);
+
+		q->zp = z < 0 ? 0 : z > 255 ? 255 : (int)z;
+	}
+	return 0;
+}
+
+/* ---- ModelProto rewriting --------------------------------------------- */
+
+struct pb {
+	Onnx__GraphProto *gp;
+	Onnx__NodeProto **nodes; /* new node list */
+	size_t nn, cap;
+	int err;
+};
+
+static char *xstrdup(struct pb *p, const char *s)
+{
+	char *d = strdup(s);
+
+	if (!d)
+		p->err = -ENOMEM;
+	return d;
+}
+
+static char *xfmt(struct pb *p, const char *a, const char *suffix)
+{
+	char *s;
+
+	if (asprintf(&s, "%s%s", a, suffix) < 0) {
+		p->err = -ENOMEM;
+		return NULL;
+	}
+	return s;
+}
+
+static void push_node(struct pb *p, Onnx__NodeProto *n)
+{
+	if (p->nn == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 64;
+		Onnx__NodeProto **nw = realloc(p->nodes, cap * sizeof(*nw));
+
+		if (!nw) {
+			p->err = -ENOMEM;
+			return;
+		}
+		p->nodes = nw;
+		p->cap = cap;
+	}
+	p->nodes[p->nn++] = n;
+}
+
+/* New node; names are copied. */
+static Onnx__NodeProto *new_node(struct pb *p, const char *op, const char *name,
+				 const char *const *in, int nin, const char *out)
+{
+	Onnx__NodeProto *n = calloc(1, sizeof(*n));
+
+	if (!n) {
+		p->err = -ENOMEM;
+		return NULL;
+	}
+	onnx__node_proto__init(n);
+	n->op_type = xstrdup(p, op);
+	n->name = xstrdup(p, name);
+	n->input = calloc(nin, sizeof(char *));
+	n->output = calloc(1, sizeof(char *));
+	if (!n->input || !n->output) {
+		p->err = -ENOMEM;
+		return n;
+	}
+	n->n_input = nin;
+	for (int i = 0; i < nin; i++)
+		n->input[i] = xstrdup(p, in[i]);
+	n->n_output = 1;
+	n->output[0] = xstrdup(p, out);
+	return n;
+}
+
+static void node_set_int(struct pb *p, Onnx__NodeProto *n, const char *name, int64_t v)
+{
+	Onnx__AttributeProto *a = calloc(1, sizeof(*a));
+	Onnx__AttributeProto **arr = realloc(n->attribute, (n->n_attribute + 1) * sizeof(*arr));
+
+	if (!a || !arr) {
+		free(a);
+		if (arr)
+			n->attribute = arr;
+		p->err = -ENOMEM;
+		return;
+	}
+	n->attribute = arr;
+	onnx__attribute_proto__init(a);
+	a->name = xstrdup(p, name);
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+	a->has_i = 1;
+	a->i = v;
+	n->attribute[n->n_attribute++] = a;
+}
+
+/* Append an initializer (data copied). */
+static void add_init(struct pb *p, const char *name, int dtype, int ndim,
+		     const int64_t *dims, const void *data, size_t nbytes)
+{
+	Onnx__TensorProto *t = calloc(1, sizeof(*t));
+	Onnx__TensorProto **arr = realloc(p->gp->initializer,
+					  (p->gp->n_initializer + 1) * sizeof(*arr));
+
+	if (!t || !arr) {
+		free(t);
+		if (arr)
+			p->gp->initializer = arr;
+		p->err = -ENOMEM;
+		return;
+	}
+	p->gp->initializer = arr;
+	onnx__tensor_proto__init(t);
+	t->name = xstrdup(p, name);
+	t->has_data_type = 1;
+	t->data_type = dtype;
+	t->n_dims = ndim;
+	t->dims = malloc((ndim + 1) * sizeof(int64_t));
+	t->raw_data.data = malloc(nbytes + 1);
+	if (!t->dims || !t->raw_data.data)
+		p->err = -ENOMEM;
+	else {
+		memcpy(t->dims, dims, ndim * sizeof(int64_t));
+		memcpy(t->raw_data.data, data, nbytes);
+	}
+	t->has_raw_data = 1;
+	t->raw_data.len = nbytes;
+	p->gp->initializer[p->gp->n_initializer++] = t;
+}
+
+static void rename_str(struct pb *p, char **s, const char *to)
+{
+	char *d = xstrdup(p, to);
+
+	if (d) {
+		free(*s);
+		*s = d;
+	}
+}
+
+/* Names of the pieces of quantized activation tensor q. */
+static void act_names(const char *t, char **scale, char **zp, char **q, char **dq,
+		      struct pb *p)
+{
+	*scale = xfmt(p, t, "_scale");
+	*zp = xfmt(p, t, "_zero_point");
+	*q = xfmt(p, t, "_quantized");
+	*dq = xfmt(p, t, "_dequantized");
+}
+
+struct wq {
+	char *dq; /* name of the dequantized weight */
+	char *bdq; /* of the dequantized bias (or NULL) */
+	char *q, *scale, *zp, *bq, *bscale; /* initializer names (qlinear) */
+	int noc;
+};
+
+/* Quantize weight (and bias) of qnode k; emit their DequantizeLinear. */
+static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn,
+			    struct wq *out)
+{
+	struct mi_graph *g = c->g;
+	const struct mi_tensor *w = &g->tensors[qn->weight];
+	int axis = c->per_channel ? qn->waxis : -1;
+	int64_t noc = axis < 0 ? 1 : w->dims[axis];
+	int64_t total = mi_tensor_numel(w);
+	int64_t inner = axis < 0 ? total : mi_ops_prod(w->dims, axis + 1, w->ndim);
+	const float *wf = w->data;
+	float *scale = calloc(noc, sizeof(float));
+	int8_t *wq = malloc(total + 1), *zp = calloc(noc, 1);
+	const char *wn = w->name;
+	const struct mi_tensor *xt = &g->tensors[qn->act];
+	float sx = c->qt[c->qt_of[qn->act]].scale;
+
+	memset(out, 0, sizeof(*out));
+	if (!scale || !wq || !zp) {
+		p->err = -ENOMEM;
+		goto out;
+	}
+	(void)xt;
+	for (int64_t i = 0; i < total; i++) {
+		int64_t ch = axis < 0 ? 0 : (i / inner) % noc;
+		float a = fabsf(wf[i]);
+
+		scale[ch] = a > scale[ch] ? a : scale[ch];
+	}
+	for (int64_t ch = 0; ch < noc; ch++)
+		scale[ch] = scale[ch] > 0 ? scale[ch] / 127.0f : 1.0f;
+	for (int64_t i = 0; i < total; i++) {
+		int64_t ch = axis < 0 ? 0 : (i / inner) % noc;
+		float v = nearbyintf(wf[i] / scale[ch]);
+
+		wq[i] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
+	}
+	out->q = xfmt(p, wn, "_quantized");
+	out->scale = xfmt(p, wn, "_scale");
+	out->zp = xfmt(p, wn, "_zero_point");
+	out->dq = xfmt(p, wn, "_dequantized");
+	out->noc = (int)noc;
+	if (p->err)
+		goto out;
+	add_init(p, out->q, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, w->ndim, w->dims, wq, total);
+	add_init(p, out->scale, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, axis < 0 ? 0 : 1, &noc,
+		 scale, noc * 4);
+	add_init(p, out->zp, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, axis < 0 ? 0 : 1, &noc, zp, noc);
+	const char *in[3] = { out->q, out->scale, out->zp };
+	char *nm = xfmt(p, wn, "_DequantizeLinear");
+	Onnx__NodeProto *n = new_node(p, "DequantizeLinear", nm ? nm : "", in, 3, out->dq);
+
+	free(nm);
+	if (n && axis >= 0)
+		node_set_int(p, n, "axis", axis);
+	push_node(p, n);
+
+	if (qn->bias >= 0) {
+		const struct mi_tensor *b = &g->tensors[qn->bias];
+		int64_t nb = mi_tensor_numel(b);
+
+		if (nb != (axis < 0 ? nb : noc) || (axis < 0 && false))
+			goto out;
+		float *bs = malloc(nb * sizeof(float));
+		int32_t *bq = malloc(nb * sizeof(int32_t));
+
+		if (!bs || !bq) {
+			free(bs);
+			free(bq);
+			p->err = -ENOMEM;
+			goto out;
+		}
+		for (int64_t o = 0; o < nb; o++) {
+			bs[o] = sx * scale[axis < 0 ? 0 : o];
+			double v = nearbyint(((const float *)b->data)[o] / bs[o]);
+
+			bq[o] = (int32_t)(v < -2147483647.0 ? -2147483647.0 :
+					  v > 2147483647.0 ? 2147483647.0 : v);
+		}
+		out->bq = xfmt(p, b->name, "_quantized");
+		out->bscale = xfmt(p, b->name, "_scale");
+		out->bdq = xfmt(p, b->name, "_dequantized");
+		if (!p->err) {
+			add_init(p, out->bq, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, &nb, bq, nb * 4);
+			add_init(p, out->bscale, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, &nb, bs,
+				 nb * 4);
+			const char *bin[2] = { out->bq, out->bscale };
+			char *bnm = xfmt(p, b->name, "_DequantizeLinear");
+			Onnx__NodeProto *bn = new_node(p, "DequantizeLinear", bnm ? bnm : "",
+						       bin, 2, out->bdq);
+
+			free(bnm);
+			if (bn)
+				node_set_int(p, bn, "axis", 0);
+			push_node(p, bn);
+		}
+		free(bs);
+		free(bq);
+	}
+out:
+	free(scale);
+	free(wq);
+	free(zp);
+}
+
+static void wq_free(struct wq *w)
+{
+	free(w->dq);
+	free(w->bdq);
+	free(w->q);
+	free(w->scale);
+	free(w->zp);
+	free(w->bq);
+	free(w->bscale);
+}
+
+/* Q -> DQ pair for activation tensor qi. */
+static void emit_qdq(struct qctx *c, struct pb *p, int qi)
+{
+	const struct qtensor *q = &c->qt[qi];
+	const char *tn = c->g->tensors[q->t].name;
+	char *s, *z, *qn, *dqn, *n1, *n2;
+	uint8_t zp = (uint8_t)q->zp;
+
+	act_names(tn, &s, &z, &qn, &dqn, p);
+	n1 = xfmt(p, tn, "_QuantizeLinear");
+	n2 = xfmt(p, tn, "_DequantizeLinear");
+	if (!p->err) {
+		add_init(p, s, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 0, NULL, &q->scale, 4);
+		add_init(p, z, ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, 0, NULL, &zp, 1);
+		const char *in1[3] = { tn, s, z }, *in2[3] = { qn, s, z };
+
+		push_node(p, new_node(p, "QuantizeLinear", n1, in1, 3, qn));
+		push_node(p, new_node(p, "DequantizeLinear", n2, in2, 3, dqn));
+	}
+	free(s);
+	free(z);
+	free(qn);
+	free(dqn);
+	free(n1);
+	free(n2);
+}
+
+static int find_pnode(Onnx__GraphProto *gp, const char *out0)
+{
+	for (size_t i = 0; i < gp->n_node; i++)
+		if (gp->node[i]->n_output && !strcmp(gp->node[i]->output[0], out0))
+			return (int)i;
+	return -1;
+}
+
+static int64_t opset_of(const Onnx__ModelProto *mp)
+{
+	for (size_t i = 0; i < mp->n_opset_import; i++) {
+		const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+
+		if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
+			return o->version;
+	}
+	return 0;
+}
+
+/* Drop initializers nobody uses any more (the fp32 weights), and graph
+ * inputs that only declared them (IR < 4 models list initializers there). */
+static void drop_unused_inits(Onnx__GraphProto *gp)
+{
+	size_t k = 0, ki = 0;
+
+	for (size_t i = 0; i < gp->n_initializer; i++) {
+		Onnx__TensorProto *t = gp->initializer[i];
+		bool used = false;
+
+		for (size_t j = 0; j < gp->n_node && !used; j++)
+			for (size_t a = 0; a < gp->node[j]->n_input; a++)
+				if (!strcmp(gp->node[j]->input[a], t->name)) {
+					used = true;
+					break;
+				}
+		for (size_t j = 0; j < gp->n_output && !used; j++)
+			used = !strcmp(gp->output[j]->name, t->name);
+		if (used) {
+			gp->initializer[k++] = t;
+			continue;
+		}
+		/* remove a graph input of the same name */
+		ki = 0;
+		for (size_t j = 0; j < gp->n_input; j++) {
+			if (!strcmp(gp->input[j]->name, t->name))
+				onnx__value_info_proto__free_unpacked(gp->input[j], NULL);
+			else
+				gp->input[ki++] = gp->input[j];
+		}
+		gp->n_input = ki;
+		onnx__tensor_proto__free_unpacked(t, NULL);
+	}
+	gp->n_initializer = k;
+}
+
+/* Replace Conv/MatMul QDQ groups by QLinearConv/QLinearMatMul. */
+static void to_qlinear(struct qctx *c, struct pb *p, Onnx__NodeProto **orig, size_t norig,
+		       const struct wq *wqs)
+{
+	struct mi_graph *g = c->g;
+
+	for (int k = 0; k < c->nnodes; k++) {
+		const struct qnode *qn = &c->nodes[k];
+		const struct wq *w = &wqs[k];
+		struct mi_node *n = &g->nodes[qn->node];
+		int qo = c->qt_of[qn->out], qa = c->qt_of[qn->act];
+
+		if (qn->wkind == 1 || qo < 0 || qa < 0 || !w->q)
+			continue;
+		if (qn->act_node >= 0 && c->qt[qo].zp != 0)
+			continue; /* Relu/Clip not implied by saturation */
+		if (qn->bias >= 0 && !w->bq)
+			continue;
+		int pi = find_pnode(p->gp, n->outputs[0] >= 0 ? g->tensors[n->outputs[0]].name : "");
+
+		if (pi < 0)
+			continue;
+		Onnx__NodeProto *pn = p->gp->node[pi];
+		const char *xn = g->tensors[qn->act].name, *yn = g->tensors[qn->out].name;
+		char *xs, *xz, *xq, *xdq, *ys, *yz, *yq, *ydq;
+
+		act_names(xn, &xs, &xz, &xq, &xdq, p);
+		act_names(yn, &ys, &yz, &yq, &ydq, p);
+		if (p->err)
+			return;
+		const char *in[9] = { xq, xs, xz, w->q, w->scale, w->zp, ys, yz, w->bq };
+		int nin = qn->wkind == 0 ? (w->bq ? 9 : 8) : 8;
+		Onnx__NodeProto *nn = new_node(p, qn->wkind == 0 ? "QLinearConv" : "QLinearMatMul",
+					       pn->name ? pn->name : "", in, nin, yq);
+
+		if (nn && qn->wkind == 0) {
+			/* keep the conv attributes */
+			nn->attribute = pn->attribute;
+			nn->n_attribute = pn->n_attribute;
+			pn->attribute = NULL;
+			pn->n_attribute = 0;
+		}
+		/* replace the conv by the QLinear node; remove the act node and
+		 * the Q of the output (its DQ stays for the consumers) */
+		if (nn) {
+			onnx__node_proto__free_unpacked(pn, NULL);
+			p->gp->node[pi] = nn;
+		}
+		char *qname = xfmt(p, yn, "_QuantizeLinear");
+		const char *actout = qn->act_node >= 0 ? yn : NULL;
+
+		for (size_t i = 0; i < p->gp->n_node; i++) {
+			Onnx__NodeProto *x = p->gp->node[i];
+
+			if (!x)
+				continue;
+			if ((qname && x->name && !strcmp(x->name, qname) &&
+			     !strcmp(x->op_type, "QuantizeLinear")) ||
+			    (actout && x->n_output && !strcmp(x->output[0], actout) &&
+			     (!strcmp(x->op_type, "Relu") || !strcmp(x->op_type, "Clip")))) {
+				onnx__node_proto__free_unpacked(x, NULL);
+				p->gp->node[i] = NULL;
+			}
+		}
+		free(qname);
+		/* compact */
+		size_t m = 0;
+
+		for (size_t i = 0; i < p->gp->n_node; i++)
+			if (p->gp->node[i])
+				p->gp->node[m++] = p->gp->node[i];
+		p->gp->n_node = m;
+		free(xs), free(xz), free(xq), free(xdq), free(ys), free(yz), free(yq), free(ydq);
+	}
+	(void)orig;
+	(void)norig;
+}
+
+static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
+{
+	struct mi_graph *g = c->g;
+	void *buf = NULL;
+	size_t len = 0;
+	Onnx__ModelProto *mp;
+	struct pb p = { 0 };
+	struct wq *wqs = NULL;
+	int err;
+
+	err = mi_read_file(in_path, (size_t)4 << 30, &buf, &len);
+	if (err)
+		return QERR("%s: cannot read: %s", in_path, strerror(-err)) ? err : 0;
+	mp = onnx__model_proto__unpack(NULL, len, buf);
+	free(buf);
+	if (!mp || !mp->graph)
+		return QERR("%s: not a valid ONNX model", in_path) ? -EINVAL : 0;
+	p.gp = mp->graph;
+	int64_t opset = opset_of(mp);
+
+	if (opset < 10) {
+		onnx__model_proto__free_unpacked(mp, NULL);
+		return QERR("%s: opset %lld has no QuantizeLinear (needs >= 10)", in_path,
+			    (long long)opset) ? -EOPNOTSUPP : 0;
+	}
+	if (opset < 13 && c->per_channel) {
+		fprintf(stderr, "metainfer quantize: opset %lld < 13: per-tensor weight scales\n",
+			(long long)opset);
+		c->per_channel = false;
+	}
+	wqs = calloc(c->nnodes + 1, sizeof(*wqs));
+	if (!wqs) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* weight DQs first (they depend on initializers only) */
+	for (int k = 0; k < c->nnodes; k++)
+		quantize_weight(c, &p, &c->nodes[k], &wqs[k]);
+	/* activation QDQ pairs for graph inputs */
+	for (int i = 0; i < c->nqt; i++)
+		if (g->tensors[c->qt[i].t].flags & MI_TF_INPUT)
+			emit_qdq(c, &p, i);
+	Onnx__NodeProto **orig = p.gp->node;
+	size_t norig = p.gp->n_node;
+
+	for (size_t i = 0; i < norig && !p.err; i++) {
+		Onnx__NodeProto *pn = orig[i];
+
+		/* rewire inputs: quantized activations, weights, biases */
+		for (size_t a = 0; a < pn->n_input; a++) {
+			int t = mi_graph_find_tensor(g, pn->input[a]);
+
+			if (t < 0 || !pn->input[a][0])
+				continue;
+			if (c->qt_of[t] >= 0) {
+				char *dq = xfmt(&p, pn->input[a], "_dequantized");
+
+				if (dq) {
+					free(pn->input[a]);
+					pn->input[a] = dq;
+				}
+			}
+		}
+		int k = -1;
+
+		for (int j = 0; j < c->nnodes; j++)
+			if (pn->n_output &&
+			    !strcmp(g->tensors[g->nodes[c->nodes[j].node].outputs[0]].name,
+				    pn->output[0]))
+				k = j;
+		if (k >= 0 && wqs[k].dq) {
+			rename_str(&p, &pn->input[1], wqs[k].dq);
+			if (wqs[k].bdq && pn->n_input > 2)
+				rename_str(&p, &pn->input[2], wqs[k].bdq);
+		}
+		push_node(&p, pn);
+		for (size_t o = 0; o < pn->n_output; o++) {
+			int t = mi_graph_find_tensor(g, pn->output[o]);
+
+			if (t >= 0 && c->qt_of[t] >= 0 && !(g->tensors[t].flags & MI_TF_INPUT))
+				emit_qdq(c, &p, c->qt_of[t]);
+		}
+	}
+	if (p.err) {
+		err = p.err;
+		goto out;
+	}
+	free(orig);
+	p.gp->node = p.nodes;
+	p.gp->n_node = p.nn;
+	p.nodes = NULL;
+	if (c->qlinear)
+		to_qlinear(c, &p, NULL, 0, wqs);
+	drop_unused_inits(p.gp);
+	if (p.err) {
+		err = p.err;
+		goto out;
+	}
+	/* write */
+	size_t sz = onnx__model_proto__get_packed_size(mp);
+	uint8_t *ob = malloc(sz + 1);
+	FILE *f;
+
+	if (!ob) {
+		err = -ENOMEM;
+		goto out;
+	}
+	onnx__model_proto__pack(mp, ob);
+	f = fopen(out_path, "wb");
+	if (!f || fwrite(ob, 1, sz, f) != sz || fclose(f)) {
+		err = QERR("%s: cannot write: %s", out_path, strerror(errno)) ? -EIO : 0;
+		if (f)
+			fclose(f);
+	}
+	free(ob);
+out:
+	if (p.nodes) {
+		/* failure half way: orig nodes are still owned by mp */
+		free(p.nodes);
+	}
+	for (int k = 0; wqs && k < c->nnodes; k++)
+		wq_free(&wqs[k]);
+	free(wqs);
+	onnx__model_proto__free_unpacked(mp, NULL);
+	return err;
+}
+
+/* ---- command line ------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: metainfer quantize MODEL.onnx (--calib DIR | --calib-random N) -o OUT.onnx\n"
+		"                          [--format qdq|qlinear] [--per-channel|--per-tensor]\n"
+		"                          [--percentile P] [--seed S] [--threads N]\n"
+		"\n"
+		"Post-training static int8 quantization: uint8 asymmetric activations\n"
+		"(ranges calibrated by running the fp32 model), int8 symmetric weights of\n"
+		"Conv/Gemm/MatMul (per output channel unless --per-tensor), int32 biases.\n"
+		"\n"
+		"  --calib DIR          calibration inputs: every DIR/*.npy (one-input models)\n"
+		"  --calib-random N     N seeded random inputs, uniform in [-1, 1)\n"
+		"  -o, --output FILE    the quantized model\n"
+		"  --format qdq         QuantizeLinear/DequantizeLinear pairs (default)\n"
+		"  --format qlinear     QLinearConv/QLinearMatMul where possible\n"
+		"  --per-channel        per output channel weight scales (default)\n"
+		"  --per-tensor         one weight scale per tensor\n"
+		"  --percentile P       clip activation ranges at the P-th percentile of |x|\n"
+		"                       (e.g. 99.99) instead of min/max\n"
+		"  --seed S             seed of --calib-random (default 1234)\n"
+		"  --threads N          threads for the calibration runs\n");
+}
+
+int mi_quant_main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "calib", required_argument, NULL, 'c' },
+		{ "calib-random", required_argument, NULL, 'r' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "per-channel", no_argument, NULL, 'P' },
+		{ "per-tensor", no_argument, NULL, 'T' },
+		{ "percentile", required_argument, NULL, 'p' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *calib = NULL, *out = NULL, *model;
+	long nrandom = 0, seed = 1234, threads = 0;
+	struct qctx c = { .per_channel = true };
+	struct calib cal = { 0 };
+	int opt, err, rc = 1;
+	char *end;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			calib = optarg;
+			break;
+		case 'r':
+			nrandom = strtol(optarg, &end, 10);
+			if (*end || nrandom < 1 || nrandom > 100000)
+				return QERR("--calib-random: '%s' is not a count in 1..100000", optarg);
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "qdq"))
+				c.qlinear = false;
+			else if (!strcmp(optarg, "qlinear"))
+				c.qlinear = true;
+			else
+				return QERR("--format: '%s' is not qdq or qlinear", optarg);
+			break;
+		case 'P':
+			c.per_channel = true;
+			break;
+		case 'T':
+			c.per_channel = false;
+			break;
+		case 'p':
+			c.percentile = strtod(optarg, &end);
+			if (*end || !(c.percentile > 50 && c.percentile <= 100))
+				return QERR("--percentile: '%s' is not in (50, 100]", optarg);
+			break;
+		case 's':
+			seed = strtol(optarg, &end, 10);
+			if (*end || seed < 0)
+				return QERR("--seed: '%s' is not a non-negative number", optarg);
+			break;
+		case 't':
+			threads = strtol(optarg, &end, 10);
+			if (*end || threads < 0 || threads > 1024)
+				return QERR("--threads: '%s' is not a thread count", optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc || !out || (!calib == !nrandom)) {
+		usage(stderr);
+		return 2;
+	}
+	model = argv[optind];
+
+	struct mi_model_opts mo = { .flags = MI_MODEL_NO_NORMALIZE, .nthreads = (int)threads };
+
+	err = mi_model_load_graph(model, &mo, &c.m);
+	if (err < 0)
+		return QERR("%s", mi_last_error());
+	c.g = &c.m->g;
+	err = mi_graph_toposort(c.g);
+	if (!err)
+		err = find_nodes(&c);
+	if (err) {
+		QERR("%s: %s", model, err == -ENOMEM ? "out of memory" : c.g->err);
+		goto out;
+	}
+	if (!c.nnodes) {
+		QERR("%s: no Conv/Gemm/MatMul with constant fp32 weights to quantize", model);
+		goto out;
+	}
+	err = calib ? calib_dir(&c, calib, &cal) : calib_random(&c, (int)nrandom, seed, &cal);
+	if (err)
+		goto out;
+	err = calibrate(&c, &cal);
+	if (err)
+		goto out;
+	err = rewrite(&c, model, out);
+	if (err)
+		goto out;
+	int nq = 0;
+
+	for (int i = 0; i < c.nnodes; i++)
+		nq += c.nodes[i].node >= 0;
+	printf("quantized %d nodes (%s weights, %d activation tensors, %d calibration runs, %s) -> %s\n",
+	       nq, c.per_channel ? "per-channel" : "per-tensor", c.nqt, cal.nruns,
+	       c.qlinear ? "qlinear" : "qdq", out);
+	rc = 0;
+out:
+	calib_free(&cal, !calib);
+	for (int i = 0; i < c.nqt; i++)
+		free(c.qt[i].hist);
+	free(c.qt);
+	free(c.qt_of);
+	free(c.nodes);
+	mi_model_free(c.m);
+	return rc;
+}

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Default planner: builds small graphs with the IR API, plans them, checks
+ * which nodes were fused and how the graph was rewired, runs the fused
+ * nodes and compares with the scalar reference, then checks that
+ * mi_cpu_plan_fini() restores the original graph.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "cpu/cpu.h"
+#include "cpu/cpu_plan.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		checks++;                                                  \
+		if (!(cond)) {                                             \
+			failures++;                                        \
+			printf("FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
+			printf(__VA_ARGS__);                               \
+			printf("\n");                                      \
+		}                                                          \
+	} while (0)
+
+static unsigned int seed = 12345;
+
+static float rfl(void)
+{
+	seed = seed * 1103515245u + 12345u;
+	return (float)((seed >> 9) % 20001) / 10000.0f - 1.0f;
+}
+
+static int tensor(struct mi_graph *g, const char *name, int ndim,
+		  const int64_t *dims, unsigned int flags, bool fill)
+{
+	int t = mi_graph_add_tensor(g, name);
+	struct mi_tensor *x = &g->tensors[t];
+
+	mi_tensor_set_shape(x, MI_DT_FLOAT, ndim, dims);
+	if (fill) {
+		mi_tensor_alloc(x);
+		for (int64_t i = 0; i < mi_tensor_numel(x); i++)
+			((float *)x->data)[i] = rfl();
+	}
+	x->flags |= flags;
+	return t;
+}
+
+static int node(struct mi_graph *g, const char *op, int nin, const int *in,
+		int out)
+{
+	return mi_graph_add_node(g, op, op, in, nin, &out, 1);
+}
+
+static void set_outputs(struct mi_graph *g, int n, const int *outs)
+{
+	g->outputs = malloc(n * sizeof(int));
+	g->noutputs = n;
+	for (int i = 0; i < n; i++) {
+		g->outputs[i] = outs[i];
+		g->tensors[outs[i]].flags |= MI_TF_OUTPUT;
+	}
+}
+
+static double nerr(const float *y, const float *ref, int64_t n)
+{
+	double md = 0, mr = 0;
+
+	for (int64_t i = 0; i < n; i++) {
+		double d = fabs((double)y[i] - ref[i]);
+
+		md = d > md || isnan(d) ? d : md;
+		mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
+	}
+	return md / (mr > 1e-6 ? mr : 1e-6);
+}
+
+/* Run every planned node of g in order (all nodes must be planned). */
+static int run_planned(struct mi_graph *g)
+{
+	for (int p = 0; p < g->norder; p++) {
+		struct mi_node *n = &g->nodes[g->order[p]];
+		struct mi_tensor *y = mi_out(g, n, 0);
+
+		if (!n->priv)
+			return -1;
+		if (!y->data && mi_tensor_alloc(y))
+			return -1;
+		if (mi_cpu_node_run(g, n))
+			return -1;
+	}
+	return 0;
+}
+
+static int live_nodes(const struct mi_graph *g)
+{
+	int c = 0;
+
+	for (int i = 0; i < g->nnodes; i++)
+		c += !g->nodes[i].dead;
+	return c;
+}
+
+/* Conv(pad 1) -> Add(residual) -> Relu */
+static void test_conv_add_relu(int nofuse)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = 2 };
+	int64_t dx[4] = { 1, 8, 10, 10 }, dw[4] = { 16, 8, 3, 3 },
+		db[1] = { 16 }, dy[4] = { 1, 16, 10, 10 };
+	int64_t pads[4] = { 1, 1, 1, 1 };
+	struct mi_conv_shape s = { .n = 1, .c = 8, .h = 10, .w = 10, .m = 16,
+				   .kh = 3, .kw = 3, .group = 1, .sh = 1,
+				   .sw = 1, .dh = 1, .dw = 1, .pt = 1,
+				   .pl = 1, .pb = 1, .pr = 1, .oh = 10,
+				   .ow = 10 };
+	float ref[1600];
+	int x, w, b, r, t1, t2, y, cv, add, relu;
+
+	mi_graph_init(&g);
+	x = tensor(&g, "x", 4, dx, MI_TF_INPUT, true);
+	r = tensor(&g, "r", 4, dy, MI_TF_INPUT, true);
+	w = tensor(&g, "w", 4, dw, MI_TF_CONST | MI_TF_INITIALIZER, true);
+	b = tensor(&g, "b", 1, db, MI_TF_CONST | MI_TF_INITIALIZER, true);
+	t1 = tensor(&g, "t1", 4, dy, 0, false);
+	t2 = tensor(&g, "t2", 4, dy, 0, false);
+	y = tensor(&g, "y", 4, dy, 0, false);
+	cv = node(&g, "Conv", 3, (int[]){ x, w, b }, t1);
+	mi_node_set_ints(&g.nodes[cv], "pads", pads, 4);
+	add = node(&g, "Add", 2, (int[]){ r, t1 }, t2);
+	relu = node(&g, "Relu", 1, (int[]){ t2 }, y);
+	set_outputs(&g, 1, &y);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(g.nodes[cv].priv, "conv not planned");
+	if (nofuse) {
+		CHECK(!g.nodes[add].dead && !g.nodes[relu].dead, "fused anyway");
+		mi_cpu_plan_fini(&g);
+		mi_graph_fini(&g);
+		return;
+	}
+	CHECK(g.nodes[add].dead && g.nodes[relu].dead, "not fused");
+	CHECK(g.nodes[cv].outputs[0] == y, "conv does not write y");
+	CHECK(g.nodes[cv].ninputs == 4 && g.nodes[cv].inputs[3] == r,
+	      "residual not an input");
+	CHECK(!mi_graph_toposort(&g) && g.norder == 1, "order %d", g.norder);
+	CHECK(!run_planned(&g), "run failed: %s", g.err);
+	mi_conv_ref(&s, g.tensors[x].data, g.tensors[w].data,
+		    g.tensors[b].data, g.tensors[r].data, MI_ACT_RELU, 0, 0,
+		    ref);
+	CHECK(nerr(g.tensors[y].data, ref, 1600) < 1e-5, "err %g",
+	      nerr(g.tensors[y].data, ref, 1600));
+	mi_cpu_plan_fini(&g);
+	CHECK(!g.nodes[cv].priv && !g.nodes[add].dead && !g.nodes[relu].dead,
+	      "fini did not revive");
+	CHECK(g.nodes[cv].outputs[0] == t1 && g.nodes[cv].ninputs == 3,
+	      "fini did not restore the conv");
+	CHECK(g.norder == 3, "order not rebuilt (%d)", g.norder);
+	mi_graph_fini(&g);
+}
+
+/* depthwise stride 2 -> x*sigmoid(x) */
+static void test_dw_silu(void)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = 1 };
+	int64_t dx[4] = { 1, 12, 9, 9 }, dw[4] = { 12, 1, 3, 3 },
+		dy[4] = { 1, 12, 5, 5 };
+	int64_t pads[4] = { 1, 1, 1, 1 }, st[2] = { 2, 2 };
+	struct mi_conv_shape s = { .n = 1, .c = 12, .h = 9, .w = 9, .m = 12,
+				   .kh = 3, .kw = 3, .group = 12, .sh = 2,
+				   .sw = 2, .dh = 1, .dw = 1, .pt = 1,
+				   .pl = 1, .pb = 1, .pr = 1, .oh = 5,
+				   .ow = 5 };
+	float ref[300];
+	int x, w, t, u, y, cv, sg, mul;
+
+	mi_graph_init(&g);
+	x = tensor(&g, "x", 4, dx, MI_TF_INPUT, true);
+	w = tensor(&g, "w", 4, dw, MI_TF_CONST, true);
+	t = tensor(&g, "t", 4, dy, 0, false);
+	u = tensor(&g, "u", 4, dy, 0, false);
+	y = tensor(&g, "y", 4, dy, 0, false);
+	cv = node(&g, "Conv", 2, (int[]){ x, w }, t);
+	mi_node_set_ints(&g.nodes[cv], "pads", pads, 4);
+	mi_node_set_ints(&g.nodes[cv], "strides", st, 2);
+	mi_node_set_int(&g.nodes[cv], "group", 12);
+	sg = node(&g, "Sigmoid", 1, (int[]){ t }, u);
+	mul = node(&g, "Mul", 2, (int[]){ u, t }, y);
+	set_outputs(&g, 1, &y);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(g.nodes[sg].dead && g.nodes[mul].dead, "silu not fused");
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!run_planned(&g), "run failed: %s", g.err);
+	mi_conv_ref(&s, g.tensors[x].data, g.tensors[w].data, NULL, NULL,
+		    MI_ACT_SILU, 0, 0, ref);
+	CHECK(nerr(g.tensors[y].data, ref, 300) < 1e-5, "err %g",
+	      nerr(g.tensors[y].data, ref, 300));
+	mi_cpu_plan_fini(&g);
+	CHECK(!g.nodes[sg].dead && !g.nodes[mul].dead &&
+		      g.nodes[cv].outputs[0] == t,
+	      "not restored");
+	mi_graph_fini(&g);
+}
+
+/* MatMul(x[2,3,20], W[20,7]) -> Add(bias[7]) -> Clip(-0.5, 0.5) */
+static void test_matmul_bias_clip(void)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { 0 };
+	int64_t dx[3] = { 2, 3, 20 }, dw[2] = { 20, 7 }, db[1] = { 7 },
+		dy[3] = { 2, 3, 7 }, d1[1] = { 1 };
+	float ref[42];
+	int x, w, b, lo, hi, t1, t2, y, mm, add, clip;
+	const float *xv, *wv, *bv;
+
+	mi_graph_init(&g);
+	x = tensor(&g, "x", 3, dx, MI_TF_INPUT, true);
+	w = tensor(&g, "w", 2, dw, MI_TF_CONST, true);
+	b = tensor(&g, "b", 1, db, MI_TF_CONST, true);
+	lo = tensor(&g, "lo", 0, d1, MI_TF_CONST, true);
+	hi = tensor(&g, "hi", 0, d1, MI_TF_CONST, true);
+	*(float *)g.tensors[lo].data = -0.5f;
+	*(float *)g.tensors[hi].data = 0.5f;
+	t1 = tensor(&g, "t1", 3, dy, 0, false);
+	t2 = tensor(&g, "t2", 3, dy, 0, false);
+	y = tensor(&g, "y", 3, dy, 0, false);
+	mm = node(&g, "MatMul", 2, (int[]){ x, w }, t1);
+	add = node(&g, "Add", 2, (int[]){ t1, b }, t2);
+	clip = node(&g, "Clip", 3, (int[]){ t2, lo, hi }, y);
+	set_outputs(&g, 1, &y);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(g.nodes[mm].priv && g.nodes[add].dead && g.nodes[clip].dead,
+	      "not fused");
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!run_planned(&g), "run failed: %s", g.err);
+	xv = g.tensors[x].data, wv = g.tensors[w].data, bv = g.tensors[b].data;
+	for (int i = 0; i < 6; i++)
+		for (int j = 0; j < 7; j++) {
+			double s = bv[j];
+
+			for (int k = 0; k < 20; k++)
+				s += (double)xv[i * 20 + k] * wv[k * 7 + j];
+			ref[i * 7 + j] = s < -0.5 ? -0.5f : s > 0.5 ? 0.5f : (float)s;
+		}
+	CHECK(nerr(g.tensors[y].data, ref, 42) < 1e-5, "err %g",
+	      nerr(g.tensors[y].data, ref, 42));
+	mi_cpu_plan_fini(&g);
+	mi_graph_fini(&g);
+}
+
+/* An intermediate that is also a graph output, or read twice, is not
+ * fused away. */
+static void test_no_fuse(void)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { 0 };
+	int64_t dx[4] = { 1, 4, 5, 5 }, dw[4] = { 4, 4, 1, 1 };
+	int x, w, t, y1, y2, cv, r1, r2;
+
+	mi_graph_init(&g);
+	x = tensor(&g, "x", 4, dx, MI_TF_INPUT, true);
+	w = tensor(&g, "w", 4, dw, MI_TF_CONST, true);
+	t = tensor(&g, "t", 4, dx, 0, false);
+	y1 = tensor(&g, "y1", 4, dx, 0, false);
+	y2 = tensor(&g, "y2", 4, dx, 0, false);
+	cv = node(&g, "Conv", 2, (int[]){ x, w }, t);
+	r1 = node(&g, "Relu", 1, (int[]){ t }, y1);
+	r2 = node(&g, "Sigmoid", 1, (int[]){ t }, y2);
+	set_outputs(&g, 2, (int[]){ y1, y2 });
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(g.nodes[cv].priv && !g.nodes[r1].dead && !g.nodes[r2].dead &&
+		      g.nodes[cv].outputs[0] == t,
+	      "fused a shared intermediate");
+	CHECK(live_nodes(&g) == 3, "live %d", live_nodes(&g));
+	mi_cpu_plan_fini(&g);
+	mi_graph_fini(&g);
+
+	/* reference option: nothing planned */
+	mi_graph_init(&g);
+	x = tensor(&g, "x", 4, dx, MI_TF_INPUT, true);
+	w = tensor(&g, "w", 4, dw, MI_TF_CONST, true);
+	t = tensor(&g, "t", 4, dx, 0, false);
+	cv = node(&g, "Conv", 2, (int[]){ x, w }, t);
+	set_outputs(&g, 1, &t);
+	o.reference = 1;
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o) && !g.nodes[cv].priv, "planned anyway");
+	mi_cpu_plan_fini(&g);
+	mi_graph_fini(&g);
+}
+
+int main(void)
+{
+	printf("test-cpu-plan: isa=%s\n", mi_cpu_isa_name(mi_cpu_isa()));
+	test_conv_add_relu(0);
+	setenv("MI_CPU_NOFUSE", "1", 1);
+	test_conv_add_relu(1);
+	unsetenv("MI_CPU_NOFUSE");
+	test_dw_silu();
+	test_matmul_bias_clip();
+	test_no_fuse();
+	printf("test-cpu-plan: %d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}

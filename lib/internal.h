@@ -14,7 +14,11 @@
 #include "ir.h"
 #include "cpu/cpu_plan.h"
 
-#define MI_OPSET_MIN 7
+/* Opsets 1..6 are accepted too: most ops are unchanged since then, the
+ * ONNX conformance data uses them (pytorch-converted is opset 6), and the
+ * legacy forms that differ (broadcast/axis on arithmetic ops) are rejected
+ * by the loader; ops see g->opset and reject other legacy attributes. */
+#define MI_OPSET_MIN 1
 #define MI_OPSET_MAX 17
 
 /* ---- onnx_load.c ---------------------------------------------------- */

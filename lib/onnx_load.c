@@ -749,6 +749,14 @@ static int load_node(struct load_ctx *c, struct name_map *map,
 					n->attrs[i].name);
 	}
 
+	/* Opset < 7 arithmetic: broadcast=1 with an axis aligns the second
+	 * input at that axis, which numpy-style broadcasting does not do. */
+	if (g->opset < 7 && !n->domain[0] && mi_attr_int(n, "broadcast", 0) &&
+	    mi_attr_get(n, "axis"))
+		return mi_graph_err(g, n, -EOPNOTSUPP,
+			"unsupported legacy attribute 'axis' with broadcast=1 (opset %" PRId64 ")",
+			g->opset);
+
 	n->def = mi_op_find(n->op_type, n->domain);
 	if (!n->def) {
 		if (n->domain[0])

@@ -14,3 +14,11 @@ $(O)/mi-conformance: tools/conformance/conformance.c $(LIB_A)
 	$(CC) $(TOOLS_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
 
 ALL += $(O)/metainfer
+
+ALL += $(O)/mi-conformance
+CHECKS += check-conformance
+
+# ONNX backend conformance (Debian's libonnx-testdata); fails on any FAIL.
+.PHONY: check-conformance
+check-conformance: $(O)/mi-conformance
+	$(O)/mi-conformance --quiet --xfail tools/conformance/known-failures.txt

@@ -129,6 +129,12 @@ struct mi_spatial {
 int mi_ops_spatial(struct mi_graph *g, struct mi_node *n, struct mi_spatial *s,
 		   const struct mi_tensor *x, int use_ceil);
 
+/* C[M,N] += A[M,K] * B[K,N] in fp32; element (m,k) of A is at
+ * A[m*sam + k*sak], (k,n) of B at B[k*sbk + n*sbn], C rows are ldc apart. */
+void mi_ops_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
+		  int64_t sam, int64_t sak, const float *B, int64_t sbk,
+		  int64_t sbn, float *C, int64_t ldc);
+
 /* ---- misc ------------------------------------------------------------ */
 /* Row-major strides (in elements) of a shape. */
 void mi_ops_strides(int ndim, const int64_t *dims, int64_t *strides);

@@ -350,6 +350,25 @@ static inline u64 mi_tensor_index(const struct mi_tensor *t, u32 n, u32 c,
 }
 
 /**
+ * mi_logical_axis() - logical (n, c, h, w) index of a dimension as submitted
+ * @t: tensor
+ * @axis: dimension index into @t->shape (< @t->ndim)
+ *
+ * Return: 0..3, the index into @t->dim / @t->lstride of that dimension
+ * (e.g. NHWC axis 3 (C) is logical 1; a PLAIN [M,K] axis 0 is logical 2).
+ */
+static inline u32 mi_logical_axis(const struct mi_tensor *t, u32 axis)
+{
+	static const u8 nhwc[4] = { 0, 2, 3, 1 };
+
+	if (t->layout == DRM_METAINFER_LAYOUT_NHWC)
+		return nhwc[axis & 3];
+	if (t->layout == DRM_METAINFER_LAYOUT_NCHW)
+		return axis & 3;
+	return (4 - t->ndim + axis) & 3;
+}
+
+/**
  * mi_tensor_get() - read one element, widened to s64
  * @t: tensor
  * @idx: element offset from mi_tensor_index()

@@ -786,9 +786,9 @@ struct drm_metainfer_op_clip {
 struct drm_metainfer_op_pool {
 	/** @hdr: op %DRM_METAINFER_OP_MAXPOOL or AVGPOOL; flags COUNT_PAD (avg only) */
 	struct drm_metainfer_op_header hdr;
-	/** @kernel_h: window height, >= 1 */
+	/** @kernel_h: window height, 1..65535 */
 	__u32 kernel_h;
-	/** @kernel_w: window width, >= 1 */
+	/** @kernel_w: window width, 1..65535 */
 	__u32 kernel_w;
 	/** @stride_h: vertical stride, >= 1 */
 	__u32 stride_h;

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * MetaInfer core: internal definitions shared by the mi_*.c files.
+ */
+#ifndef _MI_DRV_H_
+#define _MI_DRV_H_
+
+#include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <linux/dma-fence.h>
+#include <drm/drm_device.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem_shmem_helper.h>
+#include <drm/gpu_scheduler.h>
+
+#include "metainfer_backend.h"
+
+#define MI_DRIVER_NAME		"metainfer"
+#define MI_DRIVER_DESC		"MetaInfer accelerator framework"
+#define MI_MAX_CTX_PER_FILE	1024
+#define MI_MAX_ERRORS_PER_CTX	4096
+
+extern unsigned int mi_job_timeout_ms;
+extern unsigned long mi_max_bo_size;
+
+/**
+ * struct mi_counters - job counters kept per device and per context
+ */
+struct mi_counters {
+	atomic64_t jobs_submitted;
+	atomic64_t jobs_completed;
+	atomic64_t jobs_failed;
+	atomic64_t jobs_timed_out;
+	atomic64_t busy_ns;
+	atomic64_t macs;
+	atomic64_t dma_bytes_in;
+	atomic64_t dma_bytes_out;
+	atomic64_t inflight;
+	atomic64_t stall_ns;
+	atomic64_t queue_wait_ns;
+};
+
+struct mi_job;
+
+/**
+ * struct mi_queue - one hardware queue, driven by one drm_sched
+ */
+struct mi_queue {
+	struct mi_device *mdev;
+	u32 index;
+	bool sched_ready;
+	/* run_lock: serializes backend run_job/reset on this queue */
+	struct mutex run_lock;
+	/* dead: set under run_lock at unregister, no more run_job after */
+	bool dead;
+	/* lock: protects @active (taken from any context) */
+	spinlock_t lock;
+	struct mi_job *active;
+	spinlock_t fence_lock;
+	u64 fence_context;
+	u64 fence_seqno;
+	atomic64_t jobs_run;
+	atomic64_t resets;
+	struct drm_gpu_scheduler sched;
+	char name[32];
+};
+
+/**
+ * struct mi_device - one registered accelerator
+ */
+struct mi_device {
+	struct drm_device *drm;
+	struct device *parent;
+	const struct mi_backend_ops *ops;
+	struct mi_backend_caps caps;
+	char name[64];
+	char backend[32];
+	void *priv;
+	u32 num_queues;
+	int minor;
+	atomic_t lost;
+	bool registered;
+	struct mutex reset_lock;
+	struct mi_queue queues[DRM_METAINFER_MAX_QUEUES];
+	struct mi_counters counters;
+	atomic_t bo_count;
+	atomic64_t bo_bytes;
+	atomic64_t bo_seq;
+	atomic_t ctx_count;
+	atomic_t file_count;
+	atomic_t job_count;
+	atomic64_t resets;
+	atomic64_t resets_failed;
+	struct dentry *debugfs;
+	struct device *hwmon;
+	struct list_head link;
+};
+
+/**
+ * struct mi_file - per open file state (outlives the drm_file while
+ * contexts of it are alive)
+ */
+struct mi_file {
+	struct kref ref;
+	struct mi_device *mdev;
+	struct xarray ctxs;
+	u64 client_id;
+	atomic64_t engine_ns[DRM_METAINFER_MAX_QUEUES];
+	atomic64_t jobs[DRM_METAINFER_MAX_QUEUES];
+};
+
+/**
+ * struct mi_ctx - an execution context: one entity on one queue
+ */
+struct mi_ctx {
+	struct kref ref;
+	struct mi_file *mfile;
+	struct mi_device *mdev;
+	struct mi_queue *q;
+	u32 id;
+	u32 priority;
+	struct drm_sched_entity entity;
+	/* submit_lock: orders arm + push and seqno allocation */
+	struct mutex submit_lock;
+	u64 seqno;		/* last issued, under submit_lock */
+	u64 last_seqno;		/* last published, read locklessly */
+	struct xarray jobs;	/* seqno -> finished fence (with a ref) */
+	struct xarray errors;	/* seqno -> xa_mk_value(-status) */
+	unsigned long nr_errors;
+	u64 errors_evicted;	/* highest seqno whose error was dropped */
+	struct mutex errors_lock;
+	struct mi_counters counters;
+};
+
+/* Bits of mi_job.flags */
+#define MI_JOB_FINISHED		0
+#define MI_JOB_ACCOUNTED	1
+
+/**
+ * struct mi_job - a submitted job
+ */
+struct mi_job {
+	struct drm_sched_job base;
+	struct mi_device *mdev;
+	struct mi_ctx *ctx;
+	struct mi_queue *q;
+	struct mi_job_desc desc;
+	struct mi_op *ops;
+	struct mi_bo_map *bos;
+	struct drm_gem_object **objs;
+	struct iosys_map *maps;
+	u32 bo_count;
+	u32 mapped;
+	struct dma_fence *hw_fence;
+	struct dma_fence *done_fence;
+	unsigned long flags;
+	int status;
+	ktime_t submit_time;
+	ktime_t start_time;
+	struct mi_job_stats stats;
+	u64 seqno;
+};
+
+/**
+ * struct mi_bo - a buffer object
+ */
+struct mi_bo {
+	struct drm_gem_shmem_object base;	/* must be first */
+	struct mi_device *mdev;
+	u64 id;
+	bool counted;
+};
+
+static inline struct mi_device *to_mi_device(struct drm_device *drm)
+{
+	return drm->dev_private;
+}
+
+static inline struct mi_job *to_mi_job(struct drm_sched_job *sj)
+{
+	return container_of(sj, struct mi_job, base);
+}
+
+/* mi_drv.c */
+bool mi_device_is_lost(struct mi_device *mdev);
+void mi_device_mark_lost(struct mi_device *mdev);
+int mi_get_param_ioctl(struct drm_device *drm, void *data,
+		       struct drm_file *file);
+
+/* mi_gem.c */
+struct drm_gem_object *mi_gem_create_object(struct drm_device *drm,
+					    size_t size);
+struct drm_gem_object *mi_gem_prime_import_sg_table(struct drm_device *drm,
+						    struct dma_buf_attachment *attach,
+						    struct sg_table *sgt);
+int mi_bo_create_ioctl(struct drm_device *drm, void *data,
+		       struct drm_file *file);
+int mi_bo_info_ioctl(struct drm_device *drm, void *data,
+		     struct drm_file *file);
+
+/* mi_cmd.c */
+int mi_cmd_parse(struct mi_device *mdev, const void *cmds, u32 size,
+		 const struct drm_gem_object *const *objs, u32 bo_count,
+		 struct mi_op **ops_out, u32 *op_count_out);
+void mi_cmd_resolve(struct mi_op *ops, u32 op_count,
+		    const struct mi_bo_map *bos);
+
+/* mi_job.c */
+int mi_queues_init(struct mi_device *mdev);
+void mi_queues_fini(struct mi_device *mdev);
+void mi_queues_kill(struct mi_device *mdev);
+int mi_ctx_create_ioctl(struct drm_device *drm, void *data,
+			struct drm_file *file);
+int mi_ctx_destroy_ioctl(struct drm_device *drm, void *data,
+			 struct drm_file *file);
+int mi_submit_ioctl(struct drm_device *drm, void *data,
+		    struct drm_file *file);
+int mi_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
+struct mi_ctx *mi_ctx_lookup(struct mi_file *mfile, u32 id);
+void mi_ctx_put(struct mi_ctx *ctx);
+void mi_file_ctxs_fini(struct mi_file *mfile);
+void mi_file_put(struct mi_file *mfile);
+
+/* mi_perf.c */
+void mi_counters_account(struct mi_job *job, int status);
+int mi_get_counters_ioctl(struct drm_device *drm, void *data,
+			  struct drm_file *file);
+int mi_read_hw_counters(struct mi_device *mdev, struct mi_hw_counters *c);
+
+/* mi_fdinfo.c */
+void mi_show_fdinfo(struct seq_file *m, struct file *f);
+
+/* mi_debugfs.c */
+void mi_debugfs_init(struct mi_device *mdev);
+void mi_debugfs_fini(struct mi_device *mdev);
+void mi_debugfs_module_init(void);
+void mi_debugfs_module_fini(void);
+
+/* mi_hwmon.c */
+int mi_hwmon_init(struct mi_device *mdev);
+void mi_hwmon_fini(struct mi_device *mdev);
+
+#endif /* _MI_DRV_H_ */

@@ -1,0 +1,864 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * MetaInfer core: contexts, queues, job submission, scheduling, timeouts
+ * and recovery, and waiting for jobs.
+ *
+ * Every hardware queue is one drm_gpu_scheduler with a credit limit of one
+ * job: the backend always has at most one job per queue.  Each context is
+ * one drm_sched_entity on its queue at its priority.  A job's hardware
+ * fence is signalled by mi_job_done() (backend), by the timeout handler
+ * (-ETIMEDOUT) or by the core when the device is lost or removed
+ * (-ENODEV); its status becomes the error of its finished fence, which is
+ * what out-syncobjs carry and WAIT reports.
+ */
+
+#include <linux/dma-fence-chain.h>
+#include <linux/delay.h>
+#include <linux/iosys-map.h>
+#include <linux/ktime.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_print.h>
+#include <drm/drm_syncobj.h>
+#include <drm/drm_utils.h>
+
+#include "mi_drv.h"
+#include "mi_trace.h"
+
+/* mi_job.flags bit: the hardware fence was initialised by run_job */
+#define MI_JOB_FENCE_INIT	2
+
+static const char *mi_fence_driver_name(struct dma_fence *f)
+{
+	return MI_DRIVER_NAME;
+}
+
+static const char *mi_fence_timeline_name(struct dma_fence *f)
+{
+	return "metainfer-queue";
+}
+
+static const struct dma_fence_ops mi_fence_ops = {
+	.get_driver_name = mi_fence_driver_name,
+	.get_timeline_name = mi_fence_timeline_name,
+};
+
+static void mi_fence_set_error(struct dma_fence *f, int status)
+{
+	if (!test_bit(DMA_FENCE_FLAG_SIGNALED_BIT, &f->flags))
+		dma_fence_set_error(f, status);
+}
+
+/*
+ * Finish @job with @status exactly once, whoever gets here first (the
+ * backend, the timeout handler, run_job's error path, unregister).
+ * Returns false if the job was already finished.  After the hardware
+ * fence is signalled the job may be freed, so nothing touches it after.
+ */
+static bool mi_job_finish(struct mi_job *job, int status,
+			  const struct mi_job_stats *stats)
+{
+	struct dma_fence *f;
+
+	if (test_and_set_bit(MI_JOB_FINISHED, &job->flags))
+		return false;
+	if (stats) {
+		job->stats = *stats;
+	} else if (job->start_time) {
+		job->stats.busy_ns =
+			ktime_to_ns(ktime_sub(ktime_get(), job->start_time));
+	}
+	job->status = status;
+	mi_counters_account(job, status);
+	trace_done(job->mdev->minor, job->ctx->id, job->q->index, job->seqno,
+		   job->hw_fence->context, job->hw_fence->seqno, status,
+		   job->stats.busy_ns);
+	if (status) {
+		mi_fence_set_error(&job->base.s_fence->finished, status);
+		mi_fence_set_error(job->hw_fence, status);
+	}
+	f = dma_fence_get(job->hw_fence);
+	dma_fence_signal(f);
+	dma_fence_put(f);
+	return true;
+}
+
+/**
+ * mi_job_done() - a backend finished a job
+ * @job: the job passed to &mi_backend_ops.run_job
+ * @status: 0, or a negative errno (-EIO for a device error)
+ * @stats: what the job did, or NULL
+ *
+ * Callable from any context.  The backend must not touch @job or its
+ * buffers afterwards.
+ */
+void mi_job_done(struct mi_job *job, int status,
+		 const struct mi_job_stats *stats)
+{
+	struct mi_queue *q = job->q;
+	unsigned long fl;
+
+	if (status > 0 || status < -MAX_ERRNO)
+		status = -EIO;
+	spin_lock_irqsave(&q->lock, fl);
+	if (q->active == job)
+		q->active = NULL;
+	spin_unlock_irqrestore(&q->lock, fl);
+	mi_job_finish(job, status, stats);
+}
+EXPORT_SYMBOL_GPL(mi_job_done);
+
+/**
+ * mi_job_desc() - the validated description of a job
+ * @job: the job passed to &mi_backend_ops.run_job
+ *
+ * Return: the job's ops and buffer mappings.
+ */
+const struct mi_job_desc *mi_job_desc(const struct mi_job *job)
+{
+	return &job->desc;
+}
+EXPORT_SYMBOL_GPL(mi_job_desc);
+
+static void mi_job_release(struct mi_job *job)
+{
+	u32 i;
+
+	for (i = 0; i < job->mapped; i++)
+		drm_gem_shmem_vunmap(to_drm_gem_shmem_obj(job->objs[i]),
+				     &job->maps[i]);
+	for (i = 0; i < job->bo_count; i++)
+		drm_gem_object_put(job->objs[i]);
+	kvfree(job->objs);
+	kvfree(job->maps);
+	kvfree(job->bos);
+	kvfree(job->ops);
+	if (job->hw_fence) {
+		if (test_bit(MI_JOB_FENCE_INIT, &job->flags))
+			dma_fence_put(job->hw_fence);
+		else
+			kfree(job->hw_fence);
+	}
+	atomic_dec(&job->mdev->job_count);
+	mi_ctx_put(job->ctx);
+	kfree(job);
+}
+
+/* Remember a failed job's status after its fence is gone. */
+static void mi_ctx_record_error(struct mi_ctx *ctx, u64 seqno, int status)
+{
+	unsigned long idx = 0;
+	void *old;
+
+	mutex_lock(&ctx->errors_lock);
+	if (ctx->nr_errors >= MI_MAX_ERRORS_PER_CTX) {
+		old = xa_find(&ctx->errors, &idx, ULONG_MAX, XA_PRESENT);
+		if (old) {
+			xa_erase(&ctx->errors, idx);
+			ctx->nr_errors--;
+			WRITE_ONCE(ctx->errors_evicted,
+				   max_t(u64, ctx->errors_evicted, idx));
+		}
+	}
+	if (xa_err(xa_store(&ctx->errors, seqno, xa_mk_value(-status),
+			    GFP_KERNEL)))
+		WRITE_ONCE(ctx->errors_evicted,
+			   max_t(u64, ctx->errors_evicted, seqno));
+	else
+		ctx->nr_errors++;
+	mutex_unlock(&ctx->errors_lock);
+}
+
+static int mi_status_to_user(int err)
+{
+	/* drm_sched reports jobs of a killed entity as -ESRCH */
+	return err == -ESRCH ? -ECANCELED : err;
+}
+
+static struct dma_fence *mi_sched_run_job(struct drm_sched_job *sj)
+{
+	struct mi_job *job = to_mi_job(sj);
+	struct mi_queue *q = job->q;
+	struct mi_device *mdev = job->mdev;
+	struct dma_fence *fence = job->hw_fence;
+	int ret;
+
+	dma_fence_init(fence, &mi_fence_ops, &q->fence_lock, q->fence_context,
+		       ++q->fence_seqno);
+	set_bit(MI_JOB_FENCE_INIT, &job->flags);
+	/* one reference for the scheduler (returned), one for the job */
+	dma_fence_get(fence);
+	job->start_time = ktime_get();
+	atomic64_inc(&q->jobs_run);
+
+	mutex_lock(&q->run_lock);
+	if (q->dead || mi_device_is_lost(mdev) ||
+	    sj->s_fence->finished.error) {
+		ret = -ENODEV;
+	} else {
+		spin_lock_irq(&q->lock);
+		q->active = job;
+		spin_unlock_irq(&q->lock);
+		trace_run(mdev->minor, job->ctx->id, q->index, job->seqno,
+			  fence->context, fence->seqno);
+		ret = mdev->ops->run_job(mdev, job);
+		if (ret) {
+			spin_lock_irq(&q->lock);
+			if (q->active == job)
+				q->active = NULL;
+			spin_unlock_irq(&q->lock);
+		}
+	}
+	mutex_unlock(&q->run_lock);
+	if (ret)
+		mi_job_finish(job, ret, NULL);
+	return fence;
+}
+
+static enum drm_gpu_sched_stat mi_sched_timedout_job(struct drm_sched_job *sj)
+{
+	struct mi_job *job = to_mi_job(sj);
+	struct mi_queue *q = job->q;
+	struct mi_device *mdev = job->mdev;
+	bool hung = false;
+	int ret = 0;
+
+	drm_sched_stop(&q->sched, sj);
+
+	mutex_lock(&mdev->reset_lock);
+	mutex_lock(&q->run_lock);
+	if (!test_bit(MI_JOB_FINISHED, &job->flags)) {
+		hung = true;
+		trace_timeout(mdev->minor, job->ctx->id, q->index, job->seqno,
+			      job->hw_fence->context, job->hw_fence->seqno);
+		ret = q->dead ? 0 : mdev->ops->reset(mdev, q->index);
+		spin_lock_irq(&q->lock);
+		if (q->active == job)
+			q->active = NULL;
+		spin_unlock_irq(&q->lock);
+		atomic64_inc(&q->resets);
+		atomic64_inc(&mdev->resets);
+		trace_reset(mdev->minor, q->index, ret);
+	}
+	mutex_unlock(&q->run_lock);
+	mutex_unlock(&mdev->reset_lock);
+
+	if (hung) {
+		dev_info_ratelimited(mdev->drm->dev,
+				     "queue %u: job %u:%llu timed out, reset %s\n",
+				     q->index, job->ctx->id, job->seqno,
+				     ret ? "failed" : "done");
+		if (ret) {
+			atomic64_inc(&mdev->resets_failed);
+			mi_device_mark_lost(mdev);
+		}
+		mi_job_finish(job, -ETIMEDOUT, NULL);
+	}
+	/* whoever finished it, its hardware fence is signalled before restart */
+	dma_fence_wait(job->hw_fence, false);
+	drm_sched_start(&q->sched, true);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+}
+
+static void mi_sched_free_job(struct drm_sched_job *sj)
+{
+	struct mi_job *job = to_mi_job(sj);
+	struct mi_ctx *ctx = job->ctx;
+	struct dma_fence *f;
+	int status;
+
+	/* jobs of a killed entity never ran */
+	mi_counters_account(job, -ECANCELED);
+	status = mi_status_to_user(sj->s_fence->finished.error);
+	if (status)
+		mi_ctx_record_error(ctx, job->seqno, status);
+	f = xa_erase(&ctx->jobs, job->seqno);
+	dma_fence_put(f);
+	drm_sched_job_cleanup(sj);
+	mi_job_release(job);
+}
+
+static const struct drm_sched_backend_ops mi_sched_ops = {
+	.run_job = mi_sched_run_job,
+	.timedout_job = mi_sched_timedout_job,
+	.free_job = mi_sched_free_job,
+};
+
+/**
+ * mi_queues_init() - create one scheduler per hardware queue
+ * @mdev: device
+ *
+ * Return: 0 or a negative errno.
+ */
+int mi_queues_init(struct mi_device *mdev)
+{
+	static atomic_t mi_dev_seq = ATOMIC_INIT(0);
+	int seq = atomic_inc_return(&mi_dev_seq);
+	u32 i;
+	int ret;
+
+	for (i = 0; i < mdev->num_queues; i++) {
+		struct mi_queue *q = &mdev->queues[i];
+		struct drm_sched_init_args args = {
+			.ops = &mi_sched_ops,
+			.credit_limit = 1,
+			.hang_limit = 0,
+			.timeout = msecs_to_jiffies(mi_job_timeout_ms),
+			.name = q->name,
+			.dev = mdev->drm->dev,
+		};
+
+		q->mdev = mdev;
+		q->index = i;
+		mutex_init(&q->run_lock);
+		spin_lock_init(&q->lock);
+		spin_lock_init(&q->fence_lock);
+		q->fence_context = dma_fence_context_alloc(1);
+		snprintf(q->name, sizeof(q->name), "mi%d.q%u", seq, i);
+		ret = drm_sched_init(&q->sched, &args);
+		if (ret)
+			goto err_fini;
+		q->sched_ready = true;
+	}
+	return 0;
+
+err_fini:
+	mi_queues_fini(mdev);
+	return ret;
+}
+
+/**
+ * mi_queues_kill() - stop the backend for good (device unregister)
+ * @mdev: device
+ *
+ * Marks every queue dead, aborts jobs the backend holds (reset) and
+ * finishes them with -ENODEV.  Afterwards no backend op is called from a
+ * queue.
+ */
+void mi_queues_kill(struct mi_device *mdev)
+{
+	u32 i;
+
+	mutex_lock(&mdev->reset_lock);
+	for (i = 0; i < mdev->num_queues; i++) {
+		struct mi_queue *q = &mdev->queues[i];
+		struct mi_job *job;
+		bool abort = false;
+
+		mutex_lock(&q->run_lock);
+		q->dead = true;
+		spin_lock_irq(&q->lock);
+		job = q->active;
+		spin_unlock_irq(&q->lock);
+		if (job) {
+			/* after reset() the backend never completes it */
+			mdev->ops->reset(mdev, q->index);
+			spin_lock_irq(&q->lock);
+			if (q->active == job) {
+				q->active = NULL;
+				abort = true;
+			}
+			spin_unlock_irq(&q->lock);
+		}
+		mutex_unlock(&q->run_lock);
+		if (abort)
+			mi_job_finish(job, -ENODEV, NULL);
+	}
+	mutex_unlock(&mdev->reset_lock);
+}
+
+static bool mi_queue_idle(struct mi_queue *q)
+{
+	bool idle;
+
+	spin_lock(&q->sched.job_list_lock);
+	idle = list_empty(&q->sched.pending_list);
+	spin_unlock(&q->sched.job_list_lock);
+	return idle;
+}
+
+/**
+ * mi_queues_fini() - tear down the schedulers
+ * @mdev: device
+ *
+ * Waits (bounded) for jobs already handed to the queues to be cleaned up,
+ * then stops the scheduler threads.  Jobs still queued in contexts are
+ * dropped when their context is destroyed.
+ */
+void mi_queues_fini(struct mi_device *mdev)
+{
+	u32 i;
+	int tries;
+
+	for (i = 0; i < mdev->num_queues; i++) {
+		struct mi_queue *q = &mdev->queues[i];
+
+		if (!q->sched_ready)
+			continue;
+		for (tries = 0; tries < 2000 && !mi_queue_idle(q); tries++)
+			usleep_range(1000, 2000);
+		drm_sched_fini(&q->sched);
+		q->sched_ready = false;
+	}
+}
+
+/* ---- contexts ---- */
+
+static void mi_ctx_release(struct kref *ref)
+{
+	struct mi_ctx *ctx = container_of(ref, struct mi_ctx, ref);
+
+	xa_destroy(&ctx->jobs);
+	xa_destroy(&ctx->errors);
+	mutex_destroy(&ctx->errors_lock);
+	mutex_destroy(&ctx->submit_lock);
+	atomic_dec(&ctx->mdev->ctx_count);
+	mi_file_put(ctx->mfile);
+	kfree(ctx);
+}
+
+/**
+ * mi_ctx_put() - drop a context reference
+ * @ctx: context
+ */
+void mi_ctx_put(struct mi_ctx *ctx)
+{
+	kref_put(&ctx->ref, mi_ctx_release);
+}
+
+/**
+ * mi_ctx_lookup() - find a context of a file and take a reference
+ * @mfile: file
+ * @id: context id
+ *
+ * Return: the context or NULL.
+ */
+struct mi_ctx *mi_ctx_lookup(struct mi_file *mfile, u32 id)
+{
+	struct mi_ctx *ctx;
+
+	xa_lock(&mfile->ctxs);
+	ctx = xa_load(&mfile->ctxs, id);
+	if (ctx)
+		kref_get(&ctx->ref);
+	xa_unlock(&mfile->ctxs);
+	return ctx;
+}
+
+static void mi_ctx_teardown(struct mi_ctx *ctx)
+{
+	/* waits for queued jobs to reach the queue (or kills them on exit) */
+	drm_sched_entity_destroy(&ctx->entity);
+	mi_ctx_put(ctx);
+}
+
+/**
+ * mi_ctx_create_ioctl() - DRM_IOCTL_METAINFER_CTX_CREATE
+ * @drm: device
+ * @data: struct drm_metainfer_ctx_create
+ * @file: caller
+ *
+ * Return: 0 or a negative errno.
+ */
+int mi_ctx_create_ioctl(struct drm_device *drm, void *data,
+			struct drm_file *file)
+{
+	static const enum drm_sched_priority prio[] = {
+		[DRM_METAINFER_PRIORITY_LOW] = DRM_SCHED_PRIORITY_MIN,
+		[DRM_METAINFER_PRIORITY_NORMAL] = DRM_SCHED_PRIORITY_NORMAL,
+		[DRM_METAINFER_PRIORITY_HIGH] = DRM_SCHED_PRIORITY_HIGH,
+	};
+	struct drm_metainfer_ctx_create *args = data;
+	struct mi_device *mdev = to_mi_device(drm);
+	struct mi_file *mfile = file->driver_priv;
+	struct drm_gpu_scheduler *sched;
+	struct mi_ctx *ctx;
+	u32 id;
+	int ret;
+
+	if (args->flags || args->pad || args->queue >= mdev->num_queues ||
+	    args->priority > DRM_METAINFER_PRIORITY_HIGH)
+		return -EINVAL;
+	if (mi_device_is_lost(mdev))
+		return -ENODEV;
+
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
+		return -ENOMEM;
+	kref_init(&ctx->ref);
+	ctx->mdev = mdev;
+	ctx->q = &mdev->queues[args->queue];
+	ctx->priority = args->priority;
+	mutex_init(&ctx->submit_lock);
+	mutex_init(&ctx->errors_lock);
+	xa_init(&ctx->jobs);
+	xa_init(&ctx->errors);
+	sched = &ctx->q->sched;
+	ret = drm_sched_entity_init(&ctx->entity, prio[args->priority], &sched,
+				    1, NULL);
+	if (ret)
+		goto err_free;
+
+	kref_get(&mfile->ref);
+	ctx->mfile = mfile;
+	atomic_inc(&mdev->ctx_count);
+	ret = xa_alloc(&mfile->ctxs, &id, ctx,
+		       XA_LIMIT(1, MI_MAX_CTX_PER_FILE), GFP_KERNEL);
+	if (ret) {
+		drm_sched_entity_destroy(&ctx->entity);
+		mi_ctx_put(ctx);
+		return ret == -EBUSY ? -ENOSPC : ret;
+	}
+	ctx->id = id;
+	args->ctx_id = id;
+	return 0;
+
+err_free:
+	mutex_destroy(&ctx->errors_lock);
+	mutex_destroy(&ctx->submit_lock);
+	kfree(ctx);
+	return ret;
+}
+
+/**
+ * mi_ctx_destroy_ioctl() - DRM_IOCTL_METAINFER_CTX_DESTROY
+ * @drm: device
+ * @data: struct drm_metainfer_ctx_destroy
+ * @file: caller
+ *
+ * Return: 0 or a negative errno.
+ */
+int mi_ctx_destroy_ioctl(struct drm_device *drm, void *data,
+			 struct drm_file *file)
+{
+	struct drm_metainfer_ctx_destroy *args = data;
+	struct mi_file *mfile = file->driver_priv;
+	struct mi_ctx *ctx;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	ctx = xa_erase(&mfile->ctxs, args->ctx_id);
+	if (!ctx)
+		return -ENOENT;
+	mi_ctx_teardown(ctx);
+	return 0;
+}
+
+/**
+ * mi_file_ctxs_fini() - destroy every context of a closing file
+ * @mfile: file
+ */
+void mi_file_ctxs_fini(struct mi_file *mfile)
+{
+	struct mi_ctx *ctx;
+	unsigned long id;
+
+	xa_for_each(&mfile->ctxs, id, ctx) {
+		xa_erase(&mfile->ctxs, id);
+		mi_ctx_teardown(ctx);
+	}
+}
+
+/* ---- submission ---- */
+
+static int mi_job_add_in_syncs(struct mi_job *job, struct drm_file *file,
+			       u64 uptr, u32 count)
+{
+	struct drm_metainfer_sync __user *usyncs = u64_to_user_ptr(uptr);
+	struct drm_metainfer_sync s;
+	struct dma_fence *fence;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < count; i++) {
+		if (copy_from_user(&s, &usyncs[i], sizeof(s)))
+			return -EFAULT;
+		if (s.flags)
+			return -EINVAL;
+		ret = drm_syncobj_find_fence(file, s.handle, s.point, 0,
+					     &fence);
+		if (ret)
+			return ret;
+		ret = drm_sched_job_add_dependency(&job->base, fence);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int mi_job_map(struct mi_job *job)
+{
+	u32 i;
+	int ret;
+
+	job->maps = kvcalloc(job->bo_count, sizeof(*job->maps), GFP_KERNEL);
+	job->bos = kvcalloc(job->bo_count, sizeof(*job->bos), GFP_KERNEL);
+	if (!job->maps || !job->bos)
+		return -ENOMEM;
+	for (i = 0; i < job->bo_count; i++) {
+		struct drm_gem_object *obj = job->objs[i];
+
+		ret = drm_gem_shmem_vmap(to_drm_gem_shmem_obj(obj),
+					 &job->maps[i]);
+		if (ret)
+			return ret;
+		job->mapped++;
+		if (job->maps[i].is_iomem)
+			return -EINVAL;
+		job->bos[i].vaddr = job->maps[i].vaddr;
+		job->bos[i].size = obj->size;
+	}
+	return 0;
+}
+
+/**
+ * mi_submit_ioctl() - DRM_IOCTL_METAINFER_SUBMIT
+ * @drm: device
+ * @data: struct drm_metainfer_submit
+ * @file: caller
+ *
+ * Return: 0 or a negative errno.
+ */
+int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct drm_metainfer_submit *args = data;
+	struct mi_device *mdev = to_mi_device(drm);
+	struct mi_file *mfile = file->driver_priv;
+	struct dma_fence_chain *chain = NULL;
+	struct drm_syncobj *out = NULL;
+	struct dma_fence *finished;
+	bool sched_init = false;
+	struct mi_ctx *ctx;
+	struct mi_job *job;
+	void *cmds = NULL;
+	u32 i, op_count;
+	u64 seqno;
+	int ret, idx;
+
+	if ((args->flags & ~DRM_METAINFER_SUBMIT_FLAGS_MASK) || args->pad ||
+	    args->bo_count > DRM_METAINFER_MAX_BOS ||
+	    args->in_sync_count > DRM_METAINFER_MAX_SYNCS ||
+	    !args->cmds_size || args->cmds_size > DRM_METAINFER_MAX_CMDS_SIZE ||
+	    (!args->out_sync && args->out_point))
+		return -EINVAL;
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	if (mi_device_is_lost(mdev)) {
+		ret = -ENODEV;
+		goto err_exit;
+	}
+	ctx = mi_ctx_lookup(mfile, args->ctx_id);
+	if (!ctx) {
+		ret = -ENOENT;
+		goto err_exit;
+	}
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job) {
+		mi_ctx_put(ctx);
+		ret = -ENOMEM;
+		goto err_exit;
+	}
+	atomic_inc(&mdev->job_count);
+	job->mdev = mdev;
+	job->ctx = ctx;
+	job->q = ctx->q;
+
+	cmds = kvmalloc(args->cmds_size, GFP_KERNEL);
+	if (!cmds) {
+		ret = -ENOMEM;
+		goto err_job;
+	}
+	if (copy_from_user(cmds, u64_to_user_ptr(args->cmds),
+			   args->cmds_size)) {
+		ret = -EFAULT;
+		goto err_job;
+	}
+	if (args->bo_count) {
+		ret = drm_gem_objects_lookup(file,
+					     u64_to_user_ptr(args->bo_handles),
+					     args->bo_count, &job->objs);
+		if (ret)
+			goto err_job;
+		job->bo_count = args->bo_count;
+	}
+	ret = mi_cmd_parse(mdev, cmds, args->cmds_size,
+			   (const struct drm_gem_object *const *)job->objs,
+			   job->bo_count, &job->ops, &op_count);
+	if (ret)
+		goto err_job;
+	if (mdev->ops->check_op) {
+		for (i = 0; i < op_count; i++) {
+			ret = mdev->ops->check_op(mdev, &job->ops[i]);
+			if (ret) {
+				drm_dbg_driver(drm, "submit: op %u vetoed by backend: %d\n",
+					       i, ret);
+				goto err_job;
+			}
+		}
+	}
+	if (args->flags & DRM_METAINFER_SUBMIT_VALIDATE_ONLY) {
+		args->seqno = 0;
+		ret = 0;
+		goto err_job;
+	}
+
+	ret = mi_job_map(job);
+	if (ret)
+		goto err_job;
+	mi_cmd_resolve(job->ops, op_count, job->bos);
+	job->desc.queue = job->q->index;
+	job->desc.ctx_id = ctx->id;
+	job->desc.priority = ctx->priority;
+	job->desc.op_count = op_count;
+	job->desc.ops = job->ops;
+	job->desc.bo_count = job->bo_count;
+	job->desc.bos = job->bos;
+	for (i = 0; i < op_count; i++) {
+		job->desc.macs += job->ops[i].macs;
+		job->desc.bytes_in += job->ops[i].bytes_in;
+		job->desc.bytes_out += job->ops[i].bytes_out;
+	}
+
+	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
+	if (!job->hw_fence) {
+		ret = -ENOMEM;
+		goto err_job;
+	}
+	ret = drm_sched_job_init(&job->base, &ctx->entity, mfile);
+	if (ret)
+		goto err_job;
+	sched_init = true;
+	ret = mi_job_add_in_syncs(job, file, args->in_syncs,
+				  args->in_sync_count);
+	if (ret)
+		goto err_job;
+	if (args->out_sync) {
+		out = drm_syncobj_find(file, args->out_sync);
+		if (!out) {
+			ret = -ENOENT;
+			goto err_job;
+		}
+		if (args->out_point) {
+			chain = dma_fence_chain_alloc();
+			if (!chain) {
+				ret = -ENOMEM;
+				goto err_job;
+			}
+		}
+	}
+
+	mutex_lock(&ctx->submit_lock);
+	seqno = ctx->seqno + 1;
+	ret = xa_reserve(&ctx->jobs, seqno, GFP_KERNEL);
+	if (ret) {
+		mutex_unlock(&ctx->submit_lock);
+		goto err_job;
+	}
+	drm_sched_job_arm(&job->base);
+	ctx->seqno = seqno;
+	job->seqno = seqno;
+	job->desc.seqno = seqno;
+	finished = &job->base.s_fence->finished;
+	xa_store(&ctx->jobs, seqno, dma_fence_get(finished), GFP_KERNEL);
+	job->submit_time = ktime_get();
+	atomic64_inc(&mdev->counters.jobs_submitted);
+	atomic64_inc(&mdev->counters.inflight);
+	atomic64_inc(&ctx->counters.jobs_submitted);
+	atomic64_inc(&ctx->counters.inflight);
+	trace_submit(mdev->minor, ctx->id, job->q->index, seqno,
+		     finished->context, finished->seqno, op_count,
+		     job->bo_count);
+	if (out) {
+		if (chain) {
+			drm_syncobj_add_point(out, chain, finished,
+					      args->out_point);
+			chain = NULL;
+		} else {
+			drm_syncobj_replace_fence(out, finished);
+		}
+	}
+	drm_sched_entity_push_job(&job->base);
+	WRITE_ONCE(ctx->last_seqno, seqno);
+	mutex_unlock(&ctx->submit_lock);
+
+	args->seqno = seqno;
+	if (out)
+		drm_syncobj_put(out);
+	kvfree(cmds);
+	drm_dev_exit(idx);
+	return 0;
+
+err_job:
+	dma_fence_chain_free(chain);
+	if (out)
+		drm_syncobj_put(out);
+	if (sched_init)
+		drm_sched_job_cleanup(&job->base);
+	kvfree(cmds);
+	mi_job_release(job);
+err_exit:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+/**
+ * mi_wait_ioctl() - DRM_IOCTL_METAINFER_WAIT
+ * @drm: device
+ * @data: struct drm_metainfer_wait
+ * @file: caller
+ *
+ * Return: 0 (job finished, status in @data), -ETIMEDOUT or another
+ * negative errno.
+ */
+int mi_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct drm_metainfer_wait *args = data;
+	struct mi_file *mfile = file->driver_priv;
+	struct dma_fence *f;
+	struct mi_ctx *ctx;
+	long timeout;
+	void *err;
+	int ret = 0;
+
+	if (args->flags || args->pad || !args->seqno)
+		return -EINVAL;
+	ctx = mi_ctx_lookup(mfile, args->ctx_id);
+	if (!ctx)
+		return -ENOENT;
+	if (args->seqno > READ_ONCE(ctx->last_seqno)) {
+		ret = -EINVAL;
+		goto out;
+	}
+
+	xa_lock(&ctx->jobs);
+	f = xa_load(&ctx->jobs, args->seqno);
+	if (f)
+		dma_fence_get(f);
+	xa_unlock(&ctx->jobs);
+	if (f) {
+		timeout = drm_timeout_abs_to_jiffies(args->timeout_ns);
+		timeout = dma_fence_wait_timeout(f, true, timeout);
+		if (timeout == 0)
+			ret = -ETIMEDOUT;
+		else if (timeout < 0)
+			ret = timeout;
+		else
+			args->status = mi_status_to_user(f->error);
+		dma_fence_put(f);
+		goto out;
+	}
+
+	/* retired: failures are remembered, success is the default */
+	err = xa_load(&ctx->errors, args->seqno);
+	if (err)
+		args->status = -(s64)xa_to_value(err);
+	else if (args->seqno <= READ_ONCE(ctx->errors_evicted))
+		ret = -ENODATA;
+	else
+		args->status = 0;
+out:
+	mi_ctx_put(ctx);
+	return ret;
+}

@@ -55,5 +55,7 @@ CHECKS += check-lib
 
 .PHONY: check-lib
 check-lib: $(LIB_TESTS) $(O)/metainfer
-	@set -e; for t in $(LIB_TESTS); do echo "--- $$t"; $$t; done
-	@tools/metainfer/test-cli.sh $(O)/metainfer
+	@rm -rf $(O)/lib/tests/models
+	$(PYTHON) lib/tests/gen_pass_models.py $(O)/lib/tests/models
+	@set -e; for t in $(LIB_TESTS); do echo "--- $$t"; $$t $(O)/lib/tests/models; done
+	@PYTHON=$(PYTHON) tools/metainfer/test-cli.sh $(O)/metainfer

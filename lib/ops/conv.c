@@ -155,7 +155,7 @@ static void im2col(const float *x, const struct mi_spatial *s, int64_t kprod,
 static int conv_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct mi_tensor *x = mi_in(g, n, 0), *w = mi_in(g, n, 1);
-	struct mi_tensor *b = mi_in(g, n, 2), *y = mi_out(g, n, 0);
+	struct mi_tensor *b = mi_in(g, n, 2), *y = mi_ops_out(g, n, 0);
 	struct mi_spatial s;
 	int64_t group, N, C, M, Cg, Mg, kprod = 1, isz = 1, osz = 1;
 	float *col = NULL;
@@ -332,7 +332,7 @@ static int convt_infer(struct mi_graph *g, struct mi_node *n)
 static int convt_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct mi_tensor *x = mi_in(g, n, 0), *w = mi_in(g, n, 1);
-	struct mi_tensor *b = mi_in(g, n, 2), *y = mi_out(g, n, 0);
+	struct mi_tensor *b = mi_in(g, n, 2), *y = mi_ops_out(g, n, 0);
 	struct mi_spatial s;
 	int64_t group, M, N, C, Cg, Mg, kprod = 1, isz = 1, osz = 1;
 	int64_t *ooff;

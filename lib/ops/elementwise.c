@@ -61,7 +61,7 @@ static int unary_check(struct mi_graph *g, struct mi_node *n, int types)
 static int unary_run(struct mi_graph *g, struct mi_node *n, ufn f, uifn fi,
 		     const struct uparams *p)
 {
-	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_ops_out(g, n, 0);
 	int64_t cnt = mi_tensor_numel(y);
 
 	if (x->dtype == MI_DT_FLOAT) {
@@ -282,7 +282,7 @@ static int infer_isx(struct mi_graph *g, struct mi_node *n)
 
 static int run_isx(struct mi_graph *g, struct mi_node *n)
 {
-	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_ops_out(g, n, 0);
 	int64_t cnt = mi_tensor_numel(y);
 	uint8_t *o = y->data;
 	int isnan_op = !strcmp(n->op_type, "IsNaN");
@@ -312,7 +312,7 @@ static int infer_not(struct mi_graph *g, struct mi_node *n)
 
 static int run_not(struct mi_graph *g, struct mi_node *n)
 {
-	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_ops_out(g, n, 0);
 	int64_t cnt = mi_tensor_numel(y);
 	const uint8_t *a = x->data;
 	uint8_t *o = y->data;
@@ -548,7 +548,7 @@ static void bin_apply(bkern k, const struct mi_tensor *a, const void *adata,
 static int binary_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct binop *op = binop_find(n->op_type);
-	struct mi_tensor *y = mi_out(g, n, 0);
+	struct mi_tensor *y = mi_ops_out(g, n, 0);
 	struct mi_tensor *x0 = mi_in(g, n, 0);
 	int dt = x0->dtype, half = half_type(dt), nin = n->ninputs;
 	int kdt = half ? MI_DT_FLOAT : dt;
@@ -674,7 +674,7 @@ static int64_t imod(int64_t a, int64_t b, int fm)
 static int gen_binary_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct mi_tensor *a = mi_in(g, n, 0), *b = mi_in(g, n, 1);
-	struct mi_tensor *y = mi_out(g, n, 0);
+	struct mi_tensor *y = mi_ops_out(g, n, 0);
 	struct mi_tensor *ins[2] = { a, b };
 	struct mi_bcast bc;
 	int64_t offs[2];
@@ -755,7 +755,7 @@ static int where_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct mi_tensor *ins[3] = { mi_in(g, n, 0), mi_in(g, n, 1),
 				     mi_in(g, n, 2) };
-	struct mi_tensor *y = mi_out(g, n, 0);
+	struct mi_tensor *y = mi_ops_out(g, n, 0);
 	size_t es = mi_dtype_size(y->dtype);
 	struct mi_bcast bc;
 	int64_t offs[3];
@@ -824,7 +824,7 @@ static int clip_infer(struct mi_graph *g, struct mi_node *n)
 
 static int clip_run(struct mi_graph *g, struct mi_node *n)
 {
-	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_ops_out(g, n, 0);
 	int64_t cnt = mi_tensor_numel(y);
 	double lo, hi;
 	int ret;
@@ -905,7 +905,7 @@ static int cast_infer(struct mi_graph *g, struct mi_node *n)
 
 static int cast_run(struct mi_graph *g, struct mi_node *n)
 {
-	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_ops_out(g, n, 0);
 	int64_t cnt = mi_tensor_numel(y);
 
 	if (x->dtype == y->dtype)

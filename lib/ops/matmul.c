@@ -100,7 +100,7 @@ static int gemm_infer(struct mi_graph *g, struct mi_node *n)
 static int gemm_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct mi_tensor *a = mi_in(g, n, 0), *b = mi_in(g, n, 1);
-	struct mi_tensor *c = mi_in(g, n, 2), *y = mi_out(g, n, 0);
+	struct mi_tensor *c = mi_in(g, n, 2), *y = mi_ops_out(g, n, 0);
 	int ta = mi_attr_int(n, "transA", 0) != 0;
 	int tb = mi_attr_int(n, "transB", 0) != 0;
 	float alpha = mi_attr_float(n, "alpha", 1.0f);
@@ -220,7 +220,7 @@ static int matmul_infer(struct mi_graph *g, struct mi_node *n)
 
 static int matmul_run(struct mi_graph *g, struct mi_node *n)
 {
-	struct mi_tensor *y = mi_out(g, n, 0);
+	struct mi_tensor *y = mi_ops_out(g, n, 0);
 	struct mm_shape s;
 	int64_t odims[MI_MAX_DIMS + 2], offs[2];
 	int ondim, ret;

@@ -51,6 +51,15 @@ extern const struct mi_op_def mi_quant_ops[];
  * shape attribute fails with a message instead of an allocation storm. */
 #define MI_OPS_MAX_NUMEL (INT64_C(1) << 34)
 
+/* Output i, or NULL when it is absent or omitted (index -1). */
+static inline struct mi_tensor *mi_ops_out(struct mi_graph *g,
+					   struct mi_node *n, int i)
+{
+	return i < n->noutputs && n->outputs[i] >= 0 ?
+		       &g->tensors[n->outputs[i]] :
+		       NULL;
+}
+
 /* ---- checks ------------------------------------------------------- */
 /* -EAGAIN when input i (required) has unknown rank, -EINVAL when it is
  * missing. */
@@ -86,6 +95,20 @@ double mi_ops_get_f64(const struct mi_tensor *t, int64_t i);
 void mi_ops_set_f64(struct mi_tensor *t, int64_t i, double v);
 int64_t mi_ops_get_i64(const struct mi_tensor *t, int64_t i);
 void mi_ops_set_i64(struct mi_tensor *t, int64_t i, int64_t v);
+/* Fast path for float32, the generic accessors otherwise. */
+static inline double mi_ops_rd(const struct mi_tensor *t, int64_t i)
+{
+	return t->dtype == MI_DT_FLOAT ? ((const float *)t->data)[i] :
+					 mi_ops_get_f64(t, i);
+}
+
+static inline void mi_ops_wr(struct mi_tensor *t, int64_t i, double v)
+{
+	if (t->dtype == MI_DT_FLOAT)
+		((float *)t->data)[i] = (float)v;
+	else
+		mi_ops_set_f64(t, i, v);
+}
 float mi_half_to_float(uint16_t h);
 uint16_t mi_float_to_half(float f);
 float mi_bf16_to_float(uint16_t h);

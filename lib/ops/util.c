@@ -51,7 +51,7 @@ int64_t mi_ops_prod(const int64_t *dims, int from, int to)
 int mi_ops_set_out(struct mi_graph *g, struct mi_node *n, int idx, int dtype,
 		   int ndim, const int64_t *dims)
 {
-	struct mi_tensor *t = mi_out(g, n, idx);
+	struct mi_tensor *t = mi_ops_out(g, n, idx);
 
 	if (!t)
 		return 0;
@@ -604,7 +604,7 @@ void mi_ops_strides(int ndim, const int64_t *dims, int64_t *strides)
 
 int mi_ops_copy_data(struct mi_graph *g, struct mi_node *n, int out, int in)
 {
-	struct mi_tensor *x = mi_in(g, n, in), *y = mi_out(g, n, out);
+	struct mi_tensor *x = mi_in(g, n, in), *y = mi_ops_out(g, n, out);
 	int64_t cnt = mi_tensor_numel(y);
 	size_t bytes;
 

@@ -146,7 +146,7 @@ static const u32 mi_sim_exp2_tab[17] = {
  * @x_q16: x >= 0 in Q16
  *
  * Computed as 2^(-x * log2(e)) with a 17-entry table and linear
- * interpolation; the relative error is below 0.1 %.
+ * interpolation; the absolute error is below 3e-4.
  *
  * Return: e^(-x) in Q16, 0..65536.
  */

@@ -141,51 +141,6 @@ static int q_infer(struct mi_graph *g, struct mi_node *n)
 	return mi_ops_set_out(g, n, 0, dt, x->ndim, x->dims);
 }
 
-void mi_quantize_f32(const float *x, int64_t n, float scale, int32_t zp,
-		     int dtype, void *y)
-{
-	if (dtype == MI_DT_UINT8) {
-		uint8_t *o = y;
-
-		for (int64_t i = 0; i < n; i++) {
-			float v = nearbyintf(x[i] / scale) + (float)zp;
-
-			v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
-			o[i] = (uint8_t)v;
-		}
-	} else {
-		int8_t *o = y;
-
-		for (int64_t i = 0; i < n; i++) {
-			float v = nearbyintf(x[i] / scale) + (float)zp;
-
-			v = v < -128.0f ? -128.0f : v > 127.0f ? 127.0f : v;
-			o[i] = (int8_t)v;
-		}
-	}
-}
-
-void mi_dequantize(const void *x, int dtype, int64_t n, float scale,
-		   int32_t zp, float *y)
-{
-	if (dtype == MI_DT_UINT8) {
-		const uint8_t *q = x;
-
-		for (int64_t i = 0; i < n; i++)
-			y[i] = (float)((int32_t)q[i] - zp) * scale;
-	} else if (dtype == MI_DT_INT8) {
-		const int8_t *q = x;
-
-		for (int64_t i = 0; i < n; i++)
-			y[i] = (float)((int32_t)q[i] - zp) * scale;
-	} else {
-		const int32_t *q = x;
-
-		for (int64_t i = 0; i < n; i++)
-			y[i] = (float)((int64_t)q[i] - zp) * scale;
-	}
-}
-
 static int q_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);

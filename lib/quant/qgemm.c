@@ -482,8 +482,20 @@ static void gemm_item(void *arg, int item, int tid)
 	}
 }
 
+static size_t gemm_ws_per(const struct mi_qweights *w)
+{
+	return ((size_t)w->k4 * MI_QNR * 4 + MI_QMR * MI_QNR * 8 + 63) & ~(size_t)63;
+}
+
+size_t mi_qgemm_workspace(const struct mi_qweights *w, int m)
+{
+	int nt = par_threads > 64 ? 64 : par_threads;
+
+	return gemm_ws_per(w) * nt + 64;
+}
+
 int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
-	     const struct mi_qepi *ep, void *y, int ldy)
+	     const struct mi_qepi *ep, void *y, int ldy, void *ws)
 {
 	struct gemm_job j = {
 		.w = w, .a = a, .m = m, .lda = lda, .ldy = ldy, .ep = ep, .y = y,
@@ -499,13 +511,17 @@ int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
 		j.nchunk = w->nblk;
 	j.bpc = (w->nblk + j.nchunk - 1) / j.nchunk;
 	j.nchunk = (w->nblk + j.bpc - 1) / j.bpc;
-	j.ws_per = ((size_t)w->k4 * MI_QNR * 4 + MI_QMR * MI_QNR * 8 + 63) &
-		   ~(size_t)63;
-	j.ws = aligned_alloc(64, j.ws_per * par_threads);
-	if (!j.ws)
-		return -ENOMEM;
+	j.ws_per = gemm_ws_per(w);
+	void *own = NULL;
+
+	if (!ws) {
+		own = ws = aligned_alloc(64, (mi_qgemm_workspace(w, m) + 63) & ~(size_t)63);
+		if (!own)
+			return -ENOMEM;
+	}
+	j.ws = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
 	par_for(npanel * j.nchunk, gemm_item, &j);
-	free(j.ws);
+	free(own);
 	return 0;
 }
 

@@ -90,7 +90,9 @@ struct mi_qepi {
  * comp must already hold -za * wsum (+ bias).  Output row-major, ldy
  * elements per row. */
 int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
-	     const struct mi_qepi *ep, void *y, int ldy);
+	     const struct mi_qepi *ep, void *y, int ldy, void *ws);
+/* Workspace bytes mi_qgemm() needs for m rows (ws NULL: allocated). */
+size_t mi_qgemm_workspace(const struct mi_qweights *w, int m);
 
 /* ---- convolution (NCHW, one image) ---------------------------------- */
 struct mi_qconv_shape {
@@ -145,8 +147,13 @@ static inline int32_t mi_qrequant(int32_t acc, float mult, int32_t zy,
 extern const struct mi_op_def mi_quant_ops[];
 
 struct mi_cpu_opts;
-/* Planner step: rewrites QDQ chains and QLinear nodes to int8 kernels. */
+/* Planner step (called first by mi_cpu_plan()): rewrites QDQ chains and
+ * QLinear nodes to int8 kernels.  node->priv starts with struct
+ * mi_cpu_kernel_hdr (lib/cpu/cpu_plan.h); its fini() frees the priv and
+ * undoes the rewrite.  MI_NO_INT8=1 disables the step. */
 int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts);
+/* True when node->priv was set by mi_quant_plan(). */
+bool mi_quant_node_is(const struct mi_node *n);
 
 /* `metainfer quantize ...`; returns the exit status. */
 int mi_quant_main(int argc, char **argv);

@@ -12,7 +12,7 @@ $(QUANT_OBJS): $(wildcard lib/quant/*.h lib/*.h)
 $(LIB_A): $(QUANT_OBJS)
 
 # The kernel test needs only the kernels (no IR, no loader).
-$(O)/lib/quant/tests/test-qkernels: lib/quant/tests/test-qkernels.c $(O)/lib/quant/qgemm.o
+$(O)/lib/quant/tests/test-qkernels: lib/quant/tests/test-qkernels.c $(O)/lib/quant/qgemm.o $(O)/lib/quant/qvec.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $^ -o $@ $(QUANT_LDLIBS)
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "quant/quant.h"
+#include "quant/quant-impl.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -278,7 +279,7 @@ static int test_gemm(int iter)
 		for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
 			mi_quant_set_isa(isa);
 			memset(yk, 0, (size_t)m * ldy * es);
-			mi_qgemm(&qw, a, m, lda, &ep, yk, ldy);
+			mi_qgemm(&qw, a, m, lda, &ep, yk, ldy, NULL);
 			if (memcmp(yr, yk, (size_t)m * ldy * es)) {
 				fprintf(stderr, "FAIL gemm iter %d isa %s mode %d m%d n%d k%d\n",
 					iter, mi_quant_isa_name(isa), mode, m, n, k);
@@ -299,6 +300,43 @@ static int test_gemm(int iter)
 	return fails;
 }
 
+/* QuantizeLinear / DequantizeLinear loops: every ISA equals the scalar
+ * formula (ties included). */
+static int test_qdq(int iter)
+{
+	int n = rndi(1, 300), fails = 0;
+	float *x = malloc(n * 4), *yr = malloc(n * 4), *yk = malloc(n * 4);
+	uint8_t *qr = malloc(n), *qk = malloc(n);
+	float scale = (float)rndi(1, 1000) / 997.0f;
+	int dt = rnd() % 2 ? MI_DT_UINT8 : MI_DT_INT8;
+	int zp = dt == MI_DT_UINT8 ? rndi(0, 255) : rndi(-128, 127);
+
+	for (int i = 0; i < n; i++) /* half-integers hit the ties */
+		x[i] = rnd() % 4 ? (float)rndi(-40000, 40000) / 100.0f :
+				   ((float)rndi(-300, 300) + 0.5f) * scale;
+	for (int i = 0; i < n; i++) {
+		float v = nearbyintf(x[i] / scale) + (float)zp;
+		float lo = dt == MI_DT_UINT8 ? 0 : -128, hi = dt == MI_DT_UINT8 ? 255 : 127;
+
+		v = v < lo ? lo : v > hi ? hi : v;
+		qr[i] = (uint8_t)(int)v;
+		yr[i] = (float)((dt == MI_DT_UINT8 ? (int32_t)qr[i] : (int32_t)(int8_t)qr[i]) - zp) *
+			scale;
+	}
+	for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
+		mi_quant_set_isa(isa);
+		mi_quantize_f32(x, n, scale, zp, dt, qk);
+		mi_dequantize(qr, dt, n, scale, zp, yk);
+		if (memcmp(qr, qk, n) || memcmp(yr, yk, n * 4)) {
+			fprintf(stderr, "FAIL q/dq iter %d isa %s n %d\n", iter,
+				mi_quant_isa_name(isa), n);
+			fails++;
+		}
+	}
+	free(x), free(yr), free(yk), free(qr), free(qk);
+	return fails;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 300, fails = 0;
@@ -308,8 +346,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		fails += test_conv(i);
 		fails += test_gemm(i);
+		fails += test_qdq(i);
 	}
-	printf("%d random conv + %d gemm cases x 4 output modes x %d ISAs: %d failures\n",
-	       n, n, mi_quant_isa_max() + 1, fails);
+	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq cases, x %d ISAs: %d failures\n",
+	       n, n, n, mi_quant_isa_max() + 1, fails);
 	return fails ? 1 : 0;
 }

@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Planner step for int8 execution (called first by mi_cpu_plan()).
+ *
+ * Rewrites, node by node:
+ *   QLinearConv                                   -> int8 conv
+ *   QLinearMatMul (constant int8 B)               -> int8 GEMM
+ *   DQ(xq) -> Conv(DQ(wq), [DQ(bq) | b]) [-> Relu | Clip] [-> Q]
+ *                                                 -> int8 conv
+ *   DQ(xq) -> Gemm / MatMul(DQ(wq)) [-> Relu | Clip] [-> Q]
+ *                                                 -> int8 GEMM
+ * With a trailing Q the node requantizes straight to uint8/int8; without
+ * one it writes fp32 (the DequantizeLinear of the accumulator fused in).
+ * Relu/Clip become clamp bounds.  The fused node keeps its op_type, reads
+ * the quantized activation directly (its only input) and writes the last
+ * tensor of the chain; absorbed nodes are marked dead.  Anything that
+ * does not match (int8 weights with a zero point, 1-D convs, per-axis
+ * activations, ...) keeps running the reference QDQ ops.
+ *
+ * The int8 path agrees with the QLinear reference ops bit for bit; for QDQ
+ * chains it equals the fp32 reference up to fp32 rounding of the
+ * accumulation (one output step at most).
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "cpu/cpu.h"
+#include "cpu/cpu_plan.h"
+#include "internal.h"
+#include "quant/quant.h"
+#include "quant/quant-impl.h"
+
+#define QNODE_MAGIC 0x51384e44u /* "Q8ND" */
+
+struct qshared {
+	void *ws;
+	size_t size;
+	int refs;
+};
+
+struct qnode {
+	struct mi_cpu_kernel_hdr hdr;
+	uint32_t magic;
+	/* undo information for fini() */
+	int orig_ninputs, orig_in0, orig_out0;
+	int killed[5], nkilled;
+	bool is_conv;
+	struct mi_qconv cv;
+	struct mi_qweights w; /* GEMM */
+	int64_t k;            /* GEMM: reduction length */
+	bool x_signed;
+	int zx;
+	int32_t *comp;
+	float *mult, *fbias;
+	struct mi_qepi ep;
+	struct qshared *sh;
+};
+
+/* ---- thread pool glue -------------------------------------------------- */
+
+struct pf_ctx {
+	int n;
+	mi_qpar_fn fn;
+	void *arg;
+	atomic_int next;
+};
+
+static int pool_threads = 1;
+
+static void pf_worker(void *ctx, int t, int nt)
+{
+	struct pf_ctx *c = ctx;
+	int i;
+
+	while ((i = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < c->n)
+		c->fn(c->arg, i, t);
+}
+
+static void pool_for(int n, mi_qpar_fn fn, void *arg)
+{
+	struct pf_ctx c = { .n = n, .fn = fn, .arg = arg };
+	int nt = pool_threads < n ? pool_threads : n;
+
+	if (nt <= 1) {
+		for (int i = 0; i < n; i++)
+			fn(arg, i, 0);
+		return;
+	}
+	atomic_init(&c.next, 0);
+	mi_pool_run(nt, pf_worker, &c);
+}
+
+/* ---- node helpers -------------------------------------------------------- */
+
+static void qnode_fini(struct mi_graph *g, struct mi_node *n);
+
+bool mi_quant_node_is(const struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+
+	return q && q->hdr.fini == qnode_fini && q->magic == QNODE_MAGIC;
+}
+
+static void qnode_free(struct qnode *q)
+{
+	if (!q)
+		return;
+	mi_qconv_fini(&q->cv);
+	mi_qweights_free(&q->w);
+	free(q->comp);
+	free(q->mult);
+	free(q->fbias);
+	if (q->sh && --q->sh->refs == 0) {
+		free(q->sh->ws);
+		free(q->sh);
+	}
+	free(q);
+}
+
+/* Undo the rewrite and free (mi_cpu_kernel_hdr.fini). */
+static void qnode_fini(struct mi_graph *g, struct mi_node *n)
+{
+	struct qnode *q = n->priv;
+
+	if (q->orig_ninputs) {
+		n->ninputs = q->orig_ninputs;
+		n->inputs[0] = q->orig_in0;
+		n->outputs[0] = q->orig_out0;
+		for (int i = 0; i < q->nkilled; i++)
+			g->nodes[q->killed[i]].dead = false;
+	}
+	qnode_free(q);
+	n->priv = NULL;
+}
+
+static bool const_t(const struct mi_tensor *t)
+{
+	return t && (t->flags & MI_TF_CONST) && t->data;
+}
+
+static bool const_scalar(const struct mi_tensor *t)
+{
+	return const_t(t) && mi_tensor_numel(t) == 1;
+}
+
+static struct mi_node *producer(struct mi_graph *g, int t, const char *op)
+{
+	int p = t >= 0 ? g->tensors[t].producer : -1;
+	struct mi_node *n = p >= 0 ? &g->nodes[p] : NULL;
+
+	if (!n || n->dead || strcmp(n->op_type, op) || n->domain[0])
+		return NULL;
+	return n;
+}
+
+/* Quantized activation: x u8/s8 with constant scalar scale/zp. */
+struct qact {
+	int t; /* quantized tensor */
+	float scale;
+	int zp;
+	int dtype;
+};
+
+static bool act_params(struct mi_graph *g, struct mi_node *n, int xi, int si, int zi,
+		       struct qact *a)
+{
+	struct mi_tensor *x = mi_in(g, n, xi), *s = mi_in(g, n, si), *z = mi_in(g, n, zi);
+
+	if (!x || (x->dtype != MI_DT_UINT8 && x->dtype != MI_DT_INT8) || !const_scalar(s) ||
+	    s->dtype != MI_DT_FLOAT || (z && (!const_scalar(z) || z->dtype != x->dtype)))
+		return false;
+	a->t = n->inputs[xi];
+	a->scale = *(const float *)s->data;
+	a->zp = z ? (int32_t)mi_tensor_get_i64(z, 0) : 0;
+	a->dtype = x->dtype;
+	return a->scale > 0 && isfinite(a->scale);
+}
+
+/* Output quantization of a QuantizeLinear node (per tensor). */
+static bool q_params(struct mi_graph *g, struct mi_node *q, struct qact *a)
+{
+	struct mi_tensor *s = mi_in(g, q, 1), *z = mi_in(g, q, 2);
+	struct mi_tensor *y = mi_out(g, q, 0);
+
+	if (!const_scalar(s) || s->dtype != MI_DT_FLOAT || (z && !const_scalar(z)) ||
+	    (y->dtype != MI_DT_UINT8 && y->dtype != MI_DT_INT8))
+		return false;
+	a->t = q->outputs[0];
+	a->scale = *(const float *)s->data;
+	a->zp = z ? (int32_t)mi_tensor_get_i64(z, 0) : 0;
+	a->dtype = y->dtype;
+	return a->scale > 0 && isfinite(a->scale);
+}
+
+/* int8 weights with zero zero points, scales per `axis` (len noc) or per
+ * tensor. */
+struct qw {
+	const struct mi_tensor *w;
+	float *scale; /* [noc] */
+};
+
+static bool weight_params(struct mi_graph *g, const struct mi_tensor *w,
+			  const struct mi_tensor *s, const struct mi_tensor *z, int axis,
+			  int axis_attr, int64_t noc, struct qw *out)
+{
+	int64_t ns;
+
+	if (!const_t(w) || w->dtype != MI_DT_INT8 || !const_t(s) || s->dtype != MI_DT_FLOAT)
+		return false;
+	ns = mi_tensor_numel(s);
+	if (ns != 1 && (ns != noc || axis_attr != axis))
+		return false;
+	if (z) {
+		if (!const_t(z) || mi_tensor_numel(z) != ns)
+			return false;
+		for (int64_t i = 0; i < ns; i++)
+			if (mi_tensor_get_i64(z, i))
+				return false;
+	}
+	out->w = w;
+	out->scale = malloc(noc * sizeof(float));
+	if (!out->scale)
+		return false;
+	for (int64_t o = 0; o < noc; o++) {
+		out->scale[o] = ((const float *)s->data)[ns == 1 ? 0 : o];
+		if (!(out->scale[o] > 0) || !isfinite(out->scale[o])) {
+			free(out->scale);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Activation chain after the op: [Relu | Clip] [QuantizeLinear]. */
+struct chain {
+	struct mi_node *act, *q;
+	int out; /* last tensor */
+	float lo, hi; /* float clamp (relu/clip) */
+	struct qact y;
+};
+
+static void follow_chain(struct mi_graph *g, int t, struct chain *c)
+{
+	int ci;
+
+	memset(c, 0, sizeof(*c));
+	c->out = t;
+	c->lo = -INFINITY;
+	c->hi = INFINITY;
+	ci = mi_graph_sole_consumer(g, t);
+	if (ci >= 0) {
+		struct mi_node *a = &g->nodes[ci];
+
+		if (!strcmp(a->op_type, "Relu") && !a->domain[0]) {
+			c->act = a;
+			c->lo = 0;
+		} else if (!strcmp(a->op_type, "Clip") && !a->domain[0] && a->inputs[0] == t) {
+			struct mi_tensor *mn = mi_in(g, a, 1), *mx = mi_in(g, a, 2);
+
+			if ((!mn || (const_scalar(mn) && mn->dtype == MI_DT_FLOAT)) &&
+			    (!mx || (const_scalar(mx) && mx->dtype == MI_DT_FLOAT))) {
+				c->act = a;
+				c->lo = mn ? *(const float *)mn->data :
+					     mi_attr_float(a, "min", -INFINITY);
+				c->hi = mx ? *(const float *)mx->data :
+					     mi_attr_float(a, "max", INFINITY);
+			}
+		}
+		if (c->act) {
+			c->out = c->act->outputs[0];
+			ci = mi_graph_sole_consumer(g, c->out);
+		}
+	}
+	if (ci >= 0) {
+		struct mi_node *q = &g->nodes[ci];
+
+		if (!strcmp(q->op_type, "QuantizeLinear") && !q->domain[0] && q->inputs[0] == c->out &&
+		    q_params(g, q, &c->y)) {
+			c->q = q;
+			c->out = q->outputs[0];
+		}
+	}
+}
+
+/* Quantize a float clamp bound v to the output's integer range. */
+static int32_t qbound(float v, const struct qact *y, int32_t qmin, int32_t qmax)
+{
+	if (isinf(v))
+		return v < 0 ? qmin : qmax;
+	float r = nearbyintf(v / y->scale) + (float)y->zp;
+
+	return r < qmin ? qmin : r > qmax ? qmax : (int32_t)r;
+}
+
+/* Fill comp/mult/fbias/epilogue.  bias_i: int32 biases in units of
+ * sx*sw (or NULL), bias_f: float biases (or NULL). */
+static int setup_epi(struct qnode *q, int64_t noc, const float *sw, float sx,
+		     const int32_t *wsum, const int32_t *bias_i, const float *bias_f,
+		     const struct chain *c)
+{
+	q->comp = malloc(noc * sizeof(int32_t));
+	q->mult = malloc(noc * sizeof(float));
+	q->fbias = calloc(noc, sizeof(float));
+	if (!q->comp || !q->mult || !q->fbias)
+		return -ENOMEM;
+	int zxu = q->x_signed ? q->zx + 128 : q->zx;
+
+	for (int64_t o = 0; o < noc; o++) {
+		int32_t b = 0;
+
+		if (c->q) {
+			if (bias_i) {
+				b = bias_i[o];
+			} else if (bias_f) {
+				double v = nearbyint(bias_f[o] / (double)(sx * sw[o]));
+
+				b = (int32_t)(v < -2e9 ? -2e9 : v > 2e9 ? 2e9 : v);
+			}
+			q->mult[o] = mi_qmult(sx, sw[o], c->y.scale);
+		} else {
+			q->mult[o] = sx * sw[o];
+			q->fbias[o] = bias_f ? bias_f[o] :
+				      bias_i ? (float)bias_i[o] * (sx * sw[o]) : 0.0f;
+		}
+		q->comp[o] = b - zxu * wsum[o];
+	}
+	q->ep.comp = q->comp;
+	q->ep.mult = q->mult;
+	if (c->q) {
+		int32_t qmin = c->y.dtype == MI_DT_UINT8 ? 0 : -128;
+		int32_t qmax = c->y.dtype == MI_DT_UINT8 ? 255 : 127;
+		int32_t lo = qbound(c->lo, &c->y, qmin, qmax);
+		int32_t hi = qbound(c->hi, &c->y, qmin, qmax);
+
+		q->ep.mode = c->y.dtype == MI_DT_UINT8 ? MI_QOUT_U8 : MI_QOUT_S8;
+		q->ep.zy = c->y.zp;
+		q->ep.flo = (float)(lo - c->y.zp);
+		q->ep.fhi = (float)(hi - c->y.zp);
+	} else {
+		q->ep.mode = MI_QOUT_F32;
+		q->ep.fbias = q->fbias;
+		q->ep.flo = c->lo;
+		q->ep.fhi = c->hi;
+	}
+	return 0;
+}
+
+/* ---- run ---------------------------------------------------------------- */
+
+static int conv_run(struct mi_graph *g, struct mi_node *n)
+{
+	struct qnode *q = n->priv;
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	const struct mi_qconv_shape *s = &q->cv.s;
+	size_t xs = (size_t)s->c * s->h * s->w;
+	size_t ys = (size_t)s->oc * s->oh * s->ow * (q->ep.mode >= MI_QOUT_S32 ? 4 : 1);
+	int64_t nb = x->dims[0];
+
+	for (int64_t b = 0; b < nb; b++) {
+		int err = mi_qconv_run(&q->cv, (const uint8_t *)x->data + b * xs, q->x_signed,
+				       q->zx, &q->ep, (uint8_t *)y->data + b * ys, q->sh->ws);
+
+		if (err)
+			return mi_graph_err(g, n, err, "int8 conv failed");
+	}
+	return 0;
+}
+
+static int gemm_run(struct mi_graph *g, struct mi_node *n)
+{
+	struct qnode *q = n->priv;
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	int64_t m = mi_tensor_numel(x) / q->k;
+	int err = mi_qgemm(&q->w, x->data, (int)m, (int)q->k, &q->ep, y->data, q->w.ocg,
+			   q->sh->ws);
+
+
+	return err ? mi_graph_err(g, n, err, "int8 gemm failed") : 0;
+}
+
+/* ---- matching ------------------------------------------------------------- */
+
+struct wget_ctx {
+	const int8_t *w;
+	int64_t ocg, kg;
+	bool transposed; /* w is [k][n] (MatMul, Gemm transB=0) */
+	int64_t n;
+};
+
+static int wget_conv(const void *vctx, int g, int o, int k)
+{
+	const struct wget_ctx *c = vctx;
+
+	return c->w[((int64_t)g * c->ocg + o) * c->kg + k];
+}
+
+static int wget_gemm(const void *vctx, int g, int o, int k)
+{
+	const struct wget_ctx *c = vctx;
+
+	return c->transposed ? c->w[(int64_t)k * c->n + o] : c->w[(int64_t)o * c->kg + k];
+}
+
+static struct qnode *qnode_new(int (*run)(struct mi_graph *, struct mi_node *))
+{
+	struct qnode *q = calloc(1, sizeof(*q));
+
+	if (q) {
+		q->hdr.run = run;
+		q->hdr.fini = qnode_fini;
+		q->magic = QNODE_MAGIC;
+	}
+	return q;
+}
+
+/* Conv geometry (2-D only) into a kernel shape. */
+static bool conv_shape(struct mi_graph *g, struct mi_node *n, int xi, int wi,
+		       struct mi_qconv_shape *s)
+{
+	struct mi_spatial sp;
+	int64_t oc, group;
+	struct mi_tensor *x = mi_in(g, n, xi);
+	int err;
+
+	if (!x || x->ndim != 4 || !mi_tensor_shape_known(x))
+		return false;
+	/* geometry helper wants int8/uint8 inputs: check dtypes ourselves */
+	memset(&sp, 0, sizeof(sp));
+	struct mi_tensor *w = mi_in(g, n, wi);
+
+	if (!w || w->ndim != 4)
+		return false;
+	int sv_x = x->dtype, sv_w = w->dtype;
+
+	x->dtype = MI_DT_UINT8;
+	w->dtype = MI_DT_INT8;
+	err = mi_qconv_geometry(g, n, xi, wi, &sp, &oc, &group);
+	x->dtype = sv_x;
+	w->dtype = sv_w;
+	g->err[0] = 0;
+	if (err || sp.nsp != 2)
+		return false;
+	*s = (struct mi_qconv_shape){
+		.c = (int)x->dims[1], .h = (int)x->dims[2], .w = (int)x->dims[3],
+		.oc = (int)oc, .oh = (int)sp.out[0], .ow = (int)sp.out[1],
+		.kh = (int)sp.kernel[0], .kw = (int)sp.kernel[1],
+		.sh = (int)sp.stride[0], .sw = (int)sp.stride[1],
+		.dh = (int)sp.dil[0], .dw = (int)sp.dil[1],
+		.pt = (int)sp.pad_begin[0], .pl = (int)sp.pad_begin[1],
+		.pb = (int)sp.pad_end[0], .pr = (int)sp.pad_end[1],
+		.group = (int)group,
+	};
+	return true;
+}
+
+static int64_t shared_need;
+
+static int plan_conv(struct mi_graph *g, struct mi_node *n, const struct qact *xa,
+		     const struct qw *w, const struct mi_qconv_shape *s, const int32_t *bias_i,
+		     const float *bias_f, const struct chain *c)
+{
+	struct qnode *q = qnode_new(conv_run);
+	struct wget_ctx wc = { w->w->data, s->oc / s->group,
+			       (int64_t)(s->c / s->group) * s->kh * s->kw, false, 0 };
+	int err;
+
+	if (!q)
+		return -ENOMEM;
+	q->is_conv = true;
+	q->x_signed = xa->dtype == MI_DT_INT8;
+	q->zx = xa->zp;
+	err = mi_qconv_init(&q->cv, s, wget_conv, &wc);
+	if (!err)
+		err = setup_epi(q, s->oc, w->scale, xa->scale,
+				q->cv.depthwise ? q->cv.wsum_dw : q->cv.w.wsum, bias_i, bias_f, c);
+	if (err) {
+		qnode_free(q);
+		return err;
+	}
+	size_t need = mi_qconv_workspace(&q->cv);
+
+	if ((int64_t)need > shared_need)
+		shared_need = need;
+	n->priv = q;
+	return 0;
+}
+
+static int plan_gemm(struct mi_graph *g, struct mi_node *n, const struct qact *xa,
+		     const struct qw *w, int64_t k, int64_t noc, bool transposed,
+		     int64_t m, const int32_t *bias_i, const float *bias_f,
+		     const struct chain *c)
+{
+	struct qnode *q = qnode_new(gemm_run);
+	struct wget_ctx wc = { w->w->data, noc, k, transposed, noc };
+	int err;
+
+	if (!q)
+		return -ENOMEM;
+	if (k > INT32_MAX / 2 || noc > INT32_MAX / 2 || m > INT32_MAX / 2) {
+		free(q);
+		return 0;
+	}
+	q->x_signed = false;
+	q->zx = xa->zp;
+	q->k = k;
+	err = mi_qweights_pack(&q->w, 1, (int)noc, (int)k, wget_gemm, &wc);
+	if (!err)
+		err = setup_epi(q, noc, w->scale, xa->scale, q->w.wsum, bias_i, bias_f, c);
+	if (err) {
+		qnode_free(q);
+		return err;
+	}
+	size_t need = mi_qgemm_workspace(&q->w, (int)m);
+
+	if ((int64_t)need > shared_need)
+		shared_need = need;
+	n->priv = q;
+	return 0;
+}
+
+/* Bias of a QDQ node: DQ(int32) or fp32 constant, noc values. */
+static bool read_bias(struct mi_graph *g, int t, int64_t noc, float **bf)
+{
+	struct mi_tensor *b = t >= 0 ? &g->tensors[t] : NULL;
+	struct mi_node *dq;
+
+	*bf = NULL;
+	if (!b)
+		return true;
+	if (const_t(b) && b->dtype == MI_DT_FLOAT && mi_tensor_numel(b) == noc) {
+		*bf = malloc(noc * sizeof(float));
+		if (*bf)
+			memcpy(*bf, b->data, noc * sizeof(float));
+		return *bf != NULL;
+	}
+	dq = producer(g, t, "DequantizeLinear");
+	if (!dq)
+		return false;
+	struct mi_tensor *bq = mi_in(g, dq, 0), *bs = mi_in(g, dq, 1), *bz = mi_in(g, dq, 2);
+
+	if (!const_t(bq) || bq->dtype != MI_DT_INT32 || mi_tensor_numel(bq) != noc ||
+	    !const_t(bs) || (bz && !const_t(bz)))
+		return false;
+	int64_t ns = mi_tensor_numel(bs);
+
+	if (ns != 1 && ns != noc)
+		return false;
+	*bf = malloc(noc * sizeof(float));
+	if (!*bf)
+		return false;
+	for (int64_t o = 0; o < noc; o++) {
+		int64_t zp = bz ? mi_tensor_get_i64(bz, bz && mi_tensor_numel(bz) == noc ? o : 0) : 0;
+
+		(*bf)[o] = (float)(((const int32_t *)bq->data)[o] - zp) *
+			   ((const float *)bs->data)[ns == 1 ? 0 : o];
+	}
+	return true;
+}
+
+static void kill(struct mi_graph *g, struct qnode *q, struct mi_node *p)
+{
+	p->dead = true;
+	q->killed[q->nkilled++] = (int)(p - g->nodes);
+}
+
+static void kill_if_unused(struct mi_graph *g, struct qnode *q, struct mi_node *p,
+			   struct mi_node *user)
+{
+	/* p's output feeds only `user` (which no longer reads it) */
+	if (p && mi_graph_sole_consumer(g, p->outputs[0]) == (int)(user - g->nodes))
+		kill(g, q, p);
+}
+
+static void rewire(struct mi_graph *g, struct mi_node *n, int xq, const struct chain *c,
+		   struct mi_node *xdq, struct mi_node *wdq, struct mi_node *bdq)
+{
+	struct qnode *q = n->priv;
+
+	q->orig_ninputs = n->ninputs;
+	q->orig_in0 = n->inputs[0];
+	q->orig_out0 = n->outputs[0];
+	kill_if_unused(g, q, xdq, n);
+	kill_if_unused(g, q, wdq, n);
+	if (bdq != wdq)
+		kill_if_unused(g, q, bdq, n);
+	n->inputs[0] = xq;
+	n->ninputs = 1;
+	if (c->act)
+		kill(g, q, c->act);
+	if (c->q)
+		kill(g, q, c->q);
+	n->outputs[0] = c->out;
+	g->tensors[c->out].producer = (int)(n - g->nodes);
+}
+
+static int try_qdq(struct mi_graph *g, struct mi_node *n)
+{
+	bool conv = !strcmp(n->op_type, "Conv"), gemm = !strcmp(n->op_type, "Gemm");
+	bool matmul = !strcmp(n->op_type, "MatMul");
+	struct mi_node *xdq, *wdq, *bdq = NULL;
+	struct qact xa;
+	struct qw w = { 0 };
+	struct chain c;
+	float *bf = NULL;
+	int err = 0;
+
+	if ((!conv && !gemm && !matmul) || n->domain[0] || n->ninputs < 2)
+		return 0;
+	xdq = producer(g, n->inputs[0], "DequantizeLinear");
+	wdq = producer(g, n->inputs[1], "DequantizeLinear");
+	if (!xdq || !wdq || !act_params(g, xdq, 0, 1, 2, &xa))
+		return 0;
+	if (mi_tensor_numel(mi_in(g, xdq, 1)) != 1)
+		return 0;
+	struct mi_tensor *wq = mi_in(g, wdq, 0);
+
+	if (!wq || !mi_tensor_shape_known(wq))
+		return 0;
+	int wrank = wq->ndim;
+	int ax_attr = (int)mi_attr_int(wdq, "axis", 1);
+
+	if (ax_attr < 0)
+		ax_attr += wrank;
+	int bi = n->ninputs > 2 ? n->inputs[2] : -1;
+
+	if (bi >= 0)
+		bdq = producer(g, bi, "DequantizeLinear");
+	follow_chain(g, n->outputs[0], &c);
+	if (conv) {
+		struct mi_qconv_shape s;
+
+		if (!conv_shape(g, n, 0, 1, &s) || wrank != 4)
+			return 0;
+		if (!weight_params(g, wq, mi_in(g, wdq, 1), mi_in(g, wdq, 2), 0, ax_attr, s.oc, &w))
+			return 0;
+		if (!read_bias(g, bi, s.oc, &bf))
+			goto out;
+		err = plan_conv(g, n, &xa, &w, &s, NULL, bf, &c);
+	} else {
+		struct mi_tensor *x = mi_in(g, n, 0);
+		bool trans;
+		int64_t k, noc, m;
+
+		if (wrank != 2 || xa.dtype != MI_DT_UINT8 || !mi_tensor_shape_known(x) ||
+		    x->ndim < 1)
+			return 0;
+		if (gemm) {
+			if (mi_attr_int(n, "transA", 0) || mi_attr_float(n, "alpha", 1) != 1.0f ||
+			    mi_attr_float(n, "beta", 1) != 1.0f || x->ndim != 2)
+				return 0;
+			trans = !mi_attr_int(n, "transB", 0);
+		} else {
+			trans = true;
+			if (bi >= 0)
+				return 0;
+		}
+		k = trans ? wq->dims[0] : wq->dims[1];
+		noc = trans ? wq->dims[1] : wq->dims[0];
+		if (x->dims[x->ndim - 1] != k)
+			return 0;
+		m = mi_tensor_numel(x) / k;
+		if (!weight_params(g, wq, mi_in(g, wdq, 1), mi_in(g, wdq, 2), trans ? 1 : 0,
+				   ax_attr, noc, &w))
+			return 0;
+		if (!read_bias(g, bi, noc, &bf))
+			goto out;
+		err = plan_gemm(g, n, &xa, &w, k, noc, trans, m, NULL, bf, &c);
+	}
+	if (!err && n->priv)
+		rewire(g, n, xa.t, &c, xdq, wdq, bdq);
+out:
+	free(w.scale);
+	free(bf);
+	return err;
+}
+
+static int try_qlinear(struct mi_graph *g, struct mi_node *n)
+{
+	bool conv = !strcmp(n->op_type, "QLinearConv");
+	bool mm = !strcmp(n->op_type, "QLinearMatMul");
+	struct qact xa;
+	struct qw w = { 0 };
+	struct chain c;
+	int err = 0;
+
+	if ((!conv && !mm) || n->domain[0])
+		return 0;
+	memset(&c, 0, sizeof(c));
+	c.out = n->outputs[0];
+	c.lo = -INFINITY;
+	c.hi = INFINITY;
+	if (!act_params(g, n, 0, 1, 2, &xa))
+		return 0;
+	/* output params: inputs 6, 7 */
+	struct mi_tensor *ys = mi_in(g, n, 6), *yz = mi_in(g, n, 7), *y = mi_out(g, n, 0);
+
+	if (!const_scalar(ys) || ys->dtype != MI_DT_FLOAT || (yz && !const_scalar(yz)))
+		return 0;
+	c.q = NULL;
+	c.y.scale = *(const float *)ys->data;
+	c.y.zp = yz ? (int32_t)mi_tensor_get_i64(yz, 0) : 0;
+	c.y.dtype = y->dtype;
+	if (!(c.y.scale > 0))
+		return 0;
+	struct mi_tensor *wq = mi_in(g, n, 3);
+	struct chain cq = c;
+
+	cq.q = n; /* marks "requantize"; never killed (see below) */
+	if (conv) {
+		struct mi_qconv_shape s;
+		struct mi_tensor *b = mi_in(g, n, 8);
+
+		if (!conv_shape(g, n, 0, 3, &s) || !wq || wq->ndim != 4)
+			return 0;
+		if (!weight_params(g, wq, mi_in(g, n, 4), mi_in(g, n, 5), 0, 0, s.oc, &w))
+			return 0;
+		if (b && (!const_t(b) || b->dtype != MI_DT_INT32 || mi_tensor_numel(b) != s.oc))
+			goto out;
+		err = plan_conv(g, n, &xa, &w, &s, b ? b->data : NULL, NULL, &cq);
+	} else {
+		struct mi_tensor *x = mi_in(g, n, 0);
+
+		if (!wq || wq->ndim != 2 || xa.dtype != MI_DT_UINT8 || !mi_tensor_shape_known(x) ||
+		    x->ndim < 2 || x->dims[x->ndim - 1] != wq->dims[0])
+			return 0;
+		if (!weight_params(g, wq, mi_in(g, n, 4), mi_in(g, n, 5), 1, 1, wq->dims[1], &w))
+			goto out;
+		err = plan_gemm(g, n, &xa, &w, wq->dims[0], wq->dims[1], true,
+				mi_tensor_numel(x) / wq->dims[0], NULL, NULL, &cq);
+	}
+out:
+	free(w.scale);
+	return err;
+}
+
+int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
+{
+	struct qshared *sh;
+	int err = 0, nq = 0;
+
+	if (opts && opts->reference)
+		return 0;
+	if (getenv("MI_NO_INT8") && *getenv("MI_NO_INT8") == '1')
+		return 0;
+	pool_threads = opts && opts->nthreads > 0 ? opts->nthreads : mi_cpu_ncores();
+	mi_quant_set_parallel(pool_for, pool_threads);
+	shared_need = 0;
+	for (int p = 0; p < g->norder && !err; p++) {
+		struct mi_node *n = &g->nodes[g->order[p]];
+
+		if (n->dead || n->priv)
+			continue;
+		err = try_qlinear(g, n);
+		if (!err && !n->priv)
+			err = try_qdq(g, n);
+		nq += n->priv != NULL && mi_quant_node_is(n);
+	}
+	if (err)
+		return mi_graph_err(g, NULL, err, "int8 planning failed");
+	if (!nq)
+		return 0;
+	sh = calloc(1, sizeof(*sh));
+	if (sh)
+		sh->ws = aligned_alloc(64, ((size_t)shared_need + 127) & ~(size_t)63);
+	if (!sh || !sh->ws) {
+		free(sh);
+		sh = NULL;
+	}
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *n = &g->nodes[i];
+
+		if (!mi_quant_node_is(n))
+			continue;
+		if (!sh) {
+			qnode_fini(g, n);
+			continue;
+		}
+		((struct qnode *)n->priv)->sh = sh;
+		sh->refs++;
+	}
+	return sh ? 0 : mi_graph_err(g, NULL, -ENOMEM, "int8 planning: out of memory");
+}

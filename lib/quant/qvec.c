@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+/*
+ * QuantizeLinear / DequantizeLinear inner loops, per ISA.  Every path does
+ * the same IEEE operations as the scalar code (divide, round to nearest
+ * even, add the zero point, clamp; or subtract, convert, multiply), so the
+ * results are identical.
+ */
+#include <math.h>
+
+#include <immintrin.h>
+
+#include "quant/quant.h"
+#include "quant/quant-impl.h"
+
+static void quant_c(const float *x, int64_t n, float scale, float zp, float lo,
+		    float hi, int u8, void *y)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float v = nearbyintf(x[i] / scale) + zp;
+
+		v = v < lo ? lo : v > hi ? hi : v;
+		if (u8)
+			((uint8_t *)y)[i] = (uint8_t)(int)v;
+		else
+			((int8_t *)y)[i] = (int8_t)(int)v;
+	}
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t
+quant_avx512(const float *x, int64_t n, float scale, float zp, float lo, float hi,
+	     int u8, void *y)
+{
+	__m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
+	__m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
+
+		v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		v = _mm512_add_ps(v, z);
+		v = _mm512_min_ps(_mm512_max_ps(v, l), h);
+		__m128i q = _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v));
+
+		_mm_storeu_si128((__m128i *)((uint8_t *)y + i), q);
+	}
+	return i;
+}
+
+__attribute__((target("avx2,fma"))) static int64_t
+quant_avx2(const float *x, int64_t n, float scale, float zp, float lo, float hi,
+	   int u8, void *y)
+{
+	__m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp);
+	__m256 l = _mm256_set1_ps(lo), h = _mm256_set1_ps(hi);
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), s);
+
+		v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		v = _mm256_add_ps(v, z);
+		v = _mm256_min_ps(_mm256_max_ps(v, l), h);
+		__m256i q = _mm256_cvttps_epi32(v);
+		__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q),
+					    _mm256_extracti128_si256(q, 1));
+		__m128i b = u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
+
+		_mm_storel_epi64((__m128i *)((uint8_t *)y + i), b);
+	}
+	return i;
+}
+
+void mi_quantize_f32(const float *x, int64_t n, float scale, int32_t zp,
+		     int dtype, void *y)
+{
+	int u8 = dtype == MI_DT_UINT8;
+	float lo = u8 ? 0.0f : -128.0f, hi = u8 ? 255.0f : 127.0f;
+	int64_t i = 0;
+
+	switch (mi_quant_isa()) {
+	case MI_QISA_AVX512:
+		i = quant_avx512(x, n, scale, (float)zp, lo, hi, u8, y);
+		break;
+	case MI_QISA_AVX2:
+		i = quant_avx2(x, n, scale, (float)zp, lo, hi, u8, y);
+		break;
+	}
+	quant_c(x + i, n - i, scale, (float)zp, lo, hi, u8, (uint8_t *)y + i);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t
+dequant_avx512(const void *x, int u8, int64_t n, float scale, int32_t zp, float *y)
+{
+	__m512 s = _mm512_set1_ps(scale);
+	__m512i z = _mm512_set1_epi32(zp);
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i b = _mm_loadu_si128((const __m128i *)((const uint8_t *)x + i));
+		__m512i q = u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b);
+
+		_mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q, z)), s));
+	}
+	return i;
+}
+
+__attribute__((target("avx2,fma"))) static int64_t
+dequant_avx2(const void *x, int u8, int64_t n, float scale, int32_t zp, float *y)
+{
+	__m256 s = _mm256_set1_ps(scale);
+	__m256i z = _mm256_set1_epi32(zp);
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m128i b = _mm_loadl_epi64((const __m128i *)((const uint8_t *)x + i));
+		__m256i q = u8 ? _mm256_cvtepu8_epi32(b) : _mm256_cvtepi8_epi32(b);
+
+		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, z)), s));
+	}
+	return i;
+}
+
+void mi_dequantize(const void *x, int dtype, int64_t n, float scale,
+		   int32_t zp, float *y)
+{
+	int64_t i = 0;
+
+	if (dtype == MI_DT_UINT8 || dtype == MI_DT_INT8) {
+		int u8 = dtype == MI_DT_UINT8;
+
+		switch (mi_quant_isa()) {
+		case MI_QISA_AVX512:
+			i = dequant_avx512(x, u8, n, scale, zp, y);
+			break;
+		case MI_QISA_AVX2:
+			i = dequant_avx2(x, u8, n, scale, zp, y);
+			break;
+		}
+		if (u8)
+			for (; i < n; i++)
+				y[i] = (float)((int32_t)((const uint8_t *)x)[i] - zp) * scale;
+		else
+			for (; i < n; i++)
+				y[i] = (float)((int32_t)((const int8_t *)x)[i] - zp) * scale;
+		return;
+	}
+	for (; i < n; i++)
+		y[i] = (float)((int64_t)((const int32_t *)x)[i] - zp) * scale;
+}

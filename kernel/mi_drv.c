@@ -87,7 +87,7 @@ int mi_get_param_ioctl(struct drm_device *drm, void *data,
 		args->value = caps->dtype_mask;
 		break;
 	case DRM_METAINFER_PARAM_LAYOUT_MASK:
-		args->value = caps->layout_mask;
+		args->value = caps->layout_mask | BIT(DRM_METAINFER_LAYOUT_PLAIN);
 		break;
 	case DRM_METAINFER_PARAM_NUM_QUEUES:
 		args->value = mdev->num_queues;

@@ -130,7 +130,8 @@ static void mi_job_release(struct mi_job *job)
 		drm_gem_shmem_vunmap(to_drm_gem_shmem_obj(job->objs[i]),
 				     &job->maps[i]);
 	for (i = 0; i < job->bo_count; i++)
-		drm_gem_object_put(job->objs[i]);
+		if (job->objs[i])
+			drm_gem_object_put(job->objs[i]);
 	kvfree(job->objs);
 	kvfree(job->maps);
 	kvfree(job->bos);
@@ -676,12 +677,14 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 		goto err_job;
 	}
 	if (args->bo_count) {
+		/* on failure the array holds references up to the bad handle */
 		ret = drm_gem_objects_lookup(file,
 					     u64_to_user_ptr(args->bo_handles),
 					     args->bo_count, &job->objs);
+		if (job->objs)
+			job->bo_count = args->bo_count;
 		if (ret)
 			goto err_job;
-		job->bo_count = args->bo_count;
 	}
 	ret = mi_cmd_parse(mdev, cmds, args->cmds_size,
 			   (const struct drm_gem_object *const *)job->objs,

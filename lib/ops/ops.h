@@ -161,6 +161,10 @@ void mi_ops_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
 /* ---- misc ------------------------------------------------------------ */
 /* Row-major strides (in elements) of a shape. */
 void mi_ops_strides(int ndim, const int64_t *dims, int64_t *strides);
+/* dst (contiguous, shape dims) = src viewed with element strides sst
+ * (may be 0 or negative) starting at element soff. */
+void mi_ops_strided_copy(void *dst, const void *src, size_t es, int ndim,
+			 const int64_t *dims, const int64_t *sst, int64_t soff);
 /* Copy input 0's data into output 0 (same numel and dtype). */
 int mi_ops_copy_data(struct mi_graph *g, struct mi_node *n, int out, int in);
 

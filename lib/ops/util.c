@@ -616,3 +616,52 @@ int mi_ops_copy_data(struct mi_graph *g, struct mi_node *n, int out, int in)
 		memmove(y->data, x->data, bytes);
 	return 0;
 }
+
+void mi_ops_strided_copy(void *dst, const void *src, size_t es, int ndim,
+			 const int64_t *dims, const int64_t *sst, int64_t soff)
+{
+	int64_t total = mi_ops_prod(dims, 0, ndim), inner, rows, sinner;
+	char *d = dst;
+	const char *s = src;
+
+	if (total <= 0)
+		return;
+	if (ndim == 0) {
+		memcpy(d, s + soff * (int64_t)es, es);
+		return;
+	}
+	inner = dims[ndim - 1];
+	sinner = sst[ndim - 1];
+	rows = total / inner;
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t off = soff, rr = r;
+
+		for (int k = ndim - 2; k >= 0; k--) {
+			off += (rr % dims[k]) * sst[k];
+			rr /= dims[k];
+		}
+		if (sinner == 1) {
+			memcpy(d, s + off * (int64_t)es, inner * es);
+			d += inner * es;
+			continue;
+		}
+		switch (es) {
+		case 4:
+			for (int64_t j = 0; j < inner; j++)
+				((uint32_t *)d)[j] =
+					*(const uint32_t *)(s + (off + j * sinner) * 4);
+			break;
+		case 8:
+			for (int64_t j = 0; j < inner; j++)
+				((uint64_t *)d)[j] =
+					*(const uint64_t *)(s + (off + j * sinner) * 8);
+			break;
+		default:
+			for (int64_t j = 0; j < inner; j++)
+				memcpy(d + j * es,
+				       s + (off + j * sinner) * (int64_t)es, es);
+			break;
+		}
+		d += inner * es;
+	}
+}

@@ -44,72 +44,151 @@ static void k_epi_row(const struct mi_epi *e, const float *x, float *y,
 		y[j] = mi_epi_scalar(e, x[j], row, col0 + j);
 }
 
-static void k_ukr(int kc, const float *restrict a, const float *restrict b,
-		  float *c, ptrdiff_t ldc, int mr, int nr, int acc,
-		  const struct mi_epi *epi, int64_t row0, int64_t col0)
+/* Partial vectors (edge columns): n < VW valid lanes, rest zero. */
+static inline vf vld_part(const float *p, int n)
 {
+	float t[VW] __attribute__((aligned(64))) = { 0 };
+
+	memcpy(t, p, n * sizeof(float));
+	return vld(t);
+}
+
+static inline void vst_part(float *p, vf v, int n)
+{
+	float t[VW] __attribute__((aligned(64)));
+
+	vst(t, v);
+	memcpy(p, t, n * sizeof(float));
+}
+
+static inline vf epi_vec_part(const struct mi_epi *e, vf v, int64_t row,
+			      int64_t col, int n)
+{
+	if (e->bias_kind == MI_BIAS_ROW)
+		v += e->bias[row];
+	else if (e->bias_kind == MI_BIAS_COL)
+		v += vld_part(e->bias + col, n);
+	if (e->res)
+		v += vld_part(e->res + row * e->ldr + col, n);
+	return vact(e->act, v, e->lo, e->hi);
+}
+
+/* Epilogue over an m x n tile of C that is still in L1. */
+static __attribute__((noinline)) void epi_tile(const struct mi_epi *e,
+					       float *c, ptrdiff_t ldc, int m,
+					       int n, int64_t row0,
+					       int64_t col0)
+{
+	for (int i = 0; i < m; i++) {
+		float *cr = c + i * ldc;
+		int j = 0;
+
+		for (; j + VW <= n; j += VW)
+			vst(cr + j, epi_vec(e, vld(cr + j), row0 + i, col0 + j));
+		if (j < n)
+			vst_part(cr + j,
+				 epi_vec_part(e, vld_part(cr + j, n - j),
+					      row0 + i, col0 + j, n - j),
+				 n - j);
+	}
+}
+
+/*
+ * Micro-kernel body for an m_ x (nv_ vectors) tile, m_ <= KMR, nv_ <=
+ * KNV; the packed panels are always KMR x KNR wide.  nlast: valid lanes
+ * of the last vector (VW when full).  Instantiated for every (m_, nv_)
+ * so edge tiles cost only what they compute.
+ */
+static inline __attribute__((always_inline)) void
+ukr_body(const int m0_, const int nv0_, int kc, const float *restrict a,
+	 const float *restrict b, float *c, ptrdiff_t ldc, int nlast, int acc,
+	 const struct mi_epi *epi, int64_t row0, int64_t col0)
+{
+	/* Instances past KMR/KNV exist only to fill the table; clamp them.
+	 * r must stay exactly KMR x KNV or GCC stops keeping it in
+	 * registers. */
+	const int m_ = m0_ > KMR ? KMR : m0_;
+	const int nv_ = nv0_ > KNV ? KNV : nv0_;
 	vf r[KMR][KNV];
 	int i, j, k;
 
-	UNROLL_MR for (i = 0; i < KMR; i++)
-		UNROLL_NV for (j = 0; j < KNV; j++)
+	UNROLL_MR for (i = 0; i < m_; i++)
+		UNROLL_NV for (j = 0; j < nv_; j++)
 			r[i][j] = vset1(0.0f);
 
 	for (k = 0; k < kc; k++) {
 		vf bv[KNV];
 
-		UNROLL_NV for (j = 0; j < KNV; j++)
+		UNROLL_NV for (j = 0; j < nv_; j++)
 			bv[j] = vld(b + j * VW);
-		UNROLL_MR for (i = 0; i < KMR; i++) {
+		UNROLL_MR for (i = 0; i < m_; i++) {
 			vf av = vset1(a[i]);
 
-			UNROLL_NV for (j = 0; j < KNV; j++)
+			UNROLL_NV for (j = 0; j < nv_; j++)
 				r[i][j] += av * bv[j];
 		}
 		a += KMR;
 		b += KNR;
 	}
 
-	if (mr == KMR && nr == KNR) {
-		UNROLL_MR for (i = 0; i < KMR; i++) {
-			float *cr = c + i * ldc;
+	/* Plain stores first: keeping the epilogue's temporaries out of
+	 * this function keeps all accumulators in registers. */
+	UNROLL_MR for (i = 0; i < m_; i++) {
+		float *cr = c + i * ldc;
 
-			UNROLL_NV for (j = 0; j < KNV; j++) {
-				vf v = r[i][j];
+		UNROLL_NV for (j = 0; j < nv_; j++) {
+			vf v = r[i][j];
 
+			if (j < nv_ - 1 || nlast == VW) {
 				if (acc)
 					v += vld(cr + j * VW);
-				if (epi)
-					v = epi_vec(epi, v, row0 + i,
-						    col0 + j * VW);
 				vst(cr + j * VW, v);
-			}
-		}
-		return;
-	}
-
-	/* Edge tile: spill, then write the valid part element-wise. */
-	{
-		float t[KMR * KNR] __attribute__((aligned(64)));
-
-		UNROLL_MR for (i = 0; i < KMR; i++)
-			UNROLL_NV for (j = 0; j < KNV; j++)
-				vst(t + i * KNR + j * VW, r[i][j]);
-		for (i = 0; i < mr; i++) {
-			float *cr = c + i * ldc;
-
-			for (j = 0; j < nr; j++) {
-				float v = t[i * KNR + j];
-
+			} else {
 				if (acc)
-					v += cr[j];
-				if (epi)
-					v = mi_epi_scalar(epi, v, row0 + i,
-							  col0 + j);
-				cr[j] = v;
+					v += vld_part(cr + j * VW, nlast);
+				vst_part(cr + j * VW, v, nlast);
 			}
 		}
 	}
+	if (epi)
+		epi_tile(epi, c, ldc, m_, (nv_ - 1) * VW + nlast, row0, col0);
+}
+
+#define UKR_ARGS                                                          \
+	int kc, const float *restrict a, const float *restrict b, float *c, \
+		ptrdiff_t ldc, int nlast, int acc, const struct mi_epi *epi, \
+		int64_t row0, int64_t col0
+#define UKR_PASS kc, a, b, c, ldc, nlast, acc, epi, row0, col0
+#define UKR_INST(M, V)                                                   \
+	static void ukr_##M##_##V(UKR_ARGS)                              \
+	{                                                                \
+		ukr_body(M, V, UKR_PASS);                                \
+	}
+
+typedef void (*ukr_fn)(UKR_ARGS);
+
+#if KMR > 8 || KNV > 4
+#error "instance table covers KMR <= 8, KNV <= 4"
+#endif
+#define UKR_ROW(M)                                                          \
+	UKR_INST(M, 1) UKR_INST(M, 2) UKR_INST(M, 3) UKR_INST(M, 4)
+UKR_ROW(1) UKR_ROW(2) UKR_ROW(3) UKR_ROW(4)
+UKR_ROW(5) UKR_ROW(6) UKR_ROW(7) UKR_ROW(8)
+
+#define UKR_TROW(M) { ukr_##M##_1, ukr_##M##_2, ukr_##M##_3, ukr_##M##_4 }
+static const ukr_fn ukr_tab[8][4] = {
+	UKR_TROW(1), UKR_TROW(2), UKR_TROW(3), UKR_TROW(4),
+	UKR_TROW(5), UKR_TROW(6), UKR_TROW(7), UKR_TROW(8),
+};
+
+static void k_ukr(int kc, const float *restrict a, const float *restrict b,
+		  float *c, ptrdiff_t ldc, int mr, int nr, int acc,
+		  const struct mi_epi *epi, int64_t row0, int64_t col0)
+{
+	int nv = (nr + VW - 1) / VW;
+
+	ukr_tab[mr - 1][nv - 1](kc, a, b, c, ldc, nr - (nv - 1) * VW, acc,
+				epi, row0, col0);
 }
 
 /*

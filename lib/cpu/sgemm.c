@@ -5,8 +5,8 @@
  *   for jc in N step NC            (thread's column range)
  *     for pc in K step KC          pack B(kc x nc) -> NR-wide panels
  *       for ic in M step MC        pack A(mc x kc) -> MR-high panels
- *         for jr in nc step NR
- *           for ir in mc step MR   micro-kernel, epilogue on the last pc
+ *         for ir in mc step MR
+ *           for jr in nc step NR   micro-kernel, epilogue on the last pc
  *
  * A pre-packed operand (weights) holds panels over the whole K, so its
  * KC slice is a pointer offset and its packing loop disappears.
@@ -20,8 +20,8 @@
 #include "cpu/cpu.h"
 
 #define KC 256
-#define MC_PANELS 8  /* MC = 8 * MR */
-#define NC_PANELS 32 /* NC = 32 * NR */
+#define MC_PANELS 32 /* MC = 32 * MR */
+#define NC_PANELS 16 /* NC = 16 * NR: KC x NC of B stays in L2 */
 
 static inline int64_t rup(int64_t a, int64_t b)
 {
@@ -42,6 +42,48 @@ static int pack_alloc(int isa, int64_t rows, int64_t k, int r,
 	return 0;
 }
 
+static inline void copy_lanes(float *d, const float *s, int r)
+{
+	/* constant sizes become a few vector moves */
+	switch (r) {
+	case 64:
+		memcpy(d, s, 64 * sizeof(float));
+		break;
+	case 16:
+		memcpy(d, s, 16 * sizeof(float));
+		break;
+	case 8:
+		memcpy(d, s, 8 * sizeof(float));
+		break;
+	default:
+		memcpy(d, s, r * sizeof(float));
+	}
+}
+
+/* Lanes contiguous in the source (row-major B): walk it row by row,
+ * scattering each row over the panels, so the reads are sequential. */
+static void pack_rows(float *dst, int64_t row0, int64_t nrows, int64_t k0,
+		      int64_t kk, int r, const float *src, ptrdiff_t rs_k)
+{
+	int64_t full = nrows / r, p, s;
+	int tail = (int)(nrows % r), l;
+
+	for (s = 0; s < kk; s++) {
+		const float *sp = src + row0 + (k0 + s) * rs_k;
+		float *d = dst + s * r;
+
+		for (p = 0; p < full; p++)
+			copy_lanes(d + p * kk * r, sp + p * r, r);
+		if (tail) {
+			float *dt = d + full * kk * r;
+
+			memcpy(dt, sp + full * r, tail * sizeof(float));
+			for (l = tail; l < r; l++)
+				dt[l] = 0.0f;
+		}
+	}
+}
+
 /* dst: panels of r lanes over kk = k1-k0 steps; lane l, step s at
  * dst[p*kk*r + s*r + l] = src(row0 + p*r + l, k0 + s). */
 static void pack_panels(float *dst, int64_t row0, int64_t nrows, int64_t k0,
@@ -51,21 +93,15 @@ static void pack_panels(float *dst, int64_t row0, int64_t nrows, int64_t k0,
 	int64_t p, s;
 	int l;
 
+	if (rs_row == 1) {
+		pack_rows(dst, row0, nrows, k0, kk, r, src, rs_k);
+		return;
+	}
 	for (p = 0; p * r < nrows; p++) {
 		float *d = dst + p * kk * r;
 		int lanes = nrows - p * r < r ? (int)(nrows - p * r) : r;
 		const float *base = src + (row0 + p * r) * rs_row + k0 * rs_k;
 
-		if (rs_row == 1) {
-			/* lanes contiguous in memory: copy rows of r */
-			for (s = 0; s < kk; s++) {
-				memcpy(d + s * r, base + s * rs_k,
-				       lanes * sizeof(float));
-				for (l = lanes; l < r; l++)
-					d[s * r + l] = 0.0f;
-			}
-			continue;
-		}
 		for (l = 0; l < lanes; l++) {
 			const float *sp = base + l * rs_row;
 
@@ -222,20 +258,21 @@ static void gemm_range(const struct job *j, int64_t m0, int64_t m1,
 					ap = wsa;
 					astride = (int64_t)kc * mr;
 				}
-				for (jr = 0; jr < nc; jr += nr) {
-					int nrr = nc - jr < nr ? (int)(nc - jr) :
-								 nr;
-					const float *bj =
-						bp + (jr / nr) * bstride;
+				/* A micro-panel (MR x kc) stays in L1 while
+				 * the B block streams from L2 */
+				for (ir = 0; ir < mc; ir += mr) {
+					int mrr = mc - ir < mr ? (int)(mc - ir) :
+								 mr;
+					const float *ai =
+						ap + (ir / mr) * astride;
 
-					for (ir = 0; ir < mc; ir += mr) {
-						int mrr = mc - ir < mr ?
-								  (int)(mc - ir) :
-								  mr;
+					for (jr = 0; jr < nc; jr += nr) {
+						int nrr = nc - jr < nr ?
+								  (int)(nc - jr) :
+								  nr;
 
-						kt->ukr(kc,
-							ap + (ir / mr) * astride,
-							bj,
+						kt->ukr(kc, ai,
+							bp + (jr / nr) * bstride,
 							a->c + (ic + ir) * a->ldc +
 								jc + jr,
 							a->ldc, mrr, nrr, pc > 0,

@@ -622,7 +622,7 @@ static size_t conv_xi_bytes(const struct mi_qconv *cv)
 static size_t conv_ws_per_thread(const struct mi_qconv *cv)
 {
 	if (cv->depthwise)
-		return ((size_t)cv->s.ow * 4 + 64 + 63) & ~(size_t)63;
+		return ((size_t)cv->s.oh * cv->s.ow * 4 + 64 + 63) & ~(size_t)63;
 	return ((size_t)cv->w.k4 * MI_QNR * 4 + MI_QMR * MI_QNR * 4 + 63) &
 	       ~(size_t)63;
 }
@@ -799,20 +799,150 @@ static void conv_gemm_item(void *arg, int item, int tid)
 typedef void (*dw_row_fn)(int32_t *restrict acc, const uint8_t *const *rows,
 			  const int8_t *w, int ow, int sw, int dw);
 
-#pragma GCC push_options
-#pragma GCC optimize("O3")
 static void dw_row_generic(int32_t *restrict acc, const uint8_t *const *rows,
 			   const int8_t *w, int ow, int sw, int dw)
 MI_DW_ROW_BODY
-#pragma GCC target("avx2")
-static void dw_row_avx2(int32_t *restrict acc, const uint8_t *const *rows,
-			const int8_t *w, int ow, int sw, int dw)
-MI_DW_ROW_BODY
-#pragma GCC target("avx512f,avx512bw,avx512vl")
-static void dw_row_avx512(int32_t *restrict acc, const uint8_t *const *rows,
-			  const int8_t *w, int ow, int sw, int dw)
-MI_DW_ROW_BODY
-#pragma GCC pop_options
+
+/* Scalar tail from x0. */
+static void dw_row_tail(int32_t *restrict acc, const uint8_t *const *rows,
+			const int8_t *w, int x0, int ow, int sw, int dw)
+{
+	for (int x = x0; x < ow; x++)
+		acc[x] = 0;
+	for (int ky = 0; ky < 3; ky++)
+		for (int x = x0; x < ow; x++)
+			acc[x] += w[ky * 3] * rows[ky][x * sw] +
+				  w[ky * 3 + 1] * rows[ky][x * sw + dw] +
+				  w[ky * 3 + 2] * rows[ky][x * sw + 2 * dw];
+}
+
+/*
+ * SIMD rows, exact in int32: pixels zero-extended to 32-bit lanes are
+ * (x, 0) int16 pairs, weights (w, 0) pairs, so vpmaddwd / vpdpwssd give
+ * x * w.  Stride 2 widens to 16 bits instead: lane i is the pair
+ * (r[2i], r[2i+1]), multiplied by (w0, w1) in one instruction.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+dw_row_avx512(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w,
+	      int ow, int sw, int dw)
+{
+	int x = 0;
+
+	if (dw != 1 || (sw != 1 && sw != 2)) {
+		memset(acc, 0, ow * sizeof(int32_t));
+		dw_row_generic(acc, rows, w, ow, sw, dw);
+		return;
+	}
+	if (sw == 1) {
+		__m512i wv[9];
+
+		for (int t = 0; t < 9; t++)
+			wv[t] = _mm512_set1_epi32((uint16_t)(int16_t)w[t]);
+		/* one accumulator per kernel row: short dependency chains */
+		for (; x < ow; x += 16) {
+			__mmask16 m = ow - x >= 16 ? 0xffff : (__mmask16)((1u << (ow - x)) - 1);
+			__m512i a[3];
+
+			for (int ky = 0; ky < 3; ky++) {
+				const uint8_t *r = rows[ky] + x;
+
+				a[ky] = _mm512_madd_epi16(_mm512_cvtepu8_epi32(
+					_mm_maskz_loadu_epi8(m, r)), wv[ky * 3]);
+				a[ky] = _mm512_dpwssd_epi32(a[ky], _mm512_cvtepu8_epi32(
+					_mm_maskz_loadu_epi8(m, r + 1)), wv[ky * 3 + 1]);
+				a[ky] = _mm512_dpwssd_epi32(a[ky], _mm512_cvtepu8_epi32(
+					_mm_maskz_loadu_epi8(m, r + 2)), wv[ky * 3 + 2]);
+			}
+			_mm512_mask_storeu_epi32(acc + x, m,
+				_mm512_add_epi32(_mm512_add_epi32(a[0], a[1]), a[2]));
+		}
+	} else {
+		__m512i w01[3], w2[3];
+
+		for (int ky = 0; ky < 3; ky++) {
+			w01[ky] = _mm512_set1_epi32((uint16_t)(int16_t)w[ky * 3] |
+						    ((uint32_t)(uint16_t)(int16_t)w[ky * 3 + 1] << 16));
+			w2[ky] = _mm512_set1_epi32((uint16_t)(int16_t)w[ky * 3 + 2]);
+		}
+		for (; x < ow; x += 16) {
+			int n = ow - x >= 16 ? 16 : ow - x;
+			__mmask16 m = (__mmask16)((1u << n) - 1);
+			__mmask32 m2 = n == 16 ? 0xffffffffu : (__mmask32)((1u << (2 * n)) - 1);
+			__m512i a[3];
+
+			for (int ky = 0; ky < 3; ky++) {
+				const uint8_t *r = rows[ky] + 2 * x;
+
+				a[ky] = _mm512_madd_epi16(_mm512_cvtepu8_epi16(
+					_mm256_maskz_loadu_epi8(m2, r)), w01[ky]);
+				/* r[2i + 2] in the low half; the high half's
+				 * weight is 0 */
+				a[ky] = _mm512_dpwssd_epi32(a[ky], _mm512_cvtepu8_epi16(
+					_mm256_maskz_loadu_epi8(m2, r + 2)), w2[ky]);
+			}
+			_mm512_mask_storeu_epi32(acc + x, m,
+				_mm512_add_epi32(_mm512_add_epi32(a[0], a[1]), a[2]));
+		}
+	}
+	dw_row_tail(acc, rows, w, x, ow, sw, dw);
+}
+
+__attribute__((target("avx2,fma"))) static void
+dw_row_avx2(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w, int ow,
+	    int sw, int dw)
+{
+	int x = 0;
+
+	if (dw != 1 || (sw != 1 && sw != 2)) {
+		memset(acc, 0, ow * sizeof(int32_t));
+		dw_row_generic(acc, rows, w, ow, sw, dw);
+		return;
+	}
+	if (sw == 1) {
+		__m256i wv[9];
+
+		for (int t = 0; t < 9; t++)
+			wv[t] = _mm256_set1_epi32((uint16_t)(int16_t)w[t]);
+		for (; x + 8 <= ow; x += 8) {
+			__m256i a[3];
+
+			for (int ky = 0; ky < 3; ky++) {
+				const uint8_t *r = rows[ky] + x;
+
+				a[ky] = _mm256_madd_epi16(_mm256_cvtepu8_epi32(
+					_mm_loadl_epi64((const __m128i *)r)), wv[ky * 3]);
+				a[ky] = _mm256_add_epi32(a[ky], _mm256_madd_epi16(_mm256_cvtepu8_epi32(
+					_mm_loadl_epi64((const __m128i *)(r + 1))), wv[ky * 3 + 1]));
+				a[ky] = _mm256_add_epi32(a[ky], _mm256_madd_epi16(_mm256_cvtepu8_epi32(
+					_mm_loadl_epi64((const __m128i *)(r + 2))), wv[ky * 3 + 2]));
+			}
+			_mm256_storeu_si256((__m256i *)(acc + x),
+				_mm256_add_epi32(_mm256_add_epi32(a[0], a[1]), a[2]));
+		}
+	} else {
+		__m256i w01[3], w2[3];
+
+		for (int ky = 0; ky < 3; ky++) {
+			w01[ky] = _mm256_set1_epi32((uint16_t)(int16_t)w[ky * 3] |
+						    ((uint32_t)(uint16_t)(int16_t)w[ky * 3 + 1] << 16));
+			w2[ky] = _mm256_set1_epi32((uint16_t)(int16_t)w[ky * 3 + 2]);
+		}
+		for (; x + 8 <= ow; x += 8) {
+			__m256i a = _mm256_setzero_si256();
+
+			for (int ky = 0; ky < 3; ky++) {
+				const uint8_t *r = rows[ky] + 2 * x;
+
+				a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_cvtepu8_epi16(
+					_mm_loadu_si128((const __m128i *)r)), w01[ky]));
+				a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_cvtepu8_epi16(
+					_mm_loadu_si128((const __m128i *)(r + 2))), w2[ky]));
+			}
+			_mm256_storeu_si256((__m256i *)(acc + x), a);
+		}
+	}
+	dw_row_tail(acc, rows, w, x, ow, sw, dw);
+}
 
 static void dw_prep_item(void *arg, int c, int tid)
 {
@@ -856,14 +986,15 @@ static void dw_item(void *arg, int c, int tid)
 
 	for (int oy = 0; oy < s->oh; oy++) {
 		const uint8_t *rows[3];
+		int32_t *ar = acc + (size_t)oy * s->ow;
 
 		for (int ky = 0; ky < 3; ky++)
 			rows[ky] = xp + ((size_t)oy * s->sh + ky * s->dh) * j->wp;
-		memset(acc, 0, s->ow * sizeof(int32_t));
-		row(acc, rows, cv->dww + c * 9, s->ow, s->sw, s->dw);
-		j->k.epi(acc, s->ow, 1, s->ow, j->ep, c,
-			 yc + (size_t)oy * s->ow * es, 0);
+		if (row == dw_row_generic)
+			memset(ar, 0, s->ow * sizeof(int32_t));
+		row(ar, rows, cv->dww + c * 9, s->ow, s->sw, s->dw);
 	}
+	j->k.epi(acc, s->oh * s->ow, 1, s->oh * s->ow, j->ep, c, yc, 0);
 }
 
 int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,

@@ -441,7 +441,8 @@ int mi_sim_backend_register(struct mi_sim_dev *sdev)
 		.dtype_mask = BIT(DRM_METAINFER_DTYPE_INT8) |
 			      BIT(DRM_METAINFER_DTYPE_UINT8) |
 			      BIT(DRM_METAINFER_DTYPE_INT32),
-		.layout_mask = BIT(DRM_METAINFER_LAYOUT_NCHW) |
+		.layout_mask = BIT(DRM_METAINFER_LAYOUT_PLAIN) |
+			       BIT(DRM_METAINFER_LAYOUT_NCHW) |
 			       BIT(DRM_METAINFER_LAYOUT_NHWC),
 		.num_queues = p->queues,
 		.clock_khz = div_u64(p->clock_hz, 1000),

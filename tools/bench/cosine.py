@@ -48,7 +48,7 @@ def main():
     import torch
     import export
 
-    if args.model not in export.MODELS:
+    if not export.add_torchvision(args.model):
         print("cosine: unknown model %s" % args.model)
         return 2
     runner = (shlex.split(args.runner) if args.runner

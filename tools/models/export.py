@@ -105,10 +105,43 @@ def _transformer(args):
     return Encoder(args.d_model, args.heads, args.layers)
 
 
+def tv_classifiers():
+    """Every torchvision classification model name (torchvision >= 0.14)."""
+    import torchvision
+    m = torchvision.models
+    if not hasattr(m, "list_models"):
+        return []
+    return [n for n in m.list_models(module=m)
+            if not n.startswith("quantized")]
+
+
+def add_torchvision(name):
+    """Register any other torchvision classification model on demand."""
+    if name in MODELS or name not in tv_classifiers():
+        return name in MODELS
+
+    def build(args):
+        import torchvision
+        kw = {"weights": None}
+        if name in ("googlenet", "inception_v3"):
+            kw["aux_logits"] = False
+            kw["init_weights"] = True
+        return torchvision.models.get_model(name, **kw)
+
+    MODELS[name] = {"build": build, "kind": "image",
+                    "desc": "torchvision %s (not in the standard set)" % name}
+    return True
+
+
 def randomize_norms(net, torch):
     """Give every BatchNorm non-trivial affine params and running stats."""
     import torch.nn as nn
     with torch.no_grad():
+        # Some heads are zero-initialized (torchvision's ViT): the output
+        # would be constant and any comparison of it vacuous.
+        for p in net.parameters():
+            if p.dim() >= 2 and not bool(p.ne(0).any()):
+                nn.init.xavier_uniform_(p)
         for mod in net.modules():
             if isinstance(mod, nn.modules.batchnorm._BatchNorm):
                 n = mod.num_features
@@ -262,10 +295,12 @@ def main():
     if args.list:
         for name, m in MODELS.items():
             print("%-20s %s" % (name, m["desc"]))
+        print("(--only also takes any other torchvision classification "
+              "model, e.g. googlenet, densenet121, convnext_tiny, vit_b_16)")
         return 0
 
     names = [n for n in args.only.split(",") if n] or list(MODELS)
-    bad = [n for n in names if n not in MODELS]
+    bad = [n for n in names if not add_torchvision(n)]
     if bad:
         print("export.py: unknown model(s): %s (see --list)" % ", ".join(bad),
               file=sys.stderr)

@@ -2,8 +2,8 @@
 /*
  * metainfer_sim: debugfs fault knobs and state.
  *
- *   /sys/kernel/debug/metainfer_sim/ID/ and the core's DRM directory
- *   /sys/kernel/debug/dri/MINOR/ both hold:
+ *   /sys/kernel/debug/metainfer_sim/ID/ and the core's device directory
+ *   /sys/kernel/debug/metainfer/renderDN/ both hold:
  *     fail_hang    the next N jobs never complete (the core's timeout
  *                  and the reset op recover them)
  *     fail_dma     the next N jobs complete with -EIO

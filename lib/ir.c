@@ -154,6 +154,10 @@ int mi_graph_err(struct mi_graph *g, const struct mi_node *n, int err,
 	va_start(ap, fmt);
 	vsnprintf(g->err + off, sizeof(g->err) - off, fmt, ap);
 	va_end(ap);
+	/* names come from the model: keep the message on one line */
+	for (char *c = g->err; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	return err;
 }
 

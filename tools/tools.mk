@@ -22,3 +22,59 @@ CHECKS += check-conformance
 .PHONY: check-conformance
 check-conformance: $(O)/mi-conformance
 	$(O)/mi-conformance --quiet --xfail tools/conformance/known-failures.txt
+
+# ---- loader fuzzer (clang libFuzzer + ASan + UBSan) -------------------
+# Built separately from the gcc objects; not part of `make` (it takes a
+# while), only of `make check` through check-fuzz.
+FUZZ_CC := clang
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -fPIC -D_GNU_SOURCE \
+	-Wno-unused-command-line-argument $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
+	-I$(CURDIR)/uapi -I$(CURDIR)/lib/include -I$(CURDIR)/lib -I$(O) -pthread
+FUZZ_SRCS := $(LIB_SRCS) $(wildcard lib/quant/*.c)
+FUZZ_OBJS := $(patsubst %.c,$(O)/fuzz/%.o,$(FUZZ_SRCS)) $(O)/fuzz/gen/onnx.pb-c.o
+FUZZ_BIN := $(O)/fuzz/fuzz-load
+FUZZ_SECONDS ?= 60
+
+ifneq ($(wildcard lib/quant/ops_quant.c),)
+$(O)/fuzz/lib/ops/registry.o: FUZZ_CFLAGS += -DMI_HAVE_QUANT_OPS
+endif
+# clang ignores '#pragma GCC target': give the ISA files their flags.
+$(O)/fuzz/lib/cpu/kern_avx2.o: FUZZ_CFLAGS += -mavx2 -mfma
+$(O)/fuzz/lib/cpu/kern_avx512.o: FUZZ_CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma
+$(O)/fuzz/lib/quant/qgemm.o: FUZZ_CFLAGS += -Wno-unknown-pragmas
+
+$(O)/fuzz/lib/%.o: lib/%.c $(O)/gen/onnx.pb-c.h $(wildcard lib/*.h lib/*/*.h lib/include/metainfer/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(O)/fuzz/gen/onnx.pb-c.o: $(O)/gen/onnx.pb-c.c $(O)/gen/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(O)/gen -c $< -o $@
+
+$(FUZZ_BIN): tools/fuzz/fuzz-load.c $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ -lprotobuf-c -lm
+
+# Seeds: every conformance model (small, valid, covering most ops).
+CHECKS += check-fuzz
+.PHONY: check-fuzz fuzz fuzz-seeds fuzz-run
+fuzz: $(FUZZ_BIN)
+
+fuzz-seeds:
+	@rm -rf $(O)/fuzz/seeds && mkdir -p $(O)/fuzz/seeds $(O)/fuzz/corpus
+	@for d in /usr/share/libonnx-testdata/data/{node,pytorch-converted,pytorch-operator,simple}/*/; do \
+		cp "$$d/model.onnx" "$(O)/fuzz/seeds/$$(basename $$d).onnx"; done
+
+check-fuzz: $(FUZZ_BIN) fuzz-seeds
+	ASAN_OPTIONS=allocator_may_return_null=1 $(FUZZ_BIN) \
+		-max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 \
+		-max_len=65536 -print_final_stats=1 \
+		-artifact_prefix=$(O)/fuzz/ $(O)/fuzz/corpus $(O)/fuzz/seeds
+
+# Also run every model that loads (fuzzes the operator kernels).
+fuzz-run: $(FUZZ_BIN) fuzz-seeds
+	@mkdir -p $(O)/fuzz/corpus-run
+	MI_FUZZ_RUN=1 ASAN_OPTIONS=allocator_may_return_null=1 $(FUZZ_BIN) \
+		-max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 \
+		-max_len=65536 -print_final_stats=1 \
+		-artifact_prefix=$(O)/fuzz/run- $(O)/fuzz/corpus-run $(O)/fuzz/seeds

@@ -15,20 +15,19 @@
 
 #include <metainfer_backend.h>
 
-#define MI_SIM_MAX_ID		1023
+#define MI_SIM_MAX_ID 1023
 /* bumped when the timing/thermal model changes (part of fw_version) */
-#define MI_SIM_MODEL_VERSION	1
-#define MI_SIM_MAX_QUEUES	DRM_METAINFER_MAX_QUEUES
-#define MI_SIM_LAYOUT_NCHW	DRM_METAINFER_LAYOUT_NCHW
-#define MI_SIM_LAYOUT_NHWC	DRM_METAINFER_LAYOUT_NHWC
+#define MI_SIM_MODEL_VERSION 1
+#define MI_SIM_MAX_QUEUES DRM_METAINFER_MAX_QUEUES
+#define MI_SIM_LAYOUT_NCHW DRM_METAINFER_LAYOUT_NCHW
+#define MI_SIM_LAYOUT_NHWC DRM_METAINFER_LAYOUT_NHWC
 /* every op of the uapi: bits 1 .. DRM_METAINFER_OP_COUNT - 1 */
-#define MI_SIM_ALL_OPS \
-	((u32)(((1ULL << DRM_METAINFER_OP_COUNT) - 1) & ~1ULL))
+#define MI_SIM_ALL_OPS ((u32)(((1ULL << DRM_METAINFER_OP_COUNT) - 1) & ~1ULL))
 /* throttling: clock = nominal >> level */
-#define MI_SIM_MAX_THROTTLE	3
-#define MI_SIM_HYSTERESIS_MC	5000
+#define MI_SIM_MAX_THROTTLE 3
+#define MI_SIM_HYSTERESIS_MC 5000
 /* scheduled busy segments kept for the thermal model */
-#define MI_SIM_MAX_SEGS		(MI_SIM_MAX_QUEUES + 2)
+#define MI_SIM_MAX_SEGS (MI_SIM_MAX_QUEUES + 2)
 
 /**
  * struct mi_sim_personality - what a simulated chip is like
@@ -129,9 +128,9 @@ struct mi_sim_seg {
 
 enum mi_sim_qstate {
 	MI_SIM_Q_IDLE,
-	MI_SIM_Q_COMPUTE,	/* worker computing */
-	MI_SIM_Q_TIMER,		/* results ready, waiting for modelled time */
-	MI_SIM_Q_HUNG,		/* never completes (fail_hang) */
+	MI_SIM_Q_COMPUTE, /* worker computing */
+	MI_SIM_Q_TIMER, /* results ready, waiting for modelled time */
+	MI_SIM_Q_HUNG, /* never completes (fail_hang) */
 };
 
 struct mi_sim_dev;
@@ -233,8 +232,7 @@ struct mi_sim_dev {
 /* mi_sim_pers.c */
 const struct mi_sim_personality *mi_sim_pers_find(const char *name);
 ssize_t mi_sim_pers_list(char *buf);
-int mi_sim_pers_apply(struct mi_sim_personality *p, char *str,
-		      bool live_only);
+int mi_sim_pers_apply(struct mi_sim_personality *p, char *str, bool live_only);
 ssize_t mi_sim_pers_show(const struct mi_sim_personality *p, char *buf);
 
 /* mi_sim_model.c */
@@ -244,8 +242,7 @@ u64 mi_sim_op_time(const struct mi_sim_personality *p, u64 clock_hz,
 u32 mi_sim_exp_neg(u64 x_q16);
 s64 mi_sim_thermal_at(const struct mi_sim_personality *p, s64 temp_mc,
 		      u32 power_mw, u64 dt_ns);
-u32 mi_sim_power_mw(const struct mi_sim_personality *p, u64 work,
-		    u64 busy_ns);
+u32 mi_sim_power_mw(const struct mi_sim_personality *p, u64 work, u64 busy_ns);
 
 /* mi_sim_exec.c */
 int mi_sim_exec_op(const struct mi_op *op, const bool *abort);

@@ -49,8 +49,8 @@ static int mi_sim_state_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(mi_sim_state);
 
-static ssize_t mi_sim_pers_read(struct file *f, char __user *ubuf,
-				size_t len, loff_t *pos)
+static ssize_t mi_sim_pers_read(struct file *f, char __user *ubuf, size_t len,
+				loff_t *pos)
 {
 	struct mi_sim_dev *sdev = file_inode(f)->i_private;
 	struct mi_sim_personality p;
@@ -103,8 +103,7 @@ void mi_sim_debugfs_files(struct mi_sim_dev *sdev, struct dentry *dir)
 	debugfs_create_atomic_t("fail_hang", 0600, dir, &sdev->fail_hang);
 	debugfs_create_atomic_t("fail_dma", 0600, dir, &sdev->fail_dma);
 	debugfs_create_atomic_t("fail_reset", 0600, dir, &sdev->fail_reset);
-	debugfs_create_file("personality", 0600, dir, sdev,
-			    &mi_sim_pers_fops);
+	debugfs_create_file("personality", 0600, dir, sdev, &mi_sim_pers_fops);
 	debugfs_create_file("sim_state", 0400, dir, sdev, &mi_sim_state_fops);
 }
 

@@ -38,8 +38,8 @@ static ssize_t personality_show(struct device *dev,
 }
 
 static ssize_t personality_store(struct device *dev,
-				 struct device_attribute *attr,
-				 const char *buf, size_t count)
+				 struct device_attribute *attr, const char *buf,
+				 size_t count)
 {
 	struct mi_sim_dev *sdev = dev_get_drvdata(dev);
 	char *s = kstrndup(buf, count, GFP_KERNEL);

@@ -108,8 +108,8 @@ static void mi_sim_add_seg(struct mi_sim_dev *sdev, s64 start, s64 end,
 
 /* Sum the modelled cost of a job's ops at @clock_hz. */
 static u64 mi_sim_job_time(const struct mi_sim_personality *p, u64 clock_hz,
-			   const struct mi_job_desc *d,
-			   struct mi_job_stats *js, u64 *work)
+			   const struct mi_job_desc *d, struct mi_job_stats *js,
+			   u64 *work)
 {
 	struct mi_sim_opcost c;
 	struct mi_sim_opbreak b;
@@ -192,8 +192,8 @@ static void mi_sim_work(struct work_struct *work)
 
 static enum hrtimer_restart mi_sim_timer_fn(struct hrtimer *timer)
 {
-	struct mi_sim_queue *q = container_of(timer, struct mi_sim_queue,
-					      timer);
+	struct mi_sim_queue *q =
+		container_of(timer, struct mi_sim_queue, timer);
 	struct mi_sim_dev *sdev = q->sdev;
 	struct mi_job_stats js;
 	struct mi_job *job;
@@ -329,8 +329,7 @@ void mi_sim_engine_status(struct mi_sim_dev *sdev, struct mi_sim_status *st)
 
 	spin_lock_bh(&sdev->lock);
 	*st = sdev->st;
-	st->temp_mc = mi_sim_temp_at(sdev, ktime_get_ns(), true,
-				     &st->power_mw);
+	st->temp_mc = mi_sim_temp_at(sdev, ktime_get_ns(), true, &st->power_mw);
 	mi_sim_throttle_update(sdev, st->temp_mc, false);
 	st->throttle_level = sdev->level;
 	st->clock_hz = sdev->pers.clock_hz >> sdev->level;

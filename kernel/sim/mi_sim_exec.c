@@ -100,9 +100,10 @@ static u32 mi_sim_conv_acc(const struct mi_op *op, u32 n, u32 oc, u32 oh,
 				if (iw < 0 || iw >= x->dim[3])
 					continue;
 				xv = mi_tensor_get(x, mi_tensor_index(x, n,
-						c0 + ic, ih, iw));
-				wv = mi_tensor_get(w, mi_tensor_index(w, oc,
-						ic, kh, kw));
+								      c0 + ic,
+								      ih, iw));
+				wv = mi_tensor_get(w, mi_tensor_index(w, oc, ic,
+								      kh, kw));
 				xv -= p->input_zp;
 				wv -= p->weight_zp;
 				acc += (u32)xv * (u32)wv;
@@ -125,12 +126,15 @@ static int mi_sim_conv2d(const struct mi_op *op, struct mi_sim_ctx *ctx)
 	bool rq = op->flags & DRM_METAINFER_OP_F_REQUANT;
 	u32 oc_n = y->dim[1], c_n = x->dim[1];
 	u32 icg, ocg, n, oc, oh, ow, acc0, acc;
-	s32 m = 0, s = 0;
+	s32 m = 0, s = 0, zp = p->rq.output_zp;
+	s32 lo = op->out_min, hi = op->out_max;
+	u64 idx;
+	s64 v;
 	u64 row_work;
 	int ret;
 
-	if (!p->groups || c_n % p->groups || oc_n % p->groups ||
-	    !p->stride_h || !p->stride_w || !p->dilation_h || !p->dilation_w)
+	if (!p->groups || c_n % p->groups || oc_n % p->groups || !p->stride_h ||
+	    !p->stride_w || !p->dilation_h || !p->dilation_w)
 		return -EINVAL;
 	icg = c_n / p->groups;
 	ocg = oc_n / p->groups;
@@ -152,13 +156,12 @@ static int mi_sim_conv2d(const struct mi_op *op, struct mi_sim_ctx *ctx)
 					acc = mi_sim_conv_acc(op, n, oc, oh, ow,
 							      (oc / ocg) * icg,
 							      icg, acc0);
-					mi_tensor_set(y,
-						mi_tensor_index(y, n, oc, oh, ow),
-						rq ? mi_requant((s32)acc, m, s,
-								p->rq.output_zp,
-								op->out_min,
-								op->out_max) :
-						     (s32)acc);
+					v = (s32)acc;
+					if (rq)
+						v = mi_requant(v, m, s, zp, lo,
+							       hi);
+					idx = mi_tensor_index(y, n, oc, oh, ow);
+					mi_tensor_set(y, idx, v);
 				}
 				ret = mi_sim_tick(ctx, row_work);
 				if (ret)
@@ -181,8 +184,9 @@ static int mi_sim_gemm(const struct mi_op *op, struct mi_sim_ctx *ctx)
 	bool bias = op->flags & DRM_METAINFER_OP_F_BIAS;
 	bool rq = op->flags & DRM_METAINFER_OP_F_REQUANT;
 	u32 m_n = y->dim[2], n_n = y->dim[3], k_n = a->dim[3];
-	u32 i, j, k;
-	u32 acc;
+	u32 i, j, k, acc;
+	s64 av, bv, v;
+	u64 ia, ib;
 	int ret;
 
 	if (a->dim[2] != m_n || b->dim[2] != k_n || b->dim[3] != n_n ||
@@ -194,20 +198,20 @@ static int mi_sim_gemm(const struct mi_op *op, struct mi_sim_ctx *ctx)
 		for (j = 0; j < n_n; j++) {
 			acc = bias ? (u32)mi_sim_param(bt, j) : 0;
 			for (k = 0; k < k_n; k++) {
-				s64 av = mi_tensor_get(a,
-					mi_tensor_index(a, 0, 0, i, k)) - p->a_zp;
-				s64 bv = mi_tensor_get(b,
-					mi_tensor_index(b, 0, 0, k, j)) - p->b_zp;
-
+				ia = i * a->lstride[2] + k * a->lstride[3];
+				ib = k * b->lstride[2] + j * b->lstride[3];
+				av = mi_tensor_get(a, ia) - p->a_zp;
+				bv = mi_tensor_get(b, ib) - p->b_zp;
 				acc += (u32)av * (u32)bv;
 			}
-			mi_tensor_set(y, mi_tensor_index(y, 0, 0, i, j),
-				      rq ? mi_requant((s32)acc,
-						      mi_sim_param(tm, j),
-						      mi_sim_param(ts, j),
-						      p->rq.output_zp,
-						      op->out_min, op->out_max) :
-					   (s32)acc);
+			v = (s32)acc;
+			if (rq)
+				v = mi_requant(v, mi_sim_param(tm, j),
+					       mi_sim_param(ts, j),
+					       p->rq.output_zp, op->out_min,
+					       op->out_max);
+			mi_tensor_set(y, i * y->lstride[2] + j * y->lstride[3],
+				      v);
 		}
 		ret = mi_sim_tick(ctx, (u64)n_n * k_n + 1);
 		if (ret)
@@ -217,8 +221,7 @@ static int mi_sim_gemm(const struct mi_op *op, struct mi_sim_ctx *ctx)
 }
 
 /* Per-element ops: out(p) = fn(op, p) over the output's logical shape. */
-typedef s64 (*mi_sim_elt_fn)(const struct mi_op *op, const u32 *p,
-			     u32 ch_dim);
+typedef s64 (*mi_sim_elt_fn)(const struct mi_op *op, const u32 *p, u32 ch_dim);
 
 static int mi_sim_foreach(const struct mi_op *op, struct mi_sim_ctx *ctx,
 			  mi_sim_elt_fn fn, u32 ch_dim)
@@ -243,8 +246,10 @@ static int mi_sim_foreach(const struct mi_op *op, struct mi_sim_ctx *ctx,
 static s64 mi_sim_add_elt(const struct mi_op *op, const u32 *p, u32 unused)
 {
 	const struct drm_metainfer_op_eltwise *e = &op->u.eltwise;
-	s64 a = mi_tensor_get(&op->t[MI_T_IN0], mi_sim_idx(&op->t[MI_T_IN0], p));
-	s64 b = mi_tensor_get(&op->t[MI_T_IN1], mi_sim_idx(&op->t[MI_T_IN1], p));
+	s64 a = mi_tensor_get(&op->t[MI_T_IN0],
+			      mi_sim_idx(&op->t[MI_T_IN0], p));
+	s64 b = mi_tensor_get(&op->t[MI_T_IN1],
+			      mi_sim_idx(&op->t[MI_T_IN1], p));
 	u64 v;
 
 	a -= e->a_zp;
@@ -259,7 +264,8 @@ static s64 mi_sim_add_elt(const struct mi_op *op, const u32 *p, u32 unused)
 
 static s64 mi_sim_clip_elt(const struct mi_op *op, const u32 *p, u32 unused)
 {
-	s64 x = mi_tensor_get(&op->t[MI_T_IN0], mi_sim_idx(&op->t[MI_T_IN0], p));
+	s64 x = mi_tensor_get(&op->t[MI_T_IN0],
+			      mi_sim_idx(&op->t[MI_T_IN0], p));
 
 	return clamp_t(s64, x, op->out_min, op->out_max);
 }
@@ -329,8 +335,8 @@ static int mi_sim_pool(const struct mi_op *op, struct mi_sim_ctx *ctx)
 	s64 ih, iw, v, acc;
 	int ret;
 
-	if (x->dim[0] != y->dim[0] || x->dim[1] != y->dim[1] ||
-	    !p->stride_h || !p->stride_w)
+	if (x->dim[0] != y->dim[0] || x->dim[1] != y->dim[1] || !p->stride_h ||
+	    !p->stride_w)
 		return -EINVAL;
 
 	for (n = 0; n < y->dim[0]; n++) {
@@ -346,12 +352,18 @@ static int mi_sim_pool(const struct mi_op *op, struct mi_sim_ctx *ctx)
 							continue;
 						for (kw = 0; kw < p->kernel_w;
 						     kw++) {
-							iw = (s64)ow * p->stride_w -
+							iw = (s64)ow *
+								     p->stride_w -
 							     p->pad_left + kw;
-							if (iw < 0 || iw >= x->dim[3])
+							if (iw < 0 ||
+							    iw >= x->dim[3])
 								continue;
-							v = mi_tensor_get(x,
-								mi_tensor_index(x, n, c, ih, iw));
+							v = mi_tensor_get(
+								x,
+								mi_tensor_index(
+									x, n, c,
+									ih,
+									iw));
 							if (avg)
 								acc += v;
 							else if (v > acc)
@@ -364,17 +376,20 @@ static int mi_sim_pool(const struct mi_op *op, struct mi_sim_ctx *ctx)
 							cnt = p->kernel_h *
 							      p->kernel_w;
 						acc = cnt ? mi_sim_floor_div(
-								    2 * acc + cnt,
+								    2 * acc +
+									    cnt,
 								    2 * (s64)cnt) :
 							    0;
 					}
 					mi_tensor_set(y,
-						mi_tensor_index(y, n, c, oh, ow),
-						acc);
+						      mi_tensor_index(y, n, c,
+								      oh, ow),
+						      acc);
 				}
-				ret = mi_sim_tick(ctx, (u64)y->dim[3] *
-						       p->kernel_h *
-						       p->kernel_w + 1);
+				ret = mi_sim_tick(ctx,
+						  (u64)y->dim[3] * p->kernel_h *
+								  p->kernel_w +
+							  1);
 				if (ret)
 					return ret;
 			}
@@ -476,8 +491,9 @@ void mi_sim_op_cost(const struct mi_op *op, struct mi_sim_opcost *c)
 		break;
 	case DRM_METAINFER_OP_MAXPOOL:
 	case DRM_METAINFER_OP_AVGPOOL:
-		c->work = mi_sim_muldiv(y->elems, (u64)op->u.pool.kernel_h *
-						  op->u.pool.kernel_w, 1);
+		c->work = mi_sim_muldiv(
+			y->elems,
+			(u64)op->u.pool.kernel_h * op->u.pool.kernel_w, 1);
 		c->layout_sensitive = true;
 		break;
 	case DRM_METAINFER_OP_REQUANTIZE:

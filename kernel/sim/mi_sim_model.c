@@ -60,8 +60,7 @@ static u64 mi_sim_dma_ns(const struct mi_sim_personality *p, u64 bytes)
 }
 
 /* MACs (or element operations) per cycle for operands of @esize bytes. */
-static u32 mi_sim_macs_per_cycle(const struct mi_sim_personality *p,
-				 u32 esize)
+static u32 mi_sim_macs_per_cycle(const struct mi_sim_personality *p, u32 esize)
 {
 	u32 r;
 
@@ -120,9 +119,8 @@ u64 mi_sim_op_time(const struct mi_sim_personality *p, u64 clock_hz,
 	ws = io;
 	if (c->w_bytes && ws > p->sram_bytes && p->sram_bytes) {
 		tiles = div64_u64(ws + p->sram_bytes - 1, p->sram_bytes);
-		b->refetch_bytes = mi_sim_muldiv(tiles - 1,
-						 min(c->in_bytes, c->w_bytes),
-						 1);
+		b->refetch_bytes = mi_sim_muldiv(
+			tiles - 1, min(c->in_bytes, c->w_bytes), 1);
 		b->tiling_ns = mi_sim_dma_ns(p, b->refetch_bytes);
 	}
 	if (c->layout_sensitive && c->layout != p->layout) {
@@ -184,8 +182,8 @@ u32 mi_sim_exp_neg(u64 x_q16)
 s64 mi_sim_thermal_at(const struct mi_sim_personality *p, s64 temp_mc,
 		      u32 power_mw, u64 dt_ns)
 {
-	s64 tss = p->ambient_mc + div_u64((u64)power_mw * p->rth_mc_per_w,
-					  1000);
+	s64 tss =
+		p->ambient_mc + div_u64((u64)power_mw * p->rth_mc_per_w, 1000);
 	u64 x = mi_sim_muldiv(dt_ns, 65536,
 			      (u64)max_t(u32, p->tau_ms, 1) * NSEC_PER_MSEC);
 	s64 d = temp_mc - tss;
@@ -206,8 +204,7 @@ s64 mi_sim_thermal_at(const struct mi_sim_personality *p, s64 temp_mc,
  *
  * Return: power in mW, at most U32_MAX.
  */
-u32 mi_sim_power_mw(const struct mi_sim_personality *p, u64 macs,
-		    u64 busy_ns)
+u32 mi_sim_power_mw(const struct mi_sim_personality *p, u64 macs, u64 busy_ns)
 {
 	u64 dyn = mi_sim_muldiv(macs, p->fj_per_mac,
 				mi_sim_muldiv(max_t(u64, busy_ns, 1), 1000, 1));

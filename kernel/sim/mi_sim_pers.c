@@ -171,9 +171,11 @@ struct mi_sim_field {
 	bool live; /* may change while the device is registered */
 };
 
-#define F(k, m, t, lo, hi, l)                                             \
-	{ .key = k, .off = offsetof(struct mi_sim_personality, m), .type = t, \
-	  .min = lo, .max = hi, .live = l }
+#define F(k, m, t, lo, hi, l)                                            \
+	{                                                                \
+		.key = k, .off = offsetof(struct mi_sim_personality, m), \
+		.type = t, .min = lo, .max = hi, .live = l               \
+	}
 
 static const struct mi_sim_field mi_sim_fields[] = {
 	F("macs_int8", macs_int8, MI_SIM_F_U32, 1, 1 << 20, false),

@@ -177,8 +177,9 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 			direct = 0;
 	}
 	if (!direct) {
-		col = malloc((Cg * kprod * osz ? Cg * kprod * osz : 1) *
-			     sizeof(float));
+		int64_t ncol = Cg * kprod * osz;
+
+		col = malloc((ncol > 0 ? ncol : 1) * sizeof(float));
 		if (!col)
 			return mi_graph_err(g, n, -ENOMEM,
 					    "out of memory for im2col");
@@ -352,7 +353,7 @@ static int convt_run(struct mi_graph *g, struct mi_node *n)
 		osz *= s.out[i];
 	}
 	/* ooff[ipos * kprod + kidx]: output offset or -1 */
-	ooff = malloc((isz * kprod ? isz * kprod : 1) * sizeof(*ooff));
+	ooff = malloc((isz * kprod > 0 ? isz * kprod : 1) * sizeof(*ooff));
 	if (!ooff)
 		return mi_graph_err(g, n, -ENOMEM, "out of memory");
 	for (int64_t ip = 0; ip < isz; ip++)

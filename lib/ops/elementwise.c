@@ -450,20 +450,41 @@ static int binop_supported(const struct binop *op, int dt)
 }
 
 /*
- * PRelu before opset 7 broadcast a 1-D slope of length C along axis 1;
- * present such a slope as [C, 1, ..., 1].
+ * Legacy (opset < 7) broadcasting of input B onto A: PRelu broadcast a 1-D
+ * slope of length C along axis 1, and the arithmetic/logic ops with
+ * broadcast=1 and an explicit axis placed B's dims at A's dim `axis`.
+ * Present such a B as right-aligned ([C, 1, ..., 1]).
  */
-static void prelu_view(const struct mi_tensor *x, struct mi_tensor *slope)
+static void legacy_view(const struct mi_graph *g, const struct mi_node *n,
+			const struct mi_tensor *x, struct mi_tensor *b)
 {
-	if (slope->ndim == 1 && x->ndim >= 3 && slope->dims[0] > 1 &&
-	    slope->dims[0] != x->dims[x->ndim - 1] &&
-	    slope->dims[0] == x->dims[1]) {
-		int64_t c = slope->dims[0];
+	const struct mi_attr *ax = mi_attr_get(n, "axis");
 
-		slope->ndim = x->ndim - 1;
-		slope->dims[0] = c;
-		for (int i = 1; i < slope->ndim; i++)
-			slope->dims[i] = 1;
+	if (!strcmp(n->op_type, "PRelu")) {
+		if (b->ndim == 1 && x->ndim >= 3 && b->dims[0] > 1 &&
+		    b->dims[0] != x->dims[x->ndim - 1] &&
+		    b->dims[0] == x->dims[1]) {
+			int64_t c = b->dims[0];
+
+			b->ndim = x->ndim - 1;
+			b->dims[0] = c;
+			for (int i = 1; i < b->ndim; i++)
+				b->dims[i] = 1;
+		}
+		return;
+	}
+	if (g->opset >= 7 || !mi_attr_int(n, "broadcast", 0) || !ax ||
+	    ax->type != MI_ATTR_INT || b->ndim < 0 || x->ndim < 0)
+		return;
+	{
+		int64_t a = ax->i < 0 ? ax->i + x->ndim : ax->i;
+		int trail = x->ndim - (int)a - b->ndim;
+
+		if (a < 0 || trail <= 0 || b->ndim + trail > MI_MAX_DIMS)
+			return;
+		for (int i = 0; i < trail; i++)
+			b->dims[b->ndim + i] = 1;
+		b->ndim += trail;
 	}
 }
 
@@ -489,10 +510,9 @@ static int binary_infer(struct mi_graph *g, struct mi_node *n)
 					    mi_dtype_name(ins[0]->dtype),
 					    mi_dtype_name(ins[k]->dtype));
 	}
-	if (!strcmp(n->op_type, "PRelu") && nin == 2 && ins[0]->ndim >= 0 &&
-	    ins[1]->ndim >= 0) {
+	if (nin == 2 && ins[0]->ndim >= 0 && ins[1]->ndim >= 0) {
 		slope = *ins[1];
-		prelu_view(ins[0], &slope);
+		legacy_view(g, n, ins[0], &slope);
 		ins[1] = &slope;
 	}
 	ret = mi_bcast_infer(g, n, nin, ins, &ndim, dims);
@@ -582,9 +602,9 @@ static int binary_run(struct mi_graph *g, struct mi_node *n)
 		const void *ad = k2 == 1 ? x0->data : odata;
 		void *af = NULL, *bf = NULL;
 
-		if (!strcmp(n->op_type, "PRelu")) {
+		if (nin == 2) {
 			slope = *b;
-			prelu_view(x0, &slope);
+			legacy_view(g, n, x0, &slope);
 			b = &slope;
 		}
 		if (half) {
@@ -625,9 +645,15 @@ static int binary_run(struct mi_graph *g, struct mi_node *n)
 static int gen_binary_infer(struct mi_graph *g, struct mi_node *n)
 {
 	struct mi_tensor *ins[2] = { mi_in(g, n, 0), mi_in(g, n, 1) };
+	struct mi_tensor bv;
 	int64_t dims[MI_MAX_DIMS];
 	int ndim, ret;
 
+	if (ins[0] && ins[1]) {
+		bv = *ins[1];
+		legacy_view(g, n, ins[0], &bv);
+		ins[1] = &bv;
+	}
 	ret = mi_bcast_infer(g, n, 2, ins, &ndim, dims);
 	if (ret)
 		return ret;
@@ -675,7 +701,8 @@ static int gen_binary_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct mi_tensor *a = mi_in(g, n, 0), *b = mi_in(g, n, 1);
 	struct mi_tensor *y = mi_ops_out(g, n, 0);
-	struct mi_tensor *ins[2] = { a, b };
+	struct mi_tensor bv = *b;
+	struct mi_tensor *ins[2] = { a, &bv };
 	struct mi_bcast bc;
 	int64_t offs[2];
 	int pow_op = !strcmp(n->op_type, "Pow");
@@ -685,6 +712,7 @@ static int gen_binary_run(struct mi_graph *g, struct mi_node *n)
 	int isint = mi_ops_is_int(a->dtype);
 	int isu64 = a->dtype == MI_DT_UINT64;
 
+	legacy_view(g, n, a, &bv);
 	if (mi_tensor_numel(y) == 0)
 		return 0;
 	mi_bcast_init(&bc, 2, ins, y);

@@ -244,13 +244,13 @@ static int ln_run(struct mi_graph *g, struct mi_node *n)
 	for (int64_t r = 0; r < bc.rows; r++) {
 		mi_bcast_row(&bc, r, offs);
 		for (int64_t j = 0; j < bc.inner; j++) {
-			int64_t io = r * bc.inner + j;
-			double v = mi_ops_rd(y, io) *
+			int64_t yo = r * bc.inner + j;
+			double v = mi_ops_rd(y, yo) *
 				   mi_ops_rd(sc, offs[0] + j * bc.step[0]);
 
 			if (bi)
 				v += mi_ops_rd(bi, offs[1] + j * bc.step[1]);
-			mi_ops_wr(y, io, v);
+			mi_ops_wr(y, yo, v);
 		}
 	}
 	return 0;

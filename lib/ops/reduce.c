@@ -300,7 +300,7 @@ static int topk_k(struct mi_graph *g, struct mi_node *n, int64_t *k)
 static int topk_infer(struct mi_graph *g, struct mi_node *n)
 {
 	struct mi_tensor *x = mi_in(g, n, 0);
-	int64_t k, dims[MI_MAX_DIMS];
+	int64_t k = -1, dims[MI_MAX_DIMS];
 	int axis, ret = mi_ops_need_rank(g, n, 0);
 
 	if (ret)

@@ -31,6 +31,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -260,6 +261,9 @@ def main():
     ap.add_argument("--int8", type=int, default=int(env("BENCH_INT8", "1")))
     ap.add_argument("--cosine-n", type=int,
                     default=int(env("BENCH_COSINE_N", "100")))
+    ap.add_argument("--cosine-dist", default=env("BENCH_COSINE_DIST",
+                                                 "uniform"),
+                    choices=("uniform", "normal"))
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--write", default="",
                     help="write the report (markdown) to this file")
@@ -278,6 +282,15 @@ def main():
     if not args.ort_only and not os.access(args.metainfer, os.X_OK):
         print("bench: %s not built (run make)" % args.metainfer)
         return 1
+    os.makedirs(args.work, exist_ok=True)
+    if not args.ort_only:
+        # Benchmark a private copy: a rebuild of the tree during the run
+        # must not swap the binary under the measurement.
+        snap = os.path.join(args.work, "metainfer")
+        shutil.copy2(args.metainfer, snap + ".tmp")
+        os.replace(snap + ".tmp", snap)
+        args.metainfer = snap
+        mi.argv[0] = snap
 
     os.makedirs(args.work, exist_ok=True)
     t_start = time.time()
@@ -388,7 +401,8 @@ def run_int8(args, models, threads, mi, ort, iters_used, int8, cosine, log):
                 continue
             cmd = [sys.executable, os.path.join(HERE, "cosine.py"),
                    "--model", m, "--int8", qmodels[m], "--metainfer",
-                   args.metainfer, "-n", str(args.cosine_n), "--work",
+                   args.metainfer, "-n", str(args.cosine_n), "--dist",
+                   args.cosine_dist, "--work",
                    os.path.join(args.work, "cosine")]
             rc, out, _, secs = run_measured(cmd, 3600)
             log.write("$ %s\n%s\n" % (" ".join(cmd), out.strip()))
@@ -533,8 +547,11 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
                      "fp32 ms / metainfer int8 ms (target >= 1.8 on the "
                      "CNNs). Cosine = cosine similarity of metainfer int8 "
                      "outputs with PyTorch fp32 outputs over %d seeded inputs "
-                     "(tools/bench/cosine.py; target >= 0.99)."
-                     % args.cosine_n)
+                     "(%s; tools/bench/cosine.py; target >= 0.99)."
+                     % (args.cosine_n, "uniform in [-1, 1), the "
+                        "distribution --calib-random calibrates with"
+                        if args.cosine_dist == "uniform" else
+                        "standard normal"))
             L.append("")
             for t in threads:
                 L.append("### int8, %d thread%s" % (t, "" if t == 1 else "s"))

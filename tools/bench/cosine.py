@@ -4,7 +4,9 @@
 
 Rebuilds benchmark model NAME exactly as tools/models/export.py exports it
 (same seed, same weights; checked against the saved reference output),
-feeds N seeded random inputs to PyTorch (fp32) and to
+feeds N seeded random inputs (uniform in [-1, 1) by default, the
+distribution `metainfer quantize --calib-random` calibrates with; --dist
+normal for standard normal) to PyTorch (fp32) and to
 `<runner> MODEL --input x_i.npy --output y_i.npy` (default: metainfer run on
 the int8 model), and prints per-input cosine similarities' minimum and mean:
 
@@ -38,6 +40,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1000,
                     help="seed of the inputs (default 1000)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dist", choices=("uniform", "normal"),
+                    default="uniform",
+                    help="input distribution: uniform in [-1, 1) (what "
+                         "`metainfer quantize --calib-random` calibrates "
+                         "with; default) or standard normal")
     ap.add_argument("--models-dir", default=os.path.join(ROOT, "build",
                                                          "models"))
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench",
@@ -76,7 +83,10 @@ def main():
     yout = os.path.join(args.work, args.model + ".y.npy")
     cos = []
     for i in range(args.n):
-        x = rng.standard_normal(shape).astype(np.float32)
+        if args.dist == "normal":
+            x = rng.standard_normal(shape).astype(np.float32)
+        else:
+            x = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
         with torch.no_grad():
             ref = net(torch.from_numpy(x)).numpy().astype(np.float64).ravel()
         np.save(xin, x)
@@ -84,8 +94,12 @@ def main():
             os.unlink(yout)
         cmd = runner + [args.int8, "--input", xin, "--output", yout,
                         "--threads", str(args.threads)]
-        r = subprocess.run(cmd, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT)
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+        except OSError as e:
+            print("cosine: cannot run %s: %s" % (cmd[0], e))
+            return 1
         if r.returncode or not os.path.exists(yout):
             tail = r.stdout.decode(errors="replace").strip().splitlines()[-1:]
             print("cosine: run %d failed: %s" % (i, tail[0] if tail else "?"))
@@ -96,8 +110,8 @@ def main():
             return 1
         den = np.linalg.norm(got) * np.linalg.norm(ref)
         cos.append(float(got @ ref / den) if den > 0 else 0.0)
-    print("cosine min=%.6f mean=%.6f n=%d model=%s"
-          % (min(cos), sum(cos) / len(cos), len(cos), args.int8))
+    print("cosine min=%.6f mean=%.6f n=%d dist=%s model=%s"
+          % (min(cos), sum(cos) / len(cos), len(cos), args.dist, args.int8))
     return 0
 
 

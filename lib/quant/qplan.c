@@ -23,6 +23,7 @@
  */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "cpu/cpu.h"
@@ -154,6 +155,27 @@ static struct mi_node *producer(struct mi_graph *g, int t, const char *op)
 	return n;
 }
 
+/*
+ * DequantizeLinear producing t: the live producer, or a DQ that constant
+ * folding already ran (dead, its int8 inputs still there) when t is the
+ * folded fp32 constant.
+ */
+static struct mi_node *find_dq(struct mi_graph *g, int t)
+{
+	struct mi_node *n = producer(g, t, "DequantizeLinear");
+
+	if (n || t < 0 || !(g->tensors[t].flags & MI_TF_CONST))
+		return n;
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *d = &g->nodes[i];
+
+		if (d->dead && d->noutputs == 1 && d->outputs[0] == t &&
+		    !strcmp(d->op_type, "DequantizeLinear") && !d->domain[0])
+			return d;
+	}
+	return NULL;
+}
+
 /* Quantized activation: x u8/s8 with constant scalar scale/zp. */
 struct qact {
 	int t; /* quantized tensor */
@@ -196,9 +218,85 @@ static bool q_params(struct mi_graph *g, struct mi_node *q, struct qact *a)
 /* int8 weights with zero zero points, scales per `axis` (len noc) or per
  * tensor. */
 struct qw {
-	const struct mi_tensor *w;
-	float *scale; /* [noc] */
+	const int8_t *q;  /* weights as stored (int8) */
+	int8_t *own;      /* recovered from folded fp32 weights, owned */
+	float *scale;     /* [noc] */
 };
+
+static void qw_free(struct qw *w)
+{
+	free(w->own);
+	free(w->scale);
+}
+
+/*
+ * Constant folding may already have turned DQ(int8 w) into an fp32
+ * constant (and freed the int8 data).  Such a tensor holds q * s[c]
+ * exactly; with symmetric quantization max|q| of a channel is 127, so
+ * s = max|w| / 127 and q = w / s recover them.  Accept only when every
+ * value lands on an integer in [-128, 127].  Channel c of element i:
+ * (i / inner) % noc.
+ */
+static bool recover_weights_one(const struct mi_tensor *wt, int64_t noc, int64_t inner,
+				struct qw *out);
+
+/* Per channel first, then per tensor (scale broadcast to noc). */
+static bool recover_weights(const struct mi_tensor *wt, int64_t noc, int64_t inner,
+			    struct qw *out)
+{
+	float *sc;
+
+	if (recover_weights_one(wt, noc, inner, out))
+		return true;
+	if (!recover_weights_one(wt, 1, mi_tensor_numel(wt), out))
+		return false;
+	sc = realloc(out->scale, noc * sizeof(float));
+	if (!sc) {
+		qw_free(out);
+		return false;
+	}
+	for (int64_t c = 1; c < noc; c++)
+		sc[c] = sc[0];
+	out->scale = sc;
+	return true;
+}
+
+static bool recover_weights_one(const struct mi_tensor *wt, int64_t noc, int64_t inner,
+				struct qw *out)
+{
+	int64_t n = mi_tensor_numel(wt);
+	const float *w = wt->data;
+
+	if (!const_t(wt) || wt->dtype != MI_DT_FLOAT || n <= 0 || noc <= 0)
+		return false;
+	out->scale = calloc(noc, sizeof(float));
+	out->own = malloc(n);
+	if (!out->scale || !out->own)
+		goto fail;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t c = (i / inner) % noc;
+		float a = fabsf(w[i]);
+
+		if (!isfinite(a))
+			goto fail;
+		out->scale[c] = a > out->scale[c] ? a : out->scale[c];
+	}
+	for (int64_t c = 0; c < noc; c++)
+		out->scale[c] = out->scale[c] > 0 ? out->scale[c] / 127.0f : 1.0f;
+	for (int64_t i = 0; i < n; i++) {
+		float v = w[i] / out->scale[(i / inner) % noc], r = nearbyintf(v);
+
+		if (fabsf(v - r) > 1e-3f || r < -128 || r > 127)
+			goto fail;
+		out->own[i] = (int8_t)r;
+	}
+	out->q = out->own;
+	return true;
+fail:
+	qw_free(out);
+	memset(out, 0, sizeof(*out));
+	return false;
+}
 
 static bool weight_params(struct mi_graph *g, const struct mi_tensor *w,
 			  const struct mi_tensor *s, const struct mi_tensor *z, int axis,
@@ -206,7 +304,8 @@ static bool weight_params(struct mi_graph *g, const struct mi_tensor *w,
 {
 	int64_t ns;
 
-	if (!const_t(w) || w->dtype != MI_DT_INT8 || !const_t(s) || s->dtype != MI_DT_FLOAT)
+	if (!const_t(w) || w->dtype != MI_DT_INT8 || !const_t(s) || s->dtype != MI_DT_FLOAT ||
+	    (z && !const_t(z)))
 		return false;
 	ns = mi_tensor_numel(s);
 	if (ns != 1 && (ns != noc || axis_attr != axis))
@@ -218,7 +317,7 @@ static bool weight_params(struct mi_graph *g, const struct mi_tensor *w,
 			if (mi_tensor_get_i64(z, i))
 				return false;
 	}
-	out->w = w;
+	out->q = w->data;
 	out->scale = malloc(noc * sizeof(float));
 	if (!out->scale)
 		return false;
@@ -461,7 +560,7 @@ static int plan_conv(struct mi_graph *g, struct mi_node *n, const struct qact *x
 		     const float *bias_f, const struct chain *c)
 {
 	struct qnode *q = qnode_new(conv_run);
-	struct wget_ctx wc = { w->w->data, s->oc / s->group,
+	struct wget_ctx wc = { w->q, s->oc / s->group,
 			       (int64_t)(s->c / s->group) * s->kh * s->kw, false, 0 };
 	int err;
 
@@ -492,7 +591,7 @@ static int plan_gemm(struct mi_graph *g, struct mi_node *n, const struct qact *x
 		     const struct chain *c)
 {
 	struct qnode *q = qnode_new(gemm_run);
-	struct wget_ctx wc = { w->w->data, noc, k, transposed, noc };
+	struct wget_ctx wc = { w->q, noc, k, transposed, noc };
 	int err;
 
 	if (!q)
@@ -568,7 +667,7 @@ static void kill_if_unused(struct mi_graph *g, struct qnode *q, struct mi_node *
 			   struct mi_node *user)
 {
 	/* p's output feeds only `user` (which no longer reads it) */
-	if (p && mi_graph_sole_consumer(g, p->outputs[0]) == (int)(user - g->nodes))
+	if (p && !p->dead && mi_graph_sole_consumer(g, p->outputs[0]) == (int)(user - g->nodes))
 		kill(g, q, p);
 }
 
@@ -594,6 +693,18 @@ static void rewire(struct mi_graph *g, struct mi_node *n, int xq, const struct c
 	g->tensors[c->out].producer = (int)(n - g->nodes);
 }
 
+static int skip(const struct mi_node *n, const char *why)
+{
+	static int dbg = -1;
+
+	if (dbg < 0)
+		dbg = getenv("MI_QUANT_DEBUG") && *getenv("MI_QUANT_DEBUG") == '1';
+	if (dbg)
+		fprintf(stderr, "metainfer: int8: node '%s' (%s) not planned: %s\n", n->name,
+			n->op_type, why);
+	return 0;
+}
+
 static int try_qdq(struct mi_graph *g, struct mi_node *n)
 {
 	bool conv = !strcmp(n->op_type, "Conv"), gemm = !strcmp(n->op_type, "Gemm");
@@ -608,17 +719,23 @@ static int try_qdq(struct mi_graph *g, struct mi_node *n)
 	if ((!conv && !gemm && !matmul) || n->domain[0] || n->ninputs < 2)
 		return 0;
 	xdq = producer(g, n->inputs[0], "DequantizeLinear");
-	wdq = producer(g, n->inputs[1], "DequantizeLinear");
-	if (!xdq || !wdq || !act_params(g, xdq, 0, 1, 2, &xa))
-		return 0;
+	wdq = find_dq(g, n->inputs[1]);
+	if (!xdq || !act_params(g, xdq, 0, 1, 2, &xa))
+		return skip(n, "input is not a per-tensor uint8/int8 DequantizeLinear");
 	if (mi_tensor_numel(mi_in(g, xdq, 1)) != 1)
-		return 0;
-	struct mi_tensor *wq = mi_in(g, wdq, 0);
+		return skip(n, "activation scale is not per tensor");
+	struct mi_tensor *wt = mi_in(g, n, 1);
+	/* the int8 weights: DQ inputs if still there, else recovered */
+	struct mi_tensor *wq = wdq ? mi_in(g, wdq, 0) : NULL;
 
-	if (!wq || !mi_tensor_shape_known(wq))
-		return 0;
-	int wrank = wq->ndim;
-	int ax_attr = (int)mi_attr_int(wdq, "axis", 1);
+	if (!wt || !mi_tensor_shape_known(wt))
+		return skip(n, "weight shape unknown");
+	if (wq && !wq->data)
+		wq = NULL;
+	if (!wq && !(wt->flags & MI_TF_CONST))
+		return skip(n, "weights are not DequantizeLinear of constant int8");
+	int wrank = wt->ndim;
+	int ax_attr = wdq ? (int)mi_attr_int(wdq, "axis", 1) : 0;
 
 	if (ax_attr < 0)
 		ax_attr += wrank;
@@ -631,9 +748,10 @@ static int try_qdq(struct mi_graph *g, struct mi_node *n)
 		struct mi_qconv_shape s;
 
 		if (!conv_shape(g, n, 0, 1, &s) || wrank != 4)
-			return 0;
-		if (!weight_params(g, wq, mi_in(g, wdq, 1), mi_in(g, wdq, 2), 0, ax_attr, s.oc, &w))
-			return 0;
+			return skip(n, "not a 2-D convolution with known shapes");
+		if (wq ? !weight_params(g, wq, mi_in(g, wdq, 1), mi_in(g, wdq, 2), 0, ax_attr, s.oc, &w) :
+			 !recover_weights(wt, s.oc, mi_tensor_numel(wt) / s.oc, &w))
+			return skip(n, "weights are not constant int8 with zero zero points (per tensor or per output channel)");
 		if (!read_bias(g, bi, s.oc, &bf))
 			goto out;
 		err = plan_conv(g, n, &xa, &w, &s, NULL, bf, &c);
@@ -644,25 +762,26 @@ static int try_qdq(struct mi_graph *g, struct mi_node *n)
 
 		if (wrank != 2 || xa.dtype != MI_DT_UINT8 || !mi_tensor_shape_known(x) ||
 		    x->ndim < 1)
-			return 0;
+			return skip(n, "not uint8 activations / 2-D weights with known shapes");
 		if (gemm) {
 			if (mi_attr_int(n, "transA", 0) || mi_attr_float(n, "alpha", 1) != 1.0f ||
 			    mi_attr_float(n, "beta", 1) != 1.0f || x->ndim != 2)
-				return 0;
+				return skip(n, "Gemm with transA/alpha/beta");
 			trans = !mi_attr_int(n, "transB", 0);
 		} else {
 			trans = true;
 			if (bi >= 0)
-				return 0;
+				return skip(n, "MatMul with a third input");
 		}
-		k = trans ? wq->dims[0] : wq->dims[1];
-		noc = trans ? wq->dims[1] : wq->dims[0];
+		k = trans ? wt->dims[0] : wt->dims[1];
+		noc = trans ? wt->dims[1] : wt->dims[0];
 		if (x->dims[x->ndim - 1] != k)
-			return 0;
+			return skip(n, "inner dimension mismatch");
 		m = mi_tensor_numel(x) / k;
-		if (!weight_params(g, wq, mi_in(g, wdq, 1), mi_in(g, wdq, 2), trans ? 1 : 0,
-				   ax_attr, noc, &w))
-			return 0;
+		if (wq ? !weight_params(g, wq, mi_in(g, wdq, 1), mi_in(g, wdq, 2), trans ? 1 : 0,
+					ax_attr, noc, &w) :
+			 !recover_weights(wt, noc, trans ? 1 : k, &w))
+			return skip(n, "weights are not constant int8 with zero zero points (per tensor or per output column)");
 		if (!read_bias(g, bi, noc, &bf))
 			goto out;
 		err = plan_gemm(g, n, &xa, &w, k, noc, trans, m, NULL, bf, &c);
@@ -670,7 +789,7 @@ static int try_qdq(struct mi_graph *g, struct mi_node *n)
 	if (!err && n->priv)
 		rewire(g, n, xa.t, &c, xdq, wdq, bdq);
 out:
-	free(w.scale);
+	qw_free(&w);
 	free(bf);
 	return err;
 }
@@ -730,7 +849,7 @@ static int try_qlinear(struct mi_graph *g, struct mi_node *n)
 				mi_tensor_numel(x) / wq->dims[0], NULL, NULL, &cq);
 	}
 out:
-	free(w.scale);
+	qw_free(&w);
 	return err;
 }
 
@@ -758,6 +877,19 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	}
 	if (err)
 		return mi_graph_err(g, NULL, err, "int8 planning failed");
+	if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1') {
+		int nqops = 0;
+
+		for (int i = 0; i < g->nnodes; i++) {
+			const struct mi_node *n = &g->nodes[i];
+
+			nqops += !n->dead && !n->priv &&
+				 (strstr(n->op_type, "QLinear") || strstr(n->op_type, "Integer") ||
+				  (strstr(n->op_type, "QuantizeLinear") && !strcmp(n->op_type + strlen(n->op_type) - 14, "QuantizeLinear")));
+		}
+		fprintf(stderr, "metainfer: int8: %d nodes on int8 kernels (%s), %d quantization ops left on reference kernels\n",
+			nq, mi_quant_isa_name(mi_quant_isa()), nqops);
+	}
 	if (!nq)
 		return 0;
 	sh = calloc(1, sizeof(*sh));

@@ -65,6 +65,8 @@ struct qnode {
 	int waxis;    /* axis of the output channels in the weight */
 	int out;      /* output point tensor */
 	int act_node; /* Relu/Clip node absorbed into the output point, or -1 */
+	const char *oname; /* the node's output name (the planner may rewire
+			    * the IR node during calibration) */
 };
 
 struct qctx {
@@ -199,6 +201,7 @@ static int find_nodes(struct qctx *c)
 				q.act_node = only;
 			}
 		}
+		q.oname = g->tensors[y].name;
 		c->nodes[c->nnodes++] = q;
 		if (qt_add(c, q.act))
 			return -ENOMEM;
@@ -823,7 +826,6 @@ static void to_qlinear(struct qctx *c, struct pb *p, Onnx__NodeProto **orig, siz
 	for (int k = 0; k < c->nnodes; k++) {
 		const struct qnode *qn = &c->nodes[k];
 		const struct wq *w = &wqs[k];
-		struct mi_node *n = &g->nodes[qn->node];
 		int qo = c->qt_of[qn->out], qa = c->qt_of[qn->act];
 
 		if (qn->wkind == 1 || qo < 0 || qa < 0 || !w->q)
@@ -832,7 +834,7 @@ static void to_qlinear(struct qctx *c, struct pb *p, Onnx__NodeProto **orig, siz
 			continue; /* Relu/Clip not implied by saturation */
 		if (qn->bias >= 0 && !w->bq)
 			continue;
-		int pi = find_pnode(p->gp, n->outputs[0] >= 0 ? g->tensors[n->outputs[0]].name : "");
+		int pi = find_pnode(p->gp, qn->oname);
 
 		if (pi < 0)
 			continue;
@@ -958,9 +960,7 @@ static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
 		int k = -1;
 
 		for (int j = 0; j < c->nnodes; j++)
-			if (pn->n_output &&
-			    !strcmp(g->tensors[g->nodes[c->nodes[j].node].outputs[0]].name,
-				    pn->output[0]))
+			if (pn->n_output && !strcmp(c->nodes[j].oname, pn->output[0]))
 				k = j;
 		if (k >= 0 && wqs[k].dq) {
 			rename_str(&p, &pn->input[1], wqs[k].dq);
@@ -1131,6 +1131,8 @@ int mi_quant_main(int argc, char **argv)
 		return QERR("%s", mi_last_error());
 	c.g = &c.m->g;
 	err = mi_graph_toposort(c.g);
+	if (!err)
+		err = mi_model_infer_shapes(c.m, NULL, NULL);
 	if (!err)
 		err = find_nodes(&c);
 	if (err) {

@@ -9,7 +9,9 @@ each at every requested thread count, and compares Y with PyTorch's output:
     rel = max|Y - ref| / max|ref|      PASS if rel < --tol (default 1e-4)
 
 Prints one PASS/FAIL line per model and thread count and exits non-zero on
-any FAIL (or if a run fails).  Before the real runs it checks itself: a
+any FAIL (or if a run fails).  `metainfer info MODEL` must succeed too, and
+where the exported graph has BatchNormalization nodes, none may be left
+after normalization (the fold is what is being tested).  Before the real runs it checks itself: a
 reference perturbed by more than the tolerance must be reported as FAIL,
 and shape mismatches and NaNs must fail too, so the test cannot pass
 vacuously.
@@ -93,6 +95,27 @@ def _bump(a, delta):
     return b
 
 
+def check_info(metainfer, model, timeout):
+    """`metainfer info` must work; BatchNorm must be folded away."""
+    try:
+        r = subprocess.run([metainfer, "info", model], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, "timed out"
+    out = r.stdout.decode(errors="replace")
+    if r.returncode:
+        last = out.strip().splitlines()[-1:] or ["(no output)"]
+        return False, "rc %d: %s" % (r.returncode, last[0])
+    before, sep, after = out.partition("after normalization")
+    if "BatchNormalization" in before:
+        if not sep:
+            return True, "(no 'after normalization' section to check)"
+        if "BatchNormalization" in after:
+            return False, "BatchNormalization left after normalization"
+        return True, "BatchNormalization folded"
+    return True, ""
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--metainfer", default=os.path.join(ROOT, "build",
@@ -164,6 +187,15 @@ def main():
             base = os.path.join(args.models_dir, sub, name)
             label = (sub + "/" if sub else "") + name
             ref = np.load(args.reference or base + ".output.npy")
+            if not args.runner:
+                total += 1
+                ok, why = check_info(runner[0], base + ".onnx",
+                                     args.timeout)
+                if not ok:
+                    fails += 1
+                print("%s %-28s metainfer info%s" % (
+                    "PASS" if ok else "FAIL", label,
+                    ": " + why if why else ""))
             for t in threads:
                 total += 1
                 out = os.path.join(args.work, "%s%s.t%d.npy" % (

@@ -113,6 +113,13 @@ int mi_sim_id_of_minor(int minor);
 /* Write a debugfs knob of sim device @id (e.g. "fail_hang"). */
 int mi_sim_knob(unsigned int id, const char *knob, long value);
 
+/* Core debugfs (/sys/kernel/debug/metainfer/renderD<minor>/) */
+#define MI_DEBUGFS "/sys/kernel/debug/metainfer"
+/* Live buffer objects of the device, or -errno. */
+long long mi_dbg_bo_count(int minor);
+/* A "key value" line of the device's debugfs status file. */
+int mi_dbg_status(int minor, const char *key, long long *value);
+
 /* Generic -------------------------------------------------------------- */
 
 int mi_write_file(const char *path, const char *s);

@@ -571,20 +571,34 @@ int mi_sim_del(unsigned int id)
 
 int mi_sim_knob(unsigned int id, const char *knob, long value)
 {
-	const char *fmt[] = { MI_SIM_DEBUGFS "/metainfer_sim.%u/%s",
-			      MI_SIM_DEBUGFS "/sim%u/%s",
-			      MI_SIM_DEBUGFS "/misim%u/%s",
-			      MI_SIM_DEBUGFS "/%u/%s" };
 	char path[256], val[32];
-	size_t i;
 
+	/* Documentation/sim.rst: /sys/kernel/debug/metainfer_sim/ID/<knob> */
+	snprintf(path, sizeof(path), MI_SIM_DEBUGFS "/%u/%s", id, knob);
 	snprintf(val, sizeof(val), "%ld", value);
-	for (i = 0; i < sizeof(fmt) / sizeof(fmt[0]); i++) {
-		snprintf(path, sizeof(path), fmt[i], id, knob);
-		if (access(path, F_OK) == 0)
-			return mi_write_file(path, val);
-	}
-	return -ENOENT;
+	return mi_write_file(path, val);
+}
+
+long long mi_dbg_bo_count(int minor)
+{
+	char path[128], buf[32];
+	int n;
+
+	snprintf(path, sizeof(path), MI_DEBUGFS "/renderD%d/bo_count", minor);
+	n = mi_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	if (n == 0)
+		return -EIO;
+	return strtoll(buf, NULL, 0);
+}
+
+int mi_dbg_status(int minor, const char *key, long long *value)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), MI_DEBUGFS "/renderD%d/status", minor);
+	return mi_read_key(path, key, value);
 }
 
 /* Generic -------------------------------------------------------------- */

@@ -21,7 +21,12 @@ ST_HDRS := $(wildcard selftests/*.h) uapi/drm/metainfer_accel.h
 ST_TESTS := $(patsubst selftests/%.c,$(ST_O)/%,$(wildcard selftests/*_test.c))
 ST_BENCH := $(ST_O)/mi_bench
 ACCEL_DEMO := $(O)/tools/accel-demo
-ST_VMRUN_FLAGS ?=
+# Under TCG on a loaded host a guest can stall for a while: a 2 s job
+# timeout (default 500 ms) keeps slow-but-healthy jobs from timing out,
+# while the hang tests still finish quickly.
+ST_JOB_TIMEOUT_MS ?= 2000
+ST_VMRUN_FLAGS ?= -M 'kernel/metainfer.ko:job_timeout_ms=$(ST_JOB_TIMEOUT_MS)' \
+	-M kernel/sim/metainfer_sim.ko
 
 $(ST_HARNESS):
 	@if [ ! -r "$(ST_TARBALL)" ]; then \

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * fault_test: recovery from the simulator's injected faults.  Every test
+ * gets a fresh sim device (its faults must not leak into other tests):
+ * hang -> the job ends with -ETIMEDOUT, the queue recovers, later jobs and
+ * other contexts run; DMA error -> -EIO, results untouched; failed reset ->
+ * the device is lost, new submits get -ENODEV, removing it is clean.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "mi_test.h"
+
+#define N 256
+
+FIXTURE(fdev) {
+	unsigned int id;
+	int fd;
+	int minor;
+	uint32_t ctx;
+	uint32_t bos[2];
+	uint8_t *src, *dst;
+	struct mi_stream s;
+};
+
+FIXTURE_VARIANT(fdev) {
+	const char *pers;
+	unsigned int id;
+	uint32_t queue;
+};
+
+FIXTURE_VARIANT_ADD(fdev, u55_q0) {
+	.pers = "ethos-u55-high",
+	.id = 60,
+	.queue = 0,
+};
+
+FIXTURE_VARIANT_ADD(fdev, dsp_q1) {
+	.pers = "dsp-nchw",
+	.id = 61,
+	.queue = 1,
+};
+
+FIXTURE_SETUP(fdev)
+{
+	int i;
+
+	self->fd = -1;
+	self->id = variant->id;
+	mi_sim_del(self->id);
+	ASSERT_EQ(0, mi_sim_new(self->id, variant->pers, NULL)) {
+		TH_LOG("cannot create sim device %u (is metainfer_sim loaded?)", self->id);
+	}
+	self->minor = mi_sim_minor(self->id);
+	self->fd = mi_open_minor(self->minor);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, mi_ctx_create(self->fd, variant->queue,
+				   DRM_METAINFER_PRIORITY_NORMAL, &self->ctx));
+	self->src = mi_bo_new(self->fd, 4096, &self->bos[0]);
+	self->dst = mi_bo_new(self->fd, 4096, &self->bos[1]);
+	ASSERT_NE(NULL, self->src);
+	ASSERT_NE(NULL, self->dst);
+	for (i = 0; i < N; i++)
+		self->src[i] = (uint8_t)(i ^ 0xa5);
+	mi_stream_init(&self->s);
+	mi_copy_job(&self->s, N, 0, 0);
+	mi_stream_finish(&self->s);
+}
+
+FIXTURE_TEARDOWN(fdev)
+{
+	if (self->src)
+		munmap(self->src, 4096);
+	if (self->dst)
+		munmap(self->dst, 4096);
+	if (self->fd >= 0)
+		close(self->fd);
+	mi_stream_free(&self->s);
+	/* removing the device, lost or not, must be clean (vmrun checks dmesg) */
+	EXPECT_EQ(0, mi_sim_del(self->id));
+}
+
+static int submit(FIXTURE_DATA(fdev) *self, uint32_t ctx, uint64_t *seq)
+{
+	return mi_submit(self->fd, ctx, self->bos, 2, self->s.buf, self->s.len, seq);
+}
+
+static int dst_ok(FIXTURE_DATA(fdev) *self)
+{
+	int i;
+
+	for (i = 0; i < N; i++)
+		if (self->dst[i] != (uint8_t)(i ^ 0xa5))
+			return 0;
+	return 1;
+}
+
+TEST_F(fdev, hang_times_out_and_recovers)
+{
+	struct drm_metainfer_get_counters c0, c1;
+	uint64_t seq, lost;
+	int64_t st;
+
+	ASSERT_EQ(0, mi_counters(self->fd, 0, &c0));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	ASSERT_EQ(0, submit(self, self->ctx, &seq));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq, 30000, &st));
+	ASSERT_EQ(-ETIMEDOUT, st);
+	EXPECT_EQ(0, self->dst[0]);
+	ASSERT_EQ(0, mi_counters(self->fd, 0, &c1));
+	EXPECT_EQ(c0.jobs_timed_out + 1, c1.jobs_timed_out);
+	ASSERT_EQ(0, mi_get_param(self->fd, DRM_METAINFER_PARAM_DEVICE_LOST, 0, &lost));
+	EXPECT_EQ(0, lost);
+	/* the queue recovered: the next job runs normally */
+	ASSERT_EQ(0, submit(self, self->ctx, &seq));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq, 30000, &st));
+	ASSERT_EQ(0, st);
+	EXPECT_TRUE(dst_ok(self));
+}
+
+TEST_F(fdev, hang_wait_deadline_returns_etimedout)
+{
+	uint64_t seq;
+	int64_t st = 1;
+
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	ASSERT_EQ(0, submit(self, self->ctx, &seq));
+	/* the deadline passes before the job's timeout: the ioctl times out */
+	ASSERT_EQ(-ETIMEDOUT, mi_wait(self->fd, self->ctx, seq, 20, &st));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq, 30000, &st));
+	ASSERT_EQ(-ETIMEDOUT, st);
+}
+
+TEST_F(fdev, hang_then_queued_jobs_complete)
+{
+	uint64_t seq[4];
+	int64_t st;
+	int i;
+
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, submit(self, self->ctx, &seq[i]));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq[0], 30000, &st));
+	EXPECT_EQ(-ETIMEDOUT, st);
+	for (i = 1; i < 4; i++) {
+		ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq[i], 30000, &st));
+		EXPECT_EQ(0, st);
+	}
+	EXPECT_TRUE(dst_ok(self));
+}
+
+TEST_F(fdev, hang_other_context_keeps_running)
+{
+	uint32_t other;
+	uint64_t hung, seq[8];
+	uint64_t nq;
+	int64_t st;
+	int i;
+
+	/* the other context on another hardware queue */
+	ASSERT_EQ(0, mi_get_param(self->fd, DRM_METAINFER_PARAM_NUM_QUEUES, 0, &nq));
+	ASSERT_LE(2, nq);
+	ASSERT_EQ(0, mi_ctx_create(self->fd, variant->queue ^ 1,
+				   DRM_METAINFER_PRIORITY_NORMAL, &other));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	ASSERT_EQ(0, submit(self, self->ctx, &hung));
+	usleep(10000);
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, submit(self, other, &seq[i]));
+	/* the other queue finishes its jobs while the hung one is pending */
+	ASSERT_EQ(0, mi_wait(self->fd, other, seq[7], 30000, &st));
+	EXPECT_EQ(0, st);
+	for (i = 0; i < 7; i++) {
+		ASSERT_EQ(0, mi_wait(self->fd, other, seq[i], 0, &st));
+		EXPECT_EQ(0, st);
+	}
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, hung, 30000, &st));
+	EXPECT_EQ(-ETIMEDOUT, st);
+}
+
+TEST_F(fdev, dma_error_reports_eio)
+{
+	struct drm_metainfer_get_counters c0, c1;
+	uint64_t seq;
+	int64_t st;
+
+	ASSERT_EQ(0, mi_counters(self->fd, self->ctx, &c0));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_dma", 1));
+	ASSERT_EQ(0, submit(self, self->ctx, &seq));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq, 30000, &st));
+	ASSERT_EQ(-EIO, st);
+	EXPECT_EQ(0, self->dst[0]);
+	ASSERT_EQ(0, mi_counters(self->fd, self->ctx, &c1));
+	EXPECT_EQ(c0.jobs_failed + 1, c1.jobs_failed);
+	/* and the next job is fine */
+	ASSERT_EQ(0, submit(self, self->ctx, &seq));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq, 30000, &st));
+	ASSERT_EQ(0, st);
+	EXPECT_TRUE(dst_ok(self));
+}
+
+TEST_F(fdev, failed_reset_loses_device)
+{
+	uint64_t seq, lost = 0;
+	int64_t st;
+	long long resets_failed = 0;
+
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_reset", 1));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	ASSERT_EQ(0, submit(self, self->ctx, &seq));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq, 30000, &st));
+	EXPECT_TRUE(st == -ETIMEDOUT || st == -ENODEV) {
+		TH_LOG("status %lld", (long long)st);
+	}
+	ASSERT_EQ(0, mi_get_param(self->fd, DRM_METAINFER_PARAM_DEVICE_LOST, 0, &lost));
+	EXPECT_EQ(1, lost);
+	ASSERT_EQ(0, mi_dbg_status(self->minor, "resets_failed", &resets_failed));
+	EXPECT_LE(1, resets_failed);
+	ASSERT_EQ(-ENODEV, submit(self, self->ctx, &seq));
+}
+
+TEST_F(fdev, lost_device_fails_queued_jobs)
+{
+	uint64_t seq[3];
+	int64_t st;
+	int i;
+
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_reset", 1));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, submit(self, self->ctx, &seq[i]));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq[0], 30000, &st));
+	EXPECT_TRUE(st == -ETIMEDOUT || st == -ENODEV);
+	for (i = 1; i < 3; i++) {
+		ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq[i], 30000, &st));
+		EXPECT_NE(0, st);
+	}
+	EXPECT_EQ(0, self->dst[0]);
+}
+
+TEST_F(fdev, lost_device_new_context_submit)
+{
+	uint64_t seq;
+	int64_t st;
+	uint32_t c2;
+	int ret;
+
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_reset", 1));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	ASSERT_EQ(0, submit(self, self->ctx, &seq));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq, 30000, &st));
+	/* a context created after the loss cannot run anything either */
+	ret = mi_ctx_create(self->fd, variant->queue, DRM_METAINFER_PRIORITY_NORMAL, &c2);
+	if (ret == 0) {
+		ASSERT_EQ(-ENODEV, submit(self, c2, &seq));
+	} else {
+		ASSERT_EQ(-ENODEV, ret);
+	}
+}
+
+TEST_F(fdev, remove_device_with_jobs_in_flight)
+{
+	uint64_t seq[4];
+	int64_t st;
+	int i;
+
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, submit(self, self->ctx, &seq[i]));
+	/* remove the chip under the open file: jobs end, the file gets -ENODEV */
+	ASSERT_EQ(0, mi_sim_del(self->id));
+	ASSERT_EQ(-ENODEV, submit(self, self->ctx, &seq[0]));
+	i = mi_wait(self->fd, self->ctx, seq[3], 1000, &st);
+	EXPECT_TRUE(i == -ENODEV || (i == 0 && st != 0)) {
+		TH_LOG("wait after removal: %d status %lld", i, (long long)st);
+	}
+	/* the teardown's del_device then finds nothing: recreate for it */
+	ASSERT_EQ(0, mi_sim_new(self->id, variant->pers, NULL));
+}
+
+TEST_HARNESS_MAIN

@@ -131,6 +131,10 @@ static int infer_node(struct mi_model *m, struct mi_node *n,
 	int64_t out_elems = 0;
 	int err;
 
+	if (!n->def) { /* unknown op, loaded for inspection only */
+		*state = MI_NS_DYNAMIC;
+		return 0;
+	}
 	for (int j = 0; j < n->ninputs; j++) {
 		struct mi_tensor *t = mi_in(g, n, j);
 
@@ -431,6 +435,8 @@ static int run_node(struct mi_model *m, struct mi_node *n, int ni)
 	struct mi_graph *g = &m->g;
 	int err;
 
+	if (!n->def)
+		return mi_graph_err(g, n, -EOPNOTSUPP, "unsupported op");
 	if (m->node_state[ni] == MI_NS_PRECOMPUTED)
 		return 0;
 	if (m->node_state[ni] == MI_NS_DYNAMIC) {

@@ -134,6 +134,10 @@ int mi_model_exec(struct mi_model *m);
 /* Load without preparing: for tools that inspect the graph (info). */
 int mi_model_load_graph(const char *path, const struct mi_model_opts *opts,
 			struct mi_model **modelp);
+/* Same, and nodes whose op MetaInfer lacks are kept (without a def):
+ * shapes downstream of them stay unknown; the model cannot run. */
+int mi_model_load_inspect(const char *path, const struct mi_model_opts *opts,
+			  struct mi_model **modelp);
 /* Set the thread's last error ("label: reason") and return err. */
 int mi_set_error(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -110,6 +110,7 @@ struct mi_graph {
 	char err[512]; /* last error, one line */
 	char err_op[64]; /* op_type of the node the last error names, or "" */
 	const char *label; /* file name used as error prefix (not owned) */
+	bool allow_unknown_ops; /* loader keeps nodes without a def (info) */
 };
 
 /*

@@ -108,7 +108,7 @@ static int build_info(struct mi_model *m)
 static int model_open(const void *buf, size_t len, const char *path,
 		      const char *basedir, const char *label,
 		      const struct mi_model_opts *opts, bool prepare,
-		      struct mi_model **modelp)
+		      bool allow_unknown, struct mi_model **modelp)
 {
 	struct mi_model *m;
 	int err;
@@ -132,6 +132,7 @@ static int model_open(const void *buf, size_t len, const char *path,
 		return mi_set_error(-ENOMEM, "out of memory");
 	}
 	m->g.label = m->label;
+	m->g.allow_unknown_ops = allow_unknown;
 	if (path)
 		err = mi_onnx_load_file(&m->g, path);
 	else
@@ -176,7 +177,7 @@ int mi_model_load(const char *path, const struct mi_model_opts *opts,
 {
 	if (!path || !modelp)
 		return mi_set_error(-EINVAL, "mi_model_load: NULL argument");
-	return model_open(NULL, 0, path, NULL, path, opts, true, modelp);
+	return model_open(NULL, 0, path, NULL, path, opts, true, false, modelp);
 }
 
 int mi_model_load_graph(const char *path, const struct mi_model_opts *opts,
@@ -184,7 +185,15 @@ int mi_model_load_graph(const char *path, const struct mi_model_opts *opts,
 {
 	if (!path || !modelp)
 		return mi_set_error(-EINVAL, "mi_model_load: NULL argument");
-	return model_open(NULL, 0, path, NULL, path, opts, false, modelp);
+	return model_open(NULL, 0, path, NULL, path, opts, false, false, modelp);
+}
+
+int mi_model_load_inspect(const char *path, const struct mi_model_opts *opts,
+			  struct mi_model **modelp)
+{
+	if (!path || !modelp)
+		return mi_set_error(-EINVAL, "mi_model_load: NULL argument");
+	return model_open(NULL, 0, path, NULL, path, opts, false, true, modelp);
 }
 
 int mi_model_load_buffer(const void *buf, size_t len, const char *basedir,
@@ -194,7 +203,8 @@ int mi_model_load_buffer(const void *buf, size_t len, const char *basedir,
 	if ((!buf && len) || !modelp)
 		return mi_set_error(-EINVAL,
 				    "mi_model_load_buffer: NULL argument");
-	return model_open(buf, len, NULL, basedir, label, opts, true, modelp);
+	return model_open(buf, len, NULL, basedir, label, opts, true, false,
+			  modelp);
 }
 
 int mi_model_input_count(const struct mi_model *m)

@@ -758,6 +758,8 @@ static int load_node(struct load_ctx *c, struct name_map *map,
 			g->opset);
 
 	n->def = mi_op_find(n->op_type, n->domain);
+	if (!n->def && g->allow_unknown_ops)
+		return 0;
 	if (!n->def) {
 		if (n->domain[0])
 			return mi_graph_err(g, n, -EOPNOTSUPP,

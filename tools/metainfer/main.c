@@ -569,7 +569,7 @@ static int cmd_info(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	path = argv[optind];
-	err = mi_model_load_graph(path, &mo, &m);
+	err = mi_model_load_inspect(path, &mo, &m);
 	if (err) {
 		fprintf(stderr, "%s: %s\n", prog, mi_last_error());
 		goto out;
@@ -578,6 +578,19 @@ static int cmd_info(int argc, char **argv)
 	if (err && err != -EAGAIN) {
 		fprintf(stderr, "%s: %s: %s\n", prog, path, m->g.err);
 		goto out;
+	}
+	{
+		int nu = 0;
+
+		for (int i = 0; i < m->g.nnodes; i++)
+			if (!m->g.nodes[i].def) {
+				if (!nu++)
+					fprintf(stderr, "%s: %s: unsupported ops (shapes after them unknown, the model cannot run):",
+						prog, path);
+				fprintf(stderr, " %s", m->g.nodes[i].op_type);
+			}
+		if (nu)
+			fprintf(stderr, "\n");
 	}
 	if (json) {
 		printf("{\"model\":\"");

@@ -157,6 +157,9 @@ grep -q "op histogram" "$W/out" && grep -q "after normalization" "$W/out" && pas
 expect_rc 0 "info --json" "$MI" info "$W/ok.onnx" --json
 $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['before']['nodes']==4 and d['after']['params']==8, d" "$W/out" && pass "info json" || fail "info json"
 expect_rc 1 "info on garbage" "$MI" info "$W/garbage.onnx"
+# info still describes a model with an op MetaInfer lacks (and says so)
+"$MI" info "$W/unsup.onnx" >"$W/out" 2>"$W/err" && grep -q FancyOp "$W/out" && grep -q "unsupported ops.*FancyOp" "$W/err" \
+	&& pass "info on unsupported op" || fail "info on unsupported op: $(cat "$W/err")"
 
 echo "test-cli: $fails failed"
 [ "$fails" = 0 ]

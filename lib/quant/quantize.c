@@ -77,6 +77,7 @@ struct qctx {
 	struct qtensor *qt;
 	int nqt;
 	int *qt_of; /* per IR tensor: index in qt or -1 */
+	int orig_noutputs; /* graph outputs before calibration added more */
 	bool per_channel, qlinear;
 	double percentile; /* 0 = min/max */
 };
@@ -396,6 +397,7 @@ static int calibrate(struct qctx *c, struct calib *cal)
 
 	if (!outs)
 		return -ENOMEM;
+	c->orig_noutputs = g->noutputs;
 	g->outputs = outs;
 	/* Mark every calibrated tensor as a graph output so no fusion hides
 	 * it and the arena keeps it until the run ends. */
@@ -894,14 +896,218 @@ static void to_qlinear(struct qctx *c, struct pb *p, Onnx__NodeProto **orig, siz
 	(void)norig;
 }
 
+/* ---- IR -> ModelProto ---------------------------------------------------- */
+
+static Onnx__TensorProto *tensor_to_proto(struct pb *p, const struct mi_tensor *t,
+					  const char *name)
+{
+	Onnx__TensorProto *tp = calloc(1, sizeof(*tp));
+	size_t es = mi_dtype_size(t->dtype);
+
+	if (!tp) {
+		p->err = -ENOMEM;
+		return NULL;
+	}
+	onnx__tensor_proto__init(tp);
+	tp->name = xstrdup(p, name ? name : t->name ? t->name : "");
+	tp->has_data_type = 1;
+	tp->data_type = t->dtype;
+	tp->n_dims = t->ndim;
+	tp->dims = malloc((t->ndim + 1) * sizeof(int64_t));
+	size_t nb = es && t->ndim >= 0 ? (size_t)mi_tensor_numel(t) * es : 0;
+
+	tp->raw_data.data = malloc(nb + 1);
+	if (!tp->dims || !tp->raw_data.data) {
+		p->err = -ENOMEM;
+		return tp;
+	}
+	memcpy(tp->dims, t->dims, t->ndim * sizeof(int64_t));
+	if (nb && t->data)
+		memcpy(tp->raw_data.data, t->data, nb);
+	tp->has_raw_data = 1;
+	tp->raw_data.len = nb;
+	if (!es)
+		p->err = -EOPNOTSUPP;
+	return tp;
+}
+
+static Onnx__AttributeProto *attr_to_proto(struct pb *p, const struct mi_attr *a)
+{
+	Onnx__AttributeProto *ap = calloc(1, sizeof(*ap));
+
+	if (!ap) {
+		p->err = -ENOMEM;
+		return NULL;
+	}
+	onnx__attribute_proto__init(ap);
+	ap->name = xstrdup(p, a->name);
+	ap->has_type = 1;
+	ap->type = a->type;
+	switch (a->type) {
+	case MI_ATTR_FLOAT:
+		ap->has_f = 1;
+		ap->f = a->f;
+		break;
+	case MI_ATTR_INT:
+		ap->has_i = 1;
+		ap->i = a->i;
+		break;
+	case MI_ATTR_STRING:
+		ap->has_s = 1;
+		ap->s.data = (uint8_t *)xstrdup(p, a->s ? a->s : "");
+		ap->s.len = a->s ? strlen(a->s) : 0;
+		break;
+	case MI_ATTR_FLOATS:
+		ap->floats = malloc((a->n + 1) * sizeof(float));
+		if (!ap->floats)
+			p->err = -ENOMEM;
+		else
+			memcpy(ap->floats, a->floats, a->n * sizeof(float));
+		ap->n_floats = ap->floats ? a->n : 0;
+		break;
+	case MI_ATTR_INTS:
+		ap->ints = malloc((a->n + 1) * sizeof(int64_t));
+		if (!ap->ints)
+			p->err = -ENOMEM;
+		else
+			memcpy(ap->ints, a->ints, a->n * sizeof(int64_t));
+		ap->n_ints = ap->ints ? a->n : 0;
+		break;
+	case MI_ATTR_STRINGS:
+		ap->strings = calloc(a->n + 1, sizeof(ProtobufCBinaryData));
+		if (!ap->strings) {
+			p->err = -ENOMEM;
+			break;
+		}
+		ap->n_strings = a->n;
+		for (int i = 0; i < a->n; i++) {
+			ap->strings[i].data = (uint8_t *)xstrdup(p, a->strings[i]);
+			ap->strings[i].len = strlen(a->strings[i]);
+		}
+		break;
+	case MI_ATTR_TENSOR:
+		ap->t = tensor_to_proto(p, a->t, "");
+		break;
+	default:
+		p->err = -EOPNOTSUPP;
+	}
+	return ap;
+}
+
+/* A live IR node as a NodeProto; inputs renamed by the caller. */
+static Onnx__NodeProto *node_to_proto(struct pb *p, const struct mi_graph *g,
+				      const struct mi_node *n)
+{
+	Onnx__NodeProto *np = calloc(1, sizeof(*np));
+
+	if (!np) {
+		p->err = -ENOMEM;
+		return NULL;
+	}
+	onnx__node_proto__init(np);
+	np->name = xstrdup(p, n->name ? n->name : "");
+	np->op_type = xstrdup(p, n->op_type);
+	if (n->domain && n->domain[0])
+		np->domain = xstrdup(p, n->domain);
+	np->input = calloc(n->ninputs + 1, sizeof(char *));
+	np->output = calloc(n->noutputs + 1, sizeof(char *));
+	np->attribute = calloc(n->nattrs + 1, sizeof(*np->attribute));
+	if (!np->input || !np->output || !np->attribute) {
+		p->err = -ENOMEM;
+		return np;
+	}
+	np->n_input = n->ninputs;
+	for (int i = 0; i < n->ninputs; i++)
+		np->input[i] = xstrdup(p, n->inputs[i] >= 0 ? g->tensors[n->inputs[i]].name : "");
+	np->n_output = n->noutputs;
+	for (int i = 0; i < n->noutputs; i++)
+		np->output[i] = xstrdup(p, g->tensors[n->outputs[i]].name);
+	np->n_attribute = n->nattrs;
+	for (int i = 0; i < n->nattrs; i++)
+		np->attribute[i] = attr_to_proto(p, &n->attrs[i]);
+	return np;
+}
+
+static Onnx__ValueInfoProto *value_info(struct pb *p, const struct mi_tensor *t)
+{
+	Onnx__ValueInfoProto *v = calloc(1, sizeof(*v));
+	Onnx__TypeProto *tp = calloc(1, sizeof(*tp));
+	Onnx__TypeProto__Tensor *tt = calloc(1, sizeof(*tt));
+	Onnx__TensorShapeProto *sh = calloc(1, sizeof(*sh));
+
+	if (!v || !tp || !tt || !sh) {
+		free(v), free(tp), free(tt), free(sh);
+		p->err = -ENOMEM;
+		return NULL;
+	}
+	onnx__value_info_proto__init(v);
+	onnx__type_proto__init(tp);
+	onnx__type_proto__tensor__init(tt);
+	onnx__tensor_shape_proto__init(sh);
+	v->name = xstrdup(p, t->name);
+	v->type = tp;
+	tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	tp->tensor_type = tt;
+	tt->has_elem_type = 1;
+	tt->elem_type = t->dtype;
+	if (t->ndim < 0)
+		return v;
+	tt->shape = sh;
+	sh->dim = calloc(t->ndim + 1, sizeof(*sh->dim));
+	if (!sh->dim) {
+		p->err = -ENOMEM;
+		return v;
+	}
+	for (int d = 0; d < t->ndim; d++) {
+		Onnx__TensorShapeProto__Dimension *dm = calloc(1, sizeof(*dm));
+
+		if (!dm) {
+			p->err = -ENOMEM;
+			return v;
+		}
+		onnx__tensor_shape_proto__dimension__init(dm);
+		if (t->dims[d] >= 0) {
+			dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			dm->dim_value = t->dims[d];
+		} else if (t->dim_param[d]) {
+			dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			dm->dim_param = xstrdup(p, t->dim_param[d]);
+		}
+		sh->dim[sh->n_dim++] = dm;
+	}
+	return v;
+}
+
+static void push_init(struct pb *p, Onnx__TensorProto *t)
+{
+	Onnx__TensorProto **arr = realloc(p->gp->initializer,
+					  (p->gp->n_initializer + 1) * sizeof(*arr));
+
+	if (!arr || !t) {
+		p->err = -ENOMEM;
+		if (t)
+			onnx__tensor_proto__free_unpacked(t, NULL);
+		return;
+	}
+	p->gp->initializer = arr;
+	p->gp->initializer[p->gp->n_initializer++] = t;
+}
+
+/*
+ * Write the quantized model: the graph comes from the IR (BatchNorm
+ * already folded into the convolutions), the model header (IR version,
+ * opsets, producer, metadata) from the original file.
+ */
 static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
 {
 	struct mi_graph *g = c->g;
 	void *buf = NULL;
 	size_t len = 0;
 	Onnx__ModelProto *mp;
+	Onnx__GraphProto *gp;
 	struct pb p = { 0 };
 	struct wq *wqs = NULL;
+	bool *need = NULL;
 	int err;
 
 	err = mi_read_file(in_path, (size_t)4 << 30, &buf, &len);
@@ -911,7 +1117,6 @@ static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
 	free(buf);
 	if (!mp || !mp->graph)
 		return QERR("%s: not a valid ONNX model", in_path) ? -EINVAL : 0;
-	p.gp = mp->graph;
 	int64_t opset = opset_of(mp);
 
 	if (opset < 10) {
@@ -924,73 +1129,107 @@ static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
 			(long long)opset);
 		c->per_channel = false;
 	}
+	/* a fresh graph, keeping the original's name and doc string */
+	gp = calloc(1, sizeof(*gp));
 	wqs = calloc(c->nnodes + 1, sizeof(*wqs));
-	if (!wqs) {
+	need = calloc(g->ntensors + 1, sizeof(bool));
+	if (!gp || !wqs || !need) {
+		free(gp);
 		err = -ENOMEM;
 		goto out;
 	}
+	onnx__graph_proto__init(gp);
+	gp->name = mp->graph->name;
+	mp->graph->name = NULL;
+	onnx__graph_proto__free_unpacked(mp->graph, NULL);
+	mp->graph = gp;
+	p.gp = gp;
+	/* inputs / outputs */
+	gp->input = calloc(g->ninputs + 1, sizeof(*gp->input));
+	gp->output = calloc(c->orig_noutputs + 1, sizeof(*gp->output));
+	if (!gp->input || !gp->output) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < g->ninputs; i++)
+		gp->input[gp->n_input++] = value_info(&p, &g->tensors[g->inputs[i]]);
+	for (int i = 0; i < c->orig_noutputs; i++)
+		gp->output[gp->n_output++] = value_info(&p, &g->tensors[g->outputs[i]]);
 	/* weight DQs first (they depend on initializers only) */
 	for (int k = 0; k < c->nnodes; k++)
 		quantize_weight(c, &p, &c->nodes[k], &wqs[k]);
-	/* activation QDQ pairs for graph inputs */
 	for (int i = 0; i < c->nqt; i++)
 		if (g->tensors[c->qt[i].t].flags & MI_TF_INPUT)
 			emit_qdq(c, &p, i);
-	Onnx__NodeProto **orig = p.gp->node;
-	size_t norig = p.gp->n_node;
+	for (int o = 0; o < g->norder && !p.err; o++) {
+		struct mi_node *n = &g->nodes[g->order[o]];
+		Onnx__NodeProto *pn;
+		int k = -1;
 
-	for (size_t i = 0; i < norig && !p.err; i++) {
-		Onnx__NodeProto *pn = orig[i];
+		for (int j = 0; j < n->nattrs; j++)
+			if (n->attrs[j].type == MI_ATTR_GRAPH) {
+				err = QERR("%s: node '%s' (%s) has a subgraph: not supported",
+					   in_path, n->name, n->op_type) ? -EOPNOTSUPP : 0;
+				goto out;
+			}
+		for (int j = 0; j < c->nnodes; j++)
+			if (c->nodes[j].node == g->order[o])
+				k = j;
+		pn = node_to_proto(&p, g, n);
+		if (!pn)
+			break;
+		for (int a = 0; a < n->ninputs; a++) {
+			int t = n->inputs[a];
 
-		/* rewire inputs: quantized activations, weights, biases */
-		for (size_t a = 0; a < pn->n_input; a++) {
-			int t = mi_graph_find_tensor(g, pn->input[a]);
-
-			if (t < 0 || !pn->input[a][0])
+			if (t < 0)
 				continue;
-			if (c->qt_of[t] >= 0) {
-				char *dq = xfmt(&p, pn->input[a], "_dequantized");
+			if (k >= 0 && a == 1 && wqs[k].dq) {
+				rename_str(&p, &pn->input[a], wqs[k].dq);
+			} else if (k >= 0 && a == 2 && wqs[k].bdq) {
+				rename_str(&p, &pn->input[a], wqs[k].bdq);
+			} else if (c->qt_of[t] >= 0) {
+				char *dq = xfmt(&p, g->tensors[t].name, "_dequantized");
 
 				if (dq) {
 					free(pn->input[a]);
 					pn->input[a] = dq;
 				}
+			} else if (g->tensors[t].flags & MI_TF_CONST) {
+				need[t] = true;
 			}
 		}
-		int k = -1;
-
-		for (int j = 0; j < c->nnodes; j++)
-			if (pn->n_output && !strcmp(c->nodes[j].oname, pn->output[0]))
-				k = j;
-		if (k >= 0 && wqs[k].dq) {
-			rename_str(&p, &pn->input[1], wqs[k].dq);
-			if (wqs[k].bdq && pn->n_input > 2)
-				rename_str(&p, &pn->input[2], wqs[k].bdq);
-		}
 		push_node(&p, pn);
-		for (size_t o = 0; o < pn->n_output; o++) {
-			int t = mi_graph_find_tensor(g, pn->output[o]);
+		for (int j = 0; j < n->noutputs; j++) {
+			int t = n->outputs[j];
 
-			if (t >= 0 && c->qt_of[t] >= 0 && !(g->tensors[t].flags & MI_TF_INPUT))
+			if (c->qt_of[t] >= 0 && !(g->tensors[t].flags & MI_TF_INPUT))
 				emit_qdq(c, &p, c->qt_of[t]);
 		}
 	}
+	/* constants the emitted nodes read (folded ones included) */
+	for (int t = 0; t < g->ntensors && !p.err; t++)
+		if (need[t]) {
+			if (!g->tensors[t].data) {
+				err = QERR("%s: constant '%s' has no data", in_path, g->tensors[t].name) ?
+					      -EINVAL : 0;
+				goto out;
+			}
+			push_init(&p, tensor_to_proto(&p, &g->tensors[t], NULL));
+		}
 	if (p.err) {
 		err = p.err;
 		goto out;
 	}
-	free(orig);
-	p.gp->node = p.nodes;
-	p.gp->n_node = p.nn;
+	gp->node = p.nodes;
+	gp->n_node = p.nn;
 	p.nodes = NULL;
 	if (c->qlinear)
 		to_qlinear(c, &p, NULL, 0, wqs);
-	drop_unused_inits(p.gp);
+	drop_unused_inits(gp);
 	if (p.err) {
 		err = p.err;
 		goto out;
 	}
-	/* write */
 	size_t sz = onnx__model_proto__get_packed_size(mp);
 	uint8_t *ob = malloc(sz + 1);
 	FILE *f;
@@ -1001,21 +1240,32 @@ static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
 	}
 	onnx__model_proto__pack(mp, ob);
 	f = fopen(out_path, "wb");
-	if (!f || fwrite(ob, 1, sz, f) != sz || fclose(f)) {
+	if (!f || fwrite(ob, 1, sz, f) != sz) {
 		err = QERR("%s: cannot write: %s", out_path, strerror(errno)) ? -EIO : 0;
 		if (f)
 			fclose(f);
+	} else if (fclose(f)) {
+		err = QERR("%s: cannot write: %s", out_path, strerror(errno)) ? -EIO : 0;
 	}
 	free(ob);
 out:
 	if (p.nodes) {
-		/* failure half way: orig nodes are still owned by mp */
+		for (size_t i = 0; i < p.nn; i++)
+			if (p.nodes[i])
+				onnx__node_proto__free_unpacked(p.nodes[i], NULL);
 		free(p.nodes);
 	}
 	for (int k = 0; wqs && k < c->nnodes; k++)
 		wq_free(&wqs[k]);
 	free(wqs);
+	free(need);
 	onnx__model_proto__free_unpacked(mp, NULL);
+	if (err == -ENOMEM)
+		QERR("out of memory");
+	else if (err == -EOPNOTSUPP && !p.err)
+		;
+	else if (err == -EOPNOTSUPP)
+		QERR("%s: a tensor or attribute type cannot be written", in_path);
 	return err;
 }
 
@@ -1130,7 +1380,14 @@ int mi_quant_main(int argc, char **argv)
 	if (err < 0)
 		return QERR("%s", mi_last_error());
 	c.g = &c.m->g;
-	err = mi_graph_toposort(c.g);
+	/* BatchNorm into Conv/Gemm, Identity/Dropout away: what runs fast */
+	err = mi_pass_fold_batchnorm(c.g);
+	if (err >= 0)
+		err = mi_pass_remove_noops(c.g);
+	if (err >= 0)
+		err = mi_graph_dead_nodes(c.g);
+	if (err >= 0)
+		err = mi_graph_toposort(c.g);
 	if (!err)
 		err = mi_model_infer_shapes(c.m, NULL, NULL);
 	if (!err)
@@ -1149,6 +1406,16 @@ int mi_quant_main(int argc, char **argv)
 	err = calibrate(&c, &cal);
 	if (err)
 		goto out;
+	/* back to the graph as loaded (the planner rewired it for the runs) */
+	mi_cpu_plan_fini(c.g);
+	for (int i = c.orig_noutputs; i < c.g->noutputs; i++)
+		c.g->tensors[c.g->outputs[i]].flags &= ~MI_TF_OUTPUT;
+	c.g->noutputs = c.orig_noutputs;
+	err = mi_graph_toposort(c.g);
+	if (err) {
+		QERR("%s: %s", model, c.g->err);
+		goto out;
+	}
 	err = rewrite(&c, model, out);
 	if (err)
 		goto out;

@@ -137,11 +137,11 @@ def main():
         fast = [mi_run(q, x, tmp) for x in inputs]
         slow = [mi_run(q, x, tmp, {"MI_NO_INT8": "1"}) for x in inputs]
         c = min(cos(f, r_) for f, r_ in zip(fast, ref))
-        check(c >= 0.99, f"{name}: cosine(int8, fp32) min {c:.5f} >= 0.99")
+        check(c >= 0.99, f"{name}: cosine(int8, fp32) min {c:.6f} >= 0.99")
         d = max(float(np.abs(f - s).max() / (np.abs(s).max() + 1e-12)) for f, s in zip(fast, slow))
         cs = min(cos(f, s) for f, s in zip(fast, slow))
         check(d < 0.05 and cs > 0.999,
-              f"{name}: int8 kernels vs reference QDQ ops: max rel diff {d:.4f}, cosine {cs:.6f}")
+              f"{name}: int8 kernels vs reference QDQ ops: max rel diff {d:.2e}, cosine {cs:.7f}")
         if have_ort:
             np.save(os.path.join(tmp, "x.npy"), inputs[0])
             r = run(["node", ORT_JS, q, "--input", os.path.join(tmp, "x.npy"),

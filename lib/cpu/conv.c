@@ -19,10 +19,13 @@ static inline int64_t rup(int64_t a, int64_t b)
 
 size_t mi_dw_ws_floats(int k, int stride, int oh, int ow)
 {
+	/* matches dw_plane() in kern_impl.h for any VW <= 16 */
 	size_t rows = (size_t)(oh - 1) * stride + k;
-	size_t pw = (size_t)rup(ow, 16) + k + 1;
+	size_t owv = (size_t)rup(ow, 16);
+	size_t hw = owv + k / 2 + 32;
+	size_t pw = owv + k - 1 + 16;
 
-	return 2 * rows * pw + rup(ow, 16) + 16;
+	return stride == 1 ? rows * pw + 16 : 2 * rows * hw + 16;
 }
 
 int mi_conv_supports(int algo, const struct mi_conv_shape *s)

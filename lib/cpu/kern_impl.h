@@ -192,110 +192,178 @@ static void k_ukr(int kc, const float *restrict a, const float *restrict b,
 }
 
 /*
- * Depthwise conv of one plane.  The input is copied once into a
- * zero-padded buffer (stride 1) or into de-interleaved even/odd column
- * buffers (stride 2), so every tap of a vector of outputs is one
- * contiguous load.
+ * Depthwise conv of one plane.  Every input row the outputs need is
+ * copied once into a zero-padded row buffer (stride 1), or de-interleaved
+ * into even/odd column buffers (stride 2), so each tap of a vector of
+ * outputs is one contiguous load; kernel size and stride are compile-time
+ * constants in the inner loops, taps live in registers and the epilogue
+ * is applied before the single store.
  */
-static void k_dw(const float *x, int ih, int iw, const float *w, int k,
-		 int stride, int pt, int pl, float *out, int oh, int ow,
-		 const struct mi_epi *e, int c, float *ws)
+static inline __attribute__((always_inline)) vf
+dw_epi(const struct mi_epi *e, vf v, int c, int64_t col, int n)
 {
-	int owv = (ow + VW - 1) / VW * VW;
-	int rows = (oh - 1) * stride + k;
-	int pw, r, oy, ox, ky, kx;
-	float *p0, *p1, *acc;
-	float wk[25];
+	if (n == VW)
+		return epi_vec(e, v, c, col);
+	return epi_vec_part(e, v, c, col, n);
+}
 
-	for (r = 0; r < k * k; r++)
-		wk[r] = w[r];
+/* Source of tap t (= ky*K + kx) for the output vector at (oy, ox). */
+static inline __attribute__((always_inline)) const float *
+dw_src(const int K, const int S, const float *pad, const float *ev,
+       const float *od, int pw, int hw, int oy, int ox, int t)
+{
+	int ky = t / K, kx = t % K;
+	size_t ro = (size_t)(oy * S + ky);
 
-	if (stride == 1) {
-		pw = owv + k - 1;
-		p0 = ws;
-		p1 = NULL;
-		acc = p0 + (size_t)rows * pw;
-		for (r = 0; r < rows; r++) {
-			float *pr = p0 + (size_t)r * pw;
-			int iy = r - pt;
-			int x0, x1;
+	if (S == 1)
+		return pad + ro * pw + ox + kx;
+	return ((kx & 1) ? od : ev) + ro * hw + ox + kx / 2;
+}
+
+static inline __attribute__((always_inline)) void
+dw_plane(const int K, const int S, const float *x, int ih, int iw,
+	 const float *w, int pt, int pl, float *out, int oh, int ow,
+	 const struct mi_epi *e, int c, float *ws)
+{
+	const int owv = (ow + VW - 1) / VW * VW;
+	const int rows = (oh - 1) * S + K;
+	/* stride 1: padded rows of pw; stride 2: even/odd rows of hw each */
+	const int hw = owv + K / 2 + 2 * VW;
+	const int pw = owv + K - 1 + VW;
+	float *pad = ws, *ev = ws, *od = ws + (size_t)rows * hw;
+	int r, oy, ox;
+
+	for (r = 0; r < rows; r++) {
+		int iy = r - pt;
+
+		if (S == 1) {
+			float *pr = pad + (size_t)r * pw;
+			int x1 = pl + iw < pw ? pl + iw : pw;
 
 			if (iy < 0 || iy >= ih) {
 				memset(pr, 0, pw * sizeof(float));
 				continue;
 			}
 			/* pr[j] = x[iy][j - pl] */
-			x0 = pl > 0 ? pl : 0;
-			x1 = pl + iw < pw ? pl + iw : pw;
-			if (x0 > 0)
-				memset(pr, 0, x0 * sizeof(float));
-			memcpy(pr + x0, x + (size_t)iy * iw + (x0 - pl),
-			       (x1 - x0) * sizeof(float));
+			memset(pr, 0, pl * sizeof(float));
+			memcpy(pr + pl, x + (size_t)iy * iw,
+			       (x1 - pl) * sizeof(float));
 			if (x1 < pw)
 				memset(pr + x1, 0, (pw - x1) * sizeof(float));
-		}
-		for (oy = 0; oy < oh; oy++) {
-			for (ox = 0; ox < owv; ox += VW) {
-				vf s = vset1(0.0f);
+		} else {
+			/*
+			 * Padded column p = x column p - pl; even padded
+			 * columns go to ev, odd ones to od.  With XE[i] =
+			 * x[2i], XO[i] = x[2i+1] and pl = 2q (+1):
+			 *   pl even: ev[j] = XE[j-q], od[j] = XO[j-q]
+			 *   pl odd:  ev[j] = XO[j-q-1], od[j] = XE[j-q]
+			 * De-interleaved straight from x (reading back a
+			 * freshly copied row would stall on store forwarding).
+			 */
+			float *er = ev + (size_t)r * hw, *orw = od + (size_t)r * hw;
+			const float *xr = x + (size_t)iy * iw;
+			int q = pl / 2, need = owv + K / 2 + 1, i, r0;
+			float *de, *dodd;
 
-				for (ky = 0; ky < k; ky++) {
-					const float *pr =
-						p0 + (size_t)(oy + ky) * pw + ox;
-
-					for (kx = 0; kx < k; kx++)
-						s += wk[ky * k + kx] *
-						     vld(pr + kx);
-				}
-				vst(acc + ox, s);
+			if (iy < 0 || iy >= ih) {
+				memset(er, 0, hw * sizeof(float));
+				memset(orw, 0, hw * sizeof(float));
+				continue;
 			}
-			k_epi_row(e, acc, out + (size_t)oy * ow, ow, c,
-				  (int64_t)oy * ow);
-		}
-		return;
-	}
-
-	/* stride 2: even columns in p0, odd columns in p1 */
-	pw = owv + k / 2 + 1;
-	p0 = ws;
-	p1 = p0 + (size_t)rows * pw;
-	acc = p1 + (size_t)rows * pw;
-	for (r = 0; r < rows; r++) {
-		float *pe = p0 + (size_t)r * pw, *po = p1 + (size_t)r * pw;
-		int iy = r - pt;
-		const float *xr = x + (size_t)iy * iw;
-		int j;
-
-		if (iy < 0 || iy >= ih) {
-			memset(pe, 0, pw * sizeof(float));
-			memset(po, 0, pw * sizeof(float));
-			continue;
-		}
-		for (j = 0; j < pw; j++) {
-			int ie = 2 * j - pl, io = 2 * j + 1 - pl;
-
-			pe[j] = (ie >= 0 && ie < iw) ? xr[ie] : 0.0f;
-			po[j] = (io >= 0 && io < iw) ? xr[io] : 0.0f;
+			/* head (left padding); the loop below writes whole
+			 * vectors, zero past the input, then the tail */
+			for (i = 0; i <= q; i++)
+				er[i] = orw[i] = 0.0f;
+			de = (pl & 1) ? orw + q : er + q;
+			dodd = (pl & 1) ? er + q + 1 : orw + q;
+			for (i = 0; 2 * i < iw && i + q < need; i += VW) {
+				int n0 = iw - 2 * i, n1 = iw - 2 * i - VW;
+				vf a = n0 >= VW ? vld(xr + 2 * i) :
+						  vld_part(xr + 2 * i, n0);
+				vf b = n1 >= VW ? vld(xr + 2 * i + VW) :
+				       n1 > 0	? vld_part(xr + 2 * i + VW, n1) :
+						  vset1(0.0f);
+#if VW == 16
+				vst(de + i, __builtin_shuffle(a, b, (vi){ 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30 }));
+				vst(dodd + i, __builtin_shuffle(a, b, (vi){ 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 }));
+#elif VW == 8
+				vst(de + i, __builtin_shuffle(a, b, (vi){ 0, 2, 4, 6, 8, 10, 12, 14 }));
+				vst(dodd + i, __builtin_shuffle(a, b, (vi){ 1, 3, 5, 7, 9, 11, 13, 15 }));
+#else
+				vst(de + i, __builtin_shuffle(a, b, (vi){ 0, 2, 4, 6 }));
+				vst(dodd + i, __builtin_shuffle(a, b, (vi){ 1, 3, 5, 7 }));
+#endif
+			}
+			/* de/dodd wrote [q, i+q) and [q+1, i+q+1) (pl odd:
+			 * swapped); zero what follows */
+			for (r0 = i + q; r0 < hw; r0++) {
+				if (r0 > i + q || !(pl & 1))
+					er[r0] = 0.0f;
+				orw[r0] = 0.0f;
+			}
 		}
 	}
 	for (oy = 0; oy < oh; oy++) {
-		for (ox = 0; ox < owv; ox += VW) {
-			vf s = vset1(0.0f);
+		float *orow = out + (size_t)oy * ow;
 
-			for (ky = 0; ky < k; ky++) {
-				size_t ro = (size_t)(2 * oy + ky) * pw + ox;
+		/* 4 output vectors per pass: each tap's weight is broadcast
+		 * once for 4 loads and 4 FMAs */
+		for (ox = 0; ox < ow; ox += 4 * VW) {
+			vf acc[4];
+			int nvv = (ow - ox + VW - 1) / VW, v, t;
 
-				for (kx = 0; kx < k; kx++) {
-					const float *src =
-						(kx & 1) ? p1 + ro : p0 + ro;
+			if (nvv > 4)
+				nvv = 4;
+			if (nvv == 4) {
+				acc[0] = acc[1] = acc[2] = acc[3] = vset1(0.0f);
+				_Pragma("GCC unroll 25") for (t = 0; t < K * K; t++) {
+					const float *src = dw_src(K, S, pad, ev, od,
+								  pw, hw, oy, ox, t);
+					vf wt = vset1(w[t]);
 
-					s += wk[ky * k + kx] * vld(src + kx / 2);
+					acc[0] += wt * vld(src);
+					acc[1] += wt * vld(src + VW);
+					acc[2] += wt * vld(src + 2 * VW);
+					acc[3] += wt * vld(src + 3 * VW);
+				}
+			} else {
+				for (v = 0; v < nvv; v++) {
+					acc[v] = vset1(0.0f);
+					_Pragma("GCC unroll 25") for (t = 0; t < K * K; t++)
+						acc[v] += vset1(w[t]) *
+							  vld(dw_src(K, S, pad, ev, od,
+								     pw, hw, oy,
+								     ox + v * VW, t));
 				}
 			}
-			vst(acc + ox, s);
+			for (v = 0; v < nvv; v++) {
+				int o = ox + v * VW, n = ow - o < VW ? ow - o : VW;
+
+				if (n == VW)
+					vst(orow + o, dw_epi(e, acc[v], c,
+							     (int64_t)oy * ow + o, VW));
+				else
+					vst_part(orow + o,
+						 dw_epi(e, acc[v], c,
+							(int64_t)oy * ow + o, n),
+						 n);
+			}
 		}
-		k_epi_row(e, acc, out + (size_t)oy * ow, ow, c,
-			  (int64_t)oy * ow);
 	}
+}
+
+static void k_dw(const float *x, int ih, int iw, const float *w, int k,
+		 int stride, int pt, int pl, float *out, int oh, int ow,
+		 const struct mi_epi *e, int c, float *ws)
+{
+	if (k == 3 && stride == 1)
+		dw_plane(3, 1, x, ih, iw, w, pt, pl, out, oh, ow, e, c, ws);
+	else if (k == 3)
+		dw_plane(3, 2, x, ih, iw, w, pt, pl, out, oh, ow, e, c, ws);
+	else if (stride == 1)
+		dw_plane(5, 1, x, ih, iw, w, pt, pl, out, oh, ow, e, c, ws);
+	else
+		dw_plane(5, 2, x, ih, iw, w, pt, pl, out, oh, ow, e, c, ws);
 }
 
 const struct mi_cpu_kern KTAB = {

@@ -78,3 +78,23 @@ fuzz-run: $(FUZZ_BIN) fuzz-seeds
 		-max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 \
 		-max_len=65536 -print_final_stats=1 \
 		-artifact_prefix=$(O)/fuzz/run- $(O)/fuzz/corpus-run $(O)/fuzz/seeds
+
+# ---- demo: a real torchvision model through info and run --bench ------
+DEMO_MODEL ?= mobilenet_v2
+DEMOS += demo-runtime
+.PHONY: demo-runtime
+demo-runtime: $(O)/metainfer
+	@echo "=== demo-runtime: export torchvision $(DEMO_MODEL) (seeded random weights, opset 13)"
+	$(PYTHON) tools/models/export.py --out $(O)/models --only $(DEMO_MODEL)
+	@echo "=== metainfer info (graph before/after normalization, feature map)"
+	$(O)/metainfer info $(O)/models/$(DEMO_MODEL).onnx
+	@echo "=== metainfer run --bench 20 on PyTorch's seeded input"
+	@mkdir -p $(O)/demo-runtime
+	$(O)/metainfer run $(O)/models/$(DEMO_MODEL).onnx \
+		--input $(O)/models/$(DEMO_MODEL).input.npy \
+		--output $(O)/demo-runtime/$(DEMO_MODEL).npy --bench 20
+	@$(PYTHON) -c "import numpy as np; y = np.load('$(O)/demo-runtime/$(DEMO_MODEL).npy'); \
+		r = np.load('$(O)/models/$(DEMO_MODEL).output.npy'); \
+		e = float(np.abs(y - r).max() / np.abs(r).max()); \
+		print('max|metainfer - pytorch| / max|pytorch| = %.3g (%s)' % (e, 'OK' if e < 1e-4 else 'MISMATCH')); \
+		raise SystemExit(e >= 1e-4)"

@@ -194,8 +194,7 @@ static_assert(ARRAY_SIZE(mi_ioctls) == ARRAY_SIZE(mi_ioctl_min_size));
  *
  * Return: 0 or a negative errno.
  */
-static long mi_ioctl_call(struct file *filp, unsigned int index,
-			  void __user *uarg)
+long mi_ioctl_call(struct file *filp, unsigned int index, void __user *uarg)
 {
 	const struct drm_ioctl_desc *desc;
 	u8 kdata[MI_IOCTL_MAX_SIZE] __aligned(8);
@@ -231,7 +230,13 @@ static long mi_ioctl_call(struct file *filp, unsigned int index,
 	return ret;
 }
 
-static bool mi_is_driver_ioctl(unsigned int cmd)
+/**
+ * mi_is_driver_ioctl() - is @cmd one of the MetaInfer ioctl numbers?
+ * @cmd: ioctl request code
+ *
+ * Return: true for DRM driver-private numbers.
+ */
+bool mi_is_driver_ioctl(unsigned int cmd)
 {
 	unsigned int nr = _IOC_NR(cmd);
 
@@ -319,6 +324,7 @@ static const struct file_operations mi_fops = {
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
 	.show_fdinfo = mi_show_fdinfo,
+	.uring_cmd = mi_uring_cmd,
 };
 
 static const struct drm_driver mi_drm_driver = {

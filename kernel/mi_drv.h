@@ -12,6 +12,7 @@
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
 #include <linux/dma-fence.h>
+#include <linux/iosys-map.h>
 #include <drm/drm_device.h>
 #include <drm/drm_file.h>
 #include <drm/drm_gem_shmem_helper.h>
@@ -152,9 +153,7 @@ struct mi_job {
 	struct mi_op *ops;
 	struct mi_bo_map *bos;
 	struct drm_gem_object **objs;
-	struct iosys_map *maps;
 	u32 bo_count;
-	u32 mapped;
 	struct dma_fence *hw_fence;
 	struct dma_fence *done_fence;
 	unsigned long flags;
@@ -173,6 +172,10 @@ struct mi_bo {
 	struct mi_device *mdev;
 	u64 id;
 	bool counted;
+	/* kernel mapping, made by the first job that uses the buffer */
+	struct mutex map_lock;
+	struct iosys_map map;
+	bool mapped;
 };
 
 static inline struct mi_device *to_mi_device(struct drm_device *drm)
@@ -190,6 +193,12 @@ bool mi_device_is_lost(struct mi_device *mdev);
 void mi_device_mark_lost(struct mi_device *mdev);
 int mi_get_param_ioctl(struct drm_device *drm, void *data,
 		       struct drm_file *file);
+long mi_ioctl_call(struct file *filp, unsigned int index, void __user *uarg);
+bool mi_is_driver_ioctl(unsigned int cmd);
+
+/* mi_uring.c */
+struct io_uring_cmd;
+int mi_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 
 /* mi_gem.c */
 struct drm_gem_object *mi_gem_create_object(struct drm_device *drm,
@@ -201,6 +210,7 @@ int mi_bo_create_ioctl(struct drm_device *drm, void *data,
 		       struct drm_file *file);
 int mi_bo_info_ioctl(struct drm_device *drm, void *data,
 		     struct drm_file *file);
+int mi_bo_vmap(struct drm_gem_object *obj, void **vaddr);
 
 /* mi_cmd.c */
 int mi_cmd_parse(struct mi_device *mdev, const void *cmds, u32 size,

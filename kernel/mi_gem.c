@@ -34,6 +34,9 @@ static void mi_gem_free(struct drm_gem_object *obj)
 	struct mi_bo *bo = container_of(obj, struct mi_bo, base.base);
 	struct mi_device *mdev = bo->mdev;
 
+	if (bo->mapped)
+		drm_gem_shmem_vunmap(&bo->base, &bo->map);
+	mutex_destroy(&bo->map_lock);
 	if (bo->counted) {
 		trace_bo_destroy(mdev->minor, bo->id, obj->size);
 		atomic64_sub(obj->size, &mdev->bo_bytes);
@@ -70,6 +73,7 @@ struct drm_gem_object *mi_gem_create_object(struct drm_device *drm,
 	if (!bo)
 		return ERR_PTR(-ENOMEM);
 	bo->mdev = to_mi_device(drm);
+	mutex_init(&bo->map_lock);
 	bo->base.map_wc = false;
 	bo->base.base.funcs = &mi_gem_funcs;
 	return &bo->base.base;
@@ -93,6 +97,36 @@ struct drm_gem_object *mi_gem_prime_import_sg_table(struct drm_device *drm,
 	if (!IS_ERR(obj))
 		mi_bo_count(container_of(obj, struct mi_bo, base.base));
 	return obj;
+}
+
+/**
+ * mi_bo_vmap() - kernel address of a buffer, for a job
+ * @obj: a buffer of this driver
+ * @vaddr: its kernel mapping
+ *
+ * The first call maps the buffer (pinning its pages); the mapping stays
+ * until the buffer is freed, so jobs do not pay for vmap/vunmap.
+ *
+ * Return: 0, -EINVAL for an I/O-memory mapping, or the vmap error.
+ */
+int mi_bo_vmap(struct drm_gem_object *obj, void **vaddr)
+{
+	struct mi_bo *bo = container_of(obj, struct mi_bo, base.base);
+	int ret = 0;
+
+	mutex_lock(&bo->map_lock);
+	if (!bo->mapped) {
+		ret = drm_gem_shmem_vmap(&bo->base, &bo->map);
+		if (!ret && bo->map.is_iomem) {
+			drm_gem_shmem_vunmap(&bo->base, &bo->map);
+			ret = -EINVAL;
+		}
+		bo->mapped = !ret;
+	}
+	if (!ret)
+		*vaddr = bo->map.vaddr;
+	mutex_unlock(&bo->map_lock);
+	return ret;
 }
 
 /**

@@ -126,14 +126,10 @@ static void mi_job_release(struct mi_job *job)
 {
 	u32 i;
 
-	for (i = 0; i < job->mapped; i++)
-		drm_gem_shmem_vunmap(to_drm_gem_shmem_obj(job->objs[i]),
-				     &job->maps[i]);
 	for (i = 0; i < job->bo_count; i++)
 		if (job->objs[i])
 			drm_gem_object_put(job->objs[i]);
 	kvfree(job->objs);
-	kvfree(job->maps);
 	kvfree(job->bos);
 	kvfree(job->ops);
 	if (job->hw_fence) {
@@ -594,22 +590,14 @@ static int mi_job_map(struct mi_job *job)
 	u32 i;
 	int ret;
 
-	job->maps = kvcalloc(job->bo_count, sizeof(*job->maps), GFP_KERNEL);
 	job->bos = kvcalloc(job->bo_count, sizeof(*job->bos), GFP_KERNEL);
-	if (!job->maps || !job->bos)
+	if (!job->bos)
 		return -ENOMEM;
 	for (i = 0; i < job->bo_count; i++) {
-		struct drm_gem_object *obj = job->objs[i];
-
-		ret = drm_gem_shmem_vmap(to_drm_gem_shmem_obj(obj),
-					 &job->maps[i]);
+		ret = mi_bo_vmap(job->objs[i], &job->bos[i].vaddr);
 		if (ret)
 			return ret;
-		job->mapped++;
-		if (job->maps[i].is_iomem)
-			return -EINVAL;
-		job->bos[i].vaddr = job->maps[i].vaddr;
-		job->bos[i].size = obj->size;
+		job->bos[i].size = job->objs[i]->size;
 	}
 	return 0;
 }

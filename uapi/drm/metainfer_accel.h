@@ -466,6 +466,31 @@ struct drm_metainfer_get_counters {
 #define DRM_METAINFER_GET_COUNTERS_SIZE_VER0	152
 
 /* ------------------------------------------------------------------ */
+/* io_uring                                                           */
+/* ------------------------------------------------------------------ */
+
+/**
+ * struct drm_metainfer_uring_cmd - an io_uring command on a MetaInfer fd
+ *
+ * Any MetaInfer ioctl can be issued as an ``IORING_OP_URING_CMD`` on the DRM
+ * fd: set ``sqe->cmd_op`` to its ``DRM_IOCTL_METAINFER_*`` request code and
+ * put this struct in ``sqe->cmd`` (it fits the 16 bytes of a normal 64-byte
+ * SQE).  The argument struct at @arg_ptr is the same as for the ioctl, with
+ * the same size rules and results; the CQE's res is what the ioctl would
+ * return (0 or -errno).  Blocking commands (WAIT) run in io_uring's worker
+ * threads, never in the submitting task.  Other DRM ioctls (PRIME, GEM_CLOSE,
+ * syncobj) are not available this way (-ENOTTY).
+ */
+struct drm_metainfer_uring_cmd {
+	/** @arg_ptr: user pointer to the ioctl's argument struct */
+	__u64 arg_ptr;
+	/** @flags: must be 0 */
+	__u32 flags;
+	/** @pad: must be 0 */
+	__u32 pad;
+};
+
+/* ------------------------------------------------------------------ */
 /* Command stream                                                     */
 /* ------------------------------------------------------------------ */
 

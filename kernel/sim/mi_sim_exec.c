@@ -130,7 +130,7 @@ static int mi_sim_conv2d(const struct mi_op *op, struct mi_sim_ctx *ctx)
 	s32 lo = op->out_min, hi = op->out_max;
 	u64 idx;
 	s64 v;
-	u64 row_work;
+	u64 elt_work;
 	int ret;
 
 	if (!p->groups || c_n % p->groups || oc_n % p->groups || !p->stride_h ||
@@ -142,7 +142,7 @@ static int mi_sim_conv2d(const struct mi_op *op, struct mi_sim_ctx *ctx)
 	    (bias && !mi_sim_param_ok(b, oc_n)) ||
 	    (rq && (!mi_sim_param_ok(tm, oc_n) || !mi_sim_param_ok(ts, oc_n))))
 		return -EINVAL;
-	row_work = (u64)y->dim[3] * icg * w->dim[2] * w->dim[3] + 1;
+	elt_work = (u64)icg * w->dim[2] * w->dim[3] + 1;
 
 	for (n = 0; n < y->dim[0]; n++) {
 		for (oc = 0; oc < oc_n; oc++) {
@@ -162,10 +162,10 @@ static int mi_sim_conv2d(const struct mi_op *op, struct mi_sim_ctx *ctx)
 							       hi);
 					idx = mi_tensor_index(y, n, oc, oh, ow);
 					mi_tensor_set(y, idx, v);
+					ret = mi_sim_tick(ctx, elt_work);
+					if (ret)
+						return ret;
 				}
-				ret = mi_sim_tick(ctx, row_work);
-				if (ret)
-					return ret;
 			}
 		}
 	}
@@ -212,10 +212,10 @@ static int mi_sim_gemm(const struct mi_op *op, struct mi_sim_ctx *ctx)
 					       op->out_max);
 			mi_tensor_set(y, i * y->lstride[2] + j * y->lstride[3],
 				      v);
+			ret = mi_sim_tick(ctx, (u64)k_n + 1);
+			if (ret)
+				return ret;
 		}
-		ret = mi_sim_tick(ctx, (u64)n_n * k_n + 1);
-		if (ret)
-			return ret;
 	}
 	return 0;
 }
@@ -232,14 +232,14 @@ static int mi_sim_foreach(const struct mi_op *op, struct mi_sim_ctx *ctx,
 
 	for (p[0] = 0; p[0] < y->dim[0]; p[0]++)
 		for (p[1] = 0; p[1] < y->dim[1]; p[1]++)
-			for (p[2] = 0; p[2] < y->dim[2]; p[2]++) {
-				for (p[3] = 0; p[3] < y->dim[3]; p[3]++)
+			for (p[2] = 0; p[2] < y->dim[2]; p[2]++)
+				for (p[3] = 0; p[3] < y->dim[3]; p[3]++) {
 					mi_tensor_set(y, mi_sim_idx(y, p),
 						      fn(op, p, ch_dim));
-				ret = mi_sim_tick(ctx, y->dim[3] + 1);
-				if (ret)
-					return ret;
-			}
+					ret = mi_sim_tick(ctx, 1);
+					if (ret)
+						return ret;
+				}
 	return 0;
 }
 
@@ -324,15 +324,60 @@ static s64 mi_sim_floor_div(s64 a, s64 b)
 	return q;
 }
 
+/* Window rows [*k0, *k1) of a pooling window that lie inside the input. */
+static void mi_sim_window(s64 o, u32 stride, u32 pad, u32 k, u32 in, u32 *k0,
+			  u32 *k1)
+{
+	s64 first = o * stride - pad; /* input index of window element 0 */
+
+	*k0 = first < 0 ? min_t(s64, -first, k) : 0;
+	*k1 = clamp_t(s64, (s64)in - first, *k0, k);
+}
+
+/* One output element of a pooling op; @work gets the elements visited. */
+static s64 mi_sim_pool_elt(const struct mi_op *op, u32 n, u32 c, u32 oh, u32 ow,
+			   u64 *work)
+{
+	const struct drm_metainfer_op_pool *p = &op->u.pool;
+	const struct mi_tensor *x = &op->t[MI_T_IN0];
+	bool avg = op->op == DRM_METAINFER_OP_AVGPOOL;
+	s64 ih0 = (s64)oh * p->stride_h - p->pad_top;
+	s64 iw0 = (s64)ow * p->stride_w - p->pad_left;
+	s64 acc = avg ? 0 : mi_dtype_min(x->dtype), v;
+	u32 kh0, kh1, kw0, kw1, kh, kw;
+	u64 cnt;
+
+	mi_sim_window(oh, p->stride_h, p->pad_top, p->kernel_h, x->dim[2], &kh0,
+		      &kh1);
+	mi_sim_window(ow, p->stride_w, p->pad_left, p->kernel_w, x->dim[3],
+		      &kw0, &kw1);
+	for (kh = kh0; kh < kh1; kh++) {
+		for (kw = kw0; kw < kw1; kw++) {
+			v = mi_tensor_get(x, mi_tensor_index(x, n, c, ih0 + kh,
+							     iw0 + kw));
+			if (avg)
+				acc += v;
+			else if (v > acc)
+				acc = v;
+		}
+	}
+	cnt = (u64)(kh1 - kh0) * (kw1 - kw0);
+	*work = cnt + 1;
+	if (!avg)
+		return acc;
+	if (op->flags & DRM_METAINFER_OP_F_COUNT_PAD)
+		cnt = (u64)p->kernel_h * p->kernel_w;
+	return cnt ? mi_sim_floor_div(2 * acc + (s64)cnt, 2 * (s64)cnt) : 0;
+}
+
 static int mi_sim_pool(const struct mi_op *op, struct mi_sim_ctx *ctx)
 {
 	const struct drm_metainfer_op_pool *p = &op->u.pool;
 	const struct mi_tensor *x = &op->t[MI_T_IN0];
 	const struct mi_tensor *y = &op->t[MI_T_OUT];
-	bool avg = op->op == DRM_METAINFER_OP_AVGPOOL;
-	bool count_pad = op->flags & DRM_METAINFER_OP_F_COUNT_PAD;
-	u32 n, c, oh, ow, kh, kw, cnt;
-	s64 ih, iw, v, acc;
+	u32 n, c, oh, ow;
+	u64 work;
+	s64 v;
 	int ret;
 
 	if (x->dim[0] != y->dim[0] || x->dim[1] != y->dim[1] || !p->stride_h ||
@@ -343,55 +388,16 @@ static int mi_sim_pool(const struct mi_op *op, struct mi_sim_ctx *ctx)
 		for (c = 0; c < y->dim[1]; c++) {
 			for (oh = 0; oh < y->dim[2]; oh++) {
 				for (ow = 0; ow < y->dim[3]; ow++) {
-					acc = avg ? 0 : mi_dtype_min(x->dtype);
-					cnt = 0;
-					for (kh = 0; kh < p->kernel_h; kh++) {
-						ih = (s64)oh * p->stride_h -
-						     p->pad_top + kh;
-						if (ih < 0 || ih >= x->dim[2])
-							continue;
-						for (kw = 0; kw < p->kernel_w;
-						     kw++) {
-							iw = (s64)ow *
-								     p->stride_w -
-							     p->pad_left + kw;
-							if (iw < 0 ||
-							    iw >= x->dim[3])
-								continue;
-							v = mi_tensor_get(
-								x,
-								mi_tensor_index(
-									x, n, c,
-									ih,
-									iw));
-							if (avg)
-								acc += v;
-							else if (v > acc)
-								acc = v;
-							cnt++;
-						}
-					}
-					if (avg) {
-						if (count_pad)
-							cnt = p->kernel_h *
-							      p->kernel_w;
-						acc = cnt ? mi_sim_floor_div(
-								    2 * acc +
-									    cnt,
-								    2 * (s64)cnt) :
-							    0;
-					}
+					v = mi_sim_pool_elt(op, n, c, oh, ow,
+							    &work);
 					mi_tensor_set(y,
 						      mi_tensor_index(y, n, c,
 								      oh, ow),
-						      acc);
+						      v);
+					ret = mi_sim_tick(ctx, work);
+					if (ret)
+						return ret;
 				}
-				ret = mi_sim_tick(ctx,
-						  (u64)y->dim[3] * p->kernel_h *
-								  p->kernel_w +
-							  1);
-				if (ret)
-					return ret;
 			}
 		}
 	}

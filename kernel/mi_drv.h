@@ -30,6 +30,17 @@ extern unsigned long mi_max_bo_size;
 
 /**
  * struct mi_counters - job counters kept per device and per context
+ * @jobs_submitted: jobs accepted by SUBMIT
+ * @jobs_completed: jobs finished with status 0
+ * @jobs_failed: jobs finished with another error than -ETIMEDOUT
+ * @jobs_timed_out: jobs finished with -ETIMEDOUT
+ * @busy_ns: execution time reported by the backend
+ * @macs: MACs reported by the backend
+ * @dma_bytes_in: bytes read, reported by the backend
+ * @dma_bytes_out: bytes written, reported by the backend
+ * @inflight: submitted and not yet finished
+ * @stall_ns: memory stall time reported by the backend
+ * @queue_wait_ns: time from submit to run_job
  */
 struct mi_counters {
 	atomic64_t jobs_submitted;
@@ -49,16 +60,27 @@ struct mi_job;
 
 /**
  * struct mi_queue - one hardware queue, driven by one drm_sched
+ * @mdev: owning device
+ * @index: queue index
+ * @sched_ready: @sched was initialised
+ * @run_lock: serializes the backend's run_job and reset on this queue
+ * @dead: set under @run_lock at unregister; no run_job afterwards
+ * @lock: protects @active (taken from any context)
+ * @active: the job the backend holds, or NULL
+ * @fence_lock: lock of the hardware fences
+ * @fence_context: dma_fence context of the hardware fences
+ * @fence_seqno: last hardware fence seqno (scheduler thread only)
+ * @jobs_run: jobs handed to run_job
+ * @resets: timeouts handled on this queue
+ * @sched: the scheduler
+ * @name: scheduler (thread) name
  */
 struct mi_queue {
 	struct mi_device *mdev;
 	u32 index;
 	bool sched_ready;
-	/* run_lock: serializes backend run_job/reset on this queue */
 	struct mutex run_lock;
-	/* dead: set under run_lock at unregister, no more run_job after */
 	bool dead;
-	/* lock: protects @active (taken from any context) */
 	spinlock_t lock;
 	struct mi_job *active;
 	spinlock_t fence_lock;
@@ -72,6 +94,30 @@ struct mi_queue {
 
 /**
  * struct mi_device - one registered accelerator
+ * @drm: its DRM device (@drm->dev_private points back here)
+ * @parent: the backend's device
+ * @ops: backend ops
+ * @caps: capabilities (copy; name strings point into @name/@backend)
+ * @name: personality name
+ * @backend: backend module name
+ * @priv: backend data
+ * @num_queues: number of hardware queues
+ * @minor: render minor, -1 until registered
+ * @lost: a reset failed; no new work
+ * @registered: between register and unregister
+ * @reset_lock: serializes resets across queues
+ * @queues: the hardware queues
+ * @counters: device-wide job counters
+ * @bo_count: live buffer objects
+ * @bo_bytes: bytes of live buffer objects
+ * @bo_seq: last buffer id (tracepoints)
+ * @ctx_count: live contexts
+ * @file_count: open files
+ * @job_count: live job structs
+ * @resets: timeouts handled
+ * @resets_failed: resets that failed
+ * @debugfs: debugfs directory
+ * @hwmon: hwmon device, if the backend has sensors
  */
 struct mi_device {
 	struct drm_device *drm;
@@ -98,12 +144,17 @@ struct mi_device {
 	atomic64_t resets_failed;
 	struct dentry *debugfs;
 	struct device *hwmon;
-	struct list_head link;
 };
 
 /**
  * struct mi_file - per open file state (outlives the drm_file while
  * contexts of it are alive)
+ * @ref: references: the file and each context
+ * @mdev: device
+ * @ctxs: contexts by id
+ * @client_id: drm-client-id of fdinfo
+ * @engine_ns: busy time per queue (fdinfo drm-engine-q<i>)
+ * @jobs: finished jobs per queue
  */
 struct mi_file {
 	struct kref ref;
@@ -116,6 +167,22 @@ struct mi_file {
 
 /**
  * struct mi_ctx - an execution context: one entity on one queue
+ * @ref: references: the file's table, lookups and each job
+ * @mfile: owning file state (referenced)
+ * @mdev: device
+ * @q: its queue
+ * @id: id within the file
+ * @priority: DRM_METAINFER_PRIORITY_x
+ * @entity: its drm_sched entity
+ * @submit_lock: orders seqno allocation, arm and push
+ * @seqno: last issued seqno (under @submit_lock)
+ * @last_seqno: last published seqno (read locklessly)
+ * @jobs: seqno -> finished fence (with a reference) of unretired jobs
+ * @errors: seqno -> xa_mk_value(-status) of retired failed jobs
+ * @nr_errors: entries in @errors
+ * @errors_evicted: highest seqno whose error was dropped
+ * @errors_lock: protects @errors bookkeeping
+ * @counters: the context's job counters
  */
 struct mi_ctx {
 	struct kref ref;
@@ -125,14 +192,13 @@ struct mi_ctx {
 	u32 id;
 	u32 priority;
 	struct drm_sched_entity entity;
-	/* submit_lock: orders arm + push and seqno allocation */
 	struct mutex submit_lock;
-	u64 seqno;		/* last issued, under submit_lock */
-	u64 last_seqno;		/* last published, read locklessly */
-	struct xarray jobs;	/* seqno -> finished fence (with a ref) */
-	struct xarray errors;	/* seqno -> xa_mk_value(-status) */
+	u64 seqno;
+	u64 last_seqno;
+	struct xarray jobs;
+	struct xarray errors;
 	unsigned long nr_errors;
-	u64 errors_evicted;	/* highest seqno whose error was dropped */
+	u64 errors_evicted;
 	struct mutex errors_lock;
 	struct mi_counters counters;
 };
@@ -143,6 +209,22 @@ struct mi_ctx {
 
 /**
  * struct mi_job - a submitted job
+ * @base: drm_sched job
+ * @mdev: device
+ * @ctx: context (referenced)
+ * @q: queue
+ * @desc: what the backend sees
+ * @ops: validated ops
+ * @bos: kernel mappings of @objs
+ * @objs: the job's buffers (referenced)
+ * @bo_count: entries in @objs
+ * @hw_fence: fence signalled when the job finishes
+ * @flags: MI_JOB_* bits
+ * @status: final status
+ * @submit_time: when it was queued
+ * @start_time: when run_job was called
+ * @stats: what the backend reported
+ * @seqno: sequence number in its context
  */
 struct mi_job {
 	struct drm_sched_job base;
@@ -155,7 +237,6 @@ struct mi_job {
 	struct drm_gem_object **objs;
 	u32 bo_count;
 	struct dma_fence *hw_fence;
-	struct dma_fence *done_fence;
 	unsigned long flags;
 	int status;
 	ktime_t submit_time;
@@ -166,13 +247,19 @@ struct mi_job {
 
 /**
  * struct mi_bo - a buffer object
+ * @base: shmem GEM object (must be first)
+ * @mdev: device
+ * @id: id in tracepoints
+ * @counted: included in the device's buffer count
+ * @map_lock: protects @map and @mapped
+ * @map: kernel mapping, made by the first job that uses the buffer
+ * @mapped: @map is valid
  */
 struct mi_bo {
-	struct drm_gem_shmem_object base;	/* must be first */
+	struct drm_gem_shmem_object base;
 	struct mi_device *mdev;
 	u64 id;
 	bool counted;
-	/* kernel mapping, made by the first job that uses the buffer */
 	struct mutex map_lock;
 	struct iosys_map map;
 	bool mapped;

@@ -191,8 +191,9 @@ static struct dma_fence *mi_sched_run_job(struct drm_sched_job *sj)
 	atomic64_inc(&q->jobs_run);
 
 	mutex_lock(&q->run_lock);
-	if (q->dead || mi_device_is_lost(mdev) ||
-	    sj->s_fence->finished.error) {
+	if (sj->s_fence->finished.error) {
+		ret = sj->s_fence->finished.error;
+	} else if (q->dead || mi_device_is_lost(mdev)) {
 		ret = -ENODEV;
 	} else {
 		spin_lock_irq(&q->lock);

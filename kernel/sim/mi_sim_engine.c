@@ -25,8 +25,9 @@
 
 /*
  * Temperature at time @t.  Folds the idle gaps and the scheduled busy
- * segments up to @t into the committed state when @commit; returns the
- * power drawn at @t in @power.  Called with the lock held.
+ * segments up to @t into the committed state when @commit (only the
+ * worker does, at a job's start); returns the power drawn at @t in
+ * @power.  Called with the lock held.
  */
 static s64 mi_sim_temp_at(struct mi_sim_dev *sdev, s64 t, bool commit,
 			  u32 *power)
@@ -166,9 +167,13 @@ static void mi_sim_work(struct work_struct *work)
 		return;
 	}
 	now = ktime_get_ns();
-	mi_sim_temp_at(sdev, now, true, NULL);
 	start = max(q->t_run, sdev->array_free);
-	temp = mi_sim_temp_at(sdev, start, false, NULL);
+	/*
+	 * Starts are monotonic (the array is serialised), so the state can
+	 * be folded up to this one even when the computation ran late and
+	 * the start lies in the past: no busy segment can come before it.
+	 */
+	temp = mi_sim_temp_at(sdev, start, true, NULL);
 	mi_sim_throttle_update(sdev, temp, true);
 	clock = max_t(u64, sdev->pers.clock_hz >> sdev->level, 1);
 	total = mi_sim_job_time(&sdev->pers, clock, d, &js, &work_ops);
@@ -295,7 +300,7 @@ static int mi_sim_read_counters(struct mi_device *mdev,
 	u32 power;
 
 	spin_lock_bh(&sdev->lock);
-	c->temp_mc = mi_sim_temp_at(sdev, ktime_get_ns(), true, &power);
+	c->temp_mc = mi_sim_temp_at(sdev, ktime_get_ns(), false, &power);
 	mi_sim_throttle_update(sdev, c->temp_mc, false);
 	c->power_mw = power;
 	c->clock_khz = div_u64(sdev->pers.clock_hz >> sdev->level, 1000);
@@ -329,7 +334,8 @@ void mi_sim_engine_status(struct mi_sim_dev *sdev, struct mi_sim_status *st)
 
 	spin_lock_bh(&sdev->lock);
 	*st = sdev->st;
-	st->temp_mc = mi_sim_temp_at(sdev, ktime_get_ns(), true, &st->power_mw);
+	st->temp_mc =
+		mi_sim_temp_at(sdev, ktime_get_ns(), false, &st->power_mw);
 	mi_sim_throttle_update(sdev, st->temp_mc, false);
 	st->throttle_level = sdev->level;
 	st->clock_hz = sdev->pers.clock_hz >> sdev->level;
@@ -357,9 +363,9 @@ void mi_sim_pers_get(struct mi_sim_dev *sdev, struct mi_sim_personality *p)
  * @str: key=value pairs; modified in place
  *
  * Fields the core was told at registration (MACs/cycle, op mask, queues)
- * cannot change; the others take effect from the next job on.  The thermal
- * state is folded up to now first, so a new ambient or thermal resistance
- * applies from now on.
+ * cannot change; the others take effect from the next job on (thermal
+ * ones also for the time since the last job started, which is integrated
+ * lazily).
  *
  * Return: 0 or the error of mi_sim_pers_apply().
  */
@@ -373,7 +379,6 @@ int mi_sim_pers_update(struct mi_sim_dev *sdev, char *str)
 	if (ret)
 		return ret;
 	spin_lock_bh(&sdev->lock);
-	mi_sim_temp_at(sdev, ktime_get_ns(), true, NULL);
 	sdev->pers = p;
 	spin_unlock_bh(&sdev->lock);
 	return 0;

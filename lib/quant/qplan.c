@@ -45,7 +45,12 @@ struct qnode {
 	uint32_t magic;
 	/* undo information for fini() */
 	int orig_ninputs, orig_in0, orig_out0;
-	int killed[5], nkilled;
+	int killed[8], nkilled;
+	int orig_in1;
+	/* Add / MaxPool on quantized data */
+	struct mi_qadd_args add;
+	struct mi_qpool_shape pool;
+	bool pool_s8;
 	bool is_conv;
 	struct mi_qconv cv;
 	struct mi_qweights w; /* GEMM */
@@ -127,6 +132,8 @@ static void qnode_fini(struct mi_graph *g, struct mi_node *n)
 	if (q->orig_ninputs) {
 		n->ninputs = q->orig_ninputs;
 		n->inputs[0] = q->orig_in0;
+		if (q->orig_ninputs > 1)
+			n->inputs[1] = q->orig_in1;
 		n->outputs[0] = q->orig_out0;
 		for (int i = 0; i < q->nkilled; i++)
 			g->nodes[q->killed[i]].dead = false;
@@ -678,6 +685,7 @@ static void rewire(struct mi_graph *g, struct mi_node *n, int xq, const struct c
 
 	q->orig_ninputs = n->ninputs;
 	q->orig_in0 = n->inputs[0];
+	q->orig_in1 = n->ninputs > 1 ? n->inputs[1] : -1;
 	q->orig_out0 = n->outputs[0];
 	kill_if_unused(g, q, xdq, n);
 	kill_if_unused(g, q, wdq, n);
@@ -853,6 +861,184 @@ out:
 	return err;
 }
 
+/* ---- Add and MaxPool on quantized tensors --------------------------------- */
+
+static int qadd_run(struct mi_graph *g, struct mi_node *n)
+{
+	struct qnode *q = n->priv;
+
+	mi_qadd(mi_in(g, n, 0)->data, mi_in(g, n, 1)->data, mi_tensor_numel(mi_out(g, n, 0)),
+		&q->add, mi_out(g, n, 0)->data);
+	return 0;
+}
+
+struct qpool_job {
+	const struct qnode *q;
+	const uint8_t *x;
+	uint8_t *y;
+};
+
+static void qpool_item(void *arg, int i, int tid)
+{
+	const struct qpool_job *j = arg;
+	const struct mi_qpool_shape *s = &j->q->pool;
+
+	mi_qmaxpool_plane(j->x + (size_t)i * s->h * s->w, s, j->q->pool_s8,
+			  (uint8_t *)j->q->sh->ws + (size_t)tid * (s->w + 64),
+			  j->y + (size_t)i * s->oh * s->ow);
+}
+
+static int qpool_run(struct mi_graph *g, struct mi_node *n)
+{
+	struct mi_tensor *x = mi_in(g, n, 0);
+	struct qpool_job j = { n->priv, x->data, mi_out(g, n, 0)->data };
+
+	pool_for((int)(x->dims[0] * x->dims[1]), qpool_item, &j);
+	return 0;
+}
+
+static bool same_q(const struct qact *a, const struct qact *b)
+{
+	return a->scale == b->scale && a->zp == b->zp && a->dtype == b->dtype;
+}
+
+/* Rewire a node to read xs[0..nx) and write c->out (Add, MaxPool). */
+static void rewire_n(struct mi_graph *g, struct mi_node *n, const int *xs, int nx,
+		     const struct chain *c)
+{
+	struct qnode *q = n->priv;
+
+	q->orig_ninputs = n->ninputs;
+	q->orig_in0 = n->inputs[0];
+	q->orig_in1 = n->ninputs > 1 ? n->inputs[1] : -1;
+	q->orig_out0 = n->outputs[0];
+	for (int i = 0; i < nx; i++)
+		n->inputs[i] = xs[i];
+	if (c->act)
+		kill(g, q, c->act);
+	if (c->q)
+		kill(g, q, c->q);
+	n->outputs[0] = c->out;
+	g->tensors[c->out].producer = (int)(n - g->nodes);
+}
+
+static int try_qadd(struct mi_graph *g, struct mi_node *n)
+{
+	struct mi_node *da, *db;
+	struct qact a, b;
+	struct chain c;
+	struct mi_tensor *y = mi_out(g, n, 0);
+	struct qnode *q;
+
+	if (strcmp(n->op_type, "Add") || n->domain[0] || n->ninputs != 2 || n->noutputs != 1)
+		return 0;
+	da = producer(g, n->inputs[0], "DequantizeLinear");
+	db = producer(g, n->inputs[1], "DequantizeLinear");
+	if (!da || !db || !act_params(g, da, 0, 1, 2, &a) || !act_params(g, db, 0, 1, 2, &b))
+		return skip(n, "inputs are not per-tensor uint8/int8 DequantizeLinear");
+	if (!mi_tensor_shape_known(y) || mi_tensor_numel(mi_in(g, n, 0)) != mi_tensor_numel(y) ||
+	    mi_tensor_numel(mi_in(g, n, 1)) != mi_tensor_numel(y))
+		return skip(n, "broadcasting Add");
+	follow_chain(g, n->outputs[0], &c);
+	if (!c.q || (c.act && strcmp(c.act->op_type, "Relu")))
+		return skip(n, "not followed by [Relu] QuantizeLinear");
+	q = qnode_new(qadd_run);
+	if (!q)
+		return -ENOMEM;
+	q->add = (struct mi_qadd_args){
+		.sa = a.scale, .sb = b.scale, .sy = c.y.scale,
+		.za = a.zp, .zb = b.zp, .zy = c.y.zp,
+		.a_s8 = a.dtype == MI_DT_INT8, .b_s8 = b.dtype == MI_DT_INT8,
+		.y_s8 = c.y.dtype == MI_DT_INT8, .relu = c.act != NULL,
+		.lo = c.y.dtype == MI_DT_INT8 ? -128.0f : 0.0f,
+		.hi = c.y.dtype == MI_DT_INT8 ? 127.0f : 255.0f,
+	};
+	n->priv = q;
+	int xs[2] = { a.t, b.t };
+
+	rewire_n(g, n, xs, 2, &c);
+	return 0;
+}
+
+static int try_qpool(struct mi_graph *g, struct mi_node *n)
+{
+	struct mi_node *dx;
+	struct qact a;
+	struct chain c;
+	struct mi_spatial sp;
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	const int64_t *ks;
+	int cnt;
+	struct qnode *q;
+
+	if (strcmp(n->op_type, "MaxPool") || n->domain[0] || n->noutputs != 1)
+		return 0;
+	dx = producer(g, n->inputs[0], "DequantizeLinear");
+	if (!dx || !act_params(g, dx, 0, 1, 2, &a) || !x || x->ndim != 4 ||
+	    !mi_tensor_shape_known(x) || !mi_tensor_shape_known(y))
+		return skip(n, "input is not a per-tensor uint8/int8 DequantizeLinear of NCHW");
+	follow_chain(g, n->outputs[0], &c);
+	if (!c.q || c.act || !same_q(&a, &c.y))
+		return skip(n, "not followed by a QuantizeLinear with the input's parameters");
+	ks = mi_attr_ints(n, "kernel_shape", &cnt);
+	if (!ks || cnt != 2)
+		return skip(n, "kernel_shape");
+	memset(&sp, 0, sizeof(sp));
+	sp.kernel[0] = ks[0];
+	sp.kernel[1] = ks[1];
+	if (mi_ops_spatial(g, n, &sp, x, 1)) {
+		g->err[0] = 0;
+		return skip(n, "pooling attributes");
+	}
+	q = qnode_new(qpool_run);
+	if (!q)
+		return -ENOMEM;
+	q->pool = (struct mi_qpool_shape){
+		.h = (int)x->dims[2], .w = (int)x->dims[3], .oh = (int)y->dims[2],
+		.ow = (int)y->dims[3], .kh = (int)ks[0], .kw = (int)ks[1],
+		.sh = (int)sp.stride[0], .sw = (int)sp.stride[1], .dh = (int)sp.dil[0],
+		.dw = (int)sp.dil[1], .pt = (int)sp.pad_begin[0], .pl = (int)sp.pad_begin[1],
+	};
+	q->pool_s8 = a.dtype == MI_DT_INT8;
+	if ((int64_t)(q->pool.w + 64) * 64 > shared_need)
+		shared_need = (int64_t)(q->pool.w + 64) * 64;
+	n->priv = q;
+	rewire_n(g, n, &a.t, 1, &c);
+	return 0;
+}
+
+/* DequantizeLinear nodes nobody reads any more (every consumer now takes
+ * the quantized tensor): dead, undone with the node that bypassed them. */
+static void kill_unused_dq(struct mi_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *d = &g->nodes[i];
+		struct qnode *owner = NULL;
+		bool used = false;
+
+		if (d->dead || strcmp(d->op_type, "DequantizeLinear") || d->domain[0] ||
+		    (g->tensors[d->outputs[0]].flags & MI_TF_OUTPUT))
+			continue;
+		for (int j = 0; j < g->nnodes && !used; j++) {
+			struct mi_node *n = &g->nodes[j];
+
+			if (n->dead)
+				continue;
+			for (int k = 0; k < n->ninputs; k++) {
+				if (n->inputs[k] == d->outputs[0])
+					used = true;
+				if (n->inputs[k] == d->inputs[0] && mi_quant_node_is(n) &&
+				    !owner && ((struct qnode *)n->priv)->nkilled < 8)
+					owner = n->priv;
+			}
+		}
+		if (!used && owner) {
+			d->dead = true;
+			owner->killed[owner->nkilled++] = i;
+		}
+	}
+}
+
 int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 {
 	struct qshared *sh;
@@ -873,6 +1059,10 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		err = try_qlinear(g, n);
 		if (!err && !n->priv)
 			err = try_qdq(g, n);
+		if (!err && !n->priv)
+			err = try_qadd(g, n);
+		if (!err && !n->priv)
+			err = try_qpool(g, n);
 		nq += n->priv != NULL && mi_quant_node_is(n);
 	}
 	if (err)
@@ -892,6 +1082,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	}
 	if (!nq)
 		return 0;
+	kill_unused_dq(g);
 	sh = calloc(1, sizeof(*sh));
 	if (sh)
 		sh->ws = aligned_alloc(64, ((size_t)shared_need + 127) & ~(size_t)63);

@@ -49,4 +49,21 @@ int mi_qmm_shape(struct mi_graph *g, struct mi_node *n,
 		 const struct mi_tensor *a, const struct mi_tensor *b,
 		 struct mi_qmm_shape *s);
 
+/* y = Q(act(DQ(a) + DQ(b))), same shapes, per-tensor parameters; the
+ * same float operations as the reference ops in the same order. */
+struct mi_qadd_args {
+	float sa, sb, sy;
+	int32_t za, zb, zy;
+	bool a_s8, b_s8, y_s8, relu;
+	float lo, hi; /* output range (qmin, qmax) */
+};
+void mi_qadd(const void *a, const void *b, int64_t n, const struct mi_qadd_args *p, void *y);
+
+struct mi_qpool_shape {
+	int h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+};
+/* MaxPool of one uint8 (or int8) plane; tmp: w bytes. */
+void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8,
+		       uint8_t *tmp, uint8_t *y);
+
 #endif /* MI_QUANT_IMPL_H */

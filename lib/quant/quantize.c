@@ -209,6 +209,40 @@ static int find_nodes(struct qctx *c)
 		if (!is_graph_output(g, q.out) && qt_add(c, q.out))
 			return -ENOMEM;
 	}
+	/* Add (residual) and MaxPool run on quantized data too: quantize
+	 * their inputs and output (through a sole Relu after Add) */
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *n = &g->nodes[i];
+		bool add = !strcmp(n->op_type, "Add"), pool = !strcmp(n->op_type, "MaxPool");
+		int y, only = -1;
+
+		if (n->dead || n->domain[0] || (!add && !pool) || n->noutputs != 1)
+			continue;
+		bool ok = true;
+
+		for (int j = 0; j < n->ninputs; j++) {
+			const struct mi_tensor *t = n->inputs[j] >= 0 ? &g->tensors[n->inputs[j]] : NULL;
+
+			if (!t || t->dtype != MI_DT_FLOAT || (t->flags & MI_TF_CONST) ||
+			    !mi_tensor_shape_known(t))
+				ok = false;
+		}
+		y = n->outputs[0];
+		if (!ok || (add && (n->ninputs != 2 ||
+				    mi_tensor_numel(&g->tensors[n->inputs[0]]) !=
+					    mi_tensor_numel(&g->tensors[n->inputs[1]]))))
+			continue;
+		if (add && !is_graph_output(g, y) && consumers(g, y, &only) == 1 &&
+		    !strcmp(g->nodes[only].op_type, "Relu"))
+			y = g->nodes[only].outputs[0];
+		if (is_graph_output(g, y))
+			continue;
+		for (int j = 0; j < n->ninputs; j++)
+			if (qt_add(c, n->inputs[j]))
+				return -ENOMEM;
+		if (qt_add(c, y))
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -462,6 +496,22 @@ static int calibrate(struct qctx *c, struct calib *cal)
 		double z = nearbyint(-mn / q->scale);
 
 		q->zp = z < 0 ? 0 : z > 255 ? 255 : (int)z;
+	}
+	/* MaxPool output: the input's parameters, so DQ -> MaxPool -> Q runs
+	 * on uint8 directly (max commutes with quantization) */
+	for (int o = 0; o < g->norder; o++) {
+		struct mi_node *n = &g->nodes[g->order[o]];
+		int qi, qo;
+
+		if (strcmp(n->op_type, "MaxPool") || n->domain[0] || n->noutputs != 1 ||
+		    n->inputs[0] < 0)
+			continue;
+		qi = c->qt_of[n->inputs[0]];
+		qo = c->qt_of[n->outputs[0]];
+		if (qi >= 0 && qo >= 0) {
+			c->qt[qo].scale = c->qt[qi].scale;
+			c->qt[qo].zp = c->qt[qi].zp;
+		}
 	}
 	return 0;
 }

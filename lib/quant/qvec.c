@@ -6,6 +6,7 @@
  * results are identical.
  */
 #include <math.h>
+#include <string.h>
 
 #include <immintrin.h>
 
@@ -147,4 +148,161 @@ void mi_dequantize(const void *x, int dtype, int64_t n, float scale,
 	}
 	for (; i < n; i++)
 		y[i] = (float)((int64_t)((const int32_t *)x)[i] - zp) * scale;
+}
+
+/* ---- QLinear-style Add: y = Q(act(DQ(a) + DQ(b))) ------------------------ */
+
+static inline float qadd_one(int32_t a, int32_t b, const struct mi_qadd_args *p)
+{
+	float v = (float)(a - p->za) * p->sa + (float)(b - p->zb) * p->sb;
+
+	if (p->relu)
+		v = v > 0.0f ? v : 0.0f;
+	v = nearbyintf(v / p->sy) + (float)p->zy;
+	return v < p->lo ? p->lo : v > p->hi ? p->hi : v;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t
+qadd_avx512(const uint8_t *a, const uint8_t *b, int64_t n, const struct mi_qadd_args *p,
+	    uint8_t *y)
+{
+	__m512 sa = _mm512_set1_ps(p->sa), sb = _mm512_set1_ps(p->sb), sy = _mm512_set1_ps(p->sy);
+	__m512i za = _mm512_set1_epi32(p->za), zb = _mm512_set1_epi32(p->zb);
+	__m512 zy = _mm512_set1_ps((float)p->zy), lo = _mm512_set1_ps(p->lo);
+	__m512 hi = _mm512_set1_ps(p->hi), zero = _mm512_setzero_ps();
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i ba = _mm_loadu_si128((const __m128i *)(a + i));
+		__m128i bb = _mm_loadu_si128((const __m128i *)(b + i));
+		__m512i ia = p->a_s8 ? _mm512_cvtepi8_epi32(ba) : _mm512_cvtepu8_epi32(ba);
+		__m512i ib = p->b_s8 ? _mm512_cvtepi8_epi32(bb) : _mm512_cvtepu8_epi32(bb);
+		__m512 va = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(ia, za)), sa);
+		__m512 vb = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(ib, zb)), sb);
+		__m512 v = _mm512_add_ps(va, vb);
+
+		if (p->relu)
+			v = _mm512_max_ps(v, zero);
+		v = _mm512_roundscale_ps(_mm512_div_ps(v, sy),
+					 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, zy), lo), hi);
+		_mm_storeu_si128((__m128i *)(y + i), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
+	}
+	return i;
+}
+
+__attribute__((target("avx2,fma"))) static int64_t
+qadd_avx2(const uint8_t *a, const uint8_t *b, int64_t n, const struct mi_qadd_args *p,
+	  uint8_t *y)
+{
+	__m256 sa = _mm256_set1_ps(p->sa), sb = _mm256_set1_ps(p->sb), sy = _mm256_set1_ps(p->sy);
+	__m256i za = _mm256_set1_epi32(p->za), zb = _mm256_set1_epi32(p->zb);
+	__m256 zy = _mm256_set1_ps((float)p->zy), lo = _mm256_set1_ps(p->lo);
+	__m256 hi = _mm256_set1_ps(p->hi), zero = _mm256_setzero_ps();
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m128i ba = _mm_loadl_epi64((const __m128i *)(a + i));
+		__m128i bb = _mm_loadl_epi64((const __m128i *)(b + i));
+		__m256i ia = p->a_s8 ? _mm256_cvtepi8_epi32(ba) : _mm256_cvtepu8_epi32(ba);
+		__m256i ib = p->b_s8 ? _mm256_cvtepi8_epi32(bb) : _mm256_cvtepu8_epi32(bb);
+		__m256 va = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(ia, za)), sa);
+		__m256 vb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(ib, zb)), sb);
+		__m256 v = _mm256_add_ps(va, vb);
+
+		if (p->relu)
+			v = _mm256_max_ps(v, zero);
+		v = _mm256_round_ps(_mm256_div_ps(v, sy), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, zy), lo), hi);
+		__m256i q = _mm256_cvttps_epi32(v);
+		__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+
+		_mm_storel_epi64((__m128i *)(y + i), p->y_s8 ? _mm_packs_epi16(w, w) :
+							   _mm_packus_epi16(w, w));
+	}
+	return i;
+}
+
+void mi_qadd(const void *a, const void *b, int64_t n, const struct mi_qadd_args *p, void *y)
+{
+	const uint8_t *ua = a, *ub = b;
+	uint8_t *uy = y;
+	int64_t i = 0;
+
+	switch (mi_quant_isa()) {
+	case MI_QISA_AVX512:
+		i = qadd_avx512(ua, ub, n, p, uy);
+		break;
+	case MI_QISA_AVX2:
+		i = qadd_avx2(ua, ub, n, p, uy);
+		break;
+	}
+	for (; i < n; i++) {
+		int32_t va = p->a_s8 ? (int8_t)ua[i] : ua[i], vb = p->b_s8 ? (int8_t)ub[i] : ub[i];
+
+		uy[i] = (uint8_t)(int)qadd_one(va, vb, p);
+	}
+}
+
+/* ---- MaxPool on quantized data (max commutes with quantization) --------- */
+
+__attribute__((target("avx2"))) static void vmax_avx2(uint8_t *t, const uint8_t *r, int n,
+						      bool s8)
+{
+	int i = 0;
+
+	for (; i + 32 <= n; i += 32) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)(t + i));
+		__m256i b = _mm256_loadu_si256((const __m256i *)(r + i));
+
+		_mm256_storeu_si256((__m256i *)(t + i),
+				    s8 ? _mm256_max_epi8(a, b) : _mm256_max_epu8(a, b));
+	}
+	for (; i < n; i++)
+		t[i] = s8 ? ((int8_t)r[i] > (int8_t)t[i] ? r[i] : t[i]) : (r[i] > t[i] ? r[i] : t[i]);
+}
+
+static void vmax_c(uint8_t *t, const uint8_t *r, int n, bool s8)
+{
+	for (int i = 0; i < n; i++)
+		t[i] = s8 ? ((int8_t)r[i] > (int8_t)t[i] ? r[i] : t[i]) : (r[i] > t[i] ? r[i] : t[i]);
+}
+
+/* One channel plane; tmp: w bytes. */
+void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8,
+		       uint8_t *tmp, uint8_t *y)
+{
+	bool v = mi_quant_isa() >= MI_QISA_AVX2;
+
+	for (int oy = 0; oy < s->oh; oy++) {
+		bool any = false;
+
+		for (int ky = 0; ky < s->kh; ky++) {
+			int iy = oy * s->sh - s->pt + ky * s->dh;
+
+			if (iy < 0 || iy >= s->h)
+				continue;
+			if (!any)
+				memcpy(tmp, x + (size_t)iy * s->w, s->w);
+			else if (v)
+				vmax_avx2(tmp, x + (size_t)iy * s->w, s->w, s8);
+			else
+				vmax_c(tmp, x + (size_t)iy * s->w, s->w, s8);
+			any = true;
+		}
+		for (int ox = 0; ox < s->ow; ox++) {
+			int m = s8 ? -128 : 0;
+
+			for (int kx = 0; kx < s->kw && any; kx++) {
+				int ix = ox * s->sw - s->pl + kx * s->dw;
+
+				if (ix < 0 || ix >= s->w)
+					continue;
+				int e = s8 ? (int8_t)tmp[ix] : tmp[ix];
+
+				m = e > m ? e : m;
+			}
+			y[(size_t)oy * s->ow + ox] = (uint8_t)m;
+		}
+	}
 }

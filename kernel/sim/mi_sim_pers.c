@@ -306,6 +306,7 @@ int mi_sim_pers_apply(struct mi_sim_personality *p, char *str, bool live_only)
 		if (ret)
 			return ret;
 	}
+	tmp.op_mask &= MI_SIM_ALL_OPS; /* bit 0 is no op */
 	/* int8 is always advertised, so it needs a MAC rate */
 	if (!tmp.macs_int8)
 		return -EINVAL;

@@ -280,23 +280,35 @@ static bool recover_weights_one(const struct mi_tensor *wt, int64_t noc, int64_t
 	out->own = malloc(n);
 	if (!out->scale || !out->own)
 		goto fail;
-	for (int64_t i = 0; i < n; i++) {
-		int64_t c = (i / inner) % noc;
-		float a = fabsf(w[i]);
+	int64_t outer = n / (noc * inner);
 
-		if (!isfinite(a))
-			goto fail;
-		out->scale[c] = a > out->scale[c] ? a : out->scale[c];
-	}
+	for (int64_t o = 0, i = 0; o < outer; o++)
+		for (int64_t c = 0; c < noc; c++) {
+			float m = out->scale[c];
+
+			for (int64_t k = 0; k < inner; k++, i++) {
+				float a = fabsf(w[i]);
+
+				if (!isfinite(a))
+					goto fail;
+				m = a > m ? a : m;
+			}
+			out->scale[c] = m;
+		}
 	for (int64_t c = 0; c < noc; c++)
 		out->scale[c] = out->scale[c] > 0 ? out->scale[c] / 127.0f : 1.0f;
-	for (int64_t i = 0; i < n; i++) {
-		float v = w[i] / out->scale[(i / inner) % noc], r = nearbyintf(v);
+	for (int64_t o = 0, i = 0; o < outer; o++)
+		for (int64_t c = 0; c < noc; c++) {
+			float sc = out->scale[c];
 
-		if (fabsf(v - r) > 1e-3f || r < -128 || r > 127)
-			goto fail;
-		out->own[i] = (int8_t)r;
-	}
+			for (int64_t k = 0; k < inner; k++, i++) {
+				float v = w[i] / sc, r = __builtin_roundevenf(v);
+
+				if (fabsf(v - r) > 1e-3f || r < -128 || r > 127)
+					goto fail;
+				out->own[i] = (int8_t)r;
+			}
+		}
 	out->q = out->own;
 	return true;
 fail:

@@ -77,7 +77,7 @@ static s64 mi_sim_temp_at(struct mi_sim_dev *sdev, s64 t, bool commit,
 	return temp;
 }
 
-/* Step the clock down when hot (@may_raise), up again once cooled. */
+/* Step the clock down when hot (@may_raise); full clock once cooled. */
 static void mi_sim_throttle_update(struct mi_sim_dev *sdev, s64 temp,
 				   bool may_raise)
 {
@@ -87,9 +87,8 @@ static void mi_sim_throttle_update(struct mi_sim_dev *sdev, s64 temp,
 	    sdev->level < MI_SIM_MAX_THROTTLE) {
 		sdev->level++;
 		sdev->st.throttle_events++;
-	} else if (temp < (s64)p->throttle_mc - MI_SIM_HYSTERESIS_MC &&
-		   sdev->level > 0) {
-		sdev->level--;
+	} else if (temp < (s64)p->throttle_mc - MI_SIM_HYSTERESIS_MC) {
+		sdev->level = 0;
 	}
 }
 

@@ -24,3 +24,18 @@ $(SIM_UT): $(SIM_UT_DEPS) | $(O)
 check-sim-ut: $(SIM_UT)
 	$(SIM_UT) model
 	$(PYTHON) kernel/sim/tests/sim_ref.py $(SIM_UT) 1 600
+
+# End-to-end test in the test VM (~1.5 min under TCG): control files,
+# timing model through the core's counters, throttling, fault knobs,
+# removal with jobs in flight.  Uses the selftests' helper library.
+SIM_TEST := $(O)/kernel/sim/sim_test
+ALL += $(SIM_TEST)
+CHECKS += check-sim-vm
+
+$(SIM_TEST): kernel/sim/tests/sim_test.c $(ST_LIB_OBJS) $(ST_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ST_CFLAGS) $< $(ST_LIB_OBJS) -o $@ -lm
+
+.PHONY: check-sim-vm
+check-sim-vm: modules $(SIM_TEST)
+	tools/vm/vmrun -t 600 -- $(SIM_TEST)

@@ -242,6 +242,31 @@ def node_baseline_rss(ort_js, timeout):
     return rss if rc == 0 else 0
 
 
+def call_floor(args, engines, log):
+    """Latency of a trivial model: each engine's fixed per-call cost."""
+    try:
+        import onnx
+        from onnx import TensorProto, helper
+    except ImportError:
+        return {}
+    path = os.path.join(args.work, "tiny.onnx")
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+    out = {}
+    for e in engines:
+        try:
+            lat, _ = bench_once(e, path, None, 1, 2000, 120, log)
+            out[e.name] = lat[0]
+        except RunError:
+            pass
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--metainfer", default=os.path.join(ROOT, "build",
@@ -338,10 +363,11 @@ def main():
         int8_note = "int8 part skipped (BENCH_INT8=0)."
 
     base_rss = node_baseline_rss(ort_js, 60)
+    floor = call_floor(args, engines, log)
     ended = datetime.datetime.now(datetime.timezone.utc)
     load1 = os.getloadavg()
     report = render(args, models, threads, engines, fp32, int8, cosine,
-                    int8_note, iters_used, base_rss, started, ended,
+                    int8_note, iters_used, base_rss, floor, started, ended,
                     load0, load1, time.time() - t_start)
     print()
     print(report)
@@ -431,7 +457,7 @@ def run_int8(args, models, threads, mi, ort, iters_used, int8, cosine, log):
 
 
 def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
-           iters_used, base_rss, started, ended, load0, load1, secs):
+           iters_used, base_rss, floor, started, ended, load0, load1, secs):
     L = []
     cmd = args.command or "tools/bench/bench.py"
     knobs = " ".join("%s=%s" % (k, shlex.quote(v))
@@ -474,6 +500,14 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
                  "onnxruntime-node loaded and no model peaks at %s MiB. The "
                  "column \"RSS ratio (net)\" divides by ORT's RSS minus that "
                  "baseline (the stricter comparison)." % fmt_mb(base_rss))
+    if floor:
+        L.append("- Per-call floor (one Relu on 16 floats, median of 2000 "
+                 "calls, 1 thread): " + ", ".join(
+                     "%s %.1f us" % (k, v * 1000)
+                     for k, v in sorted(floor.items()))
+                 + " (ORT's includes the JavaScript binding's per-call "
+                 "cost: an upper bound on what the harness adds to each ORT "
+                 "figure).")
     L.append("")
     names = [e.name for e in engines]
     for t in threads:

@@ -183,7 +183,7 @@ static double u_shrink(double x, const struct uparams *p)
 }
 static int64_t ui_shrink(int64_t x, const struct uparams *p)
 {
-	return (int64_t)u_shrink((double)x, p);
+	return mi_ops_f64_to_i64(u_shrink((double)x, p));
 }
 
 /* Parameters for a unary op from its attributes. */
@@ -880,10 +880,7 @@ static int clip_run(struct mi_graph *g, struct mi_node *n)
 
 		v = v < lo ? lo : v;
 		v = v > hi ? hi : v;
-		if (mi_ops_is_int(x->dtype))
-			mi_ops_set_i64(y, i, (int64_t)v);
-		else
-			mi_ops_set_f64(y, i, v);
+		mi_ops_set_f64(y, i, v); /* saturating for integers */
 	}
 	return 0;
 }

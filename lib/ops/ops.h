@@ -92,6 +92,8 @@ int mi_ops_input_floats(struct mi_graph *g, struct mi_node *n, int i,
 
 /* ---- element access (any numeric dtype incl. float16/bfloat16) ----- */
 double mi_ops_get_f64(const struct mi_tensor *t, int64_t i);
+/* Saturating double -> int64 (NaN -> 0), never undefined behaviour. */
+int64_t mi_ops_f64_to_i64(double v);
 void mi_ops_set_f64(struct mi_tensor *t, int64_t i, double v);
 int64_t mi_ops_get_i64(const struct mi_tensor *t, int64_t i);
 void mi_ops_set_i64(struct mi_tensor *t, int64_t i, int64_t v);

@@ -230,6 +230,11 @@ static int rs_taps(const struct rs *p, int d, int64_t xo, int64_t *idx,
 	double x = rs_coord(p, d, xo, outside);
 	int cnt = 0;
 
+	if (!isfinite(x) || fabs(x) > 1e15) {
+		*outside = 1;
+		x = 0;
+	}
+
 	if (p->mode == M_NEAREST) {
 		double f = floor(x), fr = x - f;
 		int64_t i;

@@ -478,14 +478,32 @@ static int gnd_infer(struct mi_graph *g, struct mi_node *n)
 		    strcmp(mi_attr_string(n, "reduction", "none"), "mul"))
 			return mi_graph_err(g, n, -EOPNOTSUPP,
 					    "reduction unsupported");
-		if (ix->ndim < 1 || ix->dims[ix->ndim - 1] < 0 ||
+		struct mi_tensor *u = mi_in(g, n, 2);
+
+		if (ix->ndim < 1 || ix->dims[ix->ndim - 1] < 1 ||
 		    ix->dims[ix->ndim - 1] > x->ndim)
 			return mi_graph_err(g, n, -EINVAL,
 					    "indices last dim is invalid");
+		k = ix->dims[ix->ndim - 1];
+		for (int i = 0; i < ix->ndim - 1; i++)
+			dims[nd++] = ix->dims[i];
+		for (int i = (int)k; i < x->ndim; i++)
+			dims[nd++] = x->dims[i];
+		if (u->dtype != x->dtype || u->ndim != nd)
+			return mi_graph_err(g, n, -EINVAL,
+					    "updates shape/dtype is invalid");
+		for (int i = 0; i < nd; i++)
+			if (u->dims[i] != dims[i])
+				return mi_graph_err(g, n, -EINVAL,
+						    "updates shape is invalid");
 		return mi_ops_same_as(g, n, 0, 0);
 	}
 	if (ix->ndim < 1 || b < 0 || b >= ix->ndim || b >= x->ndim)
 		return mi_graph_err(g, n, -EINVAL, "batch_dims/rank invalid");
+	for (int i = 0; i < b; i++)
+		if (ix->dims[i] != x->dims[i])
+			return mi_graph_err(g, n, -EINVAL,
+					    "batch dims of data and indices differ");
 	k = ix->dims[ix->ndim - 1];
 	if (k < 0)
 		return -EAGAIN;
@@ -662,6 +680,8 @@ static int eyelike_run(struct mi_graph *g, struct mi_node *n)
 	struct mi_tensor *y = mi_ops_out(g, n, 0);
 	int64_t k = mi_attr_int(n, "k", 0);
 
+	if (k >= y->dims[1] || k <= -y->dims[0])
+		return 0; /* the diagonal lies outside the matrix */
 	for (int64_t i = 0; i < y->dims[0]; i++) {
 		int64_t j = i + k;
 
@@ -696,7 +716,7 @@ static int onehot_infer(struct mi_graph *g, struct mi_node *n)
 	else if (mi_tensor_numel(dp) != 1)
 		return mi_graph_err(g, n, -EINVAL, "depth must be a scalar");
 	else
-		depth = (int64_t)mi_ops_get_f64(dp, 0);
+		depth = mi_ops_get_i64(dp, 0); /* saturating */
 	if (dp->data && (depth < 1 || depth > MI_OPS_MAX_NUMEL))
 		return mi_graph_err(g, n, -EINVAL, "depth %lld is invalid",
 				    (long long)depth);
@@ -722,7 +742,7 @@ static int onehot_run(struct mi_graph *g, struct mi_node *n)
 		memcpy((char *)y->data + i * es, vals->data, es);
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t j = 0; j < inner; j++) {
-			int64_t v = (int64_t)mi_ops_get_f64(ix, o * inner + j);
+			int64_t v = mi_ops_get_i64(ix, o * inner + j);
 
 			if (v < 0)
 				v += depth;

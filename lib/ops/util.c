@@ -257,7 +257,7 @@ double mi_ops_get_f64(const struct mi_tensor *t, int64_t i)
 }
 
 /* double -> int64 without undefined behaviour for NaN/out-of-range. */
-static int64_t f64_to_i64(double v)
+int64_t mi_ops_f64_to_i64(double v)
 {
 	if (v != v)
 		return 0;
@@ -288,16 +288,16 @@ void mi_ops_set_f64(struct mi_tensor *t, int64_t i, double v)
 		else if (v > 0)
 			((uint64_t *)p)[i] = (uint64_t)v;
 		else
-			((uint64_t *)p)[i] = (uint64_t)f64_to_i64(v);
+			((uint64_t *)p)[i] = (uint64_t)mi_ops_f64_to_i64(v);
 		break;
-	default: mi_ops_set_i64(t, i, f64_to_i64(v)); break;
+	default: mi_ops_set_i64(t, i, mi_ops_f64_to_i64(v)); break;
 	}
 }
 
 int64_t mi_ops_get_i64(const struct mi_tensor *t, int64_t i)
 {
 	if (mi_ops_is_float(t->dtype))
-		return f64_to_i64(mi_ops_get_f64(t, i));
+		return mi_ops_f64_to_i64(mi_ops_get_f64(t, i));
 	return mi_tensor_get_i64(t, i);
 }
 

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Hostile-input test for every reference operator: random input dtypes,
+ * ranks and shapes (with data), random subsets of attributes with hostile
+ * values (negative, zero, huge, wrong lengths, wrong types, bad strings).
+ * For each case infer() must either succeed or fail with a non-empty
+ * one-line error; when it succeeds with a modest output size the outputs
+ * are allocated and run() is called.  Built with ASan/UBSan, so any
+ * out-of-bounds access, overflow UB or crash fails the test.
+ *
+ *   test-ops-hostile [iterations-per-op] [seed]
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "ops/ops.h"
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static int64_t rint_(int64_t lo, int64_t hi)
+{
+	return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+static const int dtypes[] = { MI_DT_FLOAT, MI_DT_FLOAT, MI_DT_FLOAT,
+			      MI_DT_INT64, MI_DT_INT64, MI_DT_INT32,
+			      MI_DT_BOOL,  MI_DT_UINT8, MI_DT_DOUBLE,
+			      MI_DT_FLOAT16, MI_DT_INT8, MI_DT_UINT64 };
+
+static int64_t hostile_int(void)
+{
+	static const int64_t v[] = { 0,	 1,  -1, 2,  -2, 3,  4,	 -5,
+				     7,	 64, 1000, -1000, INT64_MAX, INT64_MIN,
+				     INT64_C(1) << 31, -(INT64_C(1) << 40),
+				     INT64_C(1) << 33 };
+
+	return rnd() % 3 ? rint_(-3, 4) : v[rnd() % (sizeof(v) / sizeof(v[0]))];
+}
+
+static float hostile_float(void)
+{
+	static const float v[] = { 0.0f, 1.0f, -1.0f, 0.5f, 2.0f, 1e30f,
+				   -1e30f, 1e-30f, __builtin_nanf(""),
+				   __builtin_inff(), 1e9f };
+
+	return v[rnd() % (sizeof(v) / sizeof(v[0]))];
+}
+
+static const char *const attr_names[] = {
+	"axis", "axes", "perm", "kernel_shape", "strides", "pads", "dilations",
+	"group", "auto_pad", "mode", "keepdims", "split", "starts", "ends",
+	"to", "value", "blocksize", "scales", "alpha", "beta", "gamma",
+	"epsilon", "transA", "transB", "output_padding", "output_shape",
+	"storage_order", "ceil_mode", "count_include_pad", "allowzero",
+	"start", "end", "k", "largest", "sorted", "exclusive", "reverse",
+	"upper", "batch_dims", "coordinate_transformation_mode",
+	"nearest_mode", "training_mode", "direction", "fmod",
+	"noop_with_empty_axes", "select_last_index", "shape", "p", "size",
+	"bias", "lambd", "value_float", "value_floats", "value_int",
+	"value_ints", "dtype", "momentum", "broadcast", "cubic_coeff_a",
+	"exclude_outside", "extrapolation_value", "min", "max", "reduction",
+	"detect_positive", "detect_negative", "stash_type", "paddings",
+	"sparse_value", "value_string",
+};
+
+static const char *const strings[] = {
+	"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "bogus", "",
+	"constant", "reflect", "edge", "nearest", "linear", "cubic",
+	"half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize",
+	"pytorch_half_pixel", "floor", "ceil", "round_prefer_ceil", "LEFT",
+	"RIGHT", "DCR", "CRD", "add", "mul", "none",
+};
+
+static void fill_tensor(struct mi_tensor *t, int dtype, int ndim,
+			const int64_t *dims)
+{
+	int64_t cnt;
+
+	t->dtype = dtype;
+	t->ndim = ndim;
+	memcpy(t->dims, dims, ndim * sizeof(int64_t));
+	cnt = mi_tensor_numel(t);
+	if (mi_tensor_alloc(t))
+		abort();
+	t->flags |= MI_TF_CONST;
+	for (int64_t i = 0; i < cnt; i++) {
+		if (mi_ops_is_float(dtype))
+			mi_ops_set_f64(t, i, rnd() % 8 ? (double)rint_(-4, 4) / 2 :
+							  hostile_float());
+		else
+			mi_ops_set_i64(t, i, rnd() % 8 ? rint_(-3, 4) :
+							  hostile_int());
+	}
+}
+
+static void random_attr(struct mi_attr *a, const char *name)
+{
+	memset(a, 0, sizeof(*a));
+	a->name = strdup(name);
+	switch (rnd() % 6) {
+	case 0:
+		a->type = MI_ATTR_INT;
+		a->i = hostile_int();
+		break;
+	case 1:
+		a->type = MI_ATTR_FLOAT;
+		a->f = hostile_float();
+		break;
+	case 2:
+		a->type = MI_ATTR_STRING;
+		a->s = strdup(strings[rnd() % (sizeof(strings) / sizeof(strings[0]))]);
+		break;
+	case 3:
+		a->type = MI_ATTR_FLOATS;
+		a->n = (int)rint_(0, 6);
+		a->floats = calloc(a->n + 1, sizeof(float));
+		for (int i = 0; i < a->n; i++)
+			a->floats[i] = rnd() % 2 ? hostile_float() : (float)rint_(0, 3);
+		break;
+	case 4: {
+		int64_t dims[2] = { rint_(0, 3) };
+
+		a->type = MI_ATTR_TENSOR;
+		a->t = calloc(1, sizeof(*a->t));
+		a->t->name = strdup(name);
+		fill_tensor(a->t, dtypes[rnd() % (sizeof(dtypes) / sizeof(dtypes[0]))],
+			    (int)rint_(0, 1), dims);
+		a->t->nbytes = (size_t)mi_tensor_numel(a->t) *
+			       mi_dtype_size(a->t->dtype);
+		break;
+	}
+	default:
+		a->type = MI_ATTR_INTS;
+		a->n = (int)rint_(0, 8);
+		a->ints = calloc(a->n + 1, sizeof(int64_t));
+		for (int i = 0; i < a->n; i++)
+			a->ints[i] = hostile_int();
+		break;
+	}
+}
+
+/* Run one random case of op d; returns 1 if run() was reached. */
+static int one_case(const struct mi_op_def *d, int *bad)
+{
+	struct mi_graph g;
+	struct mi_node *n;
+	int nin, nout, ret, reached = 0;
+	int rank0 = (int)rint_(0, 5);
+	int64_t dims0[MI_MAX_DIMS];
+	int dt0 = dtypes[rnd() % (sizeof(dtypes) / sizeof(dtypes[0]))];
+
+	for (int i = 0; i < rank0; i++)
+		dims0[i] = rint_(0, 4);
+	mi_graph_init(&g);
+	g.opset = rnd() % 4 ? 13 + rint_(0, 4) : rint_(1, 12);
+	g.nodes = calloc(1, sizeof(*n));
+	g.nnodes = 1;
+	n = &g.nodes[0];
+	n->name = strdup("fuzz");
+	n->op_type = strdup(d->op_type);
+	n->domain = strdup(d->domain ? d->domain : "");
+	n->def = d;
+	nin = d->min_inputs + (int)rint_(0, 2);
+	if (nin > d->max_inputs)
+		nin = d->max_inputs;
+	nout = d->min_outputs + (int)rint_(0, 1);
+	if (nout > d->max_outputs)
+		nout = d->max_outputs;
+	n->inputs = calloc(nin + 1, sizeof(int));
+	n->outputs = calloc(nout + 1, sizeof(int));
+	n->ninputs = nin;
+	n->noutputs = nout;
+	for (int i = 0; i < nin; i++) {
+		int idx, rank, dt;
+		int64_t dims[MI_MAX_DIMS];
+
+		if (i >= d->min_inputs && rnd() % 4 == 0) {
+			n->inputs[i] = -1;
+			continue;
+		}
+		idx = mi_graph_add_tensor(&g, "in");
+		/* mostly shapes related to input 0 so cases get past checks */
+		if (i == 0 || rnd() % 3 == 0) {
+			rank = rank0;
+			memcpy(dims, dims0, sizeof(dims));
+			dt = rnd() % 4 ? dt0 : MI_DT_INT64;
+		} else {
+			rank = (int)rint_(0, 2);
+			for (int k = 0; k < rank; k++)
+				dims[k] = rint_(0, 5);
+			dt = rnd() % 2 ? MI_DT_INT64 : dt0;
+		}
+		if (i == 0)
+			dt = dt0;
+		for (int k = 0; k < rank; k++)
+			if (rnd() % 5 == 0)
+				dims[k] = 1;
+		fill_tensor(&g.tensors[idx], dt, rank, dims);
+		n->inputs[i] = idx;
+	}
+	for (int i = 0; i < nout; i++)
+		n->outputs[i] = mi_graph_add_tensor(&g, "out");
+	n->attrs = calloc(8, sizeof(struct mi_attr));
+	for (int k = (int)rint_(0, 6); k > 0; k--) {
+		const char *nm =
+			attr_names[rnd() % (sizeof(attr_names) / sizeof(attr_names[0]))];
+
+		if (mi_attr_get(n, nm))
+			continue;
+		random_attr(&n->attrs[n->nattrs++], nm);
+	}
+	g.err[0] = 0;
+	ret = d->infer(&g, n);
+	if (ret && ret != -EAGAIN && !g.err[0]) {
+		fprintf(stderr, "%s: infer returned %d without an error message\n",
+			d->op_type, ret);
+		(*bad)++;
+	}
+	if (ret && strchr(g.err, '\n')) {
+		fprintf(stderr, "%s: multi-line error '%s'\n", d->op_type, g.err);
+		(*bad)++;
+	}
+	if (ret == 0) {
+		int ok = 1;
+
+		for (int i = 0; i < nout && ok; i++) {
+			struct mi_tensor *o = mi_ops_out(&g, n, i);
+			int64_t cnt = mi_tensor_numel(o);
+
+			if (cnt < 0) {
+				fprintf(stderr, "%s: infer ok but output %d shape unknown\n",
+					d->op_type, i);
+				(*bad)++;
+				ok = 0;
+			} else if (cnt > 100000 || mi_tensor_alloc(o)) {
+				ok = 0;
+			}
+		}
+		if (ok) {
+			g.err[0] = 0;
+			ret = d->run(&g, n);
+			if (ret && !g.err[0] && ret != -ENOMEM) {
+				fprintf(stderr, "%s: run returned %d without an error message\n",
+					d->op_type, ret);
+				(*bad)++;
+			}
+			reached = 1;
+		}
+	}
+	mi_graph_fini(&g);
+	return reached;
+}
+
+int main(int argc, char **argv)
+{
+	const struct mi_op_def *const tables[] = {
+		mi_ops_elementwise, mi_ops_matmul, mi_ops_conv,
+		mi_ops_pool,	    mi_ops_norm,   mi_ops_reduce,
+		mi_ops_shape,	    mi_ops_tensor, mi_ops_resize,
+	};
+	int iters = argc > 1 ? atoi(argv[1]) : 300;
+	int bad = 0, nops = 0;
+	long cases = 0, runs = 0;
+
+	if (argc > 2)
+		rng_state = strtoull(argv[2], NULL, 0) | 1;
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+		for (const struct mi_op_def *d = tables[t]; d->op_type; d++) {
+			int reached = 0;
+
+			if (mi_op_find(d->op_type, d->domain) != d) {
+				fprintf(stderr, "%s: not found by mi_op_find\n",
+					d->op_type);
+				bad++;
+			}
+			for (int i = 0; i < iters; i++)
+				reached += one_case(d, &bad);
+			cases += iters;
+			runs += reached;
+			nops++;
+		}
+	printf("test-ops-hostile: %d ops, %ld cases, %ld reached run(), %d problems\n",
+	       nops, cases, runs, bad);
+	return bad ? 1 : 0;
+}

@@ -500,6 +500,7 @@ static int __init mi_init(void)
 
 static void __exit mi_exit(void)
 {
+	mi_jobs_wait_all();
 	mi_debugfs_module_fini();
 }
 

@@ -318,6 +318,7 @@ int mi_submit_ioctl(struct drm_device *drm, void *data,
 		    struct drm_file *file);
 int mi_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
 struct mi_ctx *mi_ctx_lookup(struct mi_file *mfile, u32 id);
+void mi_jobs_wait_all(void);
 void mi_ctx_put(struct mi_ctx *ctx);
 void mi_file_ctxs_fini(struct mi_file *mfile);
 void mi_file_put(struct mi_file *mfile);

@@ -122,8 +122,29 @@ const struct mi_job_desc *mi_job_desc(const struct mi_job *job)
 }
 EXPORT_SYMBOL_GPL(mi_job_desc);
 
+/* Jobs alive in any device; module unload waits for them to be freed. */
+static atomic_t mi_live_jobs = ATOMIC_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(mi_live_jobs_wq);
+
+/**
+ * mi_jobs_wait_all() - wait until every job has been freed (module exit)
+ *
+ * Jobs of a context torn down after its device was removed are freed
+ * asynchronously by drm_sched; their free_job runs this module's code.
+ */
+void mi_jobs_wait_all(void)
+{
+	wait_event(mi_live_jobs_wq, !atomic_read(&mi_live_jobs));
+}
+
+/*
+ * A job holds a reference to its DRM device: jobs killed when a context
+ * of a removed device is torn down are freed after the last file closed,
+ * and must still find the device (and its buffers' manager) alive.
+ */
 static void mi_job_release(struct mi_job *job)
 {
+	struct drm_device *drm = job->mdev->drm;
 	u32 i;
 
 	for (i = 0; i < job->bo_count; i++)
@@ -141,6 +162,9 @@ static void mi_job_release(struct mi_job *job)
 	atomic_dec(&job->mdev->job_count);
 	mi_ctx_put(job->ctx);
 	kfree(job);
+	drm_dev_put(drm);
+	if (atomic_dec_and_test(&mi_live_jobs))
+		wake_up(&mi_live_jobs_wq);
 }
 
 /* Remember a failed job's status after its fence is gone. */
@@ -650,6 +674,8 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 		ret = -ENOMEM;
 		goto err_exit;
 	}
+	atomic_inc(&mi_live_jobs);
+	drm_dev_get(drm);
 	atomic_inc(&mdev->job_count);
 	job->mdev = mdev;
 	job->ctx = ctx;

@@ -162,7 +162,25 @@ struct mi_sim_queue {
 };
 
 /**
- * struct mi_sim_status - a snapshot for debugfs
+ * struct mi_sim_status - a snapshot of a device for debugfs (sim_state)
+ * @temp_mc: temperature now, m°C
+ * @power_mw: power drawn now, mW
+ * @clock_hz: current (possibly throttled) clock
+ * @throttle_level: clock = nominal >> level
+ * @throttle_events: times the level went up
+ * @jobs_done: jobs completed with status 0
+ * @jobs_failed: jobs completed with an error (fail_dma, bad op)
+ * @jobs_hung: jobs hung by fail_hang
+ * @jobs_queued: queues with a job in flight
+ * @resets: reset() calls
+ * @busy_ns: modelled time of the completed jobs
+ * @model_ns: modelled time of every scheduled job
+ * @late_ns: total time the real computation overran the model
+ * @macs: MACs of the completed jobs
+ * @dma_in: bytes read by the completed jobs
+ * @dma_out: bytes written by the completed jobs
+ * @energy_uj: energy of the scheduled jobs, µJ
+ * @last_job_ns: modelled time of the last scheduled job
  */
 struct mi_sim_status {
 	s64 temp_mc;

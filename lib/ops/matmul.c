@@ -266,8 +266,277 @@ static int matmul_run(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
+
+/* ---- Einsum ----------------------------------------------------------------- */
+
+#define EIN_MAXIN 8
+#define EIN_LABELS (52 + MI_MAX_DIMS) /* a-z, A-Z, then ellipsis dims */
+
+struct ein {
+	int nin;
+	int nl[EIN_MAXIN];                 /* axes per input */
+	int lab[EIN_MAXIN][MI_MAX_DIMS];   /* label of each axis */
+	int nout, out[EIN_LABELS];         /* output labels */
+	int nsum, sum[EIN_LABELS];         /* contracted labels */
+	int64_t size[EIN_LABELS];
+	int64_t st[EIN_MAXIN][EIN_LABELS]; /* element stride per label */
+};
+
+static int ein_label(char c)
+{
+	if (c >= 'a' && c <= 'z')
+		return c - 'a';
+	if (c >= 'A' && c <= 'Z')
+		return 26 + c - 'A';
+	return -1;
+}
+
+static int ein_parse(struct mi_graph *g, struct mi_node *n, struct ein *e)
+{
+	const char *eq = mi_attr_string(n, "equation", NULL);
+	char buf[256], *arrow, *p;
+	int used[EIN_LABELS] = { 0 }, cnt[EIN_LABELS] = { 0 }, isout[EIN_LABELS] = { 0 };
+	int ell_rank = 0, k = 0, ret;
+	size_t len = 0;
+
+	if (!eq)
+		return mi_graph_err(g, n, -EINVAL, "equation is required");
+	for (const char *q = eq; *q; q++)
+		if (*q != ' ') {
+			if (len + 1 >= sizeof(buf))
+				return mi_graph_err(g, n, -EINVAL,
+						    "equation is too long");
+			buf[len++] = *q;
+		}
+	buf[len] = 0;
+	memset(e, 0, sizeof(*e));
+	e->nin = n->ninputs;
+	if (e->nin < 1 || e->nin > EIN_MAXIN)
+		return mi_graph_err(g, n, -EOPNOTSUPP, "%d inputs unsupported",
+				    e->nin);
+	for (int i = 0; i < EIN_LABELS; i++)
+		e->size[i] = -1;
+	arrow = strstr(buf, "->");
+	if (arrow)
+		*arrow = 0;
+	p = buf;
+	/* input terms */
+	for (int i = 0; i < e->nin; i++) {
+		struct mi_tensor *t = mi_in(g, n, i);
+		int letters = 0, ell = -1, ax = 0;
+		char *end = strchr(p, ',');
+
+		if ((ret = mi_ops_need_rank(g, n, i)))
+			return ret;
+		if ((i < e->nin - 1) != (end != NULL))
+			return mi_graph_err(g, n, -EINVAL,
+					    "equation has the wrong number of inputs");
+		if (end)
+			*end = 0;
+		for (char *q = p; *q; q++) {
+			if (!strncmp(q, "...", 3)) {
+				if (ell >= 0)
+					return mi_graph_err(g, n, -EINVAL,
+							    "two ellipses in a term");
+				ell = letters;
+				q += 2;
+			} else if (ein_label(*q) < 0) {
+				return mi_graph_err(g, n, -EINVAL,
+						    "bad character '%c' in equation", *q);
+			} else {
+				letters++;
+			}
+		}
+		if (letters > t->ndim || (ell < 0 && letters != t->ndim))
+			return mi_graph_err(g, n, -EINVAL,
+					    "term %d has %d labels for rank %d",
+					    i, letters, t->ndim);
+		if (ell >= 0 && t->ndim - letters > ell_rank)
+			ell_rank = t->ndim - letters;
+		/* assign labels; ellipsis dims right-aligned */
+		for (char *q = p; *q; q++) {
+			if (!strncmp(q, "...", 3)) {
+				int ne = t->ndim - letters;
+
+				for (int j = 0; j < ne; j++)
+					e->lab[i][ax++] = -(ne - j); /* fixed below */
+				q += 2;
+			} else {
+				e->lab[i][ax++] = ein_label(*q);
+			}
+		}
+		e->nl[i] = ax;
+		p = end ? end + 1 : p + strlen(p);
+	}
+	if (ell_rank > MI_MAX_DIMS)
+		return mi_graph_err(g, n, -EINVAL, "ellipsis too long");
+	/* ellipsis labels: 52 + position counted from the left of ell_rank */
+	for (int i = 0; i < e->nin; i++)
+		for (int a = 0; a < e->nl[i]; a++)
+			if (e->lab[i][a] < 0)
+				e->lab[i][a] = 52 + ell_rank + e->lab[i][a];
+	/* sizes (ellipsis dims broadcast: 1 stretches) */
+	for (int i = 0; i < e->nin; i++) {
+		struct mi_tensor *t = mi_in(g, n, i);
+		int64_t ts[MI_MAX_DIMS];
+
+		mi_ops_strides(t->ndim, t->dims, ts);
+		for (int a = 0; a < e->nl[i]; a++) {
+			int l = e->lab[i][a];
+			int64_t d = t->dims[a];
+
+			used[l] = 1;
+			cnt[l]++;
+			if (l >= 52 && d == 1)
+				continue; /* broadcast: stride stays 0 */
+			if (e->size[l] >= 0 && e->size[l] != 1 && d != e->size[l] &&
+			    !(l >= 52 && e->size[l] == 1))
+				return mi_graph_err(g, n, -EINVAL,
+						    "label size mismatch (%lld vs %lld)",
+						    (long long)d,
+						    (long long)e->size[l]);
+			e->size[l] = d;
+			e->st[i][l] += ts[a];
+		}
+	}
+	for (int l = 52; l < 52 + ell_rank; l++)
+		if (used[l] && e->size[l] < 0)
+			e->size[l] = 1;
+	/* output */
+	if (arrow) {
+		char *q = arrow + 2;
+
+		for (; *q; q++) {
+			if (!strncmp(q, "...", 3)) {
+				for (int j = 0; j < ell_rank; j++) {
+					e->out[k++] = 52 + j;
+					isout[52 + j] = 1;
+				}
+				q += 2;
+				continue;
+			}
+			int l = ein_label(*q);
+
+			if (l < 0 || !used[l] || isout[l])
+				return mi_graph_err(g, n, -EINVAL,
+						    "bad output label '%c'", *q);
+			isout[l] = 1;
+			e->out[k++] = l;
+		}
+	} else {
+		for (int j = 0; j < ell_rank; j++) {
+			e->out[k++] = 52 + j;
+			isout[52 + j] = 1;
+		}
+		/* numpy order: by character code (upper case first) */
+		for (int l = 26; l < 52; l++)
+			if (cnt[l] == 1) {
+				e->out[k++] = l;
+				isout[l] = 1;
+			}
+		for (int l = 0; l < 26; l++)
+			if (cnt[l] == 1) {
+				e->out[k++] = l;
+				isout[l] = 1;
+			}
+	}
+	if (k > MI_MAX_DIMS)
+		return mi_graph_err(g, n, -EOPNOTSUPP, "output rank %d too big", k);
+	e->nout = k;
+	for (int l = 0; l < EIN_LABELS; l++)
+		if (used[l] && !isout[l])
+			e->sum[e->nsum++] = l;
+	for (int i = 0; i < e->nin; i++)
+		if (mi_in(g, n, i)->dtype != mi_in(g, n, 0)->dtype)
+			return mi_graph_err(g, n, -EINVAL, "input dtypes differ");
+	if (!mi_ops_is_float(mi_in(g, n, 0)->dtype))
+		return mi_graph_err(g, n, -EOPNOTSUPP, "dtype %s unsupported",
+				    mi_dtype_name(mi_in(g, n, 0)->dtype));
+	return 0;
+}
+
+static int einsum_infer(struct mi_graph *g, struct mi_node *n)
+{
+	struct ein *e = malloc(sizeof(*e));
+	int64_t dims[MI_MAX_DIMS];
+	int ret;
+
+	if (!e)
+		return -ENOMEM;
+	ret = ein_parse(g, n, e);
+	if (!ret) {
+		for (int k = 0; k < e->nout; k++)
+			dims[k] = e->size[e->out[k]];
+		ret = mi_ops_set_out(g, n, 0, mi_in(g, n, 0)->dtype, e->nout,
+				     dims);
+	}
+	free(e);
+	return ret;
+}
+
+static int einsum_run(struct mi_graph *g, struct mi_node *n)
+{
+	struct mi_tensor *y = mi_ops_out(g, n, 0);
+	struct ein *e = malloc(sizeof(*e));
+	int64_t total, nsum = 1, inner = 1, isz[EIN_MAXIN];
+	int ret, last;
+
+	if (!e)
+		return -ENOMEM;
+	ret = ein_parse(g, n, e);
+	if (ret)
+		goto out;
+	total = mi_tensor_numel(y);
+	for (int s = 0; s < e->nsum; s++)
+		nsum *= e->size[e->sum[s]];
+	last = e->nsum ? e->sum[e->nsum - 1] : -1;
+	if (last >= 0)
+		inner = e->size[last];
+	for (int i = 0; i < e->nin; i++)
+		isz[i] = last >= 0 ? e->st[i][last] : 0;
+	for (int64_t o = 0; o < total; o++) {
+		int64_t base[EIN_MAXIN] = { 0 }, r = o;
+		double acc = 0;
+
+		for (int k = e->nout - 1; k >= 0; k--) {
+			int l = e->out[k];
+			int64_t c = r % e->size[l];
+
+			r /= e->size[l];
+			for (int i = 0; i < e->nin; i++)
+				base[i] += c * e->st[i][l];
+		}
+		for (int64_t s = 0; inner && s < nsum / inner; s++) {
+			int64_t off[EIN_MAXIN], q = s;
+
+			memcpy(off, base, sizeof(off));
+			for (int k = e->nsum - 2; k >= 0; k--) {
+				int l = e->sum[k];
+				int64_t c = q % e->size[l];
+
+				q /= e->size[l];
+				for (int i = 0; i < e->nin; i++)
+					off[i] += c * e->st[i][l];
+			}
+			for (int64_t j = 0; j < inner; j++) {
+				double v = 1;
+
+				for (int i = 0; i < e->nin; i++)
+					v *= mi_ops_rd(mi_in(g, n, i),
+						       off[i] + j * isz[i]);
+				acc += v;
+			}
+		}
+		mi_ops_wr(y, o, acc);
+	}
+out:
+	free(e);
+	return ret;
+}
+
 const struct mi_op_def mi_ops_matmul[] = {
 	{ "Gemm", "", 2, 3, 1, 1, gemm_infer, gemm_run },
 	{ "MatMul", "", 2, 2, 1, 1, matmul_infer, matmul_run },
+	{ "Einsum", "", 1, EIN_MAXIN, 1, 1, einsum_infer, einsum_run },
 	{ NULL }
 };

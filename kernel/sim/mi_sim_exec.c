@@ -78,6 +78,56 @@ static s64 mi_sim_param(const struct mi_tensor *t, u32 ch)
 	return mi_tensor_get(t, t->elems == 1 ? 0 : ch * t->lstride[3]);
 }
 
+/*
+ * acc + sum over i < n of (a[ia + i * sa] - za) * (b[ib + i * sb] - zb),
+ * wrapping in 32 bits (indices and strides in elements).  8-bit operands
+ * take a fast path; the result is the same as the generic one's.
+ */
+static u32 mi_sim_dot(const struct mi_tensor *a, u64 ia, u64 sa, s32 za,
+		      const struct mi_tensor *b, u64 ib, u64 sb, s32 zb, u32 n,
+		      u32 acc)
+{
+	const u8 *pa = (const u8 *)a->data + ia;
+	const u8 *pb = (const u8 *)b->data + ib;
+	s64 xa, xb;
+	u32 i;
+
+	if (a->esize != 1 || b->esize != 1) {
+		for (i = 0; i < n; i++) {
+			xa = mi_tensor_get(a, ia + i * sa) - za;
+			xb = mi_tensor_get(b, ib + i * sb) - zb;
+			acc += (u32)xa * (u32)xb;
+		}
+		return acc;
+	}
+	if (a->dtype == DRM_METAINFER_DTYPE_INT8 &&
+	    b->dtype == DRM_METAINFER_DTYPE_INT8) {
+		for (i = 0; i < n; i++, pa += sa, pb += sb)
+			acc += (u32)((s64)(s8)*pa - za) *
+			       (u32)((s64)(s8)*pb - zb);
+		return acc;
+	}
+	for (i = 0; i < n; i++, pa += sa, pb += sb) {
+		xa = a->dtype == DRM_METAINFER_DTYPE_INT8 ? (s8)*pa : *pa;
+		xb = b->dtype == DRM_METAINFER_DTYPE_INT8 ? (s8)*pb : *pb;
+		acc += (u32)(xa - za) * (u32)(xb - zb);
+	}
+	return acc;
+}
+
+/* Kernel taps [*k0, *k1) with 0 <= i0 + k * dil < in, k < kn. */
+static void mi_sim_taps(s64 i0, u32 dil, u32 kn, u32 in, u32 *k0, u32 *k1)
+{
+	u64 lo = 0, hi = 0;
+
+	if (i0 < 0)
+		lo = div_u64(-i0 + dil - 1, dil);
+	if (i0 < in)
+		hi = div_u64(in - i0 + dil - 1, dil);
+	*k0 = min_t(u64, lo, kn);
+	*k1 = clamp_t(u64, hi, *k0, kn);
+}
+
 /* One output element of a convolution: the wrapped int32 accumulator. */
 static u32 mi_sim_conv_acc(const struct mi_op *op, u32 n, u32 oc, u32 oh,
 			   u32 ow, u32 c0, u32 icg, u32 acc)
@@ -87,27 +137,22 @@ static u32 mi_sim_conv_acc(const struct mi_op *op, u32 n, u32 oc, u32 oh,
 	const struct mi_tensor *w = &op->t[MI_T_IN1];
 	s64 ih0 = (s64)oh * p->stride_h - p->pad_top;
 	s64 iw0 = (s64)ow * p->stride_w - p->pad_left;
-	u32 ic, kh, kw;
-	s64 ih, iw, xv, wv;
+	u32 ic, kh, kh0, kh1, kw0, kw1;
+	u64 ix, iw;
 
+	mi_sim_taps(ih0, p->dilation_h, w->dim[2], x->dim[2], &kh0, &kh1);
+	mi_sim_taps(iw0, p->dilation_w, w->dim[3], x->dim[3], &kw0, &kw1);
+	if (kw0 == kw1)
+		return acc;
 	for (ic = 0; ic < icg; ic++) {
-		for (kh = 0; kh < w->dim[2]; kh++) {
-			ih = ih0 + (s64)kh * p->dilation_h;
-			if (ih < 0 || ih >= x->dim[2])
-				continue;
-			for (kw = 0; kw < w->dim[3]; kw++) {
-				iw = iw0 + (s64)kw * p->dilation_w;
-				if (iw < 0 || iw >= x->dim[3])
-					continue;
-				xv = mi_tensor_get(x, mi_tensor_index(x, n,
-								      c0 + ic,
-								      ih, iw));
-				wv = mi_tensor_get(w, mi_tensor_index(w, oc, ic,
-								      kh, kw));
-				xv -= p->input_zp;
-				wv -= p->weight_zp;
-				acc += (u32)xv * (u32)wv;
-			}
+		for (kh = kh0; kh < kh1; kh++) {
+			ix = mi_tensor_index(x, n, c0 + ic,
+					     ih0 + (s64)kh * p->dilation_h,
+					     iw0 + (s64)kw0 * p->dilation_w);
+			iw = mi_tensor_index(w, oc, ic, kh, kw0);
+			acc = mi_sim_dot(x, ix, x->lstride[3] * p->dilation_w,
+					 p->input_zp, w, iw, w->lstride[3],
+					 p->weight_zp, kw1 - kw0, acc);
 		}
 	}
 	return acc;
@@ -184,9 +229,8 @@ static int mi_sim_gemm(const struct mi_op *op, struct mi_sim_ctx *ctx)
 	bool bias = op->flags & DRM_METAINFER_OP_F_BIAS;
 	bool rq = op->flags & DRM_METAINFER_OP_F_REQUANT;
 	u32 m_n = y->dim[2], n_n = y->dim[3], k_n = a->dim[3];
-	u32 i, j, k, acc;
-	s64 av, bv, v;
-	u64 ia, ib;
+	u32 i, j, acc;
+	s64 v;
 	int ret;
 
 	if (a->dim[2] != m_n || b->dim[2] != k_n || b->dim[3] != n_n ||
@@ -197,13 +241,9 @@ static int mi_sim_gemm(const struct mi_op *op, struct mi_sim_ctx *ctx)
 	for (i = 0; i < m_n; i++) {
 		for (j = 0; j < n_n; j++) {
 			acc = bias ? (u32)mi_sim_param(bt, j) : 0;
-			for (k = 0; k < k_n; k++) {
-				ia = i * a->lstride[2] + k * a->lstride[3];
-				ib = k * b->lstride[2] + j * b->lstride[3];
-				av = mi_tensor_get(a, ia) - p->a_zp;
-				bv = mi_tensor_get(b, ib) - p->b_zp;
-				acc += (u32)av * (u32)bv;
-			}
+			acc = mi_sim_dot(a, i * a->lstride[2], a->lstride[3],
+					 p->a_zp, b, j * b->lstride[3],
+					 b->lstride[2], p->b_zp, k_n, acc);
 			v = (s32)acc;
 			if (rq)
 				v = mi_requant(v, mi_sim_param(tm, j),

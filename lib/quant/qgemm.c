@@ -357,6 +357,18 @@ epi_avx2(const int32_t *acc, int ldacc, int rows, int np,
 	}
 }
 
+/* Narrow 16 int32 (already in range) to bytes and store n of them.  The
+ * empty asm keeps GCC from fusing this into vpmovdb-to-memory, which is
+ * microcoded and slow on Zen 4. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
+store16_u8(uint8_t *dst, __mmask16 m, __m512i q)
+{
+	__m128i b = _mm512_cvtepi32_epi8(q);
+
+	__asm__("" : "+v"(b));
+	_mm_mask_storeu_epi8(dst, m, b);
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void
 epi_avx512(const int32_t *acc, int ldacc, int rows, int np,
 	   const struct mi_qepi *ep, int oc0, void *out, ptrdiff_t ldo)
@@ -392,7 +404,7 @@ epi_avx512(const int32_t *acc, int ldacc, int rows, int np,
 			}
 			f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(f, m), lo), hi);
 			__m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
-			_mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + idx, k, q);
+			store16_u8((uint8_t *)out + idx, k, q);
 		}
 	}
 }
@@ -844,11 +856,47 @@ static void dw_row_tail(int32_t *restrict acc, const uint8_t *const *rows,
  * x * w.  Stride 2 widens to 16 bits instead: lane i is the pair
  * (r[2i], r[2i+1]), multiplied by (w0, w1) in one instruction.
  */
+/* Requantization fused into the AVX-512 depthwise row (uint8/int8 out). */
+struct dw_rq {
+	int32_t comp;
+	float mult, flo, fhi;
+	int32_t zy;
+	uint8_t *out;
+};
+
+struct dw_rqv {
+	__m512i comp, zy;
+	__m512 mult, lo, hi;
+};
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
+dw_store(int32_t *acc, int x, __mmask16 m, __m512i a, const struct dw_rq *rq,
+	 const struct dw_rqv *v)
+{
+	if (!rq) {
+		_mm512_mask_storeu_epi32(acc + x, m, a);
+		return;
+	}
+	__m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(a, v->comp));
+
+	f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(f, v->mult), v->lo), v->hi);
+	store16_u8(rq->out + x, m, _mm512_add_epi32(_mm512_cvtps_epi32(f), v->zy));
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
-dw_row_avx512(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w,
-	      int ow, int sw, int dw)
+dw_row_avx512_rq(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w,
+		 int ow, int sw, int dw, const struct dw_rq *rq)
 {
 	int x = 0;
+	struct dw_rqv v = { 0 };
+
+	if (rq) {
+		v.comp = _mm512_set1_epi32(rq->comp);
+		v.zy = _mm512_set1_epi32(rq->zy);
+		v.mult = _mm512_set1_ps(rq->mult);
+		v.lo = _mm512_set1_ps(rq->flo);
+		v.hi = _mm512_set1_ps(rq->fhi);
+	}
 
 	if (dw != 1 || (sw != 1 && sw != 2)) {
 		memset(acc, 0, ow * sizeof(int32_t));
@@ -863,20 +911,21 @@ dw_row_avx512(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w
 		/* one accumulator per kernel row: short dependency chains */
 		for (; x < ow; x += 16) {
 			__mmask16 m = ow - x >= 16 ? 0xffff : (__mmask16)((1u << (ow - x)) - 1);
-			__m512i a[3];
+			const uint8_t *r0 = rows[0] + x, *r1 = rows[1] + x, *r2 = rows[2] + x;
+			__m512i a0, a1, a2;
 
-			for (int ky = 0; ky < 3; ky++) {
-				const uint8_t *r = rows[ky] + x;
-
-				a[ky] = _mm512_madd_epi16(_mm512_cvtepu8_epi32(
-					_mm_maskz_loadu_epi8(m, r)), wv[ky * 3]);
-				a[ky] = _mm512_dpwssd_epi32(a[ky], _mm512_cvtepu8_epi32(
-					_mm_maskz_loadu_epi8(m, r + 1)), wv[ky * 3 + 1]);
-				a[ky] = _mm512_dpwssd_epi32(a[ky], _mm512_cvtepu8_epi32(
-					_mm_maskz_loadu_epi8(m, r + 2)), wv[ky * 3 + 2]);
-			}
-			_mm512_mask_storeu_epi32(acc + x, m,
-				_mm512_add_epi32(_mm512_add_epi32(a[0], a[1]), a[2]));
+#define MI_DW_LD(r) _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, (r)))
+			a0 = _mm512_madd_epi16(MI_DW_LD(r0), wv[0]);
+			a1 = _mm512_madd_epi16(MI_DW_LD(r1), wv[3]);
+			a2 = _mm512_madd_epi16(MI_DW_LD(r2), wv[6]);
+			a0 = _mm512_dpwssd_epi32(a0, MI_DW_LD(r0 + 1), wv[1]);
+			a1 = _mm512_dpwssd_epi32(a1, MI_DW_LD(r1 + 1), wv[4]);
+			a2 = _mm512_dpwssd_epi32(a2, MI_DW_LD(r2 + 1), wv[7]);
+			a0 = _mm512_dpwssd_epi32(a0, MI_DW_LD(r0 + 2), wv[2]);
+			a1 = _mm512_dpwssd_epi32(a1, MI_DW_LD(r1 + 2), wv[5]);
+			a2 = _mm512_dpwssd_epi32(a2, MI_DW_LD(r2 + 2), wv[8]);
+#undef MI_DW_LD
+			dw_store(acc, x, m, _mm512_add_epi32(_mm512_add_epi32(a0, a1), a2), rq, &v);
 		}
 	} else {
 		__m512i w01[3], w2[3];
@@ -902,11 +951,16 @@ dw_row_avx512(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w
 				a[ky] = _mm512_dpwssd_epi32(a[ky], _mm512_cvtepu8_epi16(
 					_mm256_maskz_loadu_epi8(m2, r + 2)), w2[ky]);
 			}
-			_mm512_mask_storeu_epi32(acc + x, m,
-				_mm512_add_epi32(_mm512_add_epi32(a[0], a[1]), a[2]));
+			dw_store(acc, x, m, _mm512_add_epi32(_mm512_add_epi32(a[0], a[1]), a[2]), rq, &v);
 		}
 	}
-	dw_row_tail(acc, rows, w, x, ow, sw, dw);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+dw_row_avx512(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w,
+	      int ow, int sw, int dw)
+{
+	dw_row_avx512_rq(acc, rows, w, ow, sw, dw, NULL);
 }
 
 __attribute__((target("avx2,fma"))) static void
@@ -1006,17 +1060,28 @@ static void dw_item(void *arg, int c, int tid)
 	size_t es = out_elem(j->ep->mode);
 	uint8_t *yc = j->y + (size_t)c * s->oh * s->ow * es;
 
+	bool fused = j->dw_isa == MI_QISA_AVX512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) &&
+		     (j->ep->mode == MI_QOUT_U8 || j->ep->mode == MI_QOUT_S8);
+
 	for (int oy = 0; oy < s->oh; oy++) {
 		const uint8_t *rows[3];
 		int32_t *ar = acc + (size_t)oy * s->ow;
 
 		for (int ky = 0; ky < 3; ky++)
 			rows[ky] = xp + ((size_t)oy * s->sh + ky * s->dh) * j->wp;
+		if (fused) {
+			struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo, j->ep->fhi,
+					    j->ep->zy, yc + (size_t)oy * s->ow };
+
+			dw_row_avx512_rq(ar, rows, cv->dww + c * 9, s->ow, s->sw, s->dw, &rq);
+			continue;
+		}
 		if (row == dw_row_generic)
 			memset(ar, 0, s->ow * sizeof(int32_t));
 		row(ar, rows, cv->dww + c * 9, s->ow, s->sw, s->dw);
 	}
-	j->k.epi(acc, s->oh * s->ow, 1, s->oh * s->ow, j->ep, c, yc, 0);
+	if (!fused)
+		j->k.epi(acc, s->oh * s->ow, 1, s->oh * s->ow, j->ep, c, yc, 0);
 }
 
 int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -121,7 +122,7 @@ static bool safe_relpath(const char *p)
 }
 
 static int load_external(struct mi_graph *g, const char *basedir,
-			 const Onnx__TensorProto *tp, void *dst, size_t bytes)
+			 Onnx__TensorProto *tp, void *dst, size_t bytes)
 {
 	const char *loc = NULL;
 	uint64_t offset = 0, length = UINT64_MAX;
@@ -265,7 +266,7 @@ static size_t typed_count(int dt, const Onnx__TensorProto *tp)
  * the tensor's role in messages.
  */
 static int tensor_from_proto(struct mi_graph *g, const char *basedir,
-			     const Onnx__TensorProto *tp, struct mi_tensor *t)
+			     Onnx__TensorProto *tp, struct mi_tensor *t)
 {
 	int dt = tp->has_data_type ? tp->data_type : MI_DT_UNDEFINED;
 	int64_t numel = 1;
@@ -308,6 +309,28 @@ static int tensor_from_proto(struct mi_graph *g, const char *basedir,
 	t->ndim = (int)tp->n_dims;
 	for (int i = 0; i < t->ndim; i++)
 		t->dims[i] = tp->dims[i];
+	/*
+	 * raw_data was malloc'ed by protobuf-c's default allocator: take it
+	 * over instead of copying, so that loading a model never holds its
+	 * weights twice (malloc's alignment suffices for every dtype).
+	 */
+	if (tp->has_raw_data && bytes && tp->raw_data.len == bytes &&
+	    tp->raw_data.data &&
+	    !(tp->has_data_location &&
+	      tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) &&
+	    !((uintptr_t)tp->raw_data.data % 16)) {
+		mi_tensor_free_data(t);
+		t->data = tp->raw_data.data;
+		t->nbytes = bytes;
+		t->flags |= MI_TF_OWNS_DATA;
+		tp->raw_data.data = NULL;
+		tp->raw_data.len = 0;
+		if (dt == MI_DT_BOOL)
+			for (size_t i = 0; i < bytes; i++)
+				((uint8_t *)t->data)[i] =
+					((uint8_t *)t->data)[i] != 0;
+		return 0;
+	}
 	err = mi_tensor_alloc(t);
 	if (err)
 		return mi_graph_err(g, NULL, err,
@@ -448,7 +471,7 @@ static char *dup_bytes(const ProtobufCBinaryData *b)
 }
 
 static int load_attr(struct load_ctx *c, struct mi_node *n,
-		     const Onnx__AttributeProto *ap, struct mi_attr *a)
+		     Onnx__AttributeProto *ap, struct mi_attr *a)
 {
 	struct mi_graph *g = c->g;
 	int type = attr_type_of(ap);
@@ -658,7 +681,7 @@ static int load_opsets(struct mi_graph *g, const Onnx__ModelProto *mp)
 }
 
 static int load_node(struct load_ctx *c, struct name_map *map,
-		     const Onnx__NodeProto *np, int idx)
+		     Onnx__NodeProto *np, int idx)
 {
 	struct mi_graph *g = c->g;
 	struct mi_node *n = &g->nodes[idx];
@@ -785,7 +808,7 @@ static int load_node(struct load_ctx *c, struct name_map *map,
 	return 0;
 }
 
-static int load_graph(struct load_ctx *c, const Onnx__GraphProto *gp)
+static int load_graph(struct load_ctx *c, Onnx__GraphProto *gp)
 {
 	struct mi_graph *g = c->g;
 	struct name_map map = { 0 };
@@ -806,7 +829,7 @@ static int load_graph(struct load_ctx *c, const Onnx__GraphProto *gp)
 
 	/* initializers */
 	for (size_t i = 0; i < gp->n_initializer; i++) {
-		const Onnx__TensorProto *tp = gp->initializer[i];
+		Onnx__TensorProto *tp = gp->initializer[i];
 		bool created;
 		int t;
 
@@ -930,19 +953,29 @@ out:
 	return err;
 }
 
-int mi_onnx_load_buffer(struct mi_graph *g, const void *buf, size_t len,
-			const char *basedir)
+static Onnx__ModelProto *unpack_model(struct mi_graph *g, const void *buf,
+				      size_t len)
 {
-	struct load_ctx c = { .g = g, .basedir = basedir };
 	Onnx__ModelProto *mp;
-	int err;
 
-	if (!len)
-		return mi_graph_err(g, NULL, -EINVAL, "empty file");
+	if (!len) {
+		mi_graph_err(g, NULL, -EINVAL, "empty file");
+		return NULL;
+	}
 	mp = onnx__model_proto__unpack(NULL, len, buf);
 	if (!mp)
-		return mi_graph_err(g, NULL, -EINVAL,
+		mi_graph_err(g, NULL, -EINVAL,
 			"not a valid ONNX model (protobuf parse failed: truncated or garbled)");
+	return mp;
+}
+
+/* Convert an unpacked model (consumed: raw tensor data is taken over). */
+static int load_model(struct mi_graph *g, Onnx__ModelProto *mp,
+		      const char *basedir)
+{
+	struct load_ctx c = { .g = g, .basedir = basedir };
+	int err;
+
 	if (!mp->graph) {
 		err = mi_graph_err(g, NULL, -EINVAL,
 			"not an ONNX model (no graph)");
@@ -962,18 +995,55 @@ out:
 	return err;
 }
 
+int mi_onnx_load_buffer(struct mi_graph *g, const void *buf, size_t len,
+			const char *basedir)
+{
+	Onnx__ModelProto *mp = unpack_model(g, buf, len);
+
+	return mp ? load_model(g, mp, basedir) : -EINVAL;
+}
+
 int mi_onnx_load_file(struct mi_graph *g, const char *path)
 {
+	Onnx__ModelProto *mp;
 	char dir[PATH_MAX];
 	const char *slash;
-	size_t len;
-	void *buf;
-	int err;
+	struct stat st;
+	void *map;
+	int fd, err;
 
-	err = mi_read_file(path, MI_MAX_MODEL_BYTES, &buf, &len);
-	if (err)
+	/* Map the file only while protobuf-c unpacks it. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
 		return mi_graph_err(g, NULL, err, "cannot read: %s",
 				    strerror(-err));
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		err = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		close(fd);
+		return mi_graph_err(g, NULL, err, "cannot read: %s",
+				    strerror(-err));
+	}
+	if ((uint64_t)st.st_size > MI_MAX_MODEL_BYTES) {
+		close(fd);
+		return mi_graph_err(g, NULL, -EFBIG, "file larger than 2 GiB");
+	}
+	if (!st.st_size) {
+		close(fd);
+		return mi_graph_err(g, NULL, -EINVAL, "empty file");
+	}
+	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		err = -errno;
+		return mi_graph_err(g, NULL, err, "cannot map: %s",
+				    strerror(-err));
+	}
+	mp = unpack_model(g, map, st.st_size);
+	munmap(map, st.st_size);
+	if (!mp)
+		return -EINVAL;
 	slash = strrchr(path, '/');
 	if (slash)
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
@@ -981,9 +1051,7 @@ int mi_onnx_load_file(struct mi_graph *g, const char *path)
 		snprintf(dir, sizeof(dir), ".");
 	if (!dir[0])
 		snprintf(dir, sizeof(dir), "/");
-	err = mi_onnx_load_buffer(g, buf, len, dir);
-	free(buf);
-	return err;
+	return load_model(g, mp, dir);
 }
 
 int mi_onnx_read_tensor(const char *path, struct mi_tensor *t, char *errbuf,

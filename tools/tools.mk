@@ -31,18 +31,19 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -fPIC -D_GNU_SOURCE \
 	-Wno-unused-command-line-argument $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
 	-I$(CURDIR)/uapi -I$(CURDIR)/lib/include -I$(CURDIR)/lib -I$(O) -pthread
-FUZZ_SRCS := $(LIB_SRCS) $(wildcard lib/quant/*.c)
-FUZZ_OBJS := $(patsubst %.c,$(O)/fuzz/%.o,$(FUZZ_SRCS)) $(O)/fuzz/gen/onnx.pb-c.o
+# The fast CPU and int8 kernels (GCC vector extensions and builtins,
+# '#pragma GCC target') are linked uninstrumented from the normal gcc
+# build; the loader, graph code and reference ops are instrumented.
+FUZZ_CPU_OBJS := $(patsubst %.c,$(O)/%.o,$(wildcard lib/cpu/*.c lib/quant/*.c))
+FUZZ_SRCS := $(filter-out lib/cpu/%,$(LIB_SRCS))
+FUZZ_OBJS := $(patsubst %.c,$(O)/fuzz/%.o,$(FUZZ_SRCS)) $(O)/fuzz/gen/onnx.pb-c.o \
+	$(FUZZ_CPU_OBJS)
 FUZZ_BIN := $(O)/fuzz/fuzz-load
 FUZZ_SECONDS ?= 60
 
 ifneq ($(wildcard lib/quant/ops_quant.c),)
 $(O)/fuzz/lib/ops/registry.o: FUZZ_CFLAGS += -DMI_HAVE_QUANT_OPS
 endif
-# clang ignores '#pragma GCC target': give the ISA files their flags.
-$(O)/fuzz/lib/cpu/kern_avx2.o: FUZZ_CFLAGS += -mavx2 -mfma
-$(O)/fuzz/lib/cpu/kern_avx512.o: FUZZ_CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma
-$(O)/fuzz/lib/quant/qgemm.o: FUZZ_CFLAGS += -Wno-unknown-pragmas
 
 $(O)/fuzz/lib/%.o: lib/%.c $(O)/gen/onnx.pb-c.h $(wildcard lib/*.h lib/*/*.h lib/include/metainfer/*.h)
 	@mkdir -p $(dir $@)

@@ -1035,8 +1035,11 @@ static void dw_prep_item(void *arg, int c, int tid)
 			memset(row, j->zx, j->wp);
 			continue;
 		}
-		memset(row, j->zx, s->pl);
-		memset(row + s->pl + s->w, j->zx, j->wp - s->pl - s->w);
+		/* pads are a byte or two: no memset calls */
+		for (int x = 0; x < s->pl; x++)
+			row[x] = j->zx;
+		for (size_t x = s->pl + s->w; x < j->wp; x++)
+			row[x] = j->zx;
 		const uint8_t *sp = src + (size_t)iy * s->w;
 
 		if (j->flip)

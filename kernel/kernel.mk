@@ -13,7 +13,7 @@ modules: | $(O)
 		echo "modules: no kernel headers at $(KDIR) (run tools/install-deps)" >&2; exit 1; fi
 	@set -o pipefail; \
 	$(MAKE) --no-print-directory -C $(KDIR) M=$(CURDIR) W=1 modules 2>&1 | tee $(O)/modules.log; \
-	if grep -q "warning:" $(O)/modules.log; then \
+	if grep -qi "warning" $(O)/modules.log; then \
 		echo "modules: compiler warnings (W=1), see $(O)/modules.log" >&2; exit 1; fi
 
 modules-clean:

@@ -17,12 +17,12 @@
 
 #include "mi_drv.h"
 
-#define MI_DTYPES_ACT	(BIT(DRM_METAINFER_DTYPE_INT8) | \
-			 BIT(DRM_METAINFER_DTYPE_UINT8) | \
-			 BIT(DRM_METAINFER_DTYPE_INT16))
-#define MI_DTYPES_WEIGHT (BIT(DRM_METAINFER_DTYPE_INT8) | \
-			  BIT(DRM_METAINFER_DTYPE_INT16))
-#define MI_DTYPES_ALL	(MI_DTYPES_ACT | BIT(DRM_METAINFER_DTYPE_INT32))
+#define MI_DTYPES_ACT                                                     \
+	(BIT(DRM_METAINFER_DTYPE_INT8) | BIT(DRM_METAINFER_DTYPE_UINT8) | \
+	 BIT(DRM_METAINFER_DTYPE_INT16))
+#define MI_DTYPES_WEIGHT \
+	(BIT(DRM_METAINFER_DTYPE_INT8) | BIT(DRM_METAINFER_DTYPE_INT16))
+#define MI_DTYPES_ALL (MI_DTYPES_ACT | BIT(DRM_METAINFER_DTYPE_INT32))
 #define MI_POOL_MAX_KERNEL 65535
 
 static const u32 mi_op_size[DRM_METAINFER_OP_COUNT] = {
@@ -132,7 +132,8 @@ static int mi_tensor_check(struct mi_cmd_ctx *mc,
 	}
 	if (check_add_overflow(d->offset, span, &end) ||
 	    end > mc->objs[d->bo_index]->size) {
-		mi_cmd_dbg(mc, "%s: [%llu, +%llu) outside buffer %u (%zu bytes)\n",
+		mi_cmd_dbg(mc,
+			   "%s: [%llu, +%llu) outside buffer %u (%zu bytes)\n",
 			   what, d->offset, span, d->bo_index,
 			   mc->objs[d->bo_index]->size);
 		return -EINVAL;
@@ -214,8 +215,8 @@ static bool mi_same_dims(const struct mi_tensor *a, const struct mi_tensor *b)
 }
 
 /* Clamp bounds: [lo, hi] intersected with the dtype range of @dtype. */
-static int mi_bounds(struct mi_cmd_ctx *mc, struct mi_op *op, u32 dtype,
-		     s32 lo, s32 hi)
+static int mi_bounds(struct mi_cmd_ctx *mc, struct mi_op *op, u32 dtype, s32 lo,
+		     s32 hi)
 {
 	s32 dlo = mi_dtype_min(dtype), dhi = mi_dtype_max(dtype);
 
@@ -265,7 +266,8 @@ static int mi_requant_check(struct mi_cmd_ctx *mc, struct mi_op *op, bool on,
 		if (ret)
 			return ret;
 		if (op->t[MI_T_OUT].dtype != DRM_METAINFER_DTYPE_INT32) {
-			mi_cmd_dbg(mc, "raw accumulators need an int32 output\n");
+			mi_cmd_dbg(mc,
+				   "raw accumulators need an int32 output\n");
 			return -EINVAL;
 		}
 		op->out_min = S32_MIN;
@@ -330,18 +332,19 @@ static int mi_op_conv2d(struct mi_cmd_ctx *mc, struct mi_op *op)
 
 	if (op->flags & ~(DRM_METAINFER_OP_F_BIAS | DRM_METAINFER_OP_F_REQUANT))
 		return -EINVAL;
-	if (!c->stride_h || !c->stride_w || !c->dilation_h ||
-	    !c->dilation_w || !c->groups || c->pad) {
+	if (!c->stride_h || !c->stride_w || !c->dilation_h || !c->dilation_w ||
+	    !c->groups || c->pad) {
 		mi_cmd_dbg(mc, "conv2d: bad stride/dilation/groups/pad\n");
 		return -EINVAL;
 	}
-	ret = mi_tensor_use(mc, op, MI_T_IN0, &c->input, MI_DTYPES_ACT, "input");
+	ret = mi_tensor_use(mc, op, MI_T_IN0, &c->input, MI_DTYPES_ACT,
+			    "input");
 	if (!ret)
 		ret = mi_tensor_use(mc, op, MI_T_IN1, &c->weight,
 				    MI_DTYPES_WEIGHT, "weight");
 	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &c->output,
-				    MI_DTYPES_ALL, "output");
+		ret = mi_tensor_use(mc, op, MI_T_OUT, &c->output, MI_DTYPES_ALL,
+				    "output");
 	if (ret)
 		return ret;
 	if (in->layout == DRM_METAINFER_LAYOUT_PLAIN ||
@@ -401,10 +404,11 @@ static int mi_op_gemm(struct mi_cmd_ctx *mc, struct mi_op *op)
 		return -EINVAL;
 	ret = mi_tensor_use(mc, op, MI_T_IN0, &g->a, MI_DTYPES_ACT, "a");
 	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_IN1, &g->b, MI_DTYPES_ACT, "b");
+		ret = mi_tensor_use(mc, op, MI_T_IN1, &g->b, MI_DTYPES_ACT,
+				    "b");
 	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &g->output,
-				    MI_DTYPES_ALL, "output");
+		ret = mi_tensor_use(mc, op, MI_T_OUT, &g->output, MI_DTYPES_ALL,
+				    "output");
 	if (ret)
 		return ret;
 	if (a->layout || b->layout || out->layout || a->ndim != 2 ||
@@ -450,10 +454,11 @@ static int mi_op_eltwise(struct mi_cmd_ctx *mc, struct mi_op *op)
 	}
 	ret = mi_tensor_use(mc, op, MI_T_IN0, &e->a, MI_DTYPES_ALL, "a");
 	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_IN1, &e->b, MI_DTYPES_ALL, "b");
+		ret = mi_tensor_use(mc, op, MI_T_IN1, &e->b, MI_DTYPES_ALL,
+				    "b");
 	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &e->output,
-				    MI_DTYPES_ALL, "output");
+		ret = mi_tensor_use(mc, op, MI_T_OUT, &e->output, MI_DTYPES_ALL,
+				    "output");
 	if (ret)
 		return ret;
 	if (a->layout != out->layout || b->layout != out->layout ||
@@ -474,10 +479,11 @@ static int mi_op_clip(struct mi_cmd_ctx *mc, struct mi_op *op)
 
 	if (op->flags || (op->op == DRM_METAINFER_OP_RELU && c->max))
 		return -EINVAL;
-	ret = mi_tensor_use(mc, op, MI_T_IN0, &c->input, MI_DTYPES_ALL, "input");
+	ret = mi_tensor_use(mc, op, MI_T_IN0, &c->input, MI_DTYPES_ALL,
+			    "input");
 	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &c->output,
-				    MI_DTYPES_ALL, "output");
+		ret = mi_tensor_use(mc, op, MI_T_OUT, &c->output, MI_DTYPES_ALL,
+				    "output");
 	if (ret)
 		return ret;
 	if (in->dtype != out->dtype || in->layout != out->layout ||
@@ -502,7 +508,8 @@ static int mi_op_pool(struct mi_cmd_ctx *mc, struct mi_op *op)
 	const struct mi_tensor *in = &op->t[MI_T_IN0];
 	const struct mi_tensor *out = &op->t[MI_T_OUT];
 	u32 allowed = op->op == DRM_METAINFER_OP_AVGPOOL ?
-		      DRM_METAINFER_OP_F_COUNT_PAD : 0;
+			      DRM_METAINFER_OP_F_COUNT_PAD :
+			      0;
 	int ret;
 
 	if (op->flags & ~allowed)
@@ -514,10 +521,11 @@ static int mi_op_pool(struct mi_cmd_ctx *mc, struct mi_op *op)
 		mi_cmd_dbg(mc, "pool: bad window/stride/pads\n");
 		return -EINVAL;
 	}
-	ret = mi_tensor_use(mc, op, MI_T_IN0, &p->input, MI_DTYPES_ALL, "input");
+	ret = mi_tensor_use(mc, op, MI_T_IN0, &p->input, MI_DTYPES_ALL,
+			    "input");
 	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &p->output,
-				    MI_DTYPES_ALL, "output");
+		ret = mi_tensor_use(mc, op, MI_T_OUT, &p->output, MI_DTYPES_ALL,
+				    "output");
 	if (ret)
 		return ret;
 	if (in->layout == DRM_METAINFER_LAYOUT_PLAIN ||
@@ -526,12 +534,10 @@ static int mi_op_pool(struct mi_cmd_ctx *mc, struct mi_op *op)
 		return -EINVAL;
 	}
 	if (out->dim[0] != in->dim[0] || out->dim[1] != in->dim[1] ||
-	    out->dim[2] != mi_window_out(in->dim[2], p->pad_top,
-					 p->pad_bottom, p->kernel_h,
-					 p->stride_h) ||
-	    out->dim[3] != mi_window_out(in->dim[3], p->pad_left,
-					 p->pad_right, p->kernel_w,
-					 p->stride_w)) {
+	    out->dim[2] != mi_window_out(in->dim[2], p->pad_top, p->pad_bottom,
+					 p->kernel_h, p->stride_h) ||
+	    out->dim[3] != mi_window_out(in->dim[3], p->pad_left, p->pad_right,
+					 p->kernel_w, p->stride_w)) {
 		mi_cmd_dbg(mc, "pool: output shape mismatch\n");
 		return -EINVAL;
 	}
@@ -549,10 +555,11 @@ static int mi_op_requantize(struct mi_cmd_ctx *mc, struct mi_op *op)
 
 	if (op->flags)
 		return -EINVAL;
-	ret = mi_tensor_use(mc, op, MI_T_IN0, &r->input, MI_DTYPES_ALL, "input");
+	ret = mi_tensor_use(mc, op, MI_T_IN0, &r->input, MI_DTYPES_ALL,
+			    "input");
 	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &r->output,
-				    MI_DTYPES_ALL, "output");
+		ret = mi_tensor_use(mc, op, MI_T_OUT, &r->output, MI_DTYPES_ALL,
+				    "output");
 	if (ret)
 		return ret;
 	if (r->axis >= in->ndim || in->layout != out->layout ||
@@ -560,8 +567,8 @@ static int mi_op_requantize(struct mi_cmd_ctx *mc, struct mi_op *op)
 		mi_cmd_dbg(mc, "requantize: bad axis or shape mismatch\n");
 		return -EINVAL;
 	}
-	return mi_requant_check(mc, op, true, &r->rq, &r->multiplier,
-				&r->shift, in->shape[r->axis]);
+	return mi_requant_check(mc, op, true, &r->rq, &r->multiplier, &r->shift,
+				in->shape[r->axis]);
 }
 
 static int mi_op_copy(struct mi_cmd_ctx *mc, struct mi_op *op)
@@ -573,10 +580,11 @@ static int mi_op_copy(struct mi_cmd_ctx *mc, struct mi_op *op)
 
 	if (op->flags)
 		return -EINVAL;
-	ret = mi_tensor_use(mc, op, MI_T_IN0, &c->input, MI_DTYPES_ALL, "input");
+	ret = mi_tensor_use(mc, op, MI_T_IN0, &c->input, MI_DTYPES_ALL,
+			    "input");
 	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &c->output,
-				    MI_DTYPES_ALL, "output");
+		ret = mi_tensor_use(mc, op, MI_T_OUT, &c->output, MI_DTYPES_ALL,
+				    "output");
 	if (ret)
 		return ret;
 	if (in->dtype != out->dtype || !mi_same_dims(in, out) ||
@@ -677,7 +685,9 @@ int mi_cmd_parse(struct mi_device *mdev, const void *cmds, u32 size,
 		 struct mi_op **ops_out, u32 *op_count_out)
 {
 	struct mi_cmd_ctx mc = {
-		.mdev = mdev, .objs = objs, .bo_count = bo_count,
+		.mdev = mdev,
+		.objs = objs,
+		.bo_count = bo_count,
 	};
 	struct drm_metainfer_stream_header sh;
 	struct mi_op *ops;

@@ -52,7 +52,8 @@ bool mi_device_is_lost(struct mi_device *mdev)
 void mi_device_mark_lost(struct mi_device *mdev)
 {
 	if (!atomic_xchg(&mdev->lost, 1))
-		drm_err(mdev->drm, "device lost: reset failed, new jobs are refused\n");
+		drm_err(mdev->drm,
+			"device lost: reset failed, new jobs are refused\n");
 }
 
 /**
@@ -87,7 +88,8 @@ int mi_get_param_ioctl(struct drm_device *drm, void *data,
 		args->value = caps->dtype_mask;
 		break;
 	case DRM_METAINFER_PARAM_LAYOUT_MASK:
-		args->value = caps->layout_mask | BIT(DRM_METAINFER_LAYOUT_PLAIN);
+		args->value = caps->layout_mask |
+			      BIT(DRM_METAINFER_LAYOUT_PLAIN);
 		break;
 	case DRM_METAINFER_PARAM_NUM_QUEUES:
 		args->value = mdev->num_queues;
@@ -358,7 +360,8 @@ static int mi_caps_check(const struct mi_backend_ops *ops,
 		return -EINVAL;
 	if (!caps->num_queues || caps->num_queues > DRM_METAINFER_MAX_QUEUES)
 		return -EINVAL;
-	if ((caps->op_mask & ~ops_known) || (caps->dtype_mask & ~dtypes_known) ||
+	if ((caps->op_mask & ~ops_known) ||
+	    (caps->dtype_mask & ~dtypes_known) ||
 	    (caps->layout_mask & ~layouts_known) ||
 	    caps->preferred_layout >= DRM_METAINFER_LAYOUT_COUNT)
 		return -EINVAL;

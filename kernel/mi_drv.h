@@ -20,10 +20,10 @@
 
 #include "metainfer_backend.h"
 
-#define MI_DRIVER_NAME		"metainfer"
-#define MI_DRIVER_DESC		"MetaInfer accelerator framework"
-#define MI_MAX_CTX_PER_FILE	1024
-#define MI_MAX_ERRORS_PER_CTX	4096
+#define MI_DRIVER_NAME "metainfer"
+#define MI_DRIVER_DESC "MetaInfer accelerator framework"
+#define MI_MAX_CTX_PER_FILE 1024
+#define MI_MAX_ERRORS_PER_CTX 4096
 
 extern unsigned int mi_job_timeout_ms;
 extern unsigned long mi_max_bo_size;
@@ -204,8 +204,8 @@ struct mi_ctx {
 };
 
 /* Bits of mi_job.flags */
-#define MI_JOB_FINISHED		0
-#define MI_JOB_ACCOUNTED	1
+#define MI_JOB_FINISHED 0
+#define MI_JOB_ACCOUNTED 1
 
 /**
  * struct mi_job - a submitted job
@@ -290,13 +290,13 @@ int mi_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 /* mi_gem.c */
 struct drm_gem_object *mi_gem_create_object(struct drm_device *drm,
 					    size_t size);
-struct drm_gem_object *mi_gem_prime_import_sg_table(struct drm_device *drm,
-						    struct dma_buf_attachment *attach,
-						    struct sg_table *sgt);
+struct drm_gem_object *
+mi_gem_prime_import_sg_table(struct drm_device *drm,
+			     struct dma_buf_attachment *attach,
+			     struct sg_table *sgt);
 int mi_bo_create_ioctl(struct drm_device *drm, void *data,
 		       struct drm_file *file);
-int mi_bo_info_ioctl(struct drm_device *drm, void *data,
-		     struct drm_file *file);
+int mi_bo_info_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
 int mi_bo_vmap(struct drm_gem_object *obj, void **vaddr);
 
 /* mi_cmd.c */
@@ -314,8 +314,7 @@ int mi_ctx_create_ioctl(struct drm_device *drm, void *data,
 			struct drm_file *file);
 int mi_ctx_destroy_ioctl(struct drm_device *drm, void *data,
 			 struct drm_file *file);
-int mi_submit_ioctl(struct drm_device *drm, void *data,
-		    struct drm_file *file);
+int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
 int mi_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
 struct mi_ctx *mi_ctx_lookup(struct mi_file *mfile, u32 id);
 void mi_jobs_wait_all(void);

@@ -13,6 +13,15 @@
 
 #include "mi_drv.h"
 
+static int mi_fdinfo_add_size(int id, void *p, void *data)
+{
+	struct drm_gem_object *obj = p;
+	u64 *resident = data;
+
+	*resident += obj->size;
+	return 0;
+}
+
 /**
  * mi_show_fdinfo() - &file_operations.show_fdinfo of the DRM nodes
  * @m: output
@@ -23,16 +32,13 @@ void mi_show_fdinfo(struct seq_file *m, struct file *f)
 	struct drm_file *file = f->private_data;
 	struct mi_file *mfile = file->driver_priv;
 	struct mi_device *mdev = to_mi_device(file->minor->dev);
-	struct drm_gem_object *obj;
 	u64 resident = 0;
-	int id;
 	u32 i;
 
 	if (!mfile)
 		return;
 	spin_lock(&file->table_lock);
-	idr_for_each_entry(&file->object_idr, obj, id)
-		resident += obj->size;
+	idr_for_each(&file->object_idr, mi_fdinfo_add_size, &resident);
 	spin_unlock(&file->table_lock);
 
 	seq_printf(m, "drm-driver:\t%s\n", MI_DRIVER_NAME);

@@ -64,8 +64,7 @@ static const struct drm_gem_object_funcs mi_gem_funcs = {
  *
  * Return: the new object's GEM base, or an ERR_PTR.
  */
-struct drm_gem_object *mi_gem_create_object(struct drm_device *drm,
-					    size_t size)
+struct drm_gem_object *mi_gem_create_object(struct drm_device *drm, size_t size)
 {
 	struct mi_bo *bo;
 
@@ -87,9 +86,10 @@ struct drm_gem_object *mi_gem_create_object(struct drm_device *drm,
  *
  * Return: the new object or an ERR_PTR.
  */
-struct drm_gem_object *mi_gem_prime_import_sg_table(struct drm_device *drm,
-						    struct dma_buf_attachment *attach,
-						    struct sg_table *sgt)
+struct drm_gem_object *
+mi_gem_prime_import_sg_table(struct drm_device *drm,
+			     struct dma_buf_attachment *attach,
+			     struct sg_table *sgt)
 {
 	struct drm_gem_object *obj;
 
@@ -173,8 +173,7 @@ int mi_bo_create_ioctl(struct drm_device *drm, void *data,
  *
  * Return: 0 or a negative errno.
  */
-int mi_bo_info_ioctl(struct drm_device *drm, void *data,
-		     struct drm_file *file)
+int mi_bo_info_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct drm_metainfer_bo_info *args = data;
 	struct drm_gem_object *obj;

@@ -38,7 +38,7 @@ static int mi_hwmon_read(struct device *dev, enum hwmon_sensor_types type,
 	if (type == hwmon_power && attr == hwmon_power_input) {
 		if (!(c.valid & DRM_METAINFER_VALID_POWER))
 			return -ENODATA;
-		*val = c.power_mw * 1000;	/* microwatts */
+		*val = c.power_mw * 1000; /* microwatts */
 		return 0;
 	}
 	return -EOPNOTSUPP;
@@ -51,8 +51,7 @@ static const struct hwmon_ops mi_hwmon_ops = {
 
 static const struct hwmon_channel_info *mi_hwmon_info[] = {
 	HWMON_CHANNEL_INFO(temp, HWMON_T_INPUT),
-	HWMON_CHANNEL_INFO(power, HWMON_P_INPUT),
-	NULL
+	HWMON_CHANNEL_INFO(power, HWMON_P_INPUT), NULL
 };
 
 static const struct hwmon_chip_info mi_hwmon_chip = {

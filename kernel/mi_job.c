@@ -28,7 +28,7 @@
 #include "mi_trace.h"
 
 /* mi_job.flags bit: the hardware fence was initialised by run_job */
-#define MI_JOB_FENCE_INIT	2
+#define MI_JOB_FENCE_INIT 2
 
 static const char *mi_fence_driver_name(struct dma_fence *f)
 {
@@ -268,10 +268,10 @@ static enum drm_gpu_sched_stat mi_sched_timedout_job(struct drm_sched_job *sj)
 	mutex_unlock(&mdev->reset_lock);
 
 	if (hung) {
-		dev_info_ratelimited(mdev->drm->dev,
-				     "queue %u: job %u:%llu timed out, reset %s\n",
-				     q->index, job->ctx->id, job->seqno,
-				     ret ? "failed" : "done");
+		dev_info_ratelimited(
+			mdev->drm->dev,
+			"queue %u: job %u:%llu timed out, reset %s\n", q->index,
+			job->ctx->id, job->seqno, ret ? "failed" : "done");
 		if (ret) {
 			atomic64_inc(&mdev->resets_failed);
 			mi_device_mark_lost(mdev);
@@ -526,8 +526,8 @@ int mi_ctx_create_ioctl(struct drm_device *drm, void *data,
 	kref_get(&mfile->ref);
 	ctx->mfile = mfile;
 	atomic_inc(&mdev->ctx_count);
-	ret = xa_alloc(&mfile->ctxs, &id, ctx,
-		       XA_LIMIT(1, MI_MAX_CTX_PER_FILE), GFP_KERNEL);
+	ret = xa_alloc(&mfile->ctxs, &id, ctx, XA_LIMIT(1, MI_MAX_CTX_PER_FILE),
+		       GFP_KERNEL);
 	if (ret) {
 		drm_sched_entity_destroy(&ctx->entity);
 		mi_ctx_put(ctx);
@@ -574,10 +574,10 @@ int mi_ctx_destroy_ioctl(struct drm_device *drm, void *data,
  */
 void mi_file_ctxs_fini(struct mi_file *mfile)
 {
+	unsigned long id = 0;
 	struct mi_ctx *ctx;
-	unsigned long id;
 
-	xa_for_each(&mfile->ctxs, id, ctx) {
+	while ((ctx = xa_find(&mfile->ctxs, &id, ULONG_MAX, XA_PRESENT))) {
 		xa_erase(&mfile->ctxs, id);
 		mi_ctx_teardown(ctx);
 	}
@@ -653,8 +653,8 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 
 	if ((args->flags & ~DRM_METAINFER_SUBMIT_FLAGS_MASK) || args->pad ||
 	    args->bo_count > DRM_METAINFER_MAX_BOS ||
-	    args->in_sync_count > DRM_METAINFER_MAX_SYNCS ||
-	    !args->cmds_size || args->cmds_size > DRM_METAINFER_MAX_CMDS_SIZE ||
+	    args->in_sync_count > DRM_METAINFER_MAX_SYNCS || !args->cmds_size ||
+	    args->cmds_size > DRM_METAINFER_MAX_CMDS_SIZE ||
 	    (!args->out_sync && args->out_point))
 		return -EINVAL;
 	if (!drm_dev_enter(drm, &idx))
@@ -710,8 +710,10 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 		for (i = 0; i < op_count; i++) {
 			ret = mdev->ops->check_op(mdev, &job->ops[i]);
 			if (ret) {
-				drm_dbg_driver(drm, "submit: op %u vetoed by backend: %d\n",
-					       i, ret);
+				drm_dbg_driver(
+					drm,
+					"submit: op %u vetoed by backend: %d\n",
+					i, ret);
 				goto err_job;
 			}
 		}

@@ -137,9 +137,9 @@ int mi_get_counters_ioctl(struct drm_device *drm, void *data,
 	args->valid = hw.valid;
 	args->temp_mc = hw.valid & DRM_METAINFER_VALID_TEMP ? hw.temp_mc : 0;
 	args->power_mw = hw.valid & DRM_METAINFER_VALID_POWER ? hw.power_mw : 0;
-	args->clock_khz = hw.valid & DRM_METAINFER_VALID_CLOCK ?
-			  hw.clock_khz : 0;
-	args->throttle = hw.valid & DRM_METAINFER_VALID_THROTTLE ?
-			 hw.throttle : 0;
+	args->clock_khz = hw.valid & DRM_METAINFER_VALID_CLOCK ? hw.clock_khz :
+								 0;
+	args->throttle = hw.valid & DRM_METAINFER_VALID_THROTTLE ? hw.throttle :
+								   0;
 	return 0;
 }

@@ -17,6 +17,8 @@
 #define TRACE_SYSTEM metainfer
 #define TRACE_INCLUDE_FILE mi_trace
 
+/* clang-format off */
+
 TRACE_EVENT(submit,
 	TP_PROTO(int dev, u32 ctx, u32 queue, u64 seqno, u64 fence_ctx,
 		 u64 fence_seqno, u32 ops, u32 bos),
@@ -158,6 +160,8 @@ DEFINE_EVENT(mi_bo_event, bo_destroy,
 	TP_PROTO(int dev, u64 bo, u64 size),
 	TP_ARGS(dev, bo, size)
 );
+
+/* clang-format on */
 
 #endif /* _MI_TRACE_H_ */
 

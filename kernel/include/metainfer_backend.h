@@ -72,13 +72,13 @@ struct mi_backend_caps {
  *   REQUANTIZE: IN0 OUT MULT SHIFT
  * &mi_op.tensor_mask has bit (1 << slot) for every slot in use.
  */
-#define MI_T_IN0	0
-#define MI_T_IN1	1
-#define MI_T_BIAS	2
-#define MI_T_OUT	3
-#define MI_T_MULT	4
-#define MI_T_SHIFT	5
-#define MI_T_COUNT	6
+#define MI_T_IN0 0
+#define MI_T_IN1 1
+#define MI_T_BIAS 2
+#define MI_T_OUT 3
+#define MI_T_MULT 4
+#define MI_T_SHIFT 5
+#define MI_T_COUNT 6
 
 /**
  * struct mi_tensor - a validated tensor, resolved to a kernel address

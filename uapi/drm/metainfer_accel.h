@@ -47,49 +47,57 @@ extern "C" {
 #endif
 
 /** DRM_METAINFER_API_VERSION - value of %DRM_METAINFER_PARAM_API_VERSION */
-#define DRM_METAINFER_API_VERSION	1
+#define DRM_METAINFER_API_VERSION 1
 
-#define DRM_METAINFER_GET_PARAM		0x00
-#define DRM_METAINFER_BO_CREATE		0x01
-#define DRM_METAINFER_BO_INFO		0x02
-#define DRM_METAINFER_CTX_CREATE	0x03
-#define DRM_METAINFER_CTX_DESTROY	0x04
-#define DRM_METAINFER_SUBMIT		0x05
-#define DRM_METAINFER_WAIT		0x06
-#define DRM_METAINFER_GET_COUNTERS	0x07
+#define DRM_METAINFER_GET_PARAM 0x00
+#define DRM_METAINFER_BO_CREATE 0x01
+#define DRM_METAINFER_BO_INFO 0x02
+#define DRM_METAINFER_CTX_CREATE 0x03
+#define DRM_METAINFER_CTX_DESTROY 0x04
+#define DRM_METAINFER_SUBMIT 0x05
+#define DRM_METAINFER_WAIT 0x06
+#define DRM_METAINFER_GET_COUNTERS 0x07
 
-#define DRM_IOCTL_METAINFER_GET_PARAM \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_GET_PARAM, struct drm_metainfer_get_param)
-#define DRM_IOCTL_METAINFER_BO_CREATE \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_BO_CREATE, struct drm_metainfer_bo_create)
-#define DRM_IOCTL_METAINFER_BO_INFO \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_BO_INFO, struct drm_metainfer_bo_info)
-#define DRM_IOCTL_METAINFER_CTX_CREATE \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_CTX_CREATE, struct drm_metainfer_ctx_create)
-#define DRM_IOCTL_METAINFER_CTX_DESTROY \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_CTX_DESTROY, struct drm_metainfer_ctx_destroy)
-#define DRM_IOCTL_METAINFER_SUBMIT \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_SUBMIT, struct drm_metainfer_submit)
-#define DRM_IOCTL_METAINFER_WAIT \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_WAIT, struct drm_metainfer_wait)
-#define DRM_IOCTL_METAINFER_GET_COUNTERS \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_GET_COUNTERS, struct drm_metainfer_get_counters)
+#define DRM_IOCTL_METAINFER_GET_PARAM                        \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_GET_PARAM, \
+		 struct drm_metainfer_get_param)
+#define DRM_IOCTL_METAINFER_BO_CREATE                        \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_BO_CREATE, \
+		 struct drm_metainfer_bo_create)
+#define DRM_IOCTL_METAINFER_BO_INFO                        \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_BO_INFO, \
+		 struct drm_metainfer_bo_info)
+#define DRM_IOCTL_METAINFER_CTX_CREATE                        \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_CTX_CREATE, \
+		 struct drm_metainfer_ctx_create)
+#define DRM_IOCTL_METAINFER_CTX_DESTROY                        \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_CTX_DESTROY, \
+		 struct drm_metainfer_ctx_destroy)
+#define DRM_IOCTL_METAINFER_SUBMIT                        \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_SUBMIT, \
+		 struct drm_metainfer_submit)
+#define DRM_IOCTL_METAINFER_WAIT                        \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_WAIT, \
+		 struct drm_metainfer_wait)
+#define DRM_IOCTL_METAINFER_GET_COUNTERS                        \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_METAINFER_GET_COUNTERS, \
+		 struct drm_metainfer_get_counters)
 
 /*
  * Limits.  A request above a limit fails with -EINVAL.
  */
 /** DRM_METAINFER_MAX_QUEUES - most hardware queues one device may have */
-#define DRM_METAINFER_MAX_QUEUES	8
+#define DRM_METAINFER_MAX_QUEUES 8
 /** DRM_METAINFER_MAX_BOS - most buffer handles in one submit */
-#define DRM_METAINFER_MAX_BOS		64
+#define DRM_METAINFER_MAX_BOS 64
 /** DRM_METAINFER_MAX_SYNCS - most in-syncobjs in one submit */
-#define DRM_METAINFER_MAX_SYNCS		64
+#define DRM_METAINFER_MAX_SYNCS 64
 /** DRM_METAINFER_MAX_CMDS_SIZE - largest command stream, in bytes */
-#define DRM_METAINFER_MAX_CMDS_SIZE	65536
+#define DRM_METAINFER_MAX_CMDS_SIZE 65536
 /** DRM_METAINFER_MAX_OPS - most ops in one command stream */
-#define DRM_METAINFER_MAX_OPS		256
+#define DRM_METAINFER_MAX_OPS 256
 /** DRM_METAINFER_MAX_NDIM - most dimensions of a tensor */
-#define DRM_METAINFER_MAX_NDIM		4
+#define DRM_METAINFER_MAX_NDIM 4
 
 /* ------------------------------------------------------------------ */
 /* GET_PARAM                                                          */
@@ -102,45 +110,45 @@ extern "C" {
  * length in value.  Unknown parameters fail with -EINVAL.
  */
 /** DRM_METAINFER_PARAM_API_VERSION - %DRM_METAINFER_API_VERSION of the kernel */
-#define DRM_METAINFER_PARAM_API_VERSION		0
+#define DRM_METAINFER_PARAM_API_VERSION 0
 /** DRM_METAINFER_PARAM_OP_MASK - bit (1 << DRM_METAINFER_OP_x) per supported op */
-#define DRM_METAINFER_PARAM_OP_MASK		1
+#define DRM_METAINFER_PARAM_OP_MASK 1
 /** DRM_METAINFER_PARAM_DTYPE_MASK - bit (1 << DRM_METAINFER_DTYPE_x) per supported dtype */
-#define DRM_METAINFER_PARAM_DTYPE_MASK		2
+#define DRM_METAINFER_PARAM_DTYPE_MASK 2
 /**
  * DRM_METAINFER_PARAM_LAYOUT_MASK - bit (1 << DRM_METAINFER_LAYOUT_x) per
  * supported layout (%DRM_METAINFER_LAYOUT_PLAIN is always supported)
  */
-#define DRM_METAINFER_PARAM_LAYOUT_MASK		3
+#define DRM_METAINFER_PARAM_LAYOUT_MASK 3
 /** DRM_METAINFER_PARAM_NUM_QUEUES - number of hardware queues (1..8) */
-#define DRM_METAINFER_PARAM_NUM_QUEUES		4
+#define DRM_METAINFER_PARAM_NUM_QUEUES 4
 /** DRM_METAINFER_PARAM_SRAM_BYTES - on-chip SRAM, bytes (0: none) */
-#define DRM_METAINFER_PARAM_SRAM_BYTES		5
+#define DRM_METAINFER_PARAM_SRAM_BYTES 5
 /** DRM_METAINFER_PARAM_CLOCK_KHZ - nominal (maximum) core clock, kHz */
-#define DRM_METAINFER_PARAM_CLOCK_KHZ		6
+#define DRM_METAINFER_PARAM_CLOCK_KHZ 6
 /**
  * DRM_METAINFER_PARAM_MACS_PER_CYCLE - peak multiply-accumulates per cycle
  * for the dtype given in &drm_metainfer_get_param.index (0 if unsupported)
  */
-#define DRM_METAINFER_PARAM_MACS_PER_CYCLE	7
+#define DRM_METAINFER_PARAM_MACS_PER_CYCLE 7
 /** DRM_METAINFER_PARAM_DMA_BW - DMA bandwidth to system memory, bytes/s */
-#define DRM_METAINFER_PARAM_DMA_BW		8
+#define DRM_METAINFER_PARAM_DMA_BW 8
 /** DRM_METAINFER_PARAM_DMA_BURST - DMA burst size, bytes */
-#define DRM_METAINFER_PARAM_DMA_BURST		9
+#define DRM_METAINFER_PARAM_DMA_BURST 9
 /** DRM_METAINFER_PARAM_PREFERRED_LAYOUT - the DRM_METAINFER_LAYOUT_x it runs fastest */
-#define DRM_METAINFER_PARAM_PREFERRED_LAYOUT	10
+#define DRM_METAINFER_PARAM_PREFERRED_LAYOUT 10
 /** DRM_METAINFER_PARAM_DEVICE_LOST - 1 once a reset failed (submits get -ENODEV) */
-#define DRM_METAINFER_PARAM_DEVICE_LOST		11
+#define DRM_METAINFER_PARAM_DEVICE_LOST 11
 /** DRM_METAINFER_PARAM_FW_VERSION - backend firmware/model version, opaque u64 */
-#define DRM_METAINFER_PARAM_FW_VERSION		12
+#define DRM_METAINFER_PARAM_FW_VERSION 12
 /** DRM_METAINFER_PARAM_DEVICE_ID - id unique among live devices (the DRM minor) */
-#define DRM_METAINFER_PARAM_DEVICE_ID		13
+#define DRM_METAINFER_PARAM_DEVICE_ID 13
 /** DRM_METAINFER_PARAM_JOB_TIMEOUT_MS - job timeout in milliseconds */
-#define DRM_METAINFER_PARAM_JOB_TIMEOUT_MS	14
+#define DRM_METAINFER_PARAM_JOB_TIMEOUT_MS 14
 /** DRM_METAINFER_PARAM_NAME - blob: personality/model name, NUL-terminated */
-#define DRM_METAINFER_PARAM_NAME		15
+#define DRM_METAINFER_PARAM_NAME 15
 /** DRM_METAINFER_PARAM_BACKEND - blob: backend (vendor module) name, NUL-terminated */
-#define DRM_METAINFER_PARAM_BACKEND		16
+#define DRM_METAINFER_PARAM_BACKEND 16
 
 /**
  * struct drm_metainfer_get_param - query a device capability
@@ -169,14 +177,14 @@ struct drm_metainfer_get_param {
 	/** @pad: must be 0 */
 	__u32 pad;
 };
-#define DRM_METAINFER_GET_PARAM_SIZE_VER0	40
+#define DRM_METAINFER_GET_PARAM_SIZE_VER0 40
 
 /* ------------------------------------------------------------------ */
 /* Buffer objects                                                     */
 /* ------------------------------------------------------------------ */
 
 /** DRM_METAINFER_BO_CREATE_FLAGS_MASK - known BO_CREATE flags (none yet) */
-#define DRM_METAINFER_BO_CREATE_FLAGS_MASK	0u
+#define DRM_METAINFER_BO_CREATE_FLAGS_MASK 0u
 
 /**
  * struct drm_metainfer_bo_create - create a buffer object
@@ -197,7 +205,7 @@ struct drm_metainfer_bo_create {
 	/** @pad: must be 0 */
 	__u32 pad;
 };
-#define DRM_METAINFER_BO_CREATE_SIZE_VER0	24
+#define DRM_METAINFER_BO_CREATE_SIZE_VER0 24
 
 /**
  * struct drm_metainfer_bo_info - size and mmap offset of a buffer
@@ -219,18 +227,18 @@ struct drm_metainfer_bo_info {
 	/** @mmap_offset: out, fake offset to pass to mmap(2) */
 	__u64 mmap_offset;
 };
-#define DRM_METAINFER_BO_INFO_SIZE_VER0		32
+#define DRM_METAINFER_BO_INFO_SIZE_VER0 32
 
 /* ------------------------------------------------------------------ */
 /* Contexts                                                           */
 /* ------------------------------------------------------------------ */
 
 /** DRM_METAINFER_PRIORITY_LOW - background work */
-#define DRM_METAINFER_PRIORITY_LOW	0
+#define DRM_METAINFER_PRIORITY_LOW 0
 /** DRM_METAINFER_PRIORITY_NORMAL - default */
-#define DRM_METAINFER_PRIORITY_NORMAL	1
+#define DRM_METAINFER_PRIORITY_NORMAL 1
 /** DRM_METAINFER_PRIORITY_HIGH - latency-sensitive work */
-#define DRM_METAINFER_PRIORITY_HIGH	2
+#define DRM_METAINFER_PRIORITY_HIGH 2
 
 /**
  * struct drm_metainfer_ctx_create - create an execution context
@@ -254,7 +262,7 @@ struct drm_metainfer_ctx_create {
 	/** @pad: must be 0 */
 	__u32 pad;
 };
-#define DRM_METAINFER_CTX_CREATE_SIZE_VER0	24
+#define DRM_METAINFER_CTX_CREATE_SIZE_VER0 24
 
 /**
  * struct drm_metainfer_ctx_destroy - destroy a context
@@ -273,7 +281,7 @@ struct drm_metainfer_ctx_destroy {
 	/** @pad: must be 0 */
 	__u32 pad;
 };
-#define DRM_METAINFER_CTX_DESTROY_SIZE_VER0	16
+#define DRM_METAINFER_CTX_DESTROY_SIZE_VER0 16
 
 /* ------------------------------------------------------------------ */
 /* Submission                                                         */
@@ -296,9 +304,9 @@ struct drm_metainfer_sync {
  * bounds, capabilities), then return without running it; @seqno returns 0
  * and no syncobj is touched.  Lets userspace probe what a device accepts.
  */
-#define DRM_METAINFER_SUBMIT_VALIDATE_ONLY	(1u << 0)
+#define DRM_METAINFER_SUBMIT_VALIDATE_ONLY (1u << 0)
 /** DRM_METAINFER_SUBMIT_FLAGS_MASK - known SUBMIT flags */
-#define DRM_METAINFER_SUBMIT_FLAGS_MASK		DRM_METAINFER_SUBMIT_VALIDATE_ONLY
+#define DRM_METAINFER_SUBMIT_FLAGS_MASK DRM_METAINFER_SUBMIT_VALIDATE_ONLY
 
 /**
  * struct drm_metainfer_submit - queue a job on a context
@@ -348,7 +356,7 @@ struct drm_metainfer_submit {
 	/** @seqno: out, job sequence number within the context (>= 1) */
 	__u64 seqno;
 };
-#define DRM_METAINFER_SUBMIT_SIZE_VER0		72
+#define DRM_METAINFER_SUBMIT_SIZE_VER0 72
 
 /**
  * struct drm_metainfer_wait - wait for a job and read its status
@@ -381,32 +389,32 @@ struct drm_metainfer_wait {
 	/** @status: out, the job's status: 0 or a negative errno */
 	__s64 status;
 };
-#define DRM_METAINFER_WAIT_SIZE_VER0		40
+#define DRM_METAINFER_WAIT_SIZE_VER0 40
 
 /* ------------------------------------------------------------------ */
 /* Counters                                                           */
 /* ------------------------------------------------------------------ */
 
 /** DRM_METAINFER_COUNTERS_CTX - read the counters of context @ctx_id */
-#define DRM_METAINFER_COUNTERS_CTX		(1u << 0)
+#define DRM_METAINFER_COUNTERS_CTX (1u << 0)
 /** DRM_METAINFER_COUNTERS_FLAGS_MASK - known GET_COUNTERS flags */
-#define DRM_METAINFER_COUNTERS_FLAGS_MASK	DRM_METAINFER_COUNTERS_CTX
+#define DRM_METAINFER_COUNTERS_FLAGS_MASK DRM_METAINFER_COUNTERS_CTX
 
 /* Bits of &drm_metainfer_get_counters.valid: the sensor fields present. */
 /** DRM_METAINFER_VALID_TEMP - @temp_mc holds a reading */
-#define DRM_METAINFER_VALID_TEMP		(1u << 0)
+#define DRM_METAINFER_VALID_TEMP (1u << 0)
 /** DRM_METAINFER_VALID_POWER - @power_mw holds a reading */
-#define DRM_METAINFER_VALID_POWER		(1u << 1)
+#define DRM_METAINFER_VALID_POWER (1u << 1)
 /** DRM_METAINFER_VALID_CLOCK - @clock_khz holds a reading */
-#define DRM_METAINFER_VALID_CLOCK		(1u << 2)
+#define DRM_METAINFER_VALID_CLOCK (1u << 2)
 /** DRM_METAINFER_VALID_THROTTLE - @throttle holds a reading */
-#define DRM_METAINFER_VALID_THROTTLE		(1u << 3)
+#define DRM_METAINFER_VALID_THROTTLE (1u << 3)
 
 /* Bits of &drm_metainfer_get_counters.throttle */
 /** DRM_METAINFER_THROTTLE_THERMAL - clock reduced because of temperature */
-#define DRM_METAINFER_THROTTLE_THERMAL		(1u << 0)
+#define DRM_METAINFER_THROTTLE_THERMAL (1u << 0)
 /** DRM_METAINFER_THROTTLE_POWER - clock reduced because of a power limit */
-#define DRM_METAINFER_THROTTLE_POWER		(1u << 1)
+#define DRM_METAINFER_THROTTLE_POWER (1u << 1)
 
 /**
  * struct drm_metainfer_get_counters - read performance counters
@@ -463,7 +471,7 @@ struct drm_metainfer_get_counters {
 	/** @throttle: out, DRM_METAINFER_THROTTLE_x bits now in effect */
 	__u64 throttle;
 };
-#define DRM_METAINFER_GET_COUNTERS_SIZE_VER0	152
+#define DRM_METAINFER_GET_COUNTERS_SIZE_VER0 152
 
 /* ------------------------------------------------------------------ */
 /* io_uring                                                           */
@@ -541,47 +549,47 @@ struct drm_metainfer_uring_cmd {
  */
 
 /** DRM_METAINFER_STREAM_MAGIC - &drm_metainfer_stream_header.magic ("MIcs") */
-#define DRM_METAINFER_STREAM_MAGIC	0x7363494du
+#define DRM_METAINFER_STREAM_MAGIC 0x7363494du
 /** DRM_METAINFER_STREAM_VERSION - &drm_metainfer_stream_header.version */
-#define DRM_METAINFER_STREAM_VERSION	1
+#define DRM_METAINFER_STREAM_VERSION 1
 
 /* dtypes (0 is invalid) */
-#define DRM_METAINFER_DTYPE_INT8	1
-#define DRM_METAINFER_DTYPE_UINT8	2
-#define DRM_METAINFER_DTYPE_INT16	3
-#define DRM_METAINFER_DTYPE_INT32	4
-#define DRM_METAINFER_DTYPE_COUNT	5
+#define DRM_METAINFER_DTYPE_INT8 1
+#define DRM_METAINFER_DTYPE_UINT8 2
+#define DRM_METAINFER_DTYPE_INT16 3
+#define DRM_METAINFER_DTYPE_INT32 4
+#define DRM_METAINFER_DTYPE_COUNT 5
 
 /* layouts */
-#define DRM_METAINFER_LAYOUT_PLAIN	0
-#define DRM_METAINFER_LAYOUT_NCHW	1
-#define DRM_METAINFER_LAYOUT_NHWC	2
-#define DRM_METAINFER_LAYOUT_COUNT	3
+#define DRM_METAINFER_LAYOUT_PLAIN 0
+#define DRM_METAINFER_LAYOUT_NCHW 1
+#define DRM_METAINFER_LAYOUT_NHWC 2
+#define DRM_METAINFER_LAYOUT_COUNT 3
 
 /* ops (0 is invalid) */
-#define DRM_METAINFER_OP_CONV2D		1
-#define DRM_METAINFER_OP_GEMM		2
-#define DRM_METAINFER_OP_ADD		3
-#define DRM_METAINFER_OP_MUL		4
-#define DRM_METAINFER_OP_RELU		5
-#define DRM_METAINFER_OP_CLIP		6
-#define DRM_METAINFER_OP_MAXPOOL	7
-#define DRM_METAINFER_OP_AVGPOOL	8
-#define DRM_METAINFER_OP_REQUANTIZE	9
-#define DRM_METAINFER_OP_COPY		10
-#define DRM_METAINFER_OP_COUNT		11
+#define DRM_METAINFER_OP_CONV2D 1
+#define DRM_METAINFER_OP_GEMM 2
+#define DRM_METAINFER_OP_ADD 3
+#define DRM_METAINFER_OP_MUL 4
+#define DRM_METAINFER_OP_RELU 5
+#define DRM_METAINFER_OP_CLIP 6
+#define DRM_METAINFER_OP_MAXPOOL 7
+#define DRM_METAINFER_OP_AVGPOOL 8
+#define DRM_METAINFER_OP_REQUANTIZE 9
+#define DRM_METAINFER_OP_COPY 10
+#define DRM_METAINFER_OP_COUNT 11
 
 /* Op header flags */
 /** DRM_METAINFER_OP_F_BIAS - conv2d/gemm: the @bias tensor is used */
-#define DRM_METAINFER_OP_F_BIAS			(1u << 0)
+#define DRM_METAINFER_OP_F_BIAS (1u << 0)
 /**
  * DRM_METAINFER_OP_F_REQUANT - conv2d/gemm: requantize the accumulators
  * (@rq, @multiplier, @shift); without it the output is the raw int32
  * accumulator and @rq, @multiplier and @shift must be zero
  */
-#define DRM_METAINFER_OP_F_REQUANT		(1u << 1)
+#define DRM_METAINFER_OP_F_REQUANT (1u << 1)
 /** DRM_METAINFER_OP_F_COUNT_PAD - avgpool: divide by the full window size */
-#define DRM_METAINFER_OP_F_COUNT_PAD		(1u << 2)
+#define DRM_METAINFER_OP_F_COUNT_PAD (1u << 2)
 
 /**
  * struct drm_metainfer_stream_header - start of a command stream

@@ -123,8 +123,9 @@ static int model_open(const void *buf, size_t len, const char *path,
 		return mi_set_error(-ENOMEM, "out of memory");
 	if (opts)
 		m->opts = *opts;
-	if (m->opts.max_tensor_bytes)
-		mi_max_tensor_bytes = m->opts.max_tensor_bytes;
+	mi_max_tensor_bytes = m->opts.max_tensor_bytes ?
+				      m->opts.max_tensor_bytes :
+				      4ull << 30;
 	mi_graph_init(&m->g);
 	m->label = strdup(label ? label : path ? path : "<buffer>");
 	if (!m->label) {

@@ -12,6 +12,7 @@
 #include <linux/spinlock.h>
 #include <linux/atomic.h>
 #include <linux/platform_device.h>
+#include <linux/overflow.h>
 
 #include <metainfer_backend.h>
 
@@ -246,6 +247,14 @@ struct mi_sim_dev {
 	struct dentry *debugfs;
 	struct mi_sim_status st;
 };
+
+/* a + b, saturating at U64_MAX */
+static inline u64 mi_sim_sat_add(u64 a, u64 b)
+{
+	u64 s;
+
+	return check_add_overflow(a, b, &s) ? U64_MAX : s;
+}
 
 /* mi_sim_pers.c */
 const struct mi_sim_personality *mi_sim_pers_find(const char *name);

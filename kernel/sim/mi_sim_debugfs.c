@@ -15,6 +15,7 @@
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/gfp.h>
 #include <linux/uaccess.h>
 
 #include "mi_sim.h"
@@ -57,13 +58,13 @@ static ssize_t mi_sim_pers_read(struct file *f, char __user *ubuf, size_t len,
 	char *buf;
 	ssize_t n;
 
-	buf = kzalloc(PAGE_SIZE, GFP_KERNEL);
+	buf = (char *)get_zeroed_page(GFP_KERNEL); /* sysfs_emit wants a page */
 	if (!buf)
 		return -ENOMEM;
 	mi_sim_pers_get(sdev, &p);
 	n = mi_sim_pers_show(&p, buf);
 	n = simple_read_from_buffer(ubuf, len, pos, buf, n);
-	kfree(buf);
+	free_page((unsigned long)buf);
 	return n;
 }
 

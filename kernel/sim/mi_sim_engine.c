@@ -17,6 +17,7 @@
 
 #include <linux/kernel.h>
 #include <linux/slab.h>
+#include <linux/gfp.h>
 #include <linux/ktime.h>
 #include <linux/crc32.h>
 #include <linux/platform_device.h>
@@ -121,7 +122,8 @@ static u64 mi_sim_job_time(const struct mi_sim_personality *p, u64 clock_hz,
 	for (i = 0; i < d->op_count; i++) {
 		mi_sim_op_cost(&d->ops[i], &c);
 		t = mi_sim_op_time(p, clock_hz, &c, &b);
-		total = min_t(u64, total + t, S64_MAX / 4);
+		/* ktime arithmetic below must not overflow */
+		total = min_t(u64, mi_sim_sat_add(total, t), S64_MAX / 4);
 		*work += c.work;
 		js->macs += d->ops[i].macs;
 		js->dma_bytes_in += c.in_bytes + c.w_bytes + b.refetch_bytes +
@@ -465,13 +467,13 @@ int mi_sim_backend_register(struct mi_sim_dev *sdev)
 	caps.macs_per_cycle[DRM_METAINFER_DTYPE_INT32] = p->macs_int32;
 
 	/* "firmware" version: model version and a hash of the personality */
-	buf = kzalloc(PAGE_SIZE, GFP_KERNEL);
+	buf = (char *)get_zeroed_page(GFP_KERNEL); /* sysfs_emit wants a page */
 	if (!buf)
 		return -ENOMEM;
 	n = mi_sim_pers_show(p, buf);
 	caps.fw_version = ((u64)MI_SIM_MODEL_VERSION << 32) |
 			  crc32_le(0, buf, n);
-	kfree(buf);
+	free_page((unsigned long)buf);
 
 	return mi_device_register(&sdev->pdev->dev, &mi_sim_ops, &caps, sdev,
 				  &sdev->mdev);

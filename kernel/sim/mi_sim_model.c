@@ -41,13 +41,6 @@ u64 mi_sim_muldiv(u64 a, u64 b, u64 c)
 	return q;
 }
 
-static u64 mi_sim_sat_add(u64 a, u64 b)
-{
-	u64 s;
-
-	return check_add_overflow(a, b, &s) ? U64_MAX : s;
-}
-
 /* Time to move @bytes over the DMA port, rounded up to whole bursts. */
 static u64 mi_sim_dma_ns(const struct mi_sim_personality *p, u64 bytes)
 {
@@ -56,7 +49,8 @@ static u64 mi_sim_dma_ns(const struct mi_sim_personality *p, u64 bytes)
 
 	if (!bytes)
 		return 0;
-	return mi_sim_muldiv(bursts * burst, NSEC_PER_SEC, p->dma_bw);
+	return mi_sim_muldiv(mi_sim_muldiv(bursts, burst, 1), NSEC_PER_SEC,
+			     p->dma_bw);
 }
 
 /* MACs (or element operations) per cycle for operands of @esize bytes. */

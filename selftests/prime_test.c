@@ -7,7 +7,10 @@
  * handle; no buffer is leaked once everything is closed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -227,6 +230,62 @@ TEST_F(dev, shared_buffers_not_leaked)
 		usleep(20000);
 	}
 	EXPECT_EQ(n0, n);
+}
+
+/* Open the vgem primary node (loading vgem if needed), or -errno. */
+static int open_vgem(void)
+{
+	int i;
+
+	if (access("/sys/module/vgem", F_OK) && system("modprobe vgem 2>/dev/null"))
+		return -ENODEV;
+	for (i = 0; i < 64; i++) {
+		char path[32], name[16] = "";
+		struct drm_version v;
+		int fd;
+
+		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		memset(&v, 0, sizeof(v));
+		v.name = name;
+		v.name_len = sizeof(name) - 1;
+		if (!mi_ioctl(fd, DRM_IOCTL_VERSION, &v) && !strcmp(name, "vgem"))
+			return fd;
+		close(fd);
+	}
+	return -ENODEV;
+}
+
+/* A buffer of another driver (vgem) imported and read by a job. */
+TEST_F(dev, import_from_another_driver)
+{
+	struct drm_mode_create_dumb cd = { .width = 1024, .height = 1, .bpp = 8 };
+	struct drm_mode_map_dumb md = { 0 };
+	uint32_t imp, dst, ctx2;
+	uint8_t *src, *out;
+	int vg, dmabuf;
+
+	vg = open_vgem();
+	if (vg < 0)
+		SKIP(return, "vgem is not available");
+	ASSERT_EQ(0, mi_ioctl(vg, DRM_IOCTL_MODE_CREATE_DUMB, &cd));
+	md.handle = cd.handle;
+	ASSERT_EQ(0, mi_ioctl(vg, DRM_IOCTL_MODE_MAP_DUMB, &md));
+	src = mmap(NULL, cd.size, PROT_READ | PROT_WRITE, MAP_SHARED, vg, (off_t)md.offset);
+	ASSERT_NE(MAP_FAILED, src);
+	fill(src, 21);
+	ASSERT_EQ(0, mi_prime_export(vg, cd.handle, &dmabuf));
+	ASSERT_EQ(0, mi_prime_import(self->fd, dmabuf, &imp));
+	ASSERT_EQ(0, mi_ctx_create(self->fd, 0, DRM_METAINFER_PRIORITY_NORMAL, &ctx2));
+	out = mi_bo_new(self->fd, 4096, &dst);
+	ASSERT_NE(NULL, out);
+	ASSERT_EQ(0, copy_job(self->fd, ctx2, imp, dst));
+	EXPECT_TRUE(check(out, 21));
+	munmap(src, cd.size);
+	close(dmabuf);
+	close(vg);
 }
 
 TEST_HARNESS_MAIN

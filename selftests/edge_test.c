@@ -250,6 +250,7 @@ TEST_F(dev, signal_interrupts_wait)
 	uint32_t bos[2];
 	struct mi_stream s;
 	uint64_t seq;
+	int64_t st = 0;
 	int ret;
 
 	ASSERT_EQ(0, mi_bo_create(self->fd, 4096, &bos[0]));
@@ -270,12 +271,8 @@ TEST_F(dev, signal_interrupts_wait)
 	/* interrupted (the hung job takes the full job timeout) */
 	EXPECT_EQ(-EINTR, ret);
 	/* waiting again gets the hang's status */
-	{
-		int64_t st = 0;
-
-		ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq, 30000, &st));
-		EXPECT_EQ(-ETIMEDOUT, st);
-	}
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, seq, 30000, &st));
+	EXPECT_EQ(-ETIMEDOUT, st);
 	mi_stream_free(&s);
 }
 

@@ -58,7 +58,7 @@ $(FUZZ_BIN): tools/fuzz/fuzz-load.c $(FUZZ_OBJS)
 
 # Seeds: every conformance model (small, valid, covering most ops).
 CHECKS += check-fuzz
-.PHONY: check-fuzz fuzz fuzz-seeds fuzz-run
+.PHONY: check-fuzz fuzz fuzz-seeds fuzz-load
 fuzz: $(FUZZ_BIN)
 
 fuzz-seeds:
@@ -66,19 +66,21 @@ fuzz-seeds:
 	@for d in /usr/share/libonnx-testdata/data/{node,pytorch-converted,pytorch-operator,simple}/*/; do \
 		cp "$$d/model.onnx" "$(O)/fuzz/seeds/$$(basename $$d).onnx"; done
 
+# Every input is loaded (parse, validate, fold, normalize, plan) and, if it
+# loads and is small, run once on zeroed inputs (MI_FUZZ_RUN=1).
 check-fuzz: $(FUZZ_BIN) fuzz-seeds
-	ASAN_OPTIONS=allocator_may_return_null=1 $(FUZZ_BIN) \
+	MI_FUZZ_RUN=1 ASAN_OPTIONS=allocator_may_return_null=1 $(FUZZ_BIN) \
 		-max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 \
 		-max_len=65536 -print_final_stats=1 \
 		-artifact_prefix=$(O)/fuzz/ $(O)/fuzz/corpus $(O)/fuzz/seeds
 
-# Also run every model that loads (fuzzes the operator kernels).
-fuzz-run: $(FUZZ_BIN) fuzz-seeds
-	@mkdir -p $(O)/fuzz/corpus-run
-	MI_FUZZ_RUN=1 ASAN_OPTIONS=allocator_may_return_null=1 $(FUZZ_BIN) \
+# Loader only (no kernel runs): faster, for changes to lib/onnx_load.c.
+fuzz-load: $(FUZZ_BIN) fuzz-seeds
+	@mkdir -p $(O)/fuzz/corpus-load
+	ASAN_OPTIONS=allocator_may_return_null=1 $(FUZZ_BIN) \
 		-max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 \
 		-max_len=65536 -print_final_stats=1 \
-		-artifact_prefix=$(O)/fuzz/run- $(O)/fuzz/corpus-run $(O)/fuzz/seeds
+		-artifact_prefix=$(O)/fuzz/load- $(O)/fuzz/corpus-load $(O)/fuzz/seeds
 
 # ---- demo: a real torchvision model through info and run --bench ------
 DEMO_MODEL ?= mobilenet_v2

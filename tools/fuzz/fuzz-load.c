@@ -9,7 +9,7 @@
  *
  * With MI_FUZZ_RUN=1 in the environment, a model that loads is also run
  * once on zeroed inputs (small graphs only): that fuzzes the operator
- * kernels themselves (check-fuzz does not set it; `make fuzz-run` does).
+ * kernels themselves (`make check-fuzz` sets it; `make fuzz-load` does not).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -64,6 +64,9 @@ static bool mi_job_finish(struct mi_job *job, int status,
 
 	if (test_and_set_bit(MI_JOB_FINISHED, &job->flags))
 		return false;
+	/* a backend bug must not become a WARN in dma_fence_set_error() */
+	if (status > 0 || status < -MAX_ERRNO)
+		status = -EIO;
 	if (stats) {
 		job->stats = *stats;
 	} else if (job->start_time) {
@@ -100,8 +103,6 @@ void mi_job_done(struct mi_job *job, int status,
 	struct mi_queue *q = job->q;
 	unsigned long fl;
 
-	if (status > 0 || status < -MAX_ERRNO)
-		status = -EIO;
 	spin_lock_irqsave(&q->lock, fl);
 	if (q->active == job)
 		q->active = NULL;

@@ -374,6 +374,16 @@ static void test_control(void)
 	ok(mi_write_file(path, "macs_int8=1") == -EBUSY,
 	   "fixed field (macs_int8) cannot change: EBUSY");
 	ok(mi_write_file(path, "clock_hz=800000000") == 0, "restore clock_hz");
+	ok(!mi_read_key(MI_SIM_DEBUGFS "/1/personality", "dma_burst", &x) &&
+		   x == 64,
+	   "debugfs personality readable");
+	ok(!mi_write_file(MI_SIM_DEBUGFS "/1/personality", "idle_mw=41") &&
+		   !mi_read_key(path, "idle_mw", &x) && x == 41 &&
+		   !mi_write_file(path, "idle_mw=40"),
+	   "debugfs personality writable");
+	snprintf(path, sizeof(path), MI_DEBUGFS "/renderD%d/fail_dma",
+		 mi_sim_minor(1));
+	ok(access(path, W_OK) == 0, "knobs also in the core's directory");
 
 	/* capabilities come from the personality */
 	ok(!mi_sim_new(5, "ethos-u65-mid", "macs_int16=0 queues=3"),
@@ -422,18 +432,19 @@ static long long sim_state(int id, const char *key)
 static void test_thermal(void)
 {
 	struct drm_metainfer_get_counters c;
-	struct drm_metainfer_op_gemm g = gemm_op(8, 8, 8);
+	/* 4096 MACs at 64 MACs/cycle and 1 kHz: 64 ms modelled per job */
+	struct drm_metainfer_op_gemm g = gemm_op(16, 16, 16);
 	struct dev d = { .fd = -1 };
 	long long hot = 0, t_max = 0, slow = 0;
 	int64_t st;
 	int i, err = 0;
 
 	ok(!mi_sim_new(6, "dsp-nchw",
-		       "clock_hz=1000 fj_per_mac=1000000000 rth_mc_per_w=1000000 "
+		       "clock_hz=1000 fj_per_mac=1000000000 rth_mc_per_w=2000000 "
 		       "tau_ms=50 throttle_mc=60000 idle_mw=1") &&
 		   !dev_open(&d, 6),
 	   "hot chip created");
-	for (i = 0; i < 60 && d.fd >= 0; i++) {
+	for (i = 0; i < 30 && d.fd >= 0; i++) {
 		err |= run_op(&d, 0, &g, sizeof(g), &st, NULL) || st;
 		memset(&c, 0, sizeof(c));
 		err |= mi_counters(d.fd, 0, &c);
@@ -441,9 +452,9 @@ static void test_thermal(void)
 			t_max = c.temp_mc;
 		if (c.throttle & DRM_METAINFER_THROTTLE_THERMAL)
 			hot = 1;
-		if (sim_state(6, "last_job_ns") > 8008000)
+		if (sim_state(6, "last_job_ns") > 64008000)
 			slow = 1;
-		if (hot && slow && i >= 20)
+		if (hot && slow && i >= 4)
 			break;
 	}
 	ok(!err, "jobs on the hot chip succeed");

@@ -636,8 +636,10 @@ static void add_init(struct pb *p, const char *name, int dtype, int ndim,
 	if (!t->dims || !t->raw_data.data)
 		p->err = -ENOMEM;
 	else {
-		memcpy(t->dims, dims, ndim * sizeof(int64_t));
-		memcpy(t->raw_data.data, data, nbytes);
+		if (ndim)
+			memcpy(t->dims, dims, ndim * sizeof(int64_t));
+		if (nbytes)
+			memcpy(t->raw_data.data, data, nbytes);
 	}
 	t->has_raw_data = 1;
 	t->raw_data.len = nbytes;

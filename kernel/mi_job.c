@@ -12,12 +12,14 @@
  * what out-syncobjs carry and WAIT reports.
  */
 
+#include <linux/capability.h>
 #include <linux/dma-fence-chain.h>
 #include <linux/delay.h>
 #include <linux/iosys-map.h>
 #include <linux/ktime.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <drm/drm_auth.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_print.h>
@@ -504,6 +506,10 @@ int mi_ctx_create_ioctl(struct drm_device *drm, void *data,
 	if (args->flags || args->pad || args->queue >= mdev->num_queues ||
 	    args->priority > DRM_METAINFER_PRIORITY_HIGH)
 		return -EINVAL;
+	/* like other DRM drivers: high priority is a privilege */
+	if (args->priority == DRM_METAINFER_PRIORITY_HIGH &&
+	    !capable(CAP_SYS_NICE) && !drm_is_current_master(file))
+		return -EACCES;
 	if (mi_device_is_lost(mdev))
 		return -ENODEV;
 

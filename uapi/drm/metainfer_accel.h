@@ -237,7 +237,10 @@ struct drm_metainfer_bo_info {
 #define DRM_METAINFER_PRIORITY_LOW 0
 /** DRM_METAINFER_PRIORITY_NORMAL - default */
 #define DRM_METAINFER_PRIORITY_NORMAL 1
-/** DRM_METAINFER_PRIORITY_HIGH - latency-sensitive work */
+/**
+ * DRM_METAINFER_PRIORITY_HIGH - latency-sensitive work (needs CAP_SYS_NICE
+ * or DRM master, -EACCES otherwise)
+ */
 #define DRM_METAINFER_PRIORITY_HIGH 2
 
 /**

@@ -209,7 +209,6 @@ struct mi_sim_status {
  * @pdev: the platform device handed to the core as parent
  * @mdev: the core's device
  * @id: user-chosen id (new_device)
- * @list: entry in the module's device list
  * @lock: protects @pers, the queues' state, the thermal state, counters
  * @pers: personality (live-tunable fields may change at any time)
  * @wq: workqueue running the computation
@@ -230,7 +229,6 @@ struct mi_sim_dev {
 	struct platform_device *pdev;
 	struct mi_device *mdev;
 	u32 id;
-	struct list_head list;
 	spinlock_t lock;
 	struct mi_sim_personality pers;
 	struct workqueue_struct *wq;

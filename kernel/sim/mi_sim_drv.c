@@ -18,12 +18,12 @@
 #include <linux/dma-mapping.h>
 #include <linux/slab.h>
 #include <linux/mutex.h>
-#include <linux/list.h>
+#include <linux/xarray.h>
 #include <linux/platform_device.h>
 
 #include "mi_sim.h"
 
-static LIST_HEAD(mi_sim_devs);
+static DEFINE_XARRAY(mi_sim_devs); /* id -> struct mi_sim_dev */
 static DEFINE_MUTEX(mi_sim_devs_lock);
 static bool mi_sim_enabled;
 
@@ -69,16 +69,6 @@ static struct attribute *mi_sim_dev_attrs[] = {
 };
 ATTRIBUTE_GROUPS(mi_sim_dev);
 
-static struct mi_sim_dev *mi_sim_find(u32 id)
-{
-	struct mi_sim_dev *sdev;
-
-	list_for_each_entry(sdev, &mi_sim_devs, list)
-		if (sdev->id == id)
-			return sdev;
-	return NULL;
-}
-
 /*
  * The parent handed to the core is a platform device: the core keeps a
  * reference on it for as long as files of the DRM device are open, and
@@ -95,6 +85,11 @@ static int mi_sim_dev_new(u32 id, const struct mi_sim_personality *p)
 	sdev->id = id;
 	sdev->pers = *p;
 	spin_lock_init(&sdev->lock);
+	ret = xa_insert(&mi_sim_devs, id, sdev, GFP_KERNEL);
+	if (ret) {
+		kfree(sdev);
+		return ret == -EBUSY ? -EEXIST : ret;
+	}
 
 	ret = -ENOMEM;
 	sdev->pdev = platform_device_alloc("metainfer_sim", id);
@@ -116,7 +111,6 @@ static int mi_sim_dev_new(u32 id, const struct mi_sim_personality *p)
 	ret = mi_sim_backend_register(sdev);
 	if (ret)
 		goto err_fini_debugfs;
-	list_add_tail(&sdev->list, &mi_sim_devs);
 	dev_info(&sdev->pdev->dev, "simulated NPU %u (%s) created\n", id,
 		 p->name);
 	return 0;
@@ -129,6 +123,7 @@ err_fini_engine:
 err_put_pdev:
 	platform_device_put(sdev->pdev);
 err_free:
+	xa_erase(&mi_sim_devs, id);
 	kfree(sdev);
 	return ret;
 }
@@ -136,7 +131,7 @@ err_free:
 /* Called with mi_sim_devs_lock held. */
 static void mi_sim_dev_del(struct mi_sim_dev *sdev)
 {
-	list_del(&sdev->list);
+	xa_erase(&mi_sim_devs, sdev->id);
 	/*
 	 * The core unplugs the DRM device, resets queues with a job in
 	 * flight and fails queued jobs before this returns.
@@ -181,12 +176,7 @@ static ssize_t new_device_store(struct bus_type *bus, const char *buf,
 	}
 
 	mutex_lock(&mi_sim_devs_lock);
-	if (!mi_sim_enabled)
-		ret = -EBUSY;
-	else if (mi_sim_find(id))
-		ret = -EEXIST;
-	else
-		ret = mi_sim_dev_new(id, &p);
+	ret = mi_sim_enabled ? mi_sim_dev_new(id, &p) : -EBUSY;
 	mutex_unlock(&mi_sim_devs_lock);
 out:
 	kfree(s);
@@ -205,7 +195,7 @@ static ssize_t del_device_store(struct bus_type *bus, const char *buf,
 	if (ret)
 		return ret;
 	mutex_lock(&mi_sim_devs_lock);
-	sdev = mi_sim_enabled ? mi_sim_find(id) : NULL;
+	sdev = mi_sim_enabled ? xa_load(&mi_sim_devs, id) : NULL;
 	if (sdev)
 		mi_sim_dev_del(sdev);
 	mutex_unlock(&mi_sim_devs_lock);
@@ -251,11 +241,12 @@ static int __init mi_sim_init(void)
 
 static void __exit mi_sim_exit(void)
 {
-	struct mi_sim_dev *sdev, *tmp;
+	struct mi_sim_dev *sdev;
+	unsigned long id = 0;
 
 	mutex_lock(&mi_sim_devs_lock);
 	mi_sim_enabled = false;
-	list_for_each_entry_safe(sdev, tmp, &mi_sim_devs, list)
+	while ((sdev = xa_find(&mi_sim_devs, &id, ULONG_MAX, XA_PRESENT)))
 		mi_sim_dev_del(sdev);
 	mutex_unlock(&mi_sim_devs_lock);
 	bus_unregister(&mi_sim_bus);

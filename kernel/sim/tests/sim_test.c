@@ -71,7 +71,7 @@ static int read_pers(int id, struct pers *p)
 	if (mi_read_file(path, buf, sizeof(buf)) < 0)
 		return -EIO;
 	p->layout = strstr(buf, "layout=nchw") ? DRM_METAINFER_LAYOUT_NCHW :
-						  DRM_METAINFER_LAYOUT_NHWC;
+						 DRM_METAINFER_LAYOUT_NHWC;
 	return ret ? -EIO : 0;
 }
 
@@ -89,7 +89,7 @@ static unsigned long long dma_ns(const struct pers *p, unsigned long long b)
 	unsigned long long bursts = (b + p->dma_burst - 1) / p->dma_burst;
 
 	return b ? (unsigned __int128)bursts * p->dma_burst * 1000000000ull /
-			   p->dma_bw :
+			       p->dma_bw :
 		   0;
 }
 
@@ -112,8 +112,8 @@ static void model_op(const struct pers *p, const struct cost *c,
 		compute = compute * 100 / p->dw_eff_pct;
 	dma = dma_ns(p, io);
 	if (c->w && io > (unsigned long long)p->sram_bytes) {
-		unsigned long long tiles = (io + p->sram_bytes - 1) /
-					   p->sram_bytes;
+		unsigned long long tiles =
+			(io + p->sram_bytes - 1) / p->sram_bytes;
 
 		refetch = (tiles - 1) * (c->in < c->w ? c->in : c->w);
 		tiling = dma_ns(p, refetch);
@@ -196,8 +196,7 @@ static int run_op(struct dev *d, uint32_t queue, void *op, size_t size,
 	return ret;
 }
 
-static struct drm_metainfer_op_gemm gemm_op(uint32_t m, uint32_t k,
-					    uint32_t n)
+static struct drm_metainfer_op_gemm gemm_op(uint32_t m, uint32_t k, uint32_t n)
 {
 	struct drm_metainfer_op_gemm op = { 0 };
 	uint32_t sa[2] = { m, k }, sb[2] = { k, n }, sy[2] = { m, n };
@@ -230,9 +229,8 @@ static int gemm_ok(struct dev *d, uint32_t m, uint32_t k, uint32_t n)
 }
 
 /* conv2d 3x3, pad 1, stride 1, int8 -> int32, in layout @lay */
-static struct drm_metainfer_op_conv2d conv_op(uint32_t lay, uint32_t c,
-					      uint32_t hw, uint32_t oc,
-					      uint32_t groups)
+static struct drm_metainfer_op_conv2d
+conv_op(uint32_t lay, uint32_t c, uint32_t hw, uint32_t oc, uint32_t groups)
 {
 	struct drm_metainfer_op_conv2d op = { 0 };
 	int nhwc = lay == DRM_METAINFER_LAYOUT_NHWC;
@@ -240,7 +238,8 @@ static struct drm_metainfer_op_conv2d conv_op(uint32_t lay, uint32_t c,
 	uint32_t so[4] = { 1, oc, hw, hw };
 
 	if (nhwc) {
-		uint32_t a[4] = { 1, hw, hw, c }, b[4] = { oc, 3, 3, c / groups };
+		uint32_t a[4] = { 1, hw, hw, c },
+			 b[4] = { oc, 3, 3, c / groups };
 		uint32_t o[4] = { 1, hw, hw, oc };
 
 		memcpy(si, a, sizeof(a));
@@ -264,8 +263,7 @@ static void check_model(const char *what, const struct expect *e,
 		   c->dma_bytes_in == e->in && c->dma_bytes_out == e->out,
 	   "%s: busy %llu stall %llu in %llu out %llu (model: %llu %llu %llu %llu)",
 	   what, (unsigned long long)c->busy_ns,
-	   (unsigned long long)c->stall_ns,
-	   (unsigned long long)c->dma_bytes_in,
+	   (unsigned long long)c->stall_ns, (unsigned long long)c->dma_bytes_in,
 	   (unsigned long long)c->dma_bytes_out, e->busy, e->stall, e->in,
 	   e->out);
 }
@@ -295,8 +293,11 @@ static void test_timing(int id, const char *name)
 	   "%s: gemm 64x256x64 result", name);
 	memset(&e, 0, sizeof(e));
 	e.busy = p.launch_ns;
-	k = (struct cost){ .work = 64ull * 256 * 64, .in = 64 * 256,
-			   .w = 256 * 64, .out = 4 * 64 * 64, .esize = 1 };
+	k = (struct cost){ .work = 64ull * 256 * 64,
+			   .in = 64 * 256,
+			   .w = 256 * 64,
+			   .out = 4 * 64 * 64,
+			   .esize = 1 };
 	model_op(&p, &k, &e);
 	check_model(name, &e, &c);
 	ok(c.macs == 64ull * 256 * 64, "%s: gemm MACs %llu", name,
@@ -313,9 +314,13 @@ static void test_timing(int id, const char *name)
 		   "%s: conv2d %s runs", name, lay == 1 ? "NCHW" : "NHWC");
 		memset(&e, 0, sizeof(e));
 		e.busy = p.launch_ns;
-		k = (struct cost){ .work = 8ull * 8 * 8 * 8 * 9, .in = 512,
-				   .w = 576, .out = 2048, .esize = 1,
-				   .layout_sensitive = 1, .layout = lay };
+		k = (struct cost){ .work = 8ull * 8 * 8 * 8 * 9,
+				   .in = 512,
+				   .w = 576,
+				   .out = 2048,
+				   .esize = 1,
+				   .layout_sensitive = 1,
+				   .layout = lay };
 		model_op(&p, &k, &e);
 		snprintf(what, sizeof(what), "%s conv2d %s%s", name,
 			 lay == 1 ? "NCHW" : "NHWC",
@@ -330,9 +335,13 @@ static void test_timing(int id, const char *name)
 	   "%s: depthwise conv2d runs", name);
 	memset(&e, 0, sizeof(e));
 	e.busy = p.launch_ns;
-	k = (struct cost){ .work = 64ull * 16 * 16 * 9, .in = 64 * 256,
-			   .w = 64 * 9, .out = 4 * 64 * 256, .esize = 1,
-			   .depthwise = 1, .layout_sensitive = 1,
+	k = (struct cost){ .work = 64ull * 16 * 16 * 9,
+			   .in = 64 * 256,
+			   .w = 64 * 9,
+			   .out = 4 * 64 * 256,
+			   .esize = 1,
+			   .depthwise = 1,
+			   .layout_sensitive = 1,
 			   .layout = p.layout };
 	model_op(&p, &k, &e);
 	check_model("depthwise", &e, &c);
@@ -348,8 +357,8 @@ static void test_control(void)
 	int fd;
 
 	ok(mi_read_file(MI_SIM_BUS "/personalities", buf, sizeof(buf)) > 0 &&
-		   strstr(buf, "ethos-u55-deep") && strstr(buf, "ethos-u65-server") &&
-		   strstr(buf, "dsp-nchw"),
+		   strstr(buf, "ethos-u55-deep") &&
+		   strstr(buf, "ethos-u65-server") && strstr(buf, "dsp-nchw"),
 	   "personalities lists the presets");
 	ok(mi_sim_new(0, "ethos-u55-high", NULL) == -EEXIST,
 	   "new_device with a used id: EEXIST");
@@ -439,9 +448,10 @@ static void test_thermal(void)
 	int64_t st;
 	int i, err = 0;
 
-	ok(!mi_sim_new(6, "dsp-nchw",
-		       "clock_hz=1000 fj_per_mac=1000000000 rth_mc_per_w=2000000 "
-		       "tau_ms=50 throttle_mc=60000 idle_mw=1") &&
+	ok(!mi_sim_new(
+		   6, "dsp-nchw",
+		   "clock_hz=1000 fj_per_mac=1000000000 rth_mc_per_w=2000000 "
+		   "tau_ms=50 throttle_mc=60000 idle_mw=1") &&
 		   !dev_open(&d, 6),
 	   "hot chip created");
 	for (i = 0; i < 30 && d.fd >= 0; i++) {
@@ -458,8 +468,9 @@ static void test_thermal(void)
 			break;
 	}
 	ok(!err, "jobs on the hot chip succeed");
-	ok(c.valid == (DRM_METAINFER_VALID_TEMP | DRM_METAINFER_VALID_POWER |
-		       DRM_METAINFER_VALID_CLOCK | DRM_METAINFER_VALID_THROTTLE),
+	ok(c.valid ==
+		   (DRM_METAINFER_VALID_TEMP | DRM_METAINFER_VALID_POWER |
+		    DRM_METAINFER_VALID_CLOCK | DRM_METAINFER_VALID_THROTTLE),
 	   "all four sensors valid");
 	ok(t_max > 55000, "temperature rises under load (max %.1f C)",
 	   t_max / 1000.0);

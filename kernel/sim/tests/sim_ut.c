@@ -82,7 +82,8 @@ static int ut_op(void)
 			if (scanf("%u", &t->shape[i]) != 1)
 				return 2;
 		for (i = 0; i < 4; i++)
-			if (scanf("%llu", (unsigned long long *)&t->stride[i]) != 1)
+			if (scanf("%llu",
+				  (unsigned long long *)&t->stride[i]) != 1)
 				return 2;
 		if (scanf("%lld", &n) != 1 || n < 1)
 			return 2;
@@ -104,8 +105,11 @@ static int ut_op(void)
 		for (b = 0; b < y->dim[1]; b++)
 			for (c = 0; c < y->dim[2]; c++)
 				for (d = 0; d < y->dim[3]; d++)
-					printf("%lld\n", (long long)mi_tensor_get(
-						y, mi_tensor_index(y, a, b, c, d)));
+					printf("%lld\n",
+					       (long long)mi_tensor_get(
+						       y,
+						       mi_tensor_index(y, a, b,
+								       c, d)));
 	return 0;
 }
 
@@ -122,12 +126,20 @@ static void ut_expect(bool ok, const char *what, double got, double want)
 static int ut_model(void)
 {
 	struct mi_sim_personality p = {
-		.macs_int8 = 256, .macs_int16 = 128, .macs_int32 = 0,
-		.clock_hz = 500000000, .sram_bytes = 524288,
-		.dma_bw = 500000000, .dma_burst = 128,
-		.layout = DRM_METAINFER_LAYOUT_NHWC, .dw_eff_pct = 25,
-		.rth_mc_per_w = 50000, .ambient_mc = 25000, .tau_ms = 1000,
-		.fj_per_mac = 400, .idle_mw = 10,
+		.macs_int8 = 256,
+		.macs_int16 = 128,
+		.macs_int32 = 0,
+		.clock_hz = 500000000,
+		.sram_bytes = 524288,
+		.dma_bw = 500000000,
+		.dma_burst = 128,
+		.layout = DRM_METAINFER_LAYOUT_NHWC,
+		.dw_eff_pct = 25,
+		.rth_mc_per_w = 50000,
+		.ambient_mc = 25000,
+		.tau_ms = 1000,
+		.fj_per_mac = 400,
+		.idle_mw = 10,
 	};
 	struct mi_sim_opcost c = { 0 };
 	struct mi_sim_opbreak br;
@@ -208,10 +220,10 @@ static int ut_model(void)
 		  "power", mi_sim_power_mw(&p, 1000000000000ULL, NSEC_PER_SEC),
 		  410);
 	/* saturation instead of a division fault */
-	ut_expect(mi_sim_muldiv(U64_MAX, U64_MAX, 1) == U64_MAX, "saturate",
-		  0, 0);
-	ut_expect(mi_sim_muldiv(1ULL << 62, 1000, 1ULL << 40) ==
-			  4194304000ULL, "muldiv", 0, 0);
+	ut_expect(mi_sim_muldiv(U64_MAX, U64_MAX, 1) == U64_MAX, "saturate", 0,
+		  0);
+	ut_expect(mi_sim_muldiv(1ULL << 62, 1000, 1ULL << 40) == 4194304000ULL,
+		  "muldiv", 0, 0);
 	ut_expect(mi_sim_muldiv(5, 7, 0) == U64_MAX, "muldiv by 0", 0, 0);
 	printf("model: %d failure(s)\n", fails);
 	return fails ? 1 : 0;

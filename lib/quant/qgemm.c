@@ -308,13 +308,18 @@ static void epi_generic(const int32_t *acc, int ldacc, int rows, int np,
 	for (int r = 0; r < rows; r++)
 		for (int p = 0; p < np; p++)
 			epi_one(ep, oc0 + r, acc[r * ldacc + p], out,
-				r * ldo + p);
+				ep->out_c4 ? ((r / 4) * ldo + p) * 4 + r % 4 :
+					     r * ldo + p);
 }
 
 __attribute__((target("avx2,fma"))) static void
 epi_avx2(const int32_t *acc, int ldacc, int rows, int np,
 	 const struct mi_qepi *ep, int oc0, void *out, ptrdiff_t ldo)
 {
+	if (ep->out_c4) {
+		epi_generic(acc, ldacc, rows, np, ep, oc0, out, ldo);
+		return;
+	}
 	__m256 lo = _mm256_set1_ps(ep->flo), hi = _mm256_set1_ps(ep->fhi);
 	__m256i zy = _mm256_set1_epi32(ep->zy);
 
@@ -369,6 +374,21 @@ store16_u8(uint8_t *dst, __mmask16 m, __m512i q)
 	_mm_mask_storeu_epi8(dst, m, b);
 }
 
+/* Byte 0 of each of n 32-bit lanes to dst + 4 * i (C4 layout). */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
+store16_c4(uint8_t *dst, __mmask16 m, __m512i q)
+{
+	uint64_t m64 = 0x1111111111111111ull;
+
+	if (m != 0xffff) {
+		m64 = 0;
+		for (int i = 0; i < 16; i++)
+			if (m >> i & 1)
+				m64 |= 1ull << (4 * i);
+	}
+	_mm512_mask_storeu_epi8(dst, (__mmask64)m64, q);
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void
 epi_avx512(const int32_t *acc, int ldacc, int rows, int np,
 	   const struct mi_qepi *ep, int oc0, void *out, ptrdiff_t ldo)
@@ -404,7 +424,10 @@ epi_avx512(const int32_t *acc, int ldacc, int rows, int np,
 			}
 			f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(f, m), lo), hi);
 			__m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
-			store16_u8((uint8_t *)out + idx, k, q);
+			if (ep->out_c4)
+				store16_c4((uint8_t *)out + ((r / 4) * ldo + p) * 4 + r % 4, k, q);
+			else
+				store16_u8((uint8_t *)out + idx, k, q);
 		}
 	}
 }
@@ -662,6 +685,8 @@ struct conv_job {
 	uint8_t *ws;
 	size_t ws_per;
 	int dw_isa;
+	bool in_c4;     /* xsrc is C4 */
+	bool in_direct; /* 1x1: read xsrc directly, no reorder */
 };
 
 /* Reorder one group-channel-quad plane of the input into xi. */
@@ -695,6 +720,19 @@ static void conv_prep_item(void *arg, int item, int tid)
 		for (int x = s->w + s->pl; x < (int)j->wp; x++)
 			row[x] = fill;
 		uint8_t *r8 = (uint8_t *)(row + s->pl);
+
+		if (j->in_c4) {
+			const uint8_t *sr = j->xsrc + (((size_t)(g * j->cv->c4 + cq) * s->h + iy) *
+						       s->w) * 4;
+
+			if (!j->flip) {
+				memcpy(r8, sr, (size_t)s->w * 4);
+			} else {
+				for (int x = 0; x < s->w * 4; x++)
+					r8[x] = sr[x] ^ j->flip;
+			}
+			continue;
+		}
 		const uint8_t *sp[4];
 		uint8_t fillrow[16];
 		int x = 0;
@@ -744,11 +782,20 @@ static void conv_gemm_item(void *arg, int item, int tid)
 	int p0 = panel * MI_QNR, np = npix - p0 < MI_QNR ? npix - p0 : MI_QNR;
 	uint8_t *pb = j->ws + tid * j->ws_per;
 	int32_t *acc = (int32_t *)(pb + (size_t)w->k4 * MI_QNR * 4);
-	const uint8_t *xg = j->xi + (size_t)g * cv->c4 * j->hp * j->wp * 4;
+	const uint8_t *xg = (j->in_direct ? j->xsrc : j->xi) +
+			    (size_t)g * cv->c4 * j->hp * j->wp * 4;
 	const uint8_t *b;
 	size_t ldb;
 
-	if (cv->direct1x1) {
+	if (cv->direct1x1 && j->in_direct && np < MI_QNR) {
+		/* the caller's tensor has no slack after it: copy the
+		 * partial last panel */
+		for (int kq = 0; kq < w->k4; kq++)
+			memcpy(pb + (size_t)kq * MI_QNR * 4,
+			       xg + ((size_t)kq * j->hp * j->wp + p0) * 4, (size_t)np * 4);
+		b = pb;
+		ldb = MI_QNR * 4;
+	} else if (cv->direct1x1) {
 		b = xg + (size_t)p0 * 4;
 		ldb = j->hp * j->wp * 4;
 	} else {
@@ -804,7 +851,9 @@ static void conv_gemm_item(void *arg, int item, int tid)
 		j->k.tile(w->packed + (size_t)(g * w->nblk + blk) * w->k4 * MI_QMR * 4,
 			  b, ldb, w->k4, acc);
 		j->k.epi(acc, MI_QNR, rows, np, j->ep, oc0,
-			 j->y + ((size_t)oc0 * npix + p0) * es, npix);
+			 j->ep->out_c4 ? j->y + ((size_t)(oc0 / 4) * npix + p0) * 4 + oc0 % 4 :
+					 j->y + ((size_t)oc0 * npix + p0) * es,
+			 npix);
 	}
 }
 
@@ -862,6 +911,7 @@ struct dw_rq {
 	float mult, flo, fhi;
 	int32_t zy;
 	uint8_t *out;
+	bool c4; /* out advances 4 bytes per pixel */
 };
 
 struct dw_rqv {
@@ -880,7 +930,11 @@ dw_store(int32_t *acc, int x, __mmask16 m, __m512i a, const struct dw_rq *rq,
 	__m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(a, v->comp));
 
 	f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(f, v->mult), v->lo), v->hi);
-	store16_u8(rq->out + x, m, _mm512_add_epi32(_mm512_cvtps_epi32(f), v->zy));
+	if (rq->c4)
+		store16_c4(rq->out + (size_t)x * 4, m,
+			   _mm512_add_epi32(_mm512_cvtps_epi32(f), v->zy));
+	else
+		store16_u8(rq->out + x, m, _mm512_add_epi32(_mm512_cvtps_epi32(f), v->zy));
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
@@ -1061,7 +1115,9 @@ static void dw_item(void *arg, int c, int tid)
 			j->dw_isa == MI_QISA_AVX2   ? dw_row_avx2 :
 						      dw_row_generic;
 	size_t es = out_elem(j->ep->mode);
-	uint8_t *yc = j->y + (size_t)c * s->oh * s->ow * es;
+	size_t npix = (size_t)s->oh * s->ow;
+	uint8_t *yc = j->ep->out_c4 ? j->y + (c / 4) * npix * 4 + c % 4 : j->y + c * npix * es;
+	size_t rowstep = j->ep->out_c4 ? (size_t)s->ow * 4 : (size_t)s->ow;
 
 	bool fused = j->dw_isa == MI_QISA_AVX512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) &&
 		     (j->ep->mode == MI_QOUT_U8 || j->ep->mode == MI_QOUT_S8);
@@ -1074,7 +1130,7 @@ static void dw_item(void *arg, int c, int tid)
 			rows[ky] = xp + ((size_t)oy * s->sh + ky * s->dh) * j->wp;
 		if (fused) {
 			struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo, j->ep->fhi,
-					    j->ep->zy, yc + (size_t)oy * s->ow };
+					    j->ep->zy, yc + oy * rowstep, j->ep->out_c4 };
 
 			dw_row_avx512_rq(ar, rows, cv->dww + c * 9, s->ow, s->sw, s->dw, &rq);
 			continue;
@@ -1088,14 +1144,23 @@ static void dw_item(void *arg, int c, int tid)
 }
 
 int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
-		 int zx, const struct mi_qepi *ep, void *y, void *ws)
+		 int zx, const struct mi_qepi *ep, void *y, void *ws,
+		 unsigned int flags)
 {
 	const struct mi_qconv_shape *s = &cv->s;
 	int isa = mi_quant_isa();
+
+	if ((flags & MI_QCONV_IN_C4) && (cv->depthwise || (s->c / s->group) % 4))
+		return -EINVAL;
+	if (ep->out_c4 && ((ep->mode != MI_QOUT_U8 && ep->mode != MI_QOUT_S8) ||
+			   s->oc % 4 || (!cv->depthwise && (s->oc / s->group) % 4)))
+		return -EINVAL;
 	struct conv_job j = {
 		.cv = cv, .xsrc = x, .flip = x_signed ? 0x80 : 0,
 		.zx = (uint8_t)(x_signed ? zx + 128 : zx), .ep = ep, .y = y,
 		.k = kernels_for(isa), .dw_isa = isa,
+		.in_c4 = flags & MI_QCONV_IN_C4,
+		.in_direct = (flags & MI_QCONV_IN_C4) && cv->direct1x1 && !x_signed,
 	};
 	void *own = NULL;
 
@@ -1114,7 +1179,8 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		par_for(s->c, dw_item, &j);
 	} else {
 		j.npanel = (s->oh * s->ow + MI_QNR - 1) / MI_QNR;
-		par_for(s->group * cv->c4, conv_prep_item, &j);
+		if (!j.in_direct)
+			par_for(s->group * cv->c4, conv_prep_item, &j);
 		par_for(s->group * j.npanel, conv_gemm_item, &j);
 	}
 	free(own);

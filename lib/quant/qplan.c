@@ -51,6 +51,7 @@ struct qnode {
 	struct mi_qadd_args add;
 	struct mi_qpool_shape pool;
 	bool pool_s8;
+	bool in_c4; /* conv input in C4 layout (written by the producer) */
 	bool is_conv;
 	struct mi_qconv cv;
 	struct mi_qweights w; /* GEMM */
@@ -477,7 +478,8 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 
 	for (int64_t b = 0; b < nb; b++) {
 		int err = mi_qconv_run(&q->cv, (const uint8_t *)x->data + b * xs, q->x_signed,
-				       q->zx, &q->ep, (uint8_t *)y->data + b * ys, q->sh->ws);
+				       q->zx, &q->ep, (uint8_t *)y->data + b * ys, q->sh->ws,
+				       q->in_c4 ? MI_QCONV_IN_C4 : 0);
 
 		if (err)
 			return mi_graph_err(g, n, err, "int8 conv failed");
@@ -1019,6 +1021,40 @@ static int try_qpool(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
+/*
+ * int8 conv -> int8 conv through a tensor nobody else reads: the producer
+ * writes it in C4 layout and the consumer skips its reorder pass (a 1x1
+ * consumer reads it directly).  MI_QUANT_C4=0 disables this.
+ */
+static void plan_c4(struct mi_graph *g)
+{
+	const char *e = getenv("MI_QUANT_C4");
+
+	if (e && *e == '0')
+		return;
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *p = &g->nodes[i], *c;
+		struct qnode *qp = p->priv, *qc;
+		int t, ci;
+
+		if (p->dead || !mi_quant_node_is(p) || !qp->is_conv ||
+		    (qp->ep.mode != MI_QOUT_U8 && qp->ep.mode != MI_QOUT_S8))
+			continue;
+		t = p->outputs[0];
+		ci = mi_graph_sole_consumer(g, t);
+		if (ci < 0)
+			continue;
+		c = &g->nodes[ci];
+		qc = c->priv;
+		if (!mi_quant_node_is(c) || !qc->is_conv || c->inputs[0] != t ||
+		    qc->cv.depthwise || (qc->cv.s.c / qc->cv.s.group) % 4 ||
+		    qp->cv.s.oc % 4 || (!qp->cv.depthwise && (qp->cv.s.oc / qp->cv.s.group) % 4))
+			continue;
+		qp->ep.out_c4 = true;
+		qc->in_c4 = true;
+	}
+}
+
 /* DequantizeLinear nodes nobody reads any more (every consumer now takes
  * the quantized tensor): dead, undone with the node that bypassed them. */
 static void kill_unused_dq(struct mi_graph *g)
@@ -1095,6 +1131,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	if (!nq)
 		return 0;
 	kill_unused_dq(g);
+	plan_c4(g);
 	sh = calloc(1, sizeof(*sh));
 	if (sh)
 		sh->ws = aligned_alloc(64, ((size_t)shared_need + 127) & ~(size_t)63);

@@ -83,6 +83,11 @@ struct mi_qepi {
 	const float *fbias;  /* [OC] (F32, may be NULL = 0) */
 	int32_t zy;          /* output zero point (U8/S8) */
 	float flo, fhi;      /* clamp before rounding: U8/S8 in q - zy units */
+	/* U8/S8 conv output in "C4" layout: per image [C/4][H*W][4] (channel
+	 * c of pixel p at ((c / 4) * H*W + p) * 4 + c % 4); needs C % 4 == 0
+	 * (and C/group % 4 == 0).  The next int8 conv reads it without a
+	 * reorder pass (MI_QCONV_IN_C4). */
+	bool out_c4;
 };
 
 /* ---- GEMM: Y[m][n] = sum_k A[m][k] * W[n][k]  (MatMul with constant
@@ -124,8 +129,10 @@ size_t mi_qconv_workspace(const struct mi_qconv *cv);
  * that type's range; ep->comp must hold bias_q - zx_u8 * wsum where
  * zx_u8 = zx (+128 if x_signed): use mi_qconv_comp().  ws: workspace of
  * mi_qconv_workspace() bytes (NULL: allocated here). */
+#define MI_QCONV_IN_C4 1u /* x is in C4 layout (not for depthwise) */
 int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
-		 int zx, const struct mi_qepi *ep, void *y, void *ws);
+		 int zx, const struct mi_qepi *ep, void *y, void *ws,
+		 unsigned int flags);
 /* comp[o] = bias[o] (or 0) - zx_u8 * wsum[o]. */
 void mi_qconv_comp(const struct mi_qconv *cv, const int32_t *bias, int zx_u8,
 		   int32_t *comp);

@@ -182,10 +182,23 @@ static int test_conv(int iter)
 		return 1;
 	}
 	mi_qconv_comp(&cv, bias, zxu, comp);
+	/* C4 layouts where the shapes allow them */
+	bool in_c4 = !cv.depthwise && cg % 4 == 0 && rnd() % 2;
+	bool out_c4 = s.oc % 4 == 0 && (cv.depthwise || ocg % 4 == 0) && rnd() % 2;
+	size_t hw = (size_t)s.h * s.w, ohw = (size_t)s.oh * s.ow;
+	uint8_t *xin = x;
+
+	if (in_c4) {
+		xin = malloc(nx);
+		for (int c = 0; c < s.c; c++)
+			for (size_t p = 0; p < hw; p++)
+				xin[((c / 4) * hw + p) * 4 + c % 4] = x[c * hw + p];
+	}
 	for (int mode = 0; mode < 4; mode++) {
 		struct mi_qepi ep;
 
 		make_epi(&ep, mode, s.oc, comp, mult, fb, kg);
+		ep.out_c4 = out_c4 && mode <= MI_QOUT_S8;
 		/* the kernels add comp = bias - zxu*wsum to sum(x_u8 * w);
 		 * the reference adds the same comp to sum((x - zx) * w) + zx..:
 		 * sum(x_u8*w) - zxu*wsum == sum((x-zx)*w), so compare with
@@ -204,15 +217,29 @@ static int test_conv(int iter)
 		for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
 			mi_quant_set_isa(isa);
 			memset(yk, 0xcd, ny * es);
-			mi_qconv_run(&cv, x, x_signed, zx, &ep, yk, NULL);
+			if (mi_qconv_run(&cv, xin, x_signed, zx, &ep, yk, NULL,
+					 in_c4 ? MI_QCONV_IN_C4 : 0)) {
+				fprintf(stderr, "FAIL conv run refused\n");
+				fails++;
+			}
+			if (ep.out_c4) { /* back to NCHW */
+				uint8_t *t = malloc(ny);
+
+				for (int c = 0; c < s.oc; c++)
+					for (size_t p = 0; p < ohw; p++)
+						t[c * ohw + p] = yk[((c / 4) * ohw + p) * 4 + c % 4];
+				memcpy(yk, t, ny);
+				free(t);
+			}
 			if (memcmp(yr, yk, ny * es)) {
 				size_t i = 0;
 
 				while (!memcmp(yr + i * es, yk + i * es, es))
 					i++;
 				fprintf(stderr,
-					"FAIL conv iter %d isa %s mode %d: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
-					iter, mi_quant_isa_name(isa), mode, s.c, s.oc, s.group,
+					"FAIL conv iter %d isa %s mode %d%s%s: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
+					iter, mi_quant_isa_name(isa), mode, in_c4 ? " in-c4" : "",
+					ep.out_c4 ? " out-c4" : "", s.c, s.oc, s.group,
 					s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt,
 					s.pl, s.pb, s.pr, cv.depthwise ? "dw" : cv.direct1x1 ? "1x1" : "im2col", i);
 				fails++;
@@ -223,6 +250,8 @@ static int test_conv(int iter)
 		free(rcomp);
 	}
 	mi_qconv_fini(&cv);
+	if (xin != x)
+		free(xin);
 	free(w);
 	free(x);
 	free(acc);

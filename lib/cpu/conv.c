@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Conv2d, NCHW fp32: 1x1 as GEMM, im2col fused into B packing, depthwise
- * per plane, Winograd F(2x2,3x3) (winograd.c).  Weights are packed once
+ * per plane, Winograd F(4x4,3x3) (winograd.c).  Weights are packed once
  * at init; runs allocate nothing.
  */
 #include <errno.h>
@@ -250,6 +250,7 @@ int mi_conv_init(struct mi_conv *cv, int algo, int isa, int nthreads,
 			err = -ENOMEM;
 			break;
 		}
+		cv->nwp = s->group;
 		for (g = 0; g < s->group && !err; g++)
 			err = mi_sgemm_pack_a(isa, mg, kg,
 					      w + (size_t)g * mg * kg, kg, 1,
@@ -286,7 +287,7 @@ void mi_conv_fini(struct mi_conv *cv)
 	int g;
 
 	if (cv->wp) {
-		for (g = 0; g < cv->s.group; g++)
+		for (g = 0; g < cv->nwp; g++)
 			mi_packed_free(&cv->wp[g]);
 		free(cv->wp);
 	}

@@ -21,7 +21,7 @@
  *    pre-packed once (weights) with mi_sgemm_pack_a()/mi_sgemm_pack_b();
  *    B may also be produced on the fly by a callback (im2col).
  *  - Conv2d (mi_conv*): 1x1 as GEMM, im2col+GEMM, depthwise, Winograd
- *    F(2x2,3x3), all NCHW fp32 with fused epilogues.
+ *    F(4x4,3x3), all NCHW fp32 with fused epilogues.
  *
  * Every function taking a workspace declares its size up front
  * (…_ws_size()); kernels never allocate at run time.
@@ -109,6 +109,15 @@ float mi_epi_scalar(const struct mi_epi *e, float acc, int64_t row,
 		    int64_t col);
 
 /* ---- per-ISA kernels ------------------------------------------------- */
+/* 2-D pooling window over one NCHW plane (strides equal, 1 or 2). */
+struct mi_pool2d {
+	int ih, iw, oh, ow;
+	int kh, kw, s;
+	int pt, pl, pb, pr;
+	int avg;         /* 0: max, 1: average */
+	int include_pad; /* average: count_include_pad */
+};
+
 struct mi_cpu_kern {
 	int isa;
 	int mr, nr; /* GEMM micro-tile */
@@ -134,11 +143,29 @@ struct mi_cpu_kern {
 	void (*dw)(const float *x, int ih, int iw, const float *w, int k,
 		   int stride, int pt, int pl, float *out, int oh, int ow,
 		   const struct mi_epi *e, int c, float *ws);
+	/* One plane of MaxPool/AveragePool; ws: mi_pool_ws_floats(). */
+	void (*pool)(const struct mi_pool2d *p, const float *x, float *y,
+		     float *ws);
+	/* sum / max of x[0:n] (global pooling) */
+	float (*sum)(const float *x, int64_t n);
+	float (*max)(const float *x, int64_t n);
+	/* Winograd F(4x4,3x3): input transform of one channel, output
+	 * transform of one row of tiles (winograd.c) */
+	void (*wino_in)(const float *x, int ih, int iw, int pt, int pl,
+			int th, int tw, float *scratch, float *v, size_t xs,
+			size_t ps, int nr, int c);
+	void (*wino_out)(const float *m, size_t xs, int tw, int twv,
+			 float *ostg);
 };
 
 const struct mi_cpu_kern *mi_cpu_kern_get(int isa);
 /* Workspace (floats) of one dw() call for these output sizes. */
 size_t mi_dw_ws_floats(int k, int stride, int oh, int ow);
+size_t mi_pool_ws_floats(const struct mi_pool2d *p);
+/* Is this window shape handled by pool()? */
+int mi_pool_supports(const struct mi_pool2d *p);
+/* Scalar reference with the ONNX semantics of lib/ops (tests). */
+void mi_pool_ref(const struct mi_pool2d *p, const float *x, float *y);
 
 /* ---- SGEMM ------------------------------------------------------------ */
 /*
@@ -196,7 +223,7 @@ enum mi_conv_algo {
 	MI_CONV_GEMM = 0,   /* 1x1 stride 1 pad 0: GEMM directly on the input */
 	MI_CONV_IM2COL,     /* general: im2col fused into B packing */
 	MI_CONV_DEPTHWISE,  /* groups == C == M, k 3/5, stride 1/2 */
-	MI_CONV_WINOGRAD,   /* F(2x2,3x3), stride 1, dilation 1 */
+	MI_CONV_WINOGRAD,   /* F(4x4,3x3), stride 1, dilation 1, group 1 */
 	MI_CONV_COUNT
 };
 
@@ -215,7 +242,9 @@ int mi_conv_supports(int algo, const struct mi_conv_shape *s);
 struct mi_conv {
 	int algo, isa, nthreads;
 	struct mi_conv_shape s;
-	struct mi_packed *wp; /* per group packed weights (GEMM algos) */
+	struct mi_packed *wp; /* packed weights: per group (GEMM algos) or
+			       * per Winograd point (36) */
+	int nwp;
 	float *wt;            /* depthwise taps / winograd transformed */
 	float *bias;          /* m floats or NULL (owned copy) */
 	size_t ws_size;

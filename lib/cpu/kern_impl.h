@@ -33,17 +33,6 @@ static inline vf epi_vec(const struct mi_epi *e, vf v, int64_t row,
 	return vact(e->act, v, e->lo, e->hi);
 }
 
-static void k_epi_row(const struct mi_epi *e, const float *x, float *y,
-		      int64_t n, int64_t row, int64_t col0)
-{
-	int64_t j = 0;
-
-	for (; j + VW <= n; j += VW)
-		vst(y + j, epi_vec(e, vld(x + j), row, col0 + j));
-	for (; j < n; j++)
-		y[j] = mi_epi_scalar(e, x[j], row, col0 + j);
-}
-
 /* Partial vectors (edge columns): n < VW valid lanes, rest zero. */
 static inline vf vld_part(const float *p, int n)
 {
@@ -71,6 +60,20 @@ static inline vf epi_vec_part(const struct mi_epi *e, vf v, int64_t row,
 	if (e->res)
 		v += vld_part(e->res + row * e->ldr + col, n);
 	return vact(e->act, v, e->lo, e->hi);
+}
+
+static void k_epi_row(const struct mi_epi *e, const float *x, float *y,
+		      int64_t n, int64_t row, int64_t col0)
+{
+	int64_t j = 0;
+
+	for (; j + VW <= n; j += VW)
+		vst(y + j, epi_vec(e, vld(x + j), row, col0 + j));
+	if (j < n)
+		vst_part(y + j,
+			 epi_vec_part(e, vld_part(x + j, (int)(n - j)), row,
+				      col0 + j, (int)(n - j)),
+			 (int)(n - j));
 }
 
 /* Epilogue over an m x n tile of C that is still in L1. */
@@ -207,6 +210,114 @@ dw_epi(const struct mi_epi *e, vf v, int c, int64_t col, int n)
 	return epi_vec_part(e, v, c, col, n);
 }
 
+static inline void vfill(float *p, int n, float v)
+{
+	int i;
+
+	if (v == 0.0f) {
+		memset(p, 0, n * sizeof(float));
+		return;
+	}
+	for (i = 0; i < n; i++)
+		p[i] = v;
+}
+
+/* n < VW valid lanes, the others pv */
+static inline vf vld_fill(const float *p, int n, float pv)
+{
+	float t[VW] __attribute__((aligned(64)));
+	int i;
+
+	for (i = 0; i < VW; i++)
+		t[i] = i < n ? p[i] : pv;
+	return vld(t);
+}
+
+/*
+ * Copy the input rows a sliding window needs into padded buffers (pad
+ * value pv): stride 1 -> rows of pw floats, pr[j] = x[iy][j - pl];
+ * stride 2 -> the even and odd padded columns in separate rows of hw
+ * floats (ev, od), so that a vector of outputs reads each tap with one
+ * contiguous load.  need: padded columns / 2 the window reads (stride 2).
+ */
+static inline __attribute__((always_inline)) void
+prep_rows(const int S, const float *x, int ih, int iw, int rows, int pt,
+	  int pl, int need, float pv, float *pad, int pw, float *ev,
+	  float *od, int hw)
+{
+	int r;
+
+	for (r = 0; r < rows; r++) {
+		int iy = r - pt;
+
+		if (S == 1) {
+			float *pr = pad + (size_t)r * pw;
+			int x1 = pl + iw < pw ? pl + iw : pw;
+
+			if (iy < 0 || iy >= ih) {
+				vfill(pr, pw, pv);
+				continue;
+			}
+			vfill(pr, pl, pv);
+			memcpy(pr + pl, x + (size_t)iy * iw,
+			       (x1 - pl) * sizeof(float));
+			if (x1 < pw)
+				vfill(pr + x1, pw - x1, pv);
+		} else {
+			/*
+			 * Padded column p = x column p - pl; even padded
+			 * columns go to ev, odd ones to od.  With XE[i] =
+			 * x[2i], XO[i] = x[2i+1] and pl = 2q (+1):
+			 *   pl even: ev[j] = XE[j-q], od[j] = XO[j-q]
+			 *   pl odd:  ev[j] = XO[j-q-1], od[j] = XE[j-q]
+			 * De-interleaved straight from x (reading back a
+			 * freshly copied row would stall on store forwarding).
+			 */
+			float *er = ev + (size_t)r * hw, *orw = od + (size_t)r * hw;
+			const float *xr = x + (size_t)iy * iw;
+			int q = pl / 2, i, r0;
+			float *de, *dodd;
+
+			if (iy < 0 || iy >= ih) {
+				vfill(er, hw, pv);
+				vfill(orw, hw, pv);
+				continue;
+			}
+			/* head (left padding); the loop below writes whole
+			 * vectors, pv past the input, then the tail */
+			for (i = 0; i <= q; i++)
+				er[i] = orw[i] = pv;
+			de = (pl & 1) ? orw + q : er + q;
+			dodd = (pl & 1) ? er + q + 1 : orw + q;
+			for (i = 0; 2 * i < iw && i + q < need; i += VW) {
+				int n0 = iw - 2 * i, n1 = iw - 2 * i - VW;
+				vf a = n0 >= VW ? vld(xr + 2 * i) :
+						  vld_fill(xr + 2 * i, n0, pv);
+				vf b = n1 >= VW ? vld(xr + 2 * i + VW) :
+				       n1 > 0	? vld_fill(xr + 2 * i + VW, n1, pv) :
+						  vset1(pv);
+#if VW == 16
+				vst(de + i, __builtin_shuffle(a, b, (vi){ 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30 }));
+				vst(dodd + i, __builtin_shuffle(a, b, (vi){ 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 }));
+#elif VW == 8
+				vst(de + i, __builtin_shuffle(a, b, (vi){ 0, 2, 4, 6, 8, 10, 12, 14 }));
+				vst(dodd + i, __builtin_shuffle(a, b, (vi){ 1, 3, 5, 7, 9, 11, 13, 15 }));
+#else
+				vst(de + i, __builtin_shuffle(a, b, (vi){ 0, 2, 4, 6 }));
+				vst(dodd + i, __builtin_shuffle(a, b, (vi){ 1, 3, 5, 7 }));
+#endif
+			}
+			/* de/dodd wrote [q, i+q) and [q+1, i+q+1) (pl odd:
+			 * swapped); fill what follows */
+			for (r0 = i + q; r0 < hw; r0++) {
+				if (r0 > i + q || !(pl & 1))
+					er[r0] = pv;
+				orw[r0] = pv;
+			}
+		}
+	}
+}
+
 /* Source of tap t (= ky*K + kx) for the output vector at (oy, ox). */
 static inline __attribute__((always_inline)) const float *
 dw_src(const int K, const int S, const float *pad, const float *ev,
@@ -231,78 +342,10 @@ dw_plane(const int K, const int S, const float *x, int ih, int iw,
 	const int hw = owv + K / 2 + 2 * VW;
 	const int pw = owv + K - 1 + VW;
 	float *pad = ws, *ev = ws, *od = ws + (size_t)rows * hw;
-	int r, oy, ox;
+	int oy, ox;
 
-	for (r = 0; r < rows; r++) {
-		int iy = r - pt;
-
-		if (S == 1) {
-			float *pr = pad + (size_t)r * pw;
-			int x1 = pl + iw < pw ? pl + iw : pw;
-
-			if (iy < 0 || iy >= ih) {
-				memset(pr, 0, pw * sizeof(float));
-				continue;
-			}
-			/* pr[j] = x[iy][j - pl] */
-			memset(pr, 0, pl * sizeof(float));
-			memcpy(pr + pl, x + (size_t)iy * iw,
-			       (x1 - pl) * sizeof(float));
-			if (x1 < pw)
-				memset(pr + x1, 0, (pw - x1) * sizeof(float));
-		} else {
-			/*
-			 * Padded column p = x column p - pl; even padded
-			 * columns go to ev, odd ones to od.  With XE[i] =
-			 * x[2i], XO[i] = x[2i+1] and pl = 2q (+1):
-			 *   pl even: ev[j] = XE[j-q], od[j] = XO[j-q]
-			 *   pl odd:  ev[j] = XO[j-q-1], od[j] = XE[j-q]
-			 * De-interleaved straight from x (reading back a
-			 * freshly copied row would stall on store forwarding).
-			 */
-			float *er = ev + (size_t)r * hw, *orw = od + (size_t)r * hw;
-			const float *xr = x + (size_t)iy * iw;
-			int q = pl / 2, need = owv + K / 2 + 1, i, r0;
-			float *de, *dodd;
-
-			if (iy < 0 || iy >= ih) {
-				memset(er, 0, hw * sizeof(float));
-				memset(orw, 0, hw * sizeof(float));
-				continue;
-			}
-			/* head (left padding); the loop below writes whole
-			 * vectors, zero past the input, then the tail */
-			for (i = 0; i <= q; i++)
-				er[i] = orw[i] = 0.0f;
-			de = (pl & 1) ? orw + q : er + q;
-			dodd = (pl & 1) ? er + q + 1 : orw + q;
-			for (i = 0; 2 * i < iw && i + q < need; i += VW) {
-				int n0 = iw - 2 * i, n1 = iw - 2 * i - VW;
-				vf a = n0 >= VW ? vld(xr + 2 * i) :
-						  vld_part(xr + 2 * i, n0);
-				vf b = n1 >= VW ? vld(xr + 2 * i + VW) :
-				       n1 > 0	? vld_part(xr + 2 * i + VW, n1) :
-						  vset1(0.0f);
-#if VW == 16
-				vst(de + i, __builtin_shuffle(a, b, (vi){ 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30 }));
-				vst(dodd + i, __builtin_shuffle(a, b, (vi){ 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 }));
-#elif VW == 8
-				vst(de + i, __builtin_shuffle(a, b, (vi){ 0, 2, 4, 6, 8, 10, 12, 14 }));
-				vst(dodd + i, __builtin_shuffle(a, b, (vi){ 1, 3, 5, 7, 9, 11, 13, 15 }));
-#else
-				vst(de + i, __builtin_shuffle(a, b, (vi){ 0, 2, 4, 6 }));
-				vst(dodd + i, __builtin_shuffle(a, b, (vi){ 1, 3, 5, 7 }));
-#endif
-			}
-			/* de/dodd wrote [q, i+q) and [q+1, i+q+1) (pl odd:
-			 * swapped); zero what follows */
-			for (r0 = i + q; r0 < hw; r0++) {
-				if (r0 > i + q || !(pl & 1))
-					er[r0] = 0.0f;
-				orw[r0] = 0.0f;
-			}
-		}
-	}
+	prep_rows(S, x, ih, iw, rows, pt, pl, owv + K / 2 + 1, 0.0f, pad, pw, ev, od,
+		  hw);
 	for (oy = 0; oy < oh; oy++) {
 		float *orow = out + (size_t)oy * ow;
 
@@ -366,6 +409,333 @@ static void k_dw(const float *x, int ih, int iw, const float *w, int k,
 		dw_plane(5, 2, x, ih, iw, w, pt, pl, out, oh, ow, e, c, ws);
 }
 
+/*
+ * MaxPool / AveragePool of one plane on the same padded row buffers as
+ * the depthwise conv (pad value -inf for max, 0 for average); average
+ * divides by per-row x per-column window counts (ONNX: count_include_pad
+ * counts the explicit pads, never a ceil_mode overhang).
+ */
+static inline __attribute__((always_inline)) void
+pool_plane(const int S, const int AVG, const struct mi_pool2d *p,
+	   const float *x, float *y, float *ws)
+{
+	const int owv = (p->ow + VW - 1) / VW * VW;
+	const int rows = (p->oh - 1) * S + p->kh;
+	const int hw = owv + p->kw / 2 + 2 * VW;
+	const int pw = owv + p->kw - 1 + VW;
+	float *rc = ws, *pad = ws + owv, *ev = pad, *od = ev + (size_t)rows * hw;
+	int oy, ox, ky, kx;
+
+	prep_rows(S, x, p->ih, p->iw, rows, p->pt, p->pl,
+		  owv + p->kw / 2 + 1, AVG ? 0.0f : -__builtin_inff(), pad,
+		  pw, ev, od, hw);
+	if (AVG) {
+		/* 1 / column count */
+		for (ox = 0; ox < owv; ox++) {
+			int st = ox * S - p->pl, en = st + p->kw;
+			int lo = p->include_pad ? st : (st > 0 ? st : 0);
+			int hi = p->include_pad ? p->iw + p->pr : p->iw;
+
+			en = en < hi ? en : hi;
+			rc[ox] = en > lo ? 1.0f / (en - lo) : 0.0f;
+		}
+	}
+	for (oy = 0; oy < p->oh; oy++) {
+		float *orow = y + (size_t)oy * p->ow;
+		float rrow = 1.0f;
+
+		if (AVG) {
+			int st = oy * S - p->pt, en = st + p->kh;
+			int lo = p->include_pad ? st : (st > 0 ? st : 0);
+			int hi = p->include_pad ? p->ih + p->pb : p->ih;
+
+			en = en < hi ? en : hi;
+			rrow = en > lo ? 1.0f / (en - lo) : 0.0f;
+		}
+		for (ox = 0; ox < p->ow; ox += VW) {
+			vf acc = vset1(AVG ? 0.0f : -__builtin_inff());
+			int n = p->ow - ox < VW ? p->ow - ox : VW;
+
+			for (ky = 0; ky < p->kh; ky++) {
+				size_t ro = (size_t)(oy * S + ky);
+
+				for (kx = 0; kx < p->kw; kx++) {
+					const float *src =
+						S == 1 ? pad + ro * pw + ox + kx :
+						((kx & 1) ? od : ev) + ro * hw +
+							ox + kx / 2;
+
+					if (AVG)
+						acc += vld(src);
+					else
+						acc = vmax(acc, vld(src));
+				}
+			}
+			if (AVG)
+				acc = acc * vld(rc + ox) * rrow;
+			if (n == VW)
+				vst(orow + ox, acc);
+			else
+				vst_part(orow + ox, acc, n);
+		}
+	}
+}
+
+static void k_pool(const struct mi_pool2d *p, const float *x, float *y,
+		   float *ws)
+{
+	if (p->s == 1)
+		p->avg ? pool_plane(1, 1, p, x, y, ws) :
+			 pool_plane(1, 0, p, x, y, ws);
+	else
+		p->avg ? pool_plane(2, 1, p, x, y, ws) :
+			 pool_plane(2, 0, p, x, y, ws);
+}
+
+/* Blocks of 512 summed in float vectors, blocks added in double: the
+ * reference sums in double, and a mean feeds squeeze-excitation scales
+ * whose error the rest of the network amplifies. */
+static float k_sum(const float *x, int64_t n)
+{
+	double s = 0.0;
+	int64_t i = 0;
+	int l;
+
+	while (i + 4 * VW <= n) {
+		vf a0 = vset1(0.0f), a1 = a0, a2 = a0, a3 = a0;
+		int64_t end = i + 512 < n ? i + 512 : n;
+
+		for (; i + 4 * VW <= end; i += 4 * VW) {
+			a0 += vld(x + i);
+			a1 += vld(x + i + VW);
+			a2 += vld(x + i + 2 * VW);
+			a3 += vld(x + i + 3 * VW);
+		}
+		a0 = (a0 + a1) + (a2 + a3);
+		for (l = 0; l < VW; l++)
+			s += a0[l];
+	}
+	for (; i < n; i++)
+		s += x[i];
+	return (float)s;
+}
+
+static float k_max(const float *x, int64_t n)
+{
+	vf a0 = vset1(-__builtin_inff());
+	int64_t i = 0;
+	float s = -__builtin_inff();
+	int l;
+
+	for (; i + VW <= n; i += VW)
+		a0 = vmax(a0, vld(x + i));
+	for (l = 0; l < VW; l++)
+		s = a0[l] > s ? a0[l] : s;
+	for (; i < n; i++)
+		s = x[i] > s ? x[i] : s;
+	return s;
+}
+
+/* ---- Winograd F(4x4, 3x3) transforms ---------------------------------- */
+/* d B (one row of the 6x6 input tile; B^T of F(4,3) with points 0,+-1,+-2) */
+static inline __attribute__((always_inline)) void
+wino_bt(const vf *d, vf *o)
+{
+	o[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+	o[1] = -4.0f * d[1] - 4.0f * d[2] + d[3] + d[4];
+	o[2] = 4.0f * d[1] - 4.0f * d[2] - d[3] + d[4];
+	o[3] = -2.0f * d[1] - d[2] + 2.0f * d[3] + d[4];
+	o[4] = 2.0f * d[1] - d[2] - 2.0f * d[3] + d[4];
+	o[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+}
+
+static inline __attribute__((always_inline)) void
+wino_at(const vf *m, vf *y)
+{
+	vf a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], d = m[3] - m[4];
+
+	y[0] = m[0] + a + c;
+	y[1] = b + 2.0f * d;
+	y[2] = a + 4.0f * c;
+	y[3] = b + 8.0f * d + m[5];
+}
+
+#if VW == 16
+#define SH_EVEN (vi){ 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30 }
+#define SH_ODD (vi){ 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 }
+#elif VW == 8
+#define SH_EVEN (vi){ 0, 2, 4, 6, 8, 10, 12, 14 }
+#define SH_ODD (vi){ 1, 3, 5, 7, 9, 11, 13, 15 }
+#else
+#define SH_EVEN (vi){ 0, 2, 4, 6 }
+#define SH_ODD (vi){ 1, 3, 5, 7 }
+#endif
+
+/* Scratch floats of k_wino_in (any VW <= 16). */
+
+/*
+ * Input transform of one channel plane x (ih x iw) into the packed GEMM
+ * operand: element (xi, tile t) goes to
+ *   v[xi * xs + (t / nr) * ps + c * nr + t % nr].
+ * The zero-padded plane is built once; per row of tiles its 6 rows are
+ * split into 4 column phases (ph[p][i] = row[4i + p]) with two rounds of
+ * shuffles, so the 6x6 patches of VW consecutive tiles are 36 contiguous
+ * loads, then transformed as B^T d B in registers.
+ */
+static void k_wino_in(const float *x, int ih, int iw, int pt, int pl, int th,
+		      int tw, float *scratch, float *v, size_t xs, size_t ps,
+		      int nr, int c)
+{
+	const int twv = (tw + VW - 1) / VW * VW;
+	const int prow = (tw * 4 + 2 + 3) / 4 * 4 + 64; /* padded row */
+	const int rows = th * 4 + 2;
+	const int pn = twv + VW;                        /* phase length */
+	const size_t tst = (size_t)th * tw + VW; /* staging row: all tiles */
+	float *pad = scratch, *ph = pad + (size_t)rows * prow;
+	float *stg = ph + (size_t)24 * pn;
+	int r, i, tx, ty;
+	size_t t, nt = (size_t)th * tw;
+
+	for (r = 0; r < rows; r++) {
+		float *pr = pad + (size_t)r * prow;
+		int iy = r - pt, x1;
+
+		if (iy < 0 || iy >= ih) {
+			memset(pr, 0, prow * sizeof(float));
+			continue;
+		}
+		x1 = pl + iw < prow ? pl + iw : prow;
+		memset(pr, 0, pl * sizeof(float));
+		memcpy(pr + pl, x + (size_t)iy * iw, (x1 - pl) * sizeof(float));
+		memset(pr + x1, 0, (prow - x1) * sizeof(float));
+	}
+	for (ty = 0; ty < th; ty++) {
+		size_t t0 = (size_t)ty * tw; /* the tail of a vector
+					       * spills into the next row,
+					       * which is written after */
+
+		for (r = 0; r < 6; r++) {
+			const float *pr = pad + (size_t)(ty * 4 + r) * prow;
+			float *p0 = ph + (size_t)r * 4 * pn;
+
+			for (i = 0; i < tw + 1; i += VW) {
+				vf a0 = vld(pr + 4 * i), a1 = vld(pr + 4 * i + VW);
+				vf a2 = vld(pr + 4 * i + 2 * VW);
+				vf a3 = vld(pr + 4 * i + 3 * VW);
+				vf e01 = __builtin_shuffle(a0, a1, SH_EVEN);
+				vf o01 = __builtin_shuffle(a0, a1, SH_ODD);
+				vf e23 = __builtin_shuffle(a2, a3, SH_EVEN);
+				vf o23 = __builtin_shuffle(a2, a3, SH_ODD);
+
+				vst(p0 + i, __builtin_shuffle(e01, e23, SH_EVEN));
+				vst(p0 + pn + i, __builtin_shuffle(o01, o23, SH_EVEN));
+				vst(p0 + 2 * pn + i,
+				    __builtin_shuffle(e01, e23, SH_ODD));
+				vst(p0 + 3 * pn + i,
+				    __builtin_shuffle(o01, o23, SH_ODD));
+			}
+		}
+		for (tx = 0; tx < tw; tx += VW) {
+			vf tt[6][6], d[6], col[6], o[6];
+
+			for (r = 0; r < 6; r++) {
+				const float *p0 = ph + (size_t)r * 4 * pn + tx;
+
+				d[0] = vld(p0);
+				d[1] = vld(p0 + pn);
+				d[2] = vld(p0 + 2 * pn);
+				d[3] = vld(p0 + 3 * pn);
+				d[4] = vld(p0 + 1);
+				d[5] = vld(p0 + pn + 1);
+				wino_bt(d, tt[r]);
+			}
+			for (i = 0; i < 6; i++) {
+				for (r = 0; r < 6; r++)
+					col[r] = tt[r][i];
+				wino_bt(col, o);
+				for (r = 0; r < 6; r++)
+					vst(stg + (size_t)(r * 6 + i) * tst + t0 + tx,
+					    o[r]);
+			}
+		}
+	}
+	/* scatter: tile t -> panel t / nr, lane t % nr (whole panels) */
+	for (i = 0; i < 36; i++) {
+		float *vx = v + (size_t)i * xs + (size_t)c * nr;
+		const float *src = stg + (size_t)i * tst;
+
+		for (t = 0; t < nt; t += nr) {
+			float *dst = vx + (t / nr) * ps;
+			size_t run = nt - t < (size_t)nr ? nt - t : (size_t)nr, l;
+
+			for (l = 0; l + VW <= run; l += VW)
+				vst(dst + l, vld(src + t + l));
+			for (; l < run; l++)
+				dst[l] = src[t + l];
+		}
+	}
+}
+
+/*
+ * Output transform of one row of tiles of one output channel: m points
+ * at element (xi = 0, tile 0 of the row); xs is the distance between
+ * consecutive xi.  ostg[i][4*tx + k] = (A^T M A)[i][k] of tile tx
+ * (4 rows of 4*twv floats).  Reads up to VW-1 tiles past tw (caller
+ * provides slack).
+ */
+static void k_wino_out(const float *m, size_t xs, int tw, int twv,
+		       float *ostg)
+{
+	int tx, r, j, l;
+	vi mlo, mhi, plo, phi;
+
+	for (l = 0; l < VW / 2; l++) {
+		mlo[2 * l] = l;
+		mlo[2 * l + 1] = VW + l;
+		mhi[2 * l] = VW / 2 + l;
+		mhi[2 * l + 1] = VW + VW / 2 + l;
+	}
+	for (l = 0; l < VW / 4; l++)
+		for (j = 0; j < 2; j++) {
+			plo[4 * l + j] = 2 * l + j;
+			plo[4 * l + 2 + j] = VW + 2 * l + j;
+			phi[4 * l + j] = VW / 2 + 2 * l + j;
+			phi[4 * l + 2 + j] = VW + VW / 2 + 2 * l + j;
+		}
+	for (tx = 0; tx < tw; tx += VW) {
+		vf t[4][6], col[6], y[4];
+
+		for (j = 0; j < 6; j++) {
+			vf mm[6], o[4];
+
+			for (r = 0; r < 6; r++)
+				mm[r] = vld(m + (size_t)(r * 6 + j) * xs + tx);
+			wino_at(mm, o);
+			for (r = 0; r < 4; r++)
+				t[r][j] = o[r];
+		}
+		for (r = 0; r < 4; r++) {
+			for (j = 0; j < 6; j++)
+				col[j] = t[r][j];
+			wino_at(col, y);
+			/* out[4l + k] = y[k][l]: interleave y0,y1 and y2,y3
+			 * lane by lane, then the two results pair by pair */
+			{
+				vf z01a = __builtin_shuffle(y[0], y[1], mlo);
+				vf z01b = __builtin_shuffle(y[0], y[1], mhi);
+				vf z23a = __builtin_shuffle(y[2], y[3], mlo);
+				vf z23b = __builtin_shuffle(y[2], y[3], mhi);
+				float *o = ostg + (size_t)r * 4 * twv + 4 * tx;
+
+				vst(o, __builtin_shuffle(z01a, z23a, plo));
+				vst(o + VW, __builtin_shuffle(z01a, z23a, phi));
+				vst(o + 2 * VW, __builtin_shuffle(z01b, z23b, plo));
+				vst(o + 3 * VW, __builtin_shuffle(z01b, z23b, phi));
+			}
+		}
+	}
+}
+
 const struct mi_cpu_kern KTAB = {
 	.isa = KISA,
 	.mr = KMR,
@@ -373,4 +743,9 @@ const struct mi_cpu_kern KTAB = {
 	.ukr = k_ukr,
 	.epi_row = k_epi_row,
 	.dw = k_dw,
+	.pool = k_pool,
+	.sum = k_sum,
+	.max = k_max,
+	.wino_in = k_wino_in,
+	.wino_out = k_wino_out,
 };

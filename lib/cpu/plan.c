@@ -39,7 +39,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	__attribute__((weak));
 
 /* ---- registry ---------------------------------------------------------- */
-enum { K_CONV, K_GEMM };
+enum { K_CONV, K_GEMM, K_POOL, K_GPOOL };
 
 struct variant {
 	const char *op;
@@ -60,13 +60,29 @@ static const struct variant registry[] = {
 	{ "Conv", MI_DT_FLOAT, "NCHW", "im2col", MI_CONV_IM2COL, ALL_ISAS },
 	{ "Gemm", MI_DT_FLOAT, "rowmajor", "packed", 0, ALL_ISAS },
 	{ "MatMul", MI_DT_FLOAT, "rowmajor", "packed", 0, ALL_ISAS },
+	{ "MaxPool", MI_DT_FLOAT, "NCHW", "rows", 0, ALL_ISAS },
+	{ "AveragePool", MI_DT_FLOAT, "NCHW", "rows", 0, ALL_ISAS },
+	{ "GlobalAveragePool", MI_DT_FLOAT, "NCHW", "vector", 0, ALL_ISAS },
+	{ "GlobalMaxPool", MI_DT_FLOAT, "NCHW", "vector", 0, ALL_ISAS },
 };
 
-/* Winograd pays when the GEMM behind it is big enough to amortize its
- * transforms (channels on both sides). */
+static const struct variant *find_variant(const char *op)
+{
+	for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
+		if (!strcmp(registry[i].op, op))
+			return &registry[i];
+	return NULL;
+}
+
+/* Winograd pays when the 36 GEMMs behind it are big enough to amortize
+ * the transforms: channels on both sides, and enough 4x4 tiles to fill
+ * the micro-kernel's vector width (14x14 and 7x7 maps do not: measured
+ * slower than im2col with build/mi-cpu-bench). */
 static int wino_pays(const struct mi_conv_shape *s)
 {
-	return s->c >= 16 && s->m >= 16;
+	int tiles = ((s->oh + 3) / 4) * ((s->ow + 3) / 4);
+
+	return s->c >= 16 && s->m >= 16 && tiles >= 40;
 }
 
 static const struct variant *pick_conv(const struct mi_conv_shape *s, int isa)
@@ -120,6 +136,10 @@ struct fast_node {
 	int absorbed[MAX_ABSORB];
 	struct plan_ws *ws;
 	int nthreads;      /* the workspace was sized for this split */
+	/* pooling */
+	struct mi_pool2d pool;
+	int64_t planes, plane_size;
+	int isa;
 };
 
 static int fast_run(struct mi_graph *g, struct mi_node *n);
@@ -288,7 +308,64 @@ static int setup_gemm(struct mi_graph *g, struct mi_node *n,
 	if (err)
 		return err;
 	f->kind = K_GEMM;
-	f->v = &registry[gemm ? 4 : 5];
+	f->v = find_variant(gemm ? "Gemm" : "MatMul");
+	return 0;
+}
+
+static int setup_pool(struct mi_graph *g, struct mi_node *n,
+		      struct fast_node *f, int isa)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	struct mi_spatial sp = { 0 };
+	char saved[sizeof(g->err)];
+	const int64_t *ks;
+	int nk = 0, err;
+
+	if (!float_known(x) || !float_known(y) || x->ndim < 3)
+		return -EOPNOTSUPP;
+	f->isa = isa;
+	f->planes = x->dims[0] * x->dims[1];
+	f->plane_size = mi_tensor_numel(x) / (f->planes ? f->planes : 1);
+	if (is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool")) {
+		if (mi_tensor_numel(y) != f->planes || f->plane_size < 1)
+			return -EOPNOTSUPP;
+		f->kind = K_GPOOL;
+		f->pool.avg = is_op(n, "GlobalAveragePool");
+		f->v = find_variant(n->op_type);
+		return 0;
+	}
+	if (x->ndim != 4 || y->ndim != 4)
+		return -EOPNOTSUPP;
+	ks = mi_attr_ints(n, "kernel_shape", &nk);
+	if (!ks || nk != 2)
+		return -EOPNOTSUPP;
+	sp.kernel[0] = ks[0];
+	sp.kernel[1] = ks[1];
+	memcpy(saved, g->err, sizeof(saved));
+	err = mi_ops_spatial(g, n, &sp, x, 1);
+	memcpy(g->err, saved, sizeof(saved));
+	if (err || sp.nsp != 2 || sp.dil[0] != 1 || sp.dil[1] != 1 ||
+	    sp.stride[0] != sp.stride[1] || sp.out[0] != y->dims[2] ||
+	    sp.out[1] != y->dims[3] || y->dims[0] != x->dims[0] ||
+	    y->dims[1] != x->dims[1])
+		return -EOPNOTSUPP;
+	f->pool.ih = (int)x->dims[2];
+	f->pool.iw = (int)x->dims[3];
+	f->pool.oh = (int)y->dims[2];
+	f->pool.ow = (int)y->dims[3];
+	f->pool.kh = (int)ks[0];
+	f->pool.kw = (int)ks[1];
+	f->pool.s = (int)sp.stride[0];
+	f->pool.pt = (int)sp.pad_begin[0];
+	f->pool.pl = (int)sp.pad_begin[1];
+	f->pool.pb = (int)sp.pad_end[0];
+	f->pool.pr = (int)sp.pad_end[1];
+	f->pool.avg = is_op(n, "AveragePool");
+	f->pool.include_pad = (int)mi_attr_int(n, "count_include_pad", 0);
+	if (!mi_pool_supports(&f->pool))
+		return -EOPNOTSUPP;
+	f->kind = K_POOL;
+	f->v = find_variant(n->op_type);
 	return 0;
 }
 
@@ -507,10 +584,20 @@ static bool env_is(const char *name, const char *val)
 	return s && !strcmp(s, val);
 }
 
+static int pool_threads(const struct fast_node *f)
+{
+	return f->planes < f->nthreads ? (int)f->planes : f->nthreads;
+}
+
 static size_t fast_ws_size(const struct fast_node *f, int nthreads)
 {
 	if (f->kind == K_CONV)
 		return f->cv.ws_size;
+	if (f->kind == K_GPOOL)
+		return 0;
+	if (f->kind == K_POOL)
+		return ((mi_pool_ws_floats(&f->pool) * sizeof(float) + 63) & ~63ul) *
+		       pool_threads(f);
 	{
 		struct mi_sgemm_args ga = { 0 };
 
@@ -549,7 +636,7 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		if (n->dead || n->priv || n->noutputs != 1 ||
 		    mi_out(g, n, 0)->data)
 			continue;
-		if (!is_op(n, "Conv") && !is_op(n, "Gemm") && !is_op(n, "MatMul"))
+		if (!find_variant(n->op_type) || n->domain[0])
 			continue;
 		f = calloc(1, sizeof(*f));
 		if (!f) {
@@ -561,8 +648,13 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		f->orig_ninputs = n->ninputs;
 		f->hdr.run = fast_run;
 		f->hdr.fini = fast_fini;
-		err = is_op(n, "Conv") ? setup_conv(g, n, f, isa, nthreads) :
-					 setup_gemm(g, n, f, isa);
+		f->nthreads = nthreads;
+		if (is_op(n, "Conv"))
+			err = setup_conv(g, n, f, isa, nthreads);
+		else if (is_op(n, "Gemm") || is_op(n, "MatMul"))
+			err = setup_gemm(g, n, f, isa);
+		else
+			err = setup_pool(g, n, f, isa);
 		if (err == -EOPNOTSUPP) {
 			err = 0;
 			free(f->bias);
@@ -578,7 +670,7 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		f->ws = ws;
 		ws->refs++;
 		n->priv = f;
-		if (!nofuse) {
+		if (!nofuse && (f->kind == K_CONV || f->kind == K_GEMM)) {
 			err = fuse(g, n, f);
 			if (err)
 				break;
@@ -602,6 +694,42 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	return 0;
 }
 
+struct pool_job {
+	const struct fast_node *f;
+	const float *x;
+	float *y;
+};
+
+static void pool_thread(void *ctx, int t, int nt)
+{
+	const struct pool_job *j = ctx;
+	const struct fast_node *f = j->f;
+	const struct mi_cpu_kern *kt = mi_cpu_kern_get(f->isa);
+	int64_t b, e, p;
+
+	mi_chunk(f->planes, t, nt, &b, &e);
+	if (f->kind == K_GPOOL) {
+		for (p = b; p < e; p++) {
+			const float *xp = j->x + p * f->plane_size;
+
+			j->y[p] = f->pool.avg ?
+				kt->sum(xp, f->plane_size) / f->plane_size :
+				kt->max(xp, f->plane_size);
+		}
+		return;
+	}
+	{
+		size_t per = (mi_pool_ws_floats(&f->pool) * sizeof(float) + 63) &
+			     ~63ul;
+		float *ws = (float *)((char *)f->ws->buf + per * t);
+		size_t isz = (size_t)f->pool.ih * f->pool.iw;
+		size_t osz = (size_t)f->pool.oh * f->pool.ow;
+
+		for (p = b; p < e; p++)
+			kt->pool(&f->pool, j->x + p * isz, j->y + p * osz, ws);
+	}
+}
+
 static int fast_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct fast_node *f = n->priv;
@@ -615,6 +743,18 @@ static int fast_run(struct mi_graph *g, struct mi_node *n)
 		if (!res)
 			return mi_graph_err(g, n, -EINVAL,
 					    "fast kernel: missing residual");
+	}
+	if (f->kind == K_POOL || f->kind == K_GPOOL) {
+		struct pool_job j = { .f = f, .x = x->data, .y = y->data };
+		int nt = f->kind == K_POOL ? pool_threads(f) :
+			 (f->planes * f->plane_size < 32768 ? 1 :
+							     pool_threads(f));
+
+		if (mi_tensor_numel(x) != f->planes * f->plane_size)
+			return mi_graph_err(g, n, -EINVAL,
+					    "fast kernel planned for another input shape");
+		mi_pool_run(nt, pool_thread, &j);
+		return 0;
 	}
 	if (f->kind == K_CONV) {
 		if (x->ndim != 4 || memcmp(x->dims, f->xdims, sizeof(f->xdims)))

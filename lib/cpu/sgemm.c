@@ -14,6 +14,7 @@
  * units of NR (MR); each thread packs its own B (A) blocks.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,6 +209,7 @@ struct job {
 	struct split s;
 	char *ws;
 	size_t ws_thread;
+	bool has_epi;
 };
 
 static void gemm_range(const struct job *j, int64_t m0, int64_t m1,
@@ -224,7 +226,7 @@ static void gemm_range(const struct job *j, int64_t m0, int64_t m1,
 		for (pc = 0; pc < a->k; pc += KC) {
 			int kc = a->k - pc < KC ? (int)(a->k - pc) : KC;
 			const struct mi_epi *epi =
-				pc + kc >= a->k ? &a->epi : NULL;
+				pc + kc >= a->k && j->has_epi ? &a->epi : NULL;
 			const float *bp;
 			int64_t bstride;
 
@@ -341,6 +343,8 @@ void mi_sgemm(const struct mi_sgemm_args *a, void *ws)
 					mi_epi_scalar(&a->epi, zero[0], i, c);
 		return;
 	}
+	j.has_epi = a->epi.bias_kind != MI_BIAS_NONE || a->epi.res ||
+		    a->epi.act != MI_ACT_NONE;
 	j.s = plan_split(a, j.kt);
 	j.ws = ws;
 	j.ws_thread = ws_per_thread(a, j.kt, &j.s);

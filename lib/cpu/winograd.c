@@ -1,23 +1,253 @@
 // SPDX-License-Identifier: MIT
-/* Winograd F(2x2,3x3) for 3x3 stride-1 convolutions (not yet enabled). */
+/*
+ * Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions (group 1, NCHW).
+ *
+ * Each output 4x4 tile needs a 6x6 input patch d; with the transforms
+ * U = G g G^T (weights, once at init), V = B^T d B (input) and
+ * Y = A^T (U . V) A (output), the 36 element-wise products over all
+ * channels become 36 independent GEMMs  M[xi] = U[xi] (M x C) * V[xi]
+ * (C x tiles), 4x fewer multiplications than direct 3x3.
+ *
+ * Per image:  1. input transform, parallel over channels, written
+ * straight into the GEMM's packed-B panel layout;  2. the 36 GEMMs,
+ * parallel over xi;  3. output transform + fused epilogue, parallel over
+ * output channels.
+ */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cpu/conv_impl.h"
 
+#define NXI 36
+
+static inline size_t rup(size_t a, size_t b)
+{
+	return (a + b - 1) / b * b;
+}
+
 int mi_wino_supports(const struct mi_conv_shape *s)
 {
-	(void)s;
-	return 0;
+	return s->group == 1 && s->kh == 3 && s->kw == 3 && s->sh == 1 &&
+	       s->sw == 1 && s->dh == 1 && s->dw == 1 && s->pt <= 2 &&
+	       s->pl <= 2 && s->oh >= 1 && s->ow >= 1 &&
+	       s->oh == s->h + s->pt + s->pb - 2 &&
+	       s->ow == s->w + s->pl + s->pr - 2;
+}
+
+struct geom {
+	int th, tw, twv;   /* tile rows, tiles per row, tw rounded to 16 */
+	size_t t, tp;      /* tiles, tiles rounded to NR */
+	size_t v_floats;   /* packed V: 36 * C * tp */
+	size_t m_floats;   /* GEMM outputs: 36 * M * t (+ slack) */
+	size_t scratch;    /* per-thread floats */
+};
+
+static void geom(const struct mi_conv *cv, struct geom *g)
+{
+	const struct mi_cpu_kern *kt = mi_cpu_kern_get(cv->isa);
+	const struct mi_conv_shape *s = &cv->s;
+
+	g->th = (s->oh + 3) / 4;
+	g->tw = (s->ow + 3) / 4;
+	g->twv = (int)rup(g->tw, 16);
+	g->t = (size_t)g->th * g->tw;
+	g->tp = rup(g->t, kt->nr);
+	g->v_floats = (size_t)NXI * s->c * g->tp;
+	g->m_floats = (size_t)NXI * s->m * g->t + 16;
+	/* k_wino_in's scratch (padded plane, phases, staging of all
+	 * tiles), or the out-staging 4*4*twv */
+	g->scratch = (size_t)(g->th * 4 + 2) * (((g->tw * 4 + 2 + 3) / 4) * 4 + 64) +
+		     (size_t)24 * (g->twv + 16) + (size_t)NXI * (g->t + 16);
+	if (g->scratch < (size_t)16 * g->twv)
+		g->scratch = (size_t)16 * g->twv;
+	g->scratch = rup(g->scratch, 16);
+}
+
+static int wino_threads(const struct mi_conv *cv)
+{
+	return cv->nthreads < 1 ? 1 : cv->nthreads;
 }
 
 int mi_wino_init(struct mi_conv *cv, const float *w)
 {
-	(void)cv;
-	(void)w;
-	return -EOPNOTSUPP;
+	const struct mi_conv_shape *s = &cv->s;
+	struct geom g;
+	float *u;
+	int err = 0, xi;
+
+	u = malloc((size_t)NXI * s->m * s->c * sizeof(float));
+	cv->wp = calloc(NXI, sizeof(*cv->wp));
+	if (!u || !cv->wp) {
+		free(u);
+		return -ENOMEM;
+	}
+	cv->nwp = NXI;
+	/* U[xi][m][c] = (G g G^T), G of F(4,3) */
+	for (int m = 0; m < s->m; m++)
+		for (int c = 0; c < s->c; c++) {
+			const float *k = w + ((size_t)m * s->c + c) * 9;
+			double t[6][3], r[6][6];
+
+			for (int j = 0; j < 3; j++) {
+				double g0 = k[j], g1 = k[3 + j], g2 = k[6 + j];
+
+				t[0][j] = g0 / 4;
+				t[1][j] = -(g0 + g1 + g2) / 6;
+				t[2][j] = -(g0 - g1 + g2) / 6;
+				t[3][j] = g0 / 24 + g1 / 12 + g2 / 6;
+				t[4][j] = g0 / 24 - g1 / 12 + g2 / 6;
+				t[5][j] = g2;
+			}
+			for (int i = 0; i < 6; i++) {
+				double g0 = t[i][0], g1 = t[i][1], g2 = t[i][2];
+
+				r[i][0] = g0 / 4;
+				r[i][1] = -(g0 + g1 + g2) / 6;
+				r[i][2] = -(g0 - g1 + g2) / 6;
+				r[i][3] = g0 / 24 + g1 / 12 + g2 / 6;
+				r[i][4] = g0 / 24 - g1 / 12 + g2 / 6;
+				r[i][5] = g2;
+			}
+			for (int i = 0; i < 6; i++)
+				for (int j = 0; j < 6; j++)
+					u[((size_t)(i * 6 + j) * s->m + m) * s->c + c] =
+						(float)r[i][j];
+		}
+	for (xi = 0; xi < NXI && !err; xi++)
+		err = mi_sgemm_pack_a(cv->isa, s->m, s->c,
+				      u + (size_t)xi * s->m * s->c, s->c, 1,
+				      &cv->wp[xi]);
+	free(u);
+	if (err)
+		return err;
+	geom(cv, &g);
+	cv->ws_size = (g.v_floats + g.m_floats +
+		       g.scratch * wino_threads(cv)) * sizeof(float) + 64;
+	return 0;
+}
+
+struct wjob {
+	const struct mi_conv *cv;
+	const struct mi_cpu_kern *kt;
+	struct geom g;
+	const float *x;
+	float *y, *v, *mb, *scratch;
+	const struct mi_epi *epi;
+};
+
+/* 1. input transform of channels [b, e) into packed V */
+static void in_thread(void *ctx, int t, int nt)
+{
+	const struct wjob *j = ctx;
+	const struct mi_conv_shape *s = &j->cv->s;
+	const int nr = j->kt->nr;
+	float *scratch = j->scratch + j->g.scratch * t;
+	size_t xs = (size_t)s->c * j->g.tp, ps = (size_t)s->c * nr;
+	int64_t b, e, c;
+
+	mi_chunk(s->c, t, nt, &b, &e);
+	for (c = b; c < e; c++) {
+		j->kt->wino_in(j->x + (size_t)c * s->h * s->w, s->h, s->w,
+			       s->pt, s->pl, j->g.th, j->g.tw, scratch, j->v,
+			       xs, ps, nr, (int)c);
+		/* padding lanes of the last panel */
+		if (j->g.tp > j->g.t)
+			for (int xi = 0; xi < NXI; xi++) {
+				float *vx = j->v + xi * xs +
+					    (j->g.t / nr) * ps + (size_t)c * nr;
+
+				memset(vx + j->g.t % nr, 0,
+				       (nr - j->g.t % nr) * sizeof(float));
+			}
+	}
+}
+
+/* 2. the 36 GEMMs */
+static void gemm_thread(void *ctx, int t, int nt)
+{
+	const struct wjob *j = ctx;
+	const struct mi_conv_shape *s = &j->cv->s;
+	int64_t b, e, xi;
+
+	mi_chunk(NXI, t, nt, &b, &e);
+	for (xi = b; xi < e; xi++) {
+		struct mi_packed pb = {
+			.isa = j->cv->isa,
+			.rows = (int64_t)j->g.t,
+			.k = s->c,
+			.data = j->v + (size_t)xi * s->c * j->g.tp,
+		};
+		struct mi_sgemm_args ga = {
+			.isa = j->cv->isa,
+			.m = s->m,
+			.n = (int64_t)j->g.t,
+			.k = s->c,
+			.pa = &j->cv->wp[xi],
+			.pb = &pb,
+			.c = j->mb + (size_t)xi * s->m * j->g.t,
+			.ldc = (ptrdiff_t)j->g.t,
+			.nthreads = 1,
+		};
+
+		mi_sgemm(&ga, NULL);
+	}
+}
+
+/* 3. output transform + epilogue of output channels [b, e) */
+static void out_thread(void *ctx, int t, int nt)
+{
+	const struct wjob *j = ctx;
+	const struct mi_conv_shape *s = &j->cv->s;
+	float *ostg = j->scratch + j->g.scratch * t;
+	size_t xs = (size_t)s->m * j->g.t;
+	int64_t b, e, m;
+
+	mi_chunk(s->m, t, nt, &b, &e);
+	for (m = b; m < e; m++) {
+		for (int ty = 0; ty < j->g.th; ty++) {
+			j->kt->wino_out(j->mb + (size_t)m * j->g.t +
+						(size_t)ty * j->g.tw,
+					xs, j->g.tw, j->g.twv, ostg);
+			for (int i = 0; i < 4 && ty * 4 + i < s->oh; i++) {
+				int oy = ty * 4 + i;
+
+				j->kt->epi_row(j->epi,
+					       ostg + (size_t)i * 4 * j->g.twv,
+					       j->y + ((size_t)m * s->oh + oy) * s->ow,
+					       s->ow, m, (int64_t)oy * s->ow);
+			}
+		}
+	}
 }
 
 void mi_wino_run(const struct mi_conv *cv, const float *x, float *y,
 		 const float *res, int act, float lo, float hi, void *ws)
 {
+	const struct mi_conv_shape *s = &cv->s;
+	struct wjob j = { .cv = cv, .kt = mi_cpu_kern_get(cv->isa) };
+	struct mi_epi epi = {
+		.bias_kind = cv->bias ? MI_BIAS_ROW : MI_BIAS_NONE,
+		.bias = cv->bias,
+		.ldr = (ptrdiff_t)s->oh * s->ow,
+		.act = act,
+		.lo = lo,
+		.hi = hi,
+	};
+	int nt = wino_threads(cv);
+	float *base = (float *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
+
+	geom(cv, &j.g);
+	j.v = base;
+	j.mb = j.v + j.g.v_floats;
+	j.scratch = j.mb + j.g.m_floats;
+	j.epi = &epi;
+	for (int img = 0; img < s->n; img++) {
+		j.x = x + (size_t)img * s->c * s->h * s->w;
+		j.y = y + (size_t)img * s->m * s->oh * s->ow;
+		epi.res = res ? res + (size_t)img * s->m * s->oh * s->ow : NULL;
+		mi_pool_run(nt < s->c ? nt : s->c, in_thread, &j);
+		mi_pool_run(nt, gemm_thread, &j);
+		mi_pool_run(nt < s->m ? nt : s->m, out_thread, &j);
+	}
 }

@@ -198,6 +198,7 @@ static void conv_case(int isa, int algo, struct mi_conv_shape *s,
 	int use_bias = rint_(0, 3) != 0, use_res = rint_(0, 2) == 0;
 	int act, err;
 	float lo, hi;
+	double pre = 0;
 	struct mi_conv cv;
 	char what[320];
 	void *ws;
@@ -216,12 +217,18 @@ static void conv_case(int isa, int algo, struct mi_conv_shape *s,
 		failures++;
 		goto out;
 	}
+	/* magnitude before the activation: the error scale of a clip */
+	mi_conv_ref(s, x, w, use_bias ? bias : NULL, use_res ? res : NULL,
+		    MI_ACT_NONE, 0, 0, ref);
+	for (size_t i = 0; i < ny; i++)
+		pre = fabs(ref[i]) > pre ? fabs(ref[i]) : pre;
 	mi_conv_ref(s, x, w, use_bias ? bias : NULL, use_res ? res : NULL,
 		    act, lo, hi, ref);
 	ws = mi_cpu_alloc(cv.ws_size);
 	mi_conv_run(&cv, x, y, use_res ? res : NULL, act, lo, hi, ws);
 	/* Winograd's transforms add rounding: looser tolerance */
-	check(what, nerr(y, ref, ny), algo == MI_CONV_WINOGRAD ? 5e-5 : 1e-5);
+	check(what, nerr_floor(y, ref, ny, pre),
+	      algo == MI_CONV_WINOGRAD ? 5e-5 : 1e-5);
 	mi_cpu_free(ws);
 	mi_conv_fini(&cv);
 out:
@@ -319,6 +326,72 @@ static void test_epi_row(int isa)
 	free(x), free(y), free(ref), free(bias);
 }
 
+/* ---- pooling ---------------------------------------------------------- */
+static void test_pool(int isa)
+{
+	const struct mi_cpu_kern *kt = mi_cpu_kern_get(isa);
+	struct mi_pool2d p;
+	float *x, *y, *ref, *ws;
+	char what[200];
+	int ceil_mode;
+
+	do {
+		memset(&p, 0, sizeof(p));
+		p.ih = rint_(1, 40);
+		p.iw = rint_(1, 40);
+		p.kh = rint_(1, 5);
+		p.kw = rint_(1, 5);
+		p.s = rint_(1, 2);
+		p.pt = rint_(0, p.kh - 1);
+		p.pl = rint_(0, p.kw - 1);
+		p.pb = rint_(0, p.kh - 1);
+		p.pr = rint_(0, p.kw - 1);
+		p.avg = rint_(0, 1);
+		p.include_pad = rint_(0, 1);
+		ceil_mode = rint_(0, 1);
+		p.oh = (p.ih + p.pt + p.pb - p.kh + (ceil_mode ? p.s - 1 : 0)) /
+			       p.s + 1;
+		p.ow = (p.iw + p.pl + p.pr - p.kw + (ceil_mode ? p.s - 1 : 0)) /
+			       p.s + 1;
+	} while (p.ih + p.pt + p.pb < p.kh || p.iw + p.pl + p.pr < p.kw ||
+		 !mi_pool_supports(&p));
+	x = rbuf((size_t)p.ih * p.iw);
+	y = rbuf((size_t)p.oh * p.ow);
+	ref = rbuf((size_t)p.oh * p.ow);
+	ws = mi_cpu_alloc(mi_pool_ws_floats(&p) * sizeof(float));
+	mi_pool_ref(&p, x, ref);
+	kt->pool(&p, x, y, ws);
+	snprintf(what, sizeof(what),
+		 "pool %s %s in=%dx%d k=%dx%d s=%d p=%d,%d,%d,%d incl=%d out=%dx%d",
+		 mi_cpu_isa_name(isa), p.avg ? "avg" : "max", p.ih, p.iw, p.kh,
+		 p.kw, p.s, p.pt, p.pl, p.pb, p.pr, p.include_pad, p.oh, p.ow);
+	check(what, nerr(y, ref, (size_t)p.oh * p.ow), 1e-6);
+	free(x), free(y), free(ref);
+	mi_cpu_free(ws);
+}
+
+static void test_reduce(int isa)
+{
+	const struct mi_cpu_kern *kt = mi_cpu_kern_get(isa);
+	int n = rint_(1, 3000), i;
+	float *x = rbuf(n), s, m;
+	double rs = 0, rm = -INFINITY;
+	char what[64];
+
+	for (i = 0; i < n; i++) {
+		rs += x[i];
+		rm = x[i] > rm ? x[i] : rm;
+	}
+	s = kt->sum(x, n);
+	m = kt->max(x, n);
+	snprintf(what, sizeof(what), "sum/max %s n=%d", mi_cpu_isa_name(isa),
+		 n);
+	check(what, fabs(s - rs) / (fabs(rs) > 1 ? fabs(rs) : 1) +
+			    fabs(m - rm),
+	      1e-5);
+	free(x);
+}
+
 int main(int argc, char **argv)
 {
 	int scale = argc > 1 ? atoi(argv[1]) : 1;
@@ -332,6 +405,10 @@ int main(int argc, char **argv)
 	test_epi_row(isa);
 	for (i = 0; i < 60 * scale; i++)
 		test_gemm_one(isa, rint_(1, 3));
+	for (i = 0; i < 100 * scale; i++)
+		test_pool(isa);
+	for (i = 0; i < 20 * scale; i++)
+		test_reduce(isa);
 	for (algo = 0; algo < MI_CONV_COUNT; algo++) {
 		struct mi_conv_shape s;
 

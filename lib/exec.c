@@ -302,6 +302,10 @@ static int plan_memory(struct mi_model *m)
 		}
 	}
 	m->arena_peak = total;
+	/* Test hook: NaN-fill the arena so that a kernel reading memory it
+	 * did not write (or a lifetime overlap in this plan) shows up. */
+	if (total && getenv("MI_ARENA_POISON"))
+		memset(m->arena, 0xff, total);
 	for (int i = 0; i < np; i++) {
 		struct mi_tensor *x = &g->tensors[pl[i].t];
 

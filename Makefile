@@ -37,8 +37,13 @@ CLEAN :=
 $(O):
 	@mkdir -p $@
 
-# Fragments: every <dir>/*.mk and <dir>/<sub>/*.mk in the tree.
-include $(sort $(wildcard */*.mk */*/*.mk))
+# Fragments: every <dir>/*.mk and <dir>/<sub>/*.mk in the tree.  The ones
+# that define variables other fragments use in prerequisites (the library,
+# the selftests' helper objects) are read first, since make expands
+# prerequisites when it reads a rule.
+FRAGMENTS := $(sort $(wildcard */*.mk */*/*.mk))
+FRAGMENTS_FIRST := $(filter lib/lib.mk selftests/selftests.mk,$(FRAGMENTS))
+include $(FRAGMENTS_FIRST) $(filter-out $(FRAGMENTS_FIRST),$(FRAGMENTS))
 
 .PHONY: all check demo bench clean deps format lint modules
 all: $(ALL)

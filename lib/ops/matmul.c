@@ -389,8 +389,7 @@ static int ein_parse(struct mi_graph *g, struct mi_node *n, struct ein *e)
 			cnt[l]++;
 			if (l >= 52 && d == 1)
 				continue; /* broadcast: stride stays 0 */
-			if (e->size[l] >= 0 && e->size[l] != 1 && d != e->size[l] &&
-			    !(l >= 52 && e->size[l] == 1))
+			if (e->size[l] >= 0 && d != e->size[l])
 				return mi_graph_err(g, n, -EINVAL,
 						    "label size mismatch (%lld vs %lld)",
 						    (long long)d,

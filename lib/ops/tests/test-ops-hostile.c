@@ -71,7 +71,7 @@ static const char *const attr_names[] = {
 	"value_ints", "dtype", "momentum", "broadcast", "cubic_coeff_a",
 	"exclude_outside", "extrapolation_value", "min", "max", "reduction",
 	"detect_positive", "detect_negative", "stash_type", "paddings",
-	"sparse_value", "value_string",
+	"sparse_value", "value_string", "equation", "equation",
 };
 
 static const char *const strings[] = {
@@ -79,7 +79,9 @@ static const char *const strings[] = {
 	"constant", "reflect", "edge", "nearest", "linear", "cubic",
 	"half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize",
 	"pytorch_half_pixel", "floor", "ceil", "round_prefer_ceil", "LEFT",
-	"RIGHT", "DCR", "CRD", "add", "mul", "none",
+	"RIGHT", "DCR", "CRD", "add", "mul", "none", "ij,jk->ik", "i,i",
+	"...ii->...i", "ij->ji", "ij", "a...,...a->...", "ab,ba", "->", ",",
+	"...", "......->", "aA,Aa->aa", "ij->k", "i j , j k -> i k", "ij,",
 };
 
 static void fill_tensor(struct mi_tensor *t, int dtype, int ndim,
@@ -104,10 +106,56 @@ static void fill_tensor(struct mi_tensor *t, int dtype, int ndim,
 	}
 }
 
-static void random_attr(struct mi_attr *a, const char *name)
+/* A plausible value for some attributes (so that cases reach run()). */
+static int plausible_attr(struct mi_attr *a, const char *name, int rank)
+{
+	int nsp = rank > 2 ? rank - 2 : 1, cnt = -1;
+	int64_t lo = 0, hi = 3;
+
+	if (!strcmp(name, "kernel_shape") || !strcmp(name, "strides") ||
+	    !strcmp(name, "dilations") || !strcmp(name, "output_padding") ||
+	    !strcmp(name, "output_shape")) {
+		cnt = nsp;
+		lo = 1;
+	} else if (!strcmp(name, "pads")) {
+		cnt = 2 * nsp;
+	} else if (!strcmp(name, "perm") || !strcmp(name, "axes")) {
+		cnt = (int)rint_(0, rank);
+		lo = -rank;
+		hi = rank - 1;
+	} else if (!strcmp(name, "blocksize") || !strcmp(name, "group") ||
+		   !strcmp(name, "size")) {
+		a->type = MI_ATTR_INT;
+		a->i = rint_(1, 3);
+		return 1;
+	} else if (!strcmp(name, "to") || !strcmp(name, "dtype")) {
+		a->type = MI_ATTR_INT;
+		a->i = dtypes[rnd() % (sizeof(dtypes) / sizeof(dtypes[0]))];
+		return 1;
+	} else if (!strcmp(name, "axis")) {
+		a->type = MI_ATTR_INT;
+		a->i = rint_(-rank, rank);
+		return 1;
+	} else {
+		return 0;
+	}
+	a->type = MI_ATTR_INTS;
+	a->n = cnt;
+	a->ints = calloc(cnt + 1, sizeof(int64_t));
+	for (int i = 0; i < cnt; i++)
+		a->ints[i] = rint_(lo, hi);
+	if (!strcmp(name, "perm"))
+		for (int i = 0; i < cnt; i++)
+			a->ints[i] = (i + 1) % (cnt ? cnt : 1);
+	return 1;
+}
+
+static void random_attr(struct mi_attr *a, const char *name, int rank)
 {
 	memset(a, 0, sizeof(*a));
 	a->name = strdup(name);
+	if (rnd() % 2 && plausible_attr(a, name, rank))
+		return;
 	switch (rnd() % 6) {
 	case 0:
 		a->type = MI_ATTR_INT;
@@ -158,7 +206,10 @@ static int one_case(const struct mi_op_def *d, int *bad)
 	int nin, nout, ret, reached = 0;
 	int rank0 = (int)rint_(0, 5);
 	int64_t dims0[MI_MAX_DIMS];
-	int dt0 = dtypes[rnd() % (sizeof(dtypes) / sizeof(dtypes[0]))];
+	int dt0 = rnd() % 2 ? MI_DT_FLOAT :
+			     dtypes[rnd() % (sizeof(dtypes) / sizeof(dtypes[0]))];
+	/* one shape strategy for every extra input, half of the time */
+	int strat = rnd() % 2 ? (int)(rnd() % 6) : -1;
 
 	for (int i = 0; i < rank0; i++)
 		dims0[i] = rint_(0, 4);
@@ -191,15 +242,37 @@ static int one_case(const struct mi_op_def *d, int *bad)
 		}
 		idx = mi_graph_add_tensor(&g, "in");
 		/* mostly shapes related to input 0 so cases get past checks */
-		if (i == 0 || rnd() % 3 == 0) {
+		switch (i == 0 ? 0 : strat >= 0 ? strat : (int)(rnd() % 6)) {
+		case 0: /* same as input 0 */
 			rank = rank0;
 			memcpy(dims, dims0, sizeof(dims));
 			dt = rnd() % 4 ? dt0 : MI_DT_INT64;
-		} else {
+			break;
+		case 1: /* per-channel vector */
+			rank = 1;
+			dims[0] = rank0 >= 2 ? dims0[1] : rint_(0, 4);
+			dt = dt0;
+			break;
+		case 2: /* weights: [M, C, k...] of input 0's rank */
+			rank = rank0;
+			for (int k = 0; k < rank; k++)
+				dims[k] = rint_(1, 3);
+			if (rank >= 2)
+				dims[1] = dims0[1];
+			dt = dt0;
+			break;
+		case 3: /* matrix operand [last dim, r] */
+			rank = 2;
+			dims[0] = rank0 ? dims0[rank0 - 1] : 1;
+			dims[1] = rint_(1, 4);
+			dt = dt0;
+			break;
+		default:
 			rank = (int)rint_(0, 2);
 			for (int k = 0; k < rank; k++)
 				dims[k] = rint_(0, 5);
 			dt = rnd() % 2 ? MI_DT_INT64 : dt0;
+			break;
 		}
 		if (i == 0)
 			dt = dt0;
@@ -211,14 +284,40 @@ static int one_case(const struct mi_op_def *d, int *bad)
 	}
 	for (int i = 0; i < nout; i++)
 		n->outputs[i] = mi_graph_add_tensor(&g, "out");
-	n->attrs = calloc(8, sizeof(struct mi_attr));
-	for (int k = (int)rint_(0, 6); k > 0; k--) {
+	n->attrs = calloc(10, sizeof(struct mi_attr));
+	{
+		static const struct {
+			const char *op, *attr;
+		} req[] = {
+			{ "MaxPool", "kernel_shape" }, { "AveragePool", "kernel_shape" },
+			{ "LpPool", "kernel_shape" },  { "DepthToSpace", "blocksize" },
+			{ "SpaceToDepth", "blocksize" }, { "Einsum", "equation" },
+			{ "Cast", "to" },	       { "Upsample", "scales" },
+			{ "BitShift", "direction" },   { "LRN", "size" },
+			{ "Concat", "axis" },	       { "EyeLike", "dtype" },
+		};
+
+		for (size_t r = 0; r < sizeof(req) / sizeof(req[0]); r++)
+			if (!strcmp(req[r].op, d->op_type) && rnd() % 4) {
+				struct mi_attr *a = &n->attrs[n->nattrs++];
+
+				if (rnd() % 4) {
+					memset(a, 0, sizeof(*a));
+					a->name = strdup(req[r].attr);
+					if (plausible_attr(a, req[r].attr, rank0))
+						continue;
+					free(a->name);
+				}
+				random_attr(a, req[r].attr, rank0);
+			}
+	}
+	for (int k = (int)rint_(0, 3); k > 0; k--) {
 		const char *nm =
 			attr_names[rnd() % (sizeof(attr_names) / sizeof(attr_names[0]))];
 
 		if (mi_attr_get(n, nm))
 			continue;
-		random_attr(&n->attrs[n->nattrs++], nm);
+		random_attr(&n->attrs[n->nattrs++], nm, rank0);
 	}
 	g.err[0] = 0;
 	ret = d->infer(&g, n);
@@ -288,6 +387,9 @@ int main(int argc, char **argv)
 				reached += one_case(d, &bad);
 			cases += iters;
 			runs += reached;
+			if (getenv("OPS_HOSTILE_VERBOSE"))
+				printf("%-28s %d/%d cases reached run()\n",
+				       d->op_type, reached, iters);
 			nops++;
 		}
 	printf("test-ops-hostile: %d ops, %ld cases, %ld reached run(), %d problems\n",

@@ -123,13 +123,15 @@ struct mi_cpu_kern {
 	int mr, nr; /* GEMM micro-tile */
 	/*
 	 * C[0:MR, 0:NR] = (acc ? C : 0) + A_panel * B_panel over kc steps;
-	 * a advances MR floats per k, b NR floats per k.  Only the top-left
-	 * mr x nr of C is written.  If epi != NULL the epilogue is applied
-	 * (row0/col0: position of C[0][0] in the whole output, for bias and
-	 * residual indexing).
+	 * a advances MR floats per k, b ldb floats per k (NR for a packed
+	 * panel, the row stride when B is read in place; ceil(nr/VW)
+	 * vectors are read per k).  Only the top-left mr x nr of C is
+	 * written.  If epi != NULL the epilogue is applied (row0/col0:
+	 * position of C[0][0] in the whole output, for bias and residual
+	 * indexing).
 	 */
-	void (*ukr)(int kc, const float *a, const float *b, float *c,
-		    ptrdiff_t ldc, int mr, int nr, int acc,
+	void (*ukr)(int kc, const float *a, const float *b, ptrdiff_t ldb,
+		    float *c, ptrdiff_t ldc, int mr, int nr, int acc,
 		    const struct mi_epi *epi, int64_t row0, int64_t col0);
 	/* y[0:n] = epilogue(x[0:n]) for output row `row`, columns col0.. */
 	void (*epi_row)(const struct mi_epi *e, const float *x, float *y,

@@ -103,9 +103,10 @@ static __attribute__((noinline)) void epi_tile(const struct mi_epi *e,
  * so edge tiles cost only what they compute.
  */
 static inline __attribute__((always_inline)) void
-ukr_body(const int m0_, const int nv0_, int kc, const float *restrict a,
-	 const float *restrict b, float *c, ptrdiff_t ldc, int nlast, int acc,
-	 const struct mi_epi *epi, int64_t row0, int64_t col0)
+ukr_body(const int m0_, const int nv0_, const int EPI, int kc,
+	 const float *restrict a, const float *restrict b, ptrdiff_t ldb,
+	 float *c, ptrdiff_t ldc, int nlast, int acc, const struct mi_epi *epi,
+	 int64_t row0, int64_t col0)
 {
 	/* Instances past KMR/KNV exist only to fill the table; clamp them.
 	 * r must stay exactly KMR x KNV or GCC stops keeping it in
@@ -131,41 +132,65 @@ ukr_body(const int m0_, const int nv0_, int kc, const float *restrict a,
 				r[i][j] += av * bv[j];
 		}
 		a += KMR;
-		b += KNR;
+		b += ldb;
 	}
 
-	/* Plain stores first: keeping the epilogue's temporaries out of
-	 * this function keeps all accumulators in registers. */
+	/*
+	 * EPI 1: the common conv epilogue (row bias, then clamp to
+	 * [lo, hi]: none/Relu/Clip) in registers.  EPI 0: plain stores,
+	 * then any other epilogue as a separate pass over the tile while it
+	 * is in L1 (its temporaries would push accumulators out of
+	 * registers).
+	 */
 	UNROLL_MR for (i = 0; i < m_; i++) {
 		float *cr = c + i * ldc;
+		vf vb, vlo, vhi;
 
+		if (EPI) {
+			vb = vset1(epi->bias_kind == MI_BIAS_ROW ?
+					   epi->bias[row0 + i] :
+					   0.0f);
+			vlo = vset1(epi->act == MI_ACT_NONE ? -__builtin_inff() :
+				    epi->act == MI_ACT_RELU ? 0.0f :
+							      epi->lo);
+			vhi = vset1(epi->act == MI_ACT_CLIP ? epi->hi :
+							      __builtin_inff());
+		}
 		UNROLL_NV for (j = 0; j < nv_; j++) {
 			vf v = r[i][j];
 
 			if (j < nv_ - 1 || nlast == VW) {
 				if (acc)
 					v += vld(cr + j * VW);
+				if (EPI)
+					v = vmin(vmax(v + vb, vlo), vhi);
 				vst(cr + j * VW, v);
 			} else {
 				if (acc)
 					v += vld_part(cr + j * VW, nlast);
+				if (EPI)
+					v = vmin(vmax(v + vb, vlo), vhi);
 				vst_part(cr + j * VW, v, nlast);
 			}
 		}
 	}
-	if (epi)
+	if (!EPI && epi)
 		epi_tile(epi, c, ldc, m_, (nv_ - 1) * VW + nlast, row0, col0);
 }
 
 #define UKR_ARGS                                                          \
-	int kc, const float *restrict a, const float *restrict b, float *c, \
-		ptrdiff_t ldc, int nlast, int acc, const struct mi_epi *epi, \
-		int64_t row0, int64_t col0
-#define UKR_PASS kc, a, b, c, ldc, nlast, acc, epi, row0, col0
+	int kc, const float *restrict a, const float *restrict b,         \
+		ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nlast, int acc,  \
+		const struct mi_epi *epi, int64_t row0, int64_t col0
+#define UKR_PASS kc, a, b, ldb, c, ldc, nlast, acc, epi, row0, col0
 #define UKR_INST(M, V)                                                   \
 	static void ukr_##M##_##V(UKR_ARGS)                              \
 	{                                                                \
-		ukr_body(M, V, UKR_PASS);                                \
+		ukr_body(M, V, 0, UKR_PASS);                             \
+	}                                                                \
+	static void ukr_##M##_##V##_e(UKR_ARGS)                          \
+	{                                                                \
+		ukr_body(M, V, 1, UKR_PASS);                             \
 	}
 
 typedef void (*ukr_fn)(UKR_ARGS);
@@ -178,20 +203,27 @@ typedef void (*ukr_fn)(UKR_ARGS);
 UKR_ROW(1) UKR_ROW(2) UKR_ROW(3) UKR_ROW(4)
 UKR_ROW(5) UKR_ROW(6) UKR_ROW(7) UKR_ROW(8)
 
-#define UKR_TROW(M) { ukr_##M##_1, ukr_##M##_2, ukr_##M##_3, ukr_##M##_4 }
-static const ukr_fn ukr_tab[8][4] = {
-	UKR_TROW(1), UKR_TROW(2), UKR_TROW(3), UKR_TROW(4),
-	UKR_TROW(5), UKR_TROW(6), UKR_TROW(7), UKR_TROW(8),
+#define UKR_TROW(M, E)                                                      \
+	{ ukr_##M##_1##E, ukr_##M##_2##E, ukr_##M##_3##E, ukr_##M##_4##E }
+static const ukr_fn ukr_tab[2][8][4] = {
+	{ UKR_TROW(1, ), UKR_TROW(2, ), UKR_TROW(3, ), UKR_TROW(4, ),
+	  UKR_TROW(5, ), UKR_TROW(6, ), UKR_TROW(7, ), UKR_TROW(8, ) },
+	{ UKR_TROW(1, _e), UKR_TROW(2, _e), UKR_TROW(3, _e), UKR_TROW(4, _e),
+	  UKR_TROW(5, _e), UKR_TROW(6, _e), UKR_TROW(7, _e), UKR_TROW(8, _e) },
 };
 
 static void k_ukr(int kc, const float *restrict a, const float *restrict b,
-		  float *c, ptrdiff_t ldc, int mr, int nr, int acc,
-		  const struct mi_epi *epi, int64_t row0, int64_t col0)
+		  ptrdiff_t ldb, float *c, ptrdiff_t ldc, int mr, int nr,
+		  int acc, const struct mi_epi *epi, int64_t row0, int64_t col0)
 {
 	int nv = (nr + VW - 1) / VW;
+	int simple = epi && epi->bias_kind != MI_BIAS_COL && !epi->res &&
+		     (epi->act == MI_ACT_NONE || epi->act == MI_ACT_RELU ||
+		      epi->act == MI_ACT_CLIP);
 
-	ukr_tab[mr - 1][nv - 1](kc, a, b, c, ldc, nr - (nv - 1) * VW, acc,
-				epi, row0, col0);
+	ukr_tab[simple][mr - 1][nv - 1](kc, a, b, ldb, c, ldc,
+					nr - (nv - 1) * VW, acc, epi, row0,
+					col0);
 }
 
 /*

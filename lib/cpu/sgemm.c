@@ -147,6 +147,19 @@ void mi_packed_free(struct mi_packed *p)
 	p->data = NULL;
 }
 
+/* MI_CPU_PACK_B=1 forces packing of row-major B (A/B measurements). */
+static bool getenv_pack_b(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		const char *e = getenv("MI_CPU_PACK_B");
+
+		v = e && !strcmp(e, "1");
+	}
+	return v;
+}
+
 struct split {
 	int nt;      /* threads used */
 	int over_n;  /* 1: split N, 0: split M */
@@ -210,6 +223,7 @@ struct job {
 	char *ws;
 	size_t ws_thread;
 	bool has_epi;
+	bool direct_b; /* row-major B read in place, not packed */
 };
 
 static void gemm_range(const struct job *j, int64_t m0, int64_t m1,
@@ -228,12 +242,25 @@ static void gemm_range(const struct job *j, int64_t m0, int64_t m1,
 			const struct mi_epi *epi =
 				pc + kc >= a->k && j->has_epi ? &a->epi : NULL;
 			const float *bp;
-			int64_t bstride;
+			int64_t bstride, nfull = nc;
+			ptrdiff_t ldb = nr;
 
 			if (a->pb) {
 				bp = a->pb->data + (jc / nr) * a->k * nr +
 				     pc * nr;
 				bstride = a->k * nr;
+			} else if (j->direct_b) {
+				/* full panels read in place; the ragged last
+				 * one is packed (reading it whole would run
+				 * past the row) */
+				bp = a->b + pc * a->b_rs + jc;
+				bstride = nr;
+				ldb = a->b_rs;
+				nfull = nc / nr * nr;
+				if (nfull < nc)
+					pack_panels(wsb, jc + nfull, nc - nfull,
+						    pc, kc, nr, a->b, a->b_cs,
+						    a->b_rs);
 			} else {
 				if (a->packb)
 					a->packb(a->packb_ctx, pc, kc, jc,
@@ -272,9 +299,13 @@ static void gemm_range(const struct job *j, int64_t m0, int64_t m1,
 						int nrr = nc - jr < nr ?
 								  (int)(nc - jr) :
 								  nr;
+						const float *bj =
+							jr < nfull ?
+								bp + (jr / nr) * bstride :
+								wsb;
 
-						kt->ukr(kc, ai,
-							bp + (jr / nr) * bstride,
+						kt->ukr(kc, ai, bj,
+							jr < nfull ? ldb : nr,
 							a->c + (ic + ir) * a->ldc +
 								jc + jr,
 							a->ldc, mrr, nrr, pc > 0,
@@ -346,6 +377,11 @@ void mi_sgemm(const struct mi_sgemm_args *a, void *ws)
 	j.has_epi = a->epi.bias_kind != MI_BIAS_NONE || a->epi.res ||
 		    a->epi.act != MI_ACT_NONE;
 	j.s = plan_split(a, j.kt);
+	/* Row-major B needs no packing: the micro-kernel reads its rows in
+	 * place.  Not when the row stride is a multiple of 4 KiB (every row
+	 * would land in the same L1 set). */
+	j.direct_b = !a->pb && !a->packb && a->b_cs == 1 &&
+		     (a->b_rs * sizeof(float)) % 4096 != 0 && !getenv_pack_b();
 	j.ws = ws;
 	j.ws_thread = ws_per_thread(a, j.kt, &j.s);
 	mi_pool_run(j.s.nt, gemm_thread, &j);

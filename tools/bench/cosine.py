@@ -8,9 +8,13 @@ feeds N seeded random inputs (uniform in [-1, 1) by default, the
 distribution `metainfer quantize --calib-random` calibrates with; --dist
 normal for standard normal) to PyTorch (fp32) and to
 `<runner> MODEL --input x_i.npy --output y_i.npy` (default: metainfer run on
-the int8 model), and prints per-input cosine similarities' minimum and mean:
+the int8 model), and prints per-input cosine similarities' minimum and mean,
+the same for outputs centered on the mean fp32 output (random-weight CNNs
+give nearly the same output for every random input, which makes the plain
+cosine close to 1 whatever the model computes), and that floor (the plain
+cosine between fp32 outputs of different inputs):
 
-  cosine min=<c> mean=<c> n=<N> model=<path>
+  cosine min=<c> mean=<c> centered_min=<c> centered_mean=<c> floor=<c> n=<N> ...
 
   cosine.py --model resnet18 --int8 build/bench/int8/resnet18.int8.onnx
   cosine.py --model resnet18 --int8 build/models/resnet18.onnx \\
@@ -81,7 +85,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     xin = os.path.join(args.work, args.model + ".x.npy")
     yout = os.path.join(args.work, args.model + ".y.npy")
-    cos = []
+    refs, gots = [], []
     for i in range(args.n):
         if args.dist == "normal":
             x = rng.standard_normal(shape).astype(np.float32)
@@ -108,11 +112,29 @@ def main():
         if got.shape != ref.shape or not np.all(np.isfinite(got)):
             print("cosine: run %d: bad output (shape %s)" % (i, got.shape))
             return 1
-        den = np.linalg.norm(got) * np.linalg.norm(ref)
-        cos.append(float(got @ ref / den) if den > 0 else 0.0)
-    print("cosine min=%.6f mean=%.6f n=%d dist=%s model=%s"
-          % (min(cos), sum(cos) / len(cos), len(cos), args.dist, args.int8))
+        refs.append(ref)
+        gots.append(got)
+
+    cos = [cosine(np, g, r) for g, r in zip(gots, refs)]
+    # Random-weight CNNs map different random inputs to nearly the same
+    # output, so the plain cosine is close to 1 even for a constant output.
+    # Centered: subtract the mean fp32 output over all inputs from both, so
+    # only the input-dependent part counts.  Floor: the plain cosine between
+    # fp32 outputs of different inputs (what a constant output would score).
+    mean = np.mean(refs, axis=0)
+    cen = [cosine(np, g - mean, r - mean) for g, r in zip(gots, refs)]
+    floor = [cosine(np, refs[i], refs[i - 1]) for i in range(1, len(refs))]
+    print("cosine min=%.6f mean=%.6f centered_min=%.6f centered_mean=%.6f "
+          "floor=%.6f n=%d dist=%s model=%s"
+          % (min(cos), sum(cos) / len(cos), min(cen), sum(cen) / len(cen),
+             sum(floor) / len(floor) if floor else float("nan"), len(cos),
+             args.dist, args.int8))
     return 0
+
+
+def cosine(np, a, b):
+    den = np.linalg.norm(a) * np.linalg.norm(b)
+    return float(a @ b / den) if den > 0 else 0.0
 
 
 if __name__ == "__main__":

@@ -5,17 +5,19 @@
 For every model NAME this writes, into --out (default build/models):
 
   NAME.onnx          the network, eval mode, opset 13 (by default)
-  NAME.input.npy     a seeded float32 input of the model's input shape
+  NAME.input.npy     a seeded float32 input of the model's input shape,
+                     uniform in [-1, 1)
   NAME.output.npy    PyTorch's output for that input (the reference)
   NAME.json          what was exported (shape, seed, opset, versions); used
                      as the cache key: a model is re-exported only when this
                      differs or the script is newer than the model.
 
 Weights are torch's default initialization under torch.manual_seed(seed);
-BatchNorm affine parameters and running statistics are randomized as well,
-so that folding BatchNorm into the preceding layer is really exercised
-(default running stats are mean 0 / var 1, which makes a broken fold
-invisible).
+BatchNorm affine parameters are randomized, and the running statistics are
+then set from a few seeded random batches (see calibrate_norms: with purely
+random statistics a deep CNN's output hardly depends on its input), so they
+are far from mean 0 / var 1 and folding BatchNorm into the preceding layer
+is really exercised (default stats would make a broken fold invisible).
 
 Run with Debian's python (/usr/bin/python3: torch 1.13, torchvision 0.14,
 onnx 1.12):
@@ -171,6 +173,8 @@ def meta_for(name, args, torch, torchvision, onnx):
         "seed": args.seed,
         "opset": args.opset,
         "fold_bn": args.fold_bn,
+        "input": "uniform(-1,1)",
+        "bn_calib": [args.calib_steps, args.calib_batch],
         "dynamic_batch": args.dynamic_batch,
         "model_args": ({"d_model": args.d_model, "heads": args.heads,
                         "layers": args.layers}
@@ -198,11 +202,47 @@ def up_to_date(out, name, meta):
     return all(os.path.getmtime(p) >= script for p in paths)
 
 
+def calibrate_norms(net, name, args, torch):
+    """Set BatchNorm running statistics from seeded random data.
+
+    With random weights and random (or default) running statistics, deep
+    CNNs map every input to nearly the same output: the input-dependent part
+    of the output shrinks layer by layer below float precision, and a test
+    of that output (or of its int8 version) compares constants.  Running
+    the network with BatchNorm in training mode over a few seeded batches
+    (cumulative average) makes each BatchNorm normalize what it really sees, as in a
+    trained network, so the output depends on the input.  The statistics
+    are still far from mean 0 / variance 1, so BN folding stays exercised.
+    """
+    import torch.nn as nn
+    bns = [m for m in net.modules()
+           if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    gen = torch.Generator().manual_seed(args.seed + 7)
+    shape = (args.calib_batch,) + tuple(input_shape(name, args)[1:])
+    # Only BatchNorm in training mode: dropout and stochastic depth
+    # (EfficientNet) must not distort the statistics.
+    net.eval()
+    for m in bns:
+        m.train()
+    with torch.no_grad():
+        for _ in range(args.calib_steps):
+            net(torch.empty(shape).uniform_(-1.0, 1.0, generator=gen))
+    for m in bns:
+        m.momentum = 0.1
+
+
 def build_net(name, args, torch):
     """The seeded eval-mode network NAME (the same weights on every call)."""
     torch.manual_seed(args.seed)
     net = MODELS[name]["build"](args)
     randomize_norms(net, torch)
+    if args.calib_steps > 0:
+        calibrate_norms(net, name, args, torch)
     return net.eval()
 
 
@@ -219,7 +259,10 @@ def export_one(name, args, torch, np, onnx, meta):
     net = build_net(name, args, torch)
 
     rng = np.random.default_rng(args.seed)
-    x = rng.standard_normal(input_shape(name, args)).astype(np.float32)
+    # Same distribution as the BatchNorm calibration data (and as
+    # `metainfer quantize --calib-random`): a random-weight network is only
+    # well-conditioned on the data its statistics come from.
+    x = rng.uniform(-1.0, 1.0, input_shape(name, args)).astype(np.float32)
     xt = torch.from_numpy(x)
 
     t0 = time.time()
@@ -283,6 +326,11 @@ def parser():
     ap.add_argument("--fold-bn", action="store_true",
                     help="let PyTorch fold BatchNorm into Conv at export "
                          "(default: keep BatchNormalization nodes)")
+    ap.add_argument("--calib-steps", type=int, default=2,
+                    help="batches used to set BatchNorm running statistics "
+                         "from seeded data (0: keep them random; default 2)")
+    ap.add_argument("--calib-batch", type=int, default=8,
+                    help="images per BatchNorm calibration batch (default 8)")
     ap.add_argument("--force", action="store_true",
                     help="re-export even if up to date")
     ap.add_argument("-q", "--quiet", action="store_true")

@@ -688,7 +688,8 @@ static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn
 	int8_t *wq = malloc(total + 1), *zp = calloc(noc, 1);
 	const char *wn = w->name;
 	const struct mi_tensor *xt = &g->tensors[qn->act];
-	float sx = c->qt[c->qt_of[qn->act]].scale;
+	/* bias in int32 needs the activation scale; fp32 bias otherwise */
+	float sx = c->qt_of[qn->act] >= 0 ? c->qt[c->qt_of[qn->act]].scale : 0.0f;
 
 	memset(out, 0, sizeof(*out));
 	if (!scale || !wq || !zp) {
@@ -730,7 +731,7 @@ static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn
 		node_set_int(p, n, "axis", axis);
 	push_node(p, n);
 
-	if (qn->bias >= 0) {
+	if (qn->bias >= 0 && sx > 0) {
 		const struct mi_tensor *b = &g->tensors[qn->bias];
 		int64_t nb = mi_tensor_numel(b);
 

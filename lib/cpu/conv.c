@@ -58,6 +58,9 @@ int mi_conv_supports(int algo, const struct mi_conv_shape *s)
 struct im2col_ctx {
 	const struct mi_conv_shape *s;
 	const float *x; /* first channel of the group, this image */
+	/* stride 2: even / odd input columns, [c][h][we] and [c][h][wo] */
+	const float *xe, *xo;
+	int we, wo;
 };
 
 /*
@@ -100,9 +103,21 @@ static void im2col_packb(const void *vctx, int64_t k0, int kc, int64_t n0,
 				const float *xr = xc + (size_t)iy * s->w;
 				int ix0 = ox * s->sw - s->pl + kx * s->dw;
 
-				if (s->sw == 1) {
+				int wrow = s->w;
+
+				if (ctx->xe) {
+					/* stride 2 on column phases: ix0 + 2t
+					 * is index i0 + t of one phase row */
+					int p = ix0 & 1;
+
+					wrow = p ? ctx->wo : ctx->we;
+					xr = (p ? ctx->xo : ctx->xe) +
+					     ((size_t)ci * s->h + iy) * wrow;
+					ix0 = (ix0 - p) / 2;
+				}
+				if (s->sw == 1 || ctx->xe) {
 					int a = ix0 < 0 ? -ix0 : 0;
-					int b = s->w - ix0;
+					int b = wrow - ix0;
 
 					if (b > run)
 						b = run;
@@ -116,13 +131,21 @@ static void im2col_packb(const void *vctx, int64_t k0, int kc, int64_t n0,
 					for (t = b; t < run; t++)
 						d[t] = 0.0f;
 				} else {
-					for (t = 0; t < run; t++) {
-						int ix = ix0 + t * s->sw;
+					/* valid t: 0 <= ix0 + t*sw < w */
+					int sw = s->sw;
+					int t0 = ix0 < 0 ? (-ix0 + sw - 1) / sw : 0;
+					int t1 = ix0 < s->w ? (s->w - 1 - ix0) / sw + 1 : 0;
 
-						d[t] = (ix >= 0 && ix < s->w) ?
-							       xr[ix] :
-							       0.0f;
-					}
+					if (t1 > run)
+						t1 = run;
+					if (t0 > t1)
+						t0 = t1;
+					for (t = 0; t < t0; t++)
+						d[t] = 0.0f;
+					for (; t < t1; t++)
+						d[t] = xr[ix0 + t * sw];
+					for (; t < run; t++)
+						d[t] = 0.0f;
 				}
 			}
 			j += run;
@@ -142,6 +165,25 @@ static void im2col_packb(const void *vctx, int64_t k0, int kc, int64_t n0,
 			for (t = nc % nr; t < nr; t++)
 				d[t] = 0.0f;
 		}
+	}
+}
+
+/* rows of w floats -> even columns (rows of (w+1)/2) and odd ones */
+static void split_columns(const float *x, int rows, int w, float *xe,
+			  float *xo)
+{
+	int we = (w + 1) / 2, wo = w / 2, r, j;
+
+	for (r = 0; r < rows; r++) {
+		const float *xr = x + (size_t)r * w;
+		float *e = xe + (size_t)r * we, *o = xo + (size_t)r * wo;
+
+		for (j = 0; j < wo; j++) {
+			e[j] = xr[2 * j];
+			o[j] = xr[2 * j + 1];
+		}
+		if (we > wo)
+			e[wo] = xr[2 * wo];
 	}
 }
 
@@ -257,6 +299,14 @@ int mi_conv_init(struct mi_conv *cv, int algo, int isa, int nthreads,
 					      &cv->wp[g]);
 		gemm_args(cv, &ga);
 		cv->ws_size = mi_sgemm_ws_size(&ga);
+		if (algo == MI_CONV_IM2COL && s->sw == 2) {
+			/* room for the column phases of one image */
+			cv->ws_split = rup(cv->ws_size, 64);
+			cv->ws_size = cv->ws_split +
+				      rup((size_t)s->c * s->h * (s->w + 1) *
+						  sizeof(float),
+					  64);
+		}
 		break;
 	}
 	case MI_CONV_DEPTHWISE: {
@@ -323,6 +373,7 @@ void mi_conv_run(const struct mi_conv *cv, const float *x, float *y,
 	{
 		struct mi_sgemm_args ga;
 		struct im2col_ctx ictx = { .s = s };
+		float *phases = (float *)((char *)ws + cv->ws_split);
 		int mg = s->m / s->group, cg = s->c / s->group;
 		size_t ohw = (size_t)s->oh * s->ow;
 		int img, g;
@@ -334,7 +385,13 @@ void mi_conv_run(const struct mi_conv *cv, const float *x, float *y,
 		ga.epi.lo = lo;
 		ga.epi.hi = hi;
 		ga.epi.ldr = (ptrdiff_t)ohw;
+		ictx.we = (s->w + 1) / 2;
+		ictx.wo = s->w / 2;
 		for (img = 0; img < s->n; img++) {
+			if (cv->ws_split)
+				split_columns(x + img * in_img, s->c * s->h, s->w,
+					      phases,
+					      phases + (size_t)s->c * s->h * ictx.we);
 			for (g = 0; g < s->group; g++) {
 				const float *xg = x + img * in_img +
 						  (size_t)g * cg * s->h * s->w;
@@ -346,10 +403,19 @@ void mi_conv_run(const struct mi_conv *cv, const float *x, float *y,
 				ga.epi.bias = cv->bias ? cv->bias + g * mg :
 							 NULL;
 				ga.epi.res = res ? res + coff : NULL;
-				if (cv->algo == MI_CONV_GEMM)
+				if (cv->algo == MI_CONV_GEMM) {
 					ga.b = xg;
-				else
+				} else {
 					ictx.x = xg;
+					if (cv->ws_split) {
+						size_t cs = (size_t)cg * s->h;
+
+						ictx.xe = phases + g * cs * ictx.we;
+						ictx.xo = phases +
+							  (size_t)s->c * s->h * ictx.we +
+							  g * cs * ictx.wo;
+					}
+				}
 				mi_sgemm(&ga, ws);
 			}
 		}

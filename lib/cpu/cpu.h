@@ -250,6 +250,7 @@ struct mi_conv {
 	float *wt;            /* depthwise taps / winograd transformed */
 	float *bias;          /* m floats or NULL (owned copy) */
 	size_t ws_size;
+	size_t ws_split; /* im2col stride 2: offset of the column phases */
 };
 
 /*

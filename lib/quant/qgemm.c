@@ -396,6 +396,38 @@ epi_avx512(const int32_t *acc, int ldacc, int rows, int np,
 	__m512 lo = _mm512_set1_ps(ep->flo), hi = _mm512_set1_ps(ep->fhi);
 	__m512i zy = _mm512_set1_epi32(ep->zy);
 
+	if (ep->out_c4 && rows % 4 == 0 &&
+	    (ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8)) {
+		/* C4: four channels' bytes combined into one dword store */
+		__m512i byte = _mm512_set1_epi32(0xff);
+
+		for (int r = 0; r < rows; r += 4) {
+			for (int p = 0; p < np; p += 16) {
+				__mmask16 k = np - p >= 16 ? 0xffff :
+							     (__mmask16)((1u << (np - p)) - 1);
+				__m512i word = _mm512_setzero_si512();
+
+				for (int j = 0; j < 4; j++) {
+					int oc = oc0 + r + j;
+					__m512i a = _mm512_add_epi32(
+						_mm512_maskz_loadu_epi32(k, acc + (r + j) * ldacc + p),
+						_mm512_set1_epi32(ep->comp[oc]));
+					__m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(a),
+								 _mm512_set1_ps(ep->mult[oc]));
+
+					f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+					__m512i q = _mm512_and_si512(
+						_mm512_add_epi32(_mm512_cvtps_epi32(f), zy), byte);
+
+					word = _mm512_or_si512(word, _mm512_slli_epi32(q, 8 * j));
+				}
+				_mm512_mask_storeu_epi32((uint8_t *)out + ((r / 4) * ldo + p) * 4, k,
+							 word);
+			}
+		}
+		return;
+	}
+
 	for (int r = 0; r < rows; r++) {
 		int oc = oc0 + r;
 		__m512i comp = _mm512_set1_epi32(ep->comp[oc]);

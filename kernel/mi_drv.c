@@ -216,6 +216,9 @@ long mi_ioctl_call(struct file *filp, unsigned int index, void __user *uarg)
 	if (usize < mi_ioctl_min_size[index])
 		return -EINVAL;
 	if (usize > ksize) {
+		/* no argument struct will ever be that large: don't scan GiBs */
+		if (usize > PAGE_SIZE)
+			return -E2BIG;
 		ret = check_zeroed_user(uarg + ksize, usize - ksize);
 		if (ret < 0)
 			return ret;

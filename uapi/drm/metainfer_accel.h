@@ -21,7 +21,7 @@
  * - @size larger than the kernel's struct: the extra bytes (from the
  *   kernel's struct size up to @size) must all be zero, otherwise the ioctl
  *   fails with -E2BIG; if they are zero the ioctl works and the kernel
- *   neither reads nor writes them;
+ *   neither reads nor writes them; @size above 4096 is always -E2BIG;
  * - @size between VER0 and the kernel's size (an older caller): the missing
  *   trailing members read as zero and are not written back.
  *

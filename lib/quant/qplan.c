@@ -52,6 +52,7 @@ struct qnode {
 	struct mi_qpool_shape pool;
 	bool pool_s8;
 	bool in_c4; /* conv input in C4 layout (written by the producer) */
+	int nthreads; /* planned with */
 	bool is_conv;
 	struct mi_qconv cv;
 	struct mi_qweights w; /* GEMM */
@@ -74,6 +75,9 @@ struct pf_ctx {
 };
 
 static int pool_threads = 1;
+/* Threads of the node running now: workspaces were sized for the count
+ * the node was planned with, whatever other models planned since. */
+static __thread int cur_threads = 1;
 
 static void pf_worker(void *ctx, int t, int nt)
 {
@@ -87,7 +91,7 @@ static void pf_worker(void *ctx, int t, int nt)
 static void pool_for(int n, mi_qpar_fn fn, void *arg)
 {
 	struct pf_ctx c = { .n = n, .fn = fn, .arg = arg };
-	int nt = pool_threads < n ? pool_threads : n;
+	int nt = cur_threads < n ? cur_threads : n;
 
 	if (nt <= 1) {
 		for (int i = 0; i < n; i++)
@@ -470,6 +474,8 @@ static int setup_epi(struct qnode *q, int64_t noc, const float *sw, float sx,
 static int conv_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct qnode *q = n->priv;
+
+	cur_threads = q->nthreads;
 	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
 	const struct mi_qconv_shape *s = &q->cv.s;
 	size_t xs = (size_t)s->c * s->h * s->w;
@@ -490,6 +496,8 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 static int gemm_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct qnode *q = n->priv;
+
+	cur_threads = q->nthreads;
 	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
 	int64_t m = mi_tensor_numel(x) / q->k;
 	int err = mi_qgemm(&q->w, x->data, (int)m, (int)q->k, &q->ep, y->data, q->w.ocg,
@@ -530,6 +538,7 @@ static struct qnode *qnode_new(int (*run)(struct mi_graph *, struct mi_node *))
 		q->hdr.run = run;
 		q->hdr.fini = qnode_fini;
 		q->magic = QNODE_MAGIC;
+		q->nthreads = pool_threads;
 	}
 	return q;
 }
@@ -881,6 +890,8 @@ static int qadd_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct qnode *q = n->priv;
 
+	cur_threads = q->nthreads;
+
 	mi_qadd(mi_in(g, n, 0)->data, mi_in(g, n, 1)->data, mi_tensor_numel(mi_out(g, n, 0)),
 		&q->add, mi_out(g, n, 0)->data);
 	return 0;
@@ -907,6 +918,7 @@ static int qpool_run(struct mi_graph *g, struct mi_node *n)
 	struct mi_tensor *x = mi_in(g, n, 0);
 	struct qpool_job j = { n->priv, x->data, mi_out(g, n, 0)->data };
 
+	cur_threads = j.q->nthreads;
 	pool_for((int)(x->dims[0] * x->dims[1]), qpool_item, &j);
 	return 0;
 }

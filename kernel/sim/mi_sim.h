@@ -27,6 +27,8 @@
 /* throttling: clock = nominal >> level */
 #define MI_SIM_MAX_THROTTLE 3
 #define MI_SIM_HYSTERESIS_MC 5000
+/* jobs with at most this many inner-loop operations are computed inline */
+#define MI_SIM_INLINE_WORK 4096
 /* scheduled busy segments kept for the thermal model */
 #define MI_SIM_MAX_SEGS (MI_SIM_MAX_QUEUES + 2)
 
@@ -182,6 +184,7 @@ struct mi_sim_queue {
  * @dma_out: bytes written by the completed jobs
  * @energy_uj: energy of the scheduled jobs, µJ
  * @last_job_ns: modelled time of the last scheduled job
+ * @max_wall_ns: longest wall-clock time from run_job() to completion
  */
 struct mi_sim_status {
 	s64 temp_mc;
@@ -202,6 +205,7 @@ struct mi_sim_status {
 	u64 dma_out;
 	u64 energy_uj;
 	u64 last_job_ns;
+	u64 max_wall_ns;
 };
 
 /**

@@ -210,6 +210,8 @@ static enum hrtimer_restart mi_sim_timer_fn(struct hrtimer *timer)
 		spin_unlock(&sdev->lock);
 		return HRTIMER_NORESTART;
 	}
+	sdev->st.max_wall_ns =
+		max_t(u64, sdev->st.max_wall_ns, ktime_get_ns() - q->t_run);
 	job = q->job;
 	status = q->status;
 	js = q->stats;
@@ -227,6 +229,21 @@ static enum hrtimer_restart mi_sim_timer_fn(struct hrtimer *timer)
 
 	mi_job_done(job, status, &js);
 	return HRTIMER_NORESTART;
+}
+
+/* Inner-loop operations of a job's computation (an upper bound). */
+static u64 mi_sim_job_work(const struct mi_job_desc *d)
+{
+	struct mi_sim_opcost c;
+	u64 work = 0;
+	u32 i;
+
+	for (i = 0; i < d->op_count; i++) {
+		mi_sim_op_cost(&d->ops[i], &c);
+		work = mi_sim_sat_add(work, c.work);
+		work = mi_sim_sat_add(work, d->ops[i].t[MI_T_OUT].elems);
+	}
+	return work;
 }
 
 static int mi_sim_run_job(struct mi_device *mdev, struct mi_job *job)
@@ -256,7 +273,15 @@ static int mi_sim_run_job(struct mi_device *mdev, struct mi_job *job)
 	}
 	q->state = MI_SIM_Q_COMPUTE;
 	spin_unlock_bh(&sdev->lock);
-	queue_work(sdev->wq, &q->work);
+	/*
+	 * A tiny job is computed right here (the scheduler thread may sleep
+	 * and the core holds off reset() meanwhile): a worker wake-up would
+	 * cost more than the work.  Everything else goes to the worker.
+	 */
+	if (mi_sim_job_work(d) <= MI_SIM_INLINE_WORK)
+		mi_sim_work(&q->work);
+	else
+		queue_work(sdev->wq, &q->work);
 	return 0;
 }
 

@@ -914,12 +914,32 @@ static int cast_infer(struct mi_graph *g, struct mi_node *n)
 	} else {
 		const struct mi_attr *a = mi_attr_get(n, "to");
 
-		if (!a || a->type != MI_ATTR_INT)
+		static const struct {
+			const char *name;
+			int dt;
+		} legacy[] = {
+			/* opset 1-5 spelled 'to' as a string */
+			{ "FLOAT", MI_DT_FLOAT },   { "UINT8", MI_DT_UINT8 },
+			{ "INT8", MI_DT_INT8 },	    { "UINT16", MI_DT_UINT16 },
+			{ "INT16", MI_DT_INT16 },   { "INT32", MI_DT_INT32 },
+			{ "INT64", MI_DT_INT64 },   { "BOOL", MI_DT_BOOL },
+			{ "FLOAT16", MI_DT_FLOAT16 }, { "DOUBLE", MI_DT_DOUBLE },
+			{ "UINT32", MI_DT_UINT32 }, { "UINT64", MI_DT_UINT64 },
+		};
+
+		if (a && a->type == MI_ATTR_STRING) {
+			to = -1;
+			for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++)
+				if (!strcmp(a->s, legacy[i].name))
+					to = legacy[i].dt;
+		} else if (!a || a->type != MI_ATTR_INT) {
 			return mi_graph_err(g, n, -EINVAL,
 					    "attribute 'to' is required");
-		to = (int)a->i;
-		if (a->i != to)
-			to = -1;
+		} else {
+			to = (int)a->i;
+			if (a->i != to)
+				to = -1;
+		}
 	}
 	if (!cast_ok(to) || !cast_ok(x->dtype))
 		return mi_graph_err(g, n, -EOPNOTSUPP,

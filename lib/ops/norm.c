@@ -36,6 +36,9 @@ static int bn_infer(struct mi_graph *g, struct mi_node *n)
 			return ret;
 	if (x->ndim < 2)
 		return mi_graph_err(g, n, -EINVAL, "X must have rank >= 2");
+	if (!mi_attr_int(n, "spatial", 1))
+		return mi_graph_err(g, n, -EOPNOTSUPP,
+				    "legacy attribute spatial=0 is not supported");
 	for (int i = 1; i < 5; i++) {
 		struct mi_tensor *p = mi_in(g, n, i);
 

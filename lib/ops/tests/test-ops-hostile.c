@@ -367,6 +367,7 @@ int main(int argc, char **argv)
 		mi_ops_elementwise, mi_ops_matmul, mi_ops_conv,
 		mi_ops_pool,	    mi_ops_norm,   mi_ops_reduce,
 		mi_ops_shape,	    mi_ops_tensor, mi_ops_resize,
+	mi_ops_misc,
 	};
 	int iters = argc > 1 ? atoi(argv[1]) : 300;
 	int bad = 0, nops = 0;

@@ -155,6 +155,14 @@ static int q_run(struct mi_graph *g, struct mi_node *n)
 	r = mi_qparam_read(g, n, 1, 2, len, "", &p);
 	if (r)
 		return r;
+	for (int64_t i = 0; !dq && i < p.n; i++)
+		if (!(p.scale[i] > 0) || !isfinite(p.scale[i])) {
+			double bad = p.scale[i];
+
+			mi_qparam_free(&p);
+			return mi_graph_err(g, n, -EINVAL, "scale %g is not positive and finite",
+					    bad);
+		}
 	inner = axis < 0 ? total : mi_ops_prod(x->dims, axis + 1, x->ndim);
 	if (dq && x->dtype == MI_DT_INT32) {
 		for (int64_t i = 0; i < p.n; i++)

@@ -294,7 +294,7 @@ static inline void epi_one(const struct mi_qepi *ep, int oc, int32_t a,
 	default: {
 		float v = __builtin_fmaf((float)a, ep->mult[oc],
 					 ep->fbias ? ep->fbias[oc] : 0.0f);
-		v = v < ep->flo ? ep->flo : v;
+		v = !(v >= ep->flo) ? ep->flo : v;
 		v = v > ep->fhi ? ep->fhi : v;
 		((float *)out)[idx] = v;
 	}

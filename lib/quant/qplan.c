@@ -307,7 +307,7 @@ static bool recover_weights_one(const struct mi_tensor *wt, int64_t noc, int64_t
 			float sc = out->scale[c];
 
 			for (int64_t k = 0; k < inner; k++, i++) {
-				float v = w[i] / sc, r = __builtin_roundevenf(v);
+				float v = w[i] / sc, r = nearbyintf(v);
 
 				if (fabsf(v - r) > 1e-3f || r < -128 || r > 127)
 					goto fail;

@@ -143,7 +143,7 @@ static inline int32_t mi_qrequant(int32_t acc, float mult, int32_t zy,
 				  float flo, float fhi)
 {
 	float v = (float)acc * mult;
-	v = v < flo ? flo : v;
+	v = !(v >= flo) ? flo : v; /* NaN -> flo, as maxps(v, flo) */
 	v = v > fhi ? fhi : v;
 	return (int32_t)__builtin_nearbyintf(v) + zy;
 }

@@ -19,7 +19,8 @@ static void quant_c(const float *x, int64_t n, float scale, float zp, float lo,
 	for (int64_t i = 0; i < n; i++) {
 		float v = nearbyintf(x[i] / scale) + zp;
 
-		v = v < lo ? lo : v > hi ? hi : v;
+		/* NaN -> lo, like maxps(v, lo) in the SIMD paths */
+		v = !(v >= lo) ? lo : v > hi ? hi : v;
 		if (u8)
 			((uint8_t *)y)[i] = (uint8_t)(int)v;
 		else
@@ -159,7 +160,7 @@ static inline float qadd_one(int32_t a, int32_t b, const struct mi_qadd_args *p)
 	if (p->relu)
 		v = v > 0.0f ? v : 0.0f;
 	v = nearbyintf(v / p->sy) + (float)p->zy;
-	return v < p->lo ? p->lo : v > p->hi ? p->hi : v;
+	return !(v >= p->lo) ? p->lo : v > p->hi ? p->hi : v;
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t

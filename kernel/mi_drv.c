@@ -26,9 +26,11 @@
 
 #include "mi_drv.h"
 
-unsigned int mi_job_timeout_ms = 500;
-module_param_named(job_timeout_ms, mi_job_timeout_ms, uint, 0444);
-MODULE_PARM_DESC(job_timeout_ms, "Job timeout in milliseconds (default 500)");
+unsigned int mi_job_timeout_ms = 2000;
+module_param_named(job_timeout_ms, mi_job_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(
+	job_timeout_ms,
+	"Job timeout in milliseconds, for devices registered afterwards (default 2000, 10..600000)");
 module_param_named(max_bo_size, mi_max_bo_size, ulong, 0644);
 MODULE_PARM_DESC(max_bo_size, "Largest buffer object in bytes (default 1 GiB)");
 
@@ -125,7 +127,7 @@ int mi_get_param_ioctl(struct drm_device *drm, void *data,
 		args->value = mdev->minor;
 		break;
 	case DRM_METAINFER_PARAM_JOB_TIMEOUT_MS:
-		args->value = mi_job_timeout_ms;
+		args->value = mdev->timeout_ms;
 		break;
 	case DRM_METAINFER_PARAM_NAME:
 		blob = mdev->name;
@@ -420,6 +422,7 @@ int mi_device_register(struct device *parent, const struct mi_backend_ops *ops,
 	mdev->priv = priv;
 	mdev->num_queues = caps->num_queues;
 	mdev->minor = -1;
+	mdev->timeout_ms = clamp(READ_ONCE(mi_job_timeout_ms), 10U, 600000U);
 	mutex_init(&mdev->reset_lock);
 
 	ret = mi_queues_init(mdev);

@@ -103,6 +103,7 @@ struct mi_queue {
  * @priv: backend data
  * @num_queues: number of hardware queues
  * @minor: render minor, -1 until registered
+ * @timeout_ms: job timeout of this device
  * @lost: a reset failed; no new work
  * @registered: between register and unregister
  * @reset_lock: serializes resets across queues
@@ -129,6 +130,7 @@ struct mi_device {
 	void *priv;
 	u32 num_queues;
 	int minor;
+	unsigned int timeout_ms;
 	atomic_t lost;
 	bool registered;
 	struct mutex reset_lock;

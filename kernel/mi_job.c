@@ -330,7 +330,7 @@ int mi_queues_init(struct mi_device *mdev)
 			.ops = &mi_sched_ops,
 			.credit_limit = 1,
 			.hang_limit = 0,
-			.timeout = msecs_to_jiffies(mi_job_timeout_ms),
+			.timeout = msecs_to_jiffies(mdev->timeout_ms),
 			.name = q->name,
 			.dev = mdev->drm->dev,
 		};

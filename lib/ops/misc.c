@@ -541,6 +541,115 @@ static int nms_run(struct mi_graph *g, struct mi_node *n)
 	return total < 0 ? (int)total : 0;
 }
 
+
+/* ---- NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss ------------------------- */
+
+static int loss_infer(struct mi_graph *g, struct mi_node *n)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *t = mi_in(g, n, 1);
+	struct mi_tensor *w = mi_in(g, n, 2);
+	const char *red = mi_attr_string(n, "reduction", "mean");
+	int64_t dims[MI_MAX_DIMS];
+	int ret, nd = 0;
+
+	if ((ret = mi_ops_need_rank(g, n, 0)) ||
+	    (ret = mi_ops_need_rank(g, n, 1)))
+		return ret;
+	if (!mi_ops_is_float(x->dtype) || !mi_ops_is_int(t->dtype))
+		return mi_graph_err(g, n, -EINVAL,
+				    "input must be float and target integer");
+	if (x->ndim < 2 || t->ndim != x->ndim - 1)
+		return mi_graph_err(g, n, -EINVAL,
+				    "input must be [N, C, ...] and target [N, ...]");
+	for (int i = 0; i < t->ndim; i++)
+		if (t->dims[i] != x->dims[i ? i + 1 : 0])
+			return mi_graph_err(g, n, -EINVAL,
+					    "target shape does not match input");
+	if (w && (w->ndim != 1 || w->dims[0] != x->dims[1] ||
+		  w->dtype != x->dtype))
+		return mi_graph_err(g, n, -EINVAL, "weight must be [C]");
+	if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
+		return mi_graph_err(g, n, -EINVAL, "reduction '%s' is invalid",
+				    red);
+	if (!strcmp(red, "none"))
+		for (int i = 0; i < t->ndim; i++)
+			dims[nd++] = t->dims[i];
+	ret = mi_ops_set_out(g, n, 0, x->dtype, nd, dims);
+	if (!ret)
+		ret = mi_ops_set_out(g, n, 1, x->dtype, x->ndim, x->dims);
+	return ret;
+}
+
+static int loss_run(struct mi_graph *g, struct mi_node *n)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *t = mi_in(g, n, 1);
+	struct mi_tensor *w = mi_in(g, n, 2), *y = mi_ops_out(g, n, 0);
+	struct mi_tensor *lp = mi_ops_out(g, n, 1);
+	const char *red = mi_attr_string(n, "reduction", "mean");
+	const struct mi_attr *ia = mi_attr_get(n, "ignore_index");
+	int sce = !strcmp(n->op_type, "SoftmaxCrossEntropyLoss");
+	int64_t N = x->dims[0], C = x->dims[1];
+	int64_t D = mi_ops_prod(x->dims, 2, x->ndim);
+	double sum = 0, wsum = 0, *logp = NULL;
+	int64_t cnt = 0;
+
+	if (sce) {
+		/* log_softmax over axis 1 */
+		logp = malloc((N * C * D + 1) * sizeof(double));
+		if (!logp)
+			return mi_graph_err(g, n, -ENOMEM, "out of memory");
+		for (int64_t b = 0; b < N; b++)
+			for (int64_t d = 0; d < D; d++) {
+				double mx = -INFINITY, se = 0;
+
+				for (int64_t c = 0; c < C; c++)
+					mx = fmax(mx, mi_ops_rd(x, (b * C + c) * D + d));
+				for (int64_t c = 0; c < C; c++)
+					se += exp(mi_ops_rd(x, (b * C + c) * D + d) - mx);
+				for (int64_t c = 0; c < C; c++) {
+					int64_t o = (b * C + c) * D + d;
+
+					logp[o] = mi_ops_rd(x, o) - mx - log(se);
+					if (lp && lp->data)
+						mi_ops_wr(lp, o, logp[o]);
+				}
+			}
+	}
+	for (int64_t b = 0; b < N; b++)
+		for (int64_t d = 0; d < D; d++) {
+			int64_t tv = mi_tensor_get_i64(t, b * D + d), o;
+			double l, wt = 1;
+
+			if (ia && tv == ia->i) {
+				if (!strcmp(red, "none"))
+					mi_ops_wr(y, b * D + d, 0);
+				continue;
+			}
+			if (tv < 0 || tv >= C) {
+				free(logp);
+				return mi_graph_err(g, n, -EINVAL,
+						    "target %lld out of range",
+						    (long long)tv);
+			}
+			o = (b * C + tv) * D + d;
+			l = -(sce ? logp[o] : mi_ops_rd(x, o));
+			if (w)
+				wt = mi_ops_rd(w, tv);
+			l *= wt;
+			wsum += wt;
+			cnt++;
+			sum += l;
+			if (!strcmp(red, "none"))
+				mi_ops_wr(y, b * D + d, l);
+		}
+	free(logp);
+	if (!strcmp(red, "sum"))
+		mi_ops_wr(y, 0, sum);
+	else if (!strcmp(red, "mean"))
+		mi_ops_wr(y, 0, w ? sum / wsum : sum / cnt);
+	return 0;
+}
+
 const struct mi_op_def mi_ops_misc[] = {
 	{ "Compress", "", 2, 2, 1, 1, compress_infer, compress_run },
 	{ "ReverseSequence", "", 2, 2, 1, 1, revseq_infer, revseq_run },
@@ -550,5 +659,7 @@ const struct mi_op_def mi_ops_misc[] = {
 	{ "BlackmanWindow", "", 1, 1, 1, 1, window_infer, window_run },
 	{ "MaxUnpool", "", 2, 3, 1, 1, unpool_infer, unpool_run },
 	{ "NonMaxSuppression", "", 2, 5, 1, 1, nms_infer, nms_run },
+	{ "NegativeLogLikelihoodLoss", "", 2, 3, 1, 1, loss_infer, loss_run },
+	{ "SoftmaxCrossEntropyLoss", "", 2, 3, 1, 2, loss_infer, loss_run },
 	{ NULL }
 };

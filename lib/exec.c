@@ -249,10 +249,14 @@ static int plan_memory(struct mi_model *m)
 	for (int p = 0; p < g->norder; p++) {
 		struct mi_node *n = &g->nodes[g->order[p]];
 
-		if (m->node_state[g->order[p]] != MI_NS_STATIC)
+		if (m->node_state[g->order[p]] != MI_NS_STATIC &&
+		    m->node_state[g->order[p]] != MI_NS_ALIAS)
 			continue;
 		for (int j = 0; j < n->noutputs; j++) {
 			int t = n->outputs[j];
+
+			if (j == 0 && m->node_state[g->order[p]] == MI_NS_ALIAS)
+				continue;
 			struct mi_tensor *x = &g->tensors[t];
 			size_t sz = (size_t)mi_tensor_numel(x) *
 				    mi_dtype_size(x->dtype);
@@ -320,6 +324,52 @@ out:
 	return err;
 }
 
+/*
+ * Ops whose output is their first input's data under another shape: with a
+ * reference implementation (no planner state) and a static shape, the
+ * output simply points at the input's memory and the node does not run.
+ */
+static bool view_op(const struct mi_node *n)
+{
+	static const char *const ops[] = { "Reshape", "Flatten", "Squeeze",
+					   "Unsqueeze", "Identity" };
+
+	if (n->domain[0])
+		return false;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(n->op_type, ops[i]))
+			return true;
+	/* inference Dropout (no mask consumer, no training input) */
+	return !strcmp(n->op_type, "Dropout") && n->ninputs == 1;
+}
+
+static void mark_aliases(struct mi_model *m)
+{
+	struct mi_graph *g = &m->g;
+
+	for (int p = 0; p < g->norder; p++) {
+		int ni = g->order[p];
+		struct mi_node *n = &g->nodes[ni];
+		struct mi_tensor *x = mi_in(g, n, 0), *y;
+
+		if (m->node_state[ni] != MI_NS_STATIC || n->priv ||
+		    !view_op(n) || !x || n->noutputs < 1)
+			continue;
+		y = mi_out(g, n, 0);
+		if (x->dtype != y->dtype ||
+		    mi_tensor_numel(x) != mi_tensor_numel(y) ||
+		    (n->noutputs > 1 && (mi_out(g, n, 1)->nconsumers ||
+					 (mi_out(g, n, 1)->flags & MI_TF_OUTPUT))))
+			continue;
+		/* the input must have memory for the whole run: not a
+		 * run-time allocation that is freed after its last use */
+		if (x->producer >= 0 &&
+		    m->node_state[x->producer] == MI_NS_DYNAMIC)
+			continue;
+		m->node_state[ni] = MI_NS_ALIAS;
+	}
+}
+
 static int compute_lifetimes(struct mi_model *m)
 {
 	struct mi_graph *g = &m->g;
@@ -347,6 +397,15 @@ static int compute_lifetimes(struct mi_model *m)
 	}
 	for (int i = 0; i < g->noutputs; i++)
 		lu[g->outputs[i]] = INT_MAX;
+	/* an aliased input lives as long as its view */
+	for (int p = g->norder - 1; p >= 0; p--) {
+		int ni = g->order[p];
+		struct mi_node *n = &g->nodes[ni];
+
+		if (m->node_state[ni] == MI_NS_ALIAS &&
+		    lu[n->outputs[0]] > lu[n->inputs[0]])
+			lu[n->inputs[0]] = lu[n->outputs[0]];
+	}
 	return 0;
 }
 
@@ -422,6 +481,8 @@ int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 	err = mi_graph_toposort(g);
 	if (err)
 		return err;
+	if (!(m->opts.flags & MI_MODEL_NO_ARENA))
+		mark_aliases(m);
 	err = compute_lifetimes(m);
 	if (err)
 		return err;
@@ -443,6 +504,13 @@ static int run_node(struct mi_model *m, struct mi_node *n, int ni)
 		return mi_graph_err(g, n, -EOPNOTSUPP, "unsupported op");
 	if (m->node_state[ni] == MI_NS_PRECOMPUTED)
 		return 0;
+	if (m->node_state[ni] == MI_NS_ALIAS) {
+		struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+
+		y->data = x->data;
+		y->nbytes = x->nbytes;
+		return 0;
+	}
 	if (m->node_state[ni] == MI_NS_DYNAMIC) {
 		err = n->def->infer(g, n);
 		if (err == -EAGAIN)

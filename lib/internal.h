@@ -95,6 +95,7 @@ enum mi_node_state {
 	MI_NS_STATIC = 0,	/* shape known after planning, arena output */
 	MI_NS_DYNAMIC = 1,	/* shape known only at run time */
 	MI_NS_PRECOMPUTED = 2,	/* computed while planning (SHAPEVAL) */
+	MI_NS_ALIAS = 3,	/* view op: output shares input's memory */
 };
 
 struct mi_model {

@@ -51,13 +51,26 @@ $(ST_O)/%_test: $(ST_O)/%_test.o $(ST_LIB_OBJS)
 $(ST_BENCH): $(ST_O)/mi_bench.o $(ST_LIB_OBJS)
 	$(CC) $(ST_CFLAGS) $^ -o $@ -lm
 
+# eBPF tracepoint counter (libbpf skeleton), used by selftests/trace-check.
+ST_TRACECOUNT := $(ST_O)/mi_tracecount
+ST_MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+$(ST_O)/mi_tracecount.bpf.o: selftests/mi_tracecount.bpf.c selftests/mi_tracecount.h | $(ST_HARNESS)
+	clang -O2 -g -target bpf $(if $(ST_MULTIARCH),-I/usr/include/$(ST_MULTIARCH)) \
+		-Iselftests -c $< -o $@
+
+$(ST_O)/mi_tracecount.skel.h: $(ST_O)/mi_tracecount.bpf.o
+	bpftool gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(ST_TRACECOUNT): selftests/mi_tracecount.c selftests/mi_tracecount.h $(ST_O)/mi_tracecount.skel.h
+	$(CC) $(ST_CFLAGS) -I$(ST_O) $< -o $@ -lbpf
+
 $(ACCEL_DEMO): tools/accel-demo/accel-demo.c $(ST_LIB_OBJS) $(ST_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ST_CFLAGS) $< $(ST_LIB_OBJS) -o $@ -lm
 
 .PHONY: selftests check-kernel demo-kernel bench-kernel
 .PRECIOUS: $(ST_O)/%.o
-selftests: $(ST_TESTS) $(if $(wildcard selftests/mi_bench.c),$(ST_BENCH)) \
+selftests: $(ST_TESTS) $(ST_TRACECOUNT) $(if $(wildcard selftests/mi_bench.c),$(ST_BENCH)) \
 	$(if $(wildcard tools/accel-demo/accel-demo.c),$(ACCEL_DEMO))
 
 ALL += selftests

@@ -650,6 +650,145 @@ static int loss_run(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
+
+/* ---- GridSample (opset 16, 4-D, PyTorch grid_sample semantics) -------------------- */
+
+static int gs_infer(struct mi_graph *g, struct mi_node *n)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *gr = mi_in(g, n, 1);
+	const char *m = mi_attr_string(n, "mode", "bilinear");
+	const char *p = mi_attr_string(n, "padding_mode", "zeros");
+	int64_t dims[4];
+	int ret;
+
+	if ((ret = mi_ops_need_rank(g, n, 0)) ||
+	    (ret = mi_ops_need_rank(g, n, 1)))
+		return ret;
+	if (x->ndim != 4 || gr->ndim != 4 || gr->dims[3] != 2 ||
+	    gr->dims[0] != x->dims[0])
+		return mi_graph_err(g, n, -EOPNOTSUPP,
+				    "only X [N,C,H,W] with grid [N,Ho,Wo,2] is supported");
+	if (!mi_ops_is_float(x->dtype) || !mi_ops_is_float(gr->dtype))
+		return mi_graph_err(g, n, -EOPNOTSUPP, "float inputs required");
+	if (strcmp(m, "bilinear") && strcmp(m, "nearest") && strcmp(m, "bicubic"))
+		return mi_graph_err(g, n, -EINVAL, "mode '%s' is invalid", m);
+	if (strcmp(p, "zeros") && strcmp(p, "border") && strcmp(p, "reflection"))
+		return mi_graph_err(g, n, -EINVAL, "padding_mode '%s' is invalid", p);
+	dims[0] = x->dims[0];
+	dims[1] = x->dims[1];
+	dims[2] = gr->dims[1];
+	dims[3] = gr->dims[2];
+	return mi_ops_set_out(g, n, 0, x->dtype, 4, dims);
+}
+
+static double gs_reflect(double v, double lo2, double hi2)
+{
+	double mn, span, extra, flips;
+
+	if (lo2 == hi2)
+		return 0;
+	mn = lo2 / 2;
+	span = (hi2 - lo2) / 2;
+	v = fabs(v - mn);
+	extra = fmod(v, span);
+	flips = floor(v / span);
+	return fmod(flips, 2) == 0 ? extra + mn : span - extra + mn;
+}
+
+/* padding applied to a (real or integer) source coordinate */
+static double gs_pad(double v, int64_t size, int pad, int align)
+{
+	if (pad == 1) { /* border */
+		v = v < 0 ? 0 : v > size - 1 ? size - 1 : v;
+	} else if (pad == 2) { /* reflection */
+		v = align ? gs_reflect(v, 0, 2.0 * (size - 1)) :
+			    gs_reflect(v, -1, 2.0 * size - 1);
+		v = v < 0 ? 0 : v > size - 1 ? size - 1 : v;
+	}
+	return v;
+}
+
+static double gs_fetch(const struct mi_tensor *x, int64_t base, int64_t H,
+		       int64_t W, double yy, double xx)
+{
+	if (!(xx >= 0 && xx <= W - 1 && yy >= 0 && yy <= H - 1))
+		return 0;
+	return mi_ops_rd(x, base + (int64_t)yy * W + (int64_t)xx);
+}
+
+static double gs_cubic(double t, int k, double A)
+{
+	double v = k == 0 ? t + 1 : k == 1 ? t : k == 2 ? 1 - t : 2 - t;
+
+	if (k == 1 || k == 2)
+		return ((A + 2) * v - (A + 3)) * v * v + 1;
+	return ((A * v - 5 * A) * v + 8 * A) * v - 4 * A;
+}
+
+static int gs_run(struct mi_graph *g, struct mi_node *n)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *gr = mi_in(g, n, 1);
+	struct mi_tensor *y = mi_ops_out(g, n, 0);
+	const char *m = mi_attr_string(n, "mode", "bilinear");
+	const char *ps = mi_attr_string(n, "padding_mode", "zeros");
+	int mode = !strcmp(m, "nearest") ? 1 : !strcmp(m, "bicubic") ? 2 : 0;
+	int pad = !strcmp(ps, "border") ? 1 : !strcmp(ps, "reflection") ? 2 : 0;
+	int align = mi_attr_int(n, "align_corners", 0) != 0;
+	int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+	int64_t Ho = y->dims[2], Wo = y->dims[3];
+
+	for (int64_t b = 0; b < N; b++)
+		for (int64_t oh = 0; oh < Ho; oh++)
+			for (int64_t ow = 0; ow < Wo; ow++) {
+				int64_t go = ((b * Ho + oh) * Wo + ow) * 2;
+				double gx = mi_ops_rd(gr, go), gy = mi_ops_rd(gr, go + 1);
+				double ix = align ? (gx + 1) / 2 * (W - 1) :
+						    ((gx + 1) * W - 1) / 2;
+				double iy = align ? (gy + 1) / 2 * (H - 1) :
+						    ((gy + 1) * H - 1) / 2;
+
+				if (!isfinite(ix) || !isfinite(iy) ||
+				    fabs(ix) > 1e15 || fabs(iy) > 1e15)
+					ix = iy = -2; /* samples padding */
+				if (mode != 2) {
+					ix = gs_pad(ix, W, pad, align);
+					iy = gs_pad(iy, H, pad, align);
+				}
+				for (int64_t c = 0; c < C; c++) {
+					int64_t base = (b * C + c) * H * W;
+					double v = 0;
+
+					if (mode == 1) {
+						v = gs_fetch(x, base, H, W, nearbyint(iy),
+							     nearbyint(ix));
+					} else if (mode == 0) {
+						double x0 = floor(ix), y0 = floor(iy);
+						double tx = ix - x0, ty = iy - y0;
+
+						v = gs_fetch(x, base, H, W, y0, x0) * (1 - tx) * (1 - ty) +
+						    gs_fetch(x, base, H, W, y0, x0 + 1) * tx * (1 - ty) +
+						    gs_fetch(x, base, H, W, y0 + 1, x0) * (1 - tx) * ty +
+						    gs_fetch(x, base, H, W, y0 + 1, x0 + 1) * tx * ty;
+					} else {
+						double x0 = floor(ix), y0 = floor(iy);
+						double tx = ix - x0, ty = iy - y0;
+
+						for (int i = 0; i < 4; i++)
+							for (int j = 0; j < 4; j++) {
+								double yy = gs_pad(y0 - 1 + i, H, pad, align);
+								double xx = gs_pad(x0 - 1 + j, W, pad, align);
+
+								v += gs_fetch(x, base, H, W, yy, xx) *
+								     gs_cubic(ty, i, -0.75) *
+								     gs_cubic(tx, j, -0.75);
+							}
+					}
+					mi_ops_wr(y, ((b * C + c) * Ho + oh) * Wo + ow, v);
+				}
+			}
+	return 0;
+}
+
 const struct mi_op_def mi_ops_misc[] = {
 	{ "Compress", "", 2, 2, 1, 1, compress_infer, compress_run },
 	{ "ReverseSequence", "", 2, 2, 1, 1, revseq_infer, revseq_run },
@@ -659,6 +798,7 @@ const struct mi_op_def mi_ops_misc[] = {
 	{ "BlackmanWindow", "", 1, 1, 1, 1, window_infer, window_run },
 	{ "MaxUnpool", "", 2, 3, 1, 1, unpool_infer, unpool_run },
 	{ "NonMaxSuppression", "", 2, 5, 1, 1, nms_infer, nms_run },
+	{ "GridSample", "", 2, 2, 1, 1, gs_infer, gs_run },
 	{ "NegativeLogLikelihoodLoss", "", 2, 3, 1, 1, loss_infer, loss_run },
 	{ "SoftmaxCrossEntropyLoss", "", 2, 3, 1, 2, loss_infer, loss_run },
 	{ NULL }

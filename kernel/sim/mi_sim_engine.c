@@ -421,7 +421,9 @@ int mi_sim_engine_init(struct mi_sim_dev *sdev)
 	struct mi_sim_queue *q;
 	u32 i;
 
-	sdev->wq = alloc_workqueue("metainfer_sim%u", WQ_UNBOUND, 0, sdev->id);
+	/* jobs complete through it: it must progress under memory pressure */
+	sdev->wq = alloc_workqueue("metainfer_sim%u",
+				   WQ_UNBOUND | WQ_MEM_RECLAIM, 0, sdev->id);
 	if (!sdev->wq)
 		return -ENOMEM;
 	for (i = 0; i < MI_SIM_MAX_QUEUES; i++) {

@@ -244,13 +244,13 @@ dw_epi(const struct mi_epi *e, vf v, int c, int64_t col, int n)
 
 static inline void vfill(float *p, int n, float v)
 {
-	int i;
+	vf vv = vset1(v);
+	int i = 0;
 
-	if (v == 0.0f) {
-		memset(p, 0, n * sizeof(float));
-		return;
-	}
-	for (i = 0; i < n; i++)
+	/* short fills are the common case: no libc call */
+	for (; i + VW <= n; i += VW)
+		vst(p + i, vv);
+	for (; i < n; i++)
 		p[i] = v;
 }
 
@@ -258,10 +258,9 @@ static inline void vfill(float *p, int n, float v)
 static inline vf vld_fill(const float *p, int n, float pv)
 {
 	float t[VW] __attribute__((aligned(64)));
-	int i;
 
-	for (i = 0; i < VW; i++)
-		t[i] = i < n ? p[i] : pv;
+	vst(t, vset1(pv));
+	memcpy(t, p, n * sizeof(float));
 	return vld(t);
 }
 
@@ -341,10 +340,13 @@ prep_rows(const int S, const float *x, int ih, int iw, int rows, int pt,
 			}
 			/* de/dodd wrote [q, i+q) and [q+1, i+q+1) (pl odd:
 			 * swapped); fill what follows */
-			for (r0 = i + q; r0 < hw; r0++) {
-				if (r0 > i + q || !(pl & 1))
-					er[r0] = pv;
-				orw[r0] = pv;
+			r0 = i + q;
+			if (r0 < hw) {
+				if (pl & 1)
+					vfill(er + r0 + 1, hw - r0 - 1, pv);
+				else
+					vfill(er + r0, hw - r0, pv);
+				vfill(orw + r0, hw - r0, pv);
 			}
 		}
 	}

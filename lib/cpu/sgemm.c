@@ -20,9 +20,13 @@
 
 #include "cpu/cpu.h"
 
+#ifndef KC
 #define KC 256
+#endif
 #define MC_PANELS 32 /* MC = 32 * MR */
+#ifndef NC_PANELS
 #define NC_PANELS 16 /* NC = 16 * NR: KC x NC of B stays in L2 */
+#endif
 
 static inline int64_t rup(int64_t a, int64_t b)
 {

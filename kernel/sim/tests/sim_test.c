@@ -354,7 +354,6 @@ static void test_control(void)
 	uint64_t v8 = 0, v16 = 1, clk = 0, lay = 0, fw0 = 0, fw1 = 0;
 	struct dev d = { .fd = -1 };
 	long long x = 0;
-	int fd;
 
 	ok(mi_read_file(MI_SIM_BUS "/personalities", buf, sizeof(buf)) > 0 &&
 		   strstr(buf, "ethos-u55-deep") &&
@@ -395,28 +394,46 @@ static void test_control(void)
 	ok(access(path, W_OK) == 0, "knobs also in the core's directory");
 
 	/* capabilities come from the personality */
-	ok(!mi_sim_new(5, "ethos-u65-mid", "macs_int16=0 queues=3"),
+	ok(!mi_sim_new(5, "ethos-u65-mid",
+		       "macs_int16=0 queues=3 op_mask=0x7fc"),
 	   "new_device with overrides");
-	fd = mi_open_minor(mi_sim_minor(5));
-	ok(fd >= 0, "open the new device");
-	if (fd >= 0) {
-		uint64_t nq = 0, dt = 0;
+	ok(!dev_open(&d, 5), "open the new device");
+	if (d.fd >= 0) {
+		struct drm_metainfer_op_conv2d cv;
+		struct drm_metainfer_op_gemm g;
+		uint64_t nq = 0, dt = 0, om = 0;
+		int64_t st = -1;
 
-		mi_get_param(fd, DRM_METAINFER_PARAM_MACS_PER_CYCLE,
+		mi_get_param(d.fd, DRM_METAINFER_PARAM_MACS_PER_CYCLE,
 			     DRM_METAINFER_DTYPE_INT8, &v8);
-		mi_get_param(fd, DRM_METAINFER_PARAM_MACS_PER_CYCLE,
+		mi_get_param(d.fd, DRM_METAINFER_PARAM_MACS_PER_CYCLE,
 			     DRM_METAINFER_DTYPE_INT16, &v16);
-		mi_get_param(fd, DRM_METAINFER_PARAM_CLOCK_KHZ, 0, &clk);
-		mi_get_param(fd, DRM_METAINFER_PARAM_PREFERRED_LAYOUT, 0, &lay);
-		mi_get_param(fd, DRM_METAINFER_PARAM_NUM_QUEUES, 0, &nq);
-		mi_get_param(fd, DRM_METAINFER_PARAM_DTYPE_MASK, 0, &dt);
-		mi_get_param(fd, DRM_METAINFER_PARAM_FW_VERSION, 0, &fw1);
+		mi_get_param(d.fd, DRM_METAINFER_PARAM_CLOCK_KHZ, 0, &clk);
+		mi_get_param(d.fd, DRM_METAINFER_PARAM_PREFERRED_LAYOUT, 0,
+			     &lay);
+		mi_get_param(d.fd, DRM_METAINFER_PARAM_NUM_QUEUES, 0, &nq);
+		mi_get_param(d.fd, DRM_METAINFER_PARAM_DTYPE_MASK, 0, &dt);
+		mi_get_param(d.fd, DRM_METAINFER_PARAM_OP_MASK, 0, &om);
+		mi_get_param(d.fd, DRM_METAINFER_PARAM_FW_VERSION, 0, &fw1);
 		ok(v8 == 256 && v16 == 0 && clk == 500000 &&
 			   lay == DRM_METAINFER_LAYOUT_NHWC && nq == 3 &&
-			   !(dt & (1u << DRM_METAINFER_DTYPE_INT16)),
-		   "caps: 256 int8 MACs, no int16, 500 MHz, NHWC, 3 queues");
-		close(fd);
+			   !(dt & (1u << DRM_METAINFER_DTYPE_INT16)) &&
+			   om == 0x7fc,
+		   "caps: 256 int8 MACs, no int16, 500 MHz, NHWC, 3 queues, "
+		   "no conv2d");
+		cv = conv_op(DRM_METAINFER_LAYOUT_NHWC, 8, 8, 8, 1);
+		ok(run_op(&d, 0, &cv, sizeof(cv), &st, NULL) == -EOPNOTSUPP,
+		   "conv2d outside op_mask: EOPNOTSUPP");
+		g = gemm_op(4, 4, 4);
+		g.a.dtype = DRM_METAINFER_DTYPE_INT16;
+		ok(run_op(&d, 0, &g, sizeof(g), &st, NULL) == -EOPNOTSUPP,
+		   "int16 without int16 MACs: EOPNOTSUPP");
+		g = gemm_op(4, 4, 4);
+		ok(!run_op(&d, 2, &g, sizeof(g), &st, NULL) && st == 0 &&
+			   gemm_ok(&d, 4, 4, 4),
+		   "gemm on queue 2 runs");
 	}
+	dev_close(&d);
 	ok(!mi_sim_del(5), "del_device");
 	ok(!mi_sim_new(5, "ethos-u65-mid", NULL) && !dev_open(&d, 5),
 	   "same id again, without overrides");

@@ -16,6 +16,7 @@ Bad command lines and files give one line and a non-zero exit.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -170,6 +171,10 @@ def main():
         check(r.returncode not in (0,) and r.returncode < 128 and len(lines) >= 1,
               f"bad input ({what}): exit {r.returncode}, '{lines[0] if lines else ''}'")
     print(f"{len(failures)} failures")
+    if not failures:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print(f"files kept in {tmp}")
     return 1 if failures else 0
 
 

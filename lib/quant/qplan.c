@@ -471,13 +471,18 @@ static int setup_epi(struct qnode *q, int64_t noc, const float *sw, float sx,
 
 /* ---- run ---------------------------------------------------------------- */
 
+/* Below this many multiply-adds a node runs on one thread: waking the
+ * pool costs more than the work (a few microseconds each). */
+#define QPAR_MIN_MACS (1 << 21)
+
 static int conv_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct qnode *q = n->priv;
-
-	cur_threads = q->nthreads;
 	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
 	const struct mi_qconv_shape *s = &q->cv.s;
+	int64_t macs = (int64_t)s->oc * s->oh * s->ow * (s->c / s->group) * s->kh * s->kw;
+
+	cur_threads = macs < QPAR_MIN_MACS ? 1 : q->nthreads;
 	size_t xs = (size_t)s->c * s->h * s->w;
 	size_t ys = (size_t)s->oc * s->oh * s->ow * (q->ep.mode >= MI_QOUT_S32 ? 4 : 1);
 	int64_t nb = x->dims[0];
@@ -496,13 +501,12 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 static int gemm_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct qnode *q = n->priv;
-
-	cur_threads = q->nthreads;
 	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
 	int64_t m = mi_tensor_numel(x) / q->k;
+
+	cur_threads = m * q->k * q->w.ocg < QPAR_MIN_MACS ? 1 : q->nthreads;
 	int err = mi_qgemm(&q->w, x->data, (int)m, (int)q->k, &q->ep, y->data, q->w.ocg,
 			   q->sh->ws);
-
 
 	return err ? mi_graph_err(g, n, err, "int8 gemm failed") : 0;
 }

@@ -52,6 +52,8 @@ struct qnode {
 	struct mi_qpool_shape pool;
 	bool pool_s8;
 	bool in_c4; /* conv input in C4 layout (written by the producer) */
+	struct qcat *cat; /* Concat */
+	int *cat_orig;    /* Concat: original inputs */
 	int nthreads; /* planned with */
 	bool is_conv;
 	struct mi_qconv cv;
@@ -122,6 +124,8 @@ static void qnode_free(struct qnode *q)
 	free(q->comp);
 	free(q->mult);
 	free(q->fbias);
+	free(q->cat);
+	free(q->cat_orig);
 	if (q->sh && --q->sh->refs == 0) {
 		free(q->sh->ws);
 		free(q->sh);
@@ -139,6 +143,8 @@ static void qnode_fini(struct mi_graph *g, struct mi_node *n)
 		n->inputs[0] = q->orig_in0;
 		if (q->orig_ninputs > 1)
 			n->inputs[1] = q->orig_in1;
+		if (q->cat_orig)
+			memcpy(n->inputs, q->cat_orig, q->orig_ninputs * sizeof(int));
 		n->outputs[0] = q->orig_out0;
 		for (int i = 0; i < q->nkilled; i++)
 			g->nodes[q->killed[i]].dead = false;
@@ -1037,6 +1043,109 @@ static int try_qpool(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
+/* ---- Concat of quantized tensors ------------------------------------------- */
+
+#define QCAT_MAX 16
+
+struct qcat {
+	int n, axis;
+	struct qact in[QCAT_MAX];
+	struct qact y;
+};
+
+/* y = Q(DQ(x)) elementwise (the reference ops' float operations), or a
+ * copy when the parameters are equal. */
+static void requant_copy(const uint8_t *x, const struct qact *a, const struct qact *y,
+			 int64_t n, uint8_t *out)
+{
+	float buf[1024];
+
+	if (a->scale == y->scale && a->zp == y->zp && a->dtype == y->dtype) {
+		memcpy(out, x, n);
+		return;
+	}
+	for (int64_t i = 0; i < n; i += 1024) {
+		int64_t c = n - i < 1024 ? n - i : 1024;
+
+		mi_dequantize(x + i, a->dtype, c, a->scale, a->zp, buf);
+		mi_quantize_f32(buf, c, y->scale, y->zp, y->dtype, out + i);
+	}
+}
+
+static int qcat_run(struct mi_graph *g, struct mi_node *n)
+{
+	struct qnode *q = n->priv;
+	const struct qcat *c = q->cat;
+	struct mi_tensor *y = mi_out(g, n, 0);
+	int64_t outer = mi_ops_prod(y->dims, 0, c->axis), off = 0;
+	uint8_t *out = y->data;
+
+	for (int64_t o = 0; o < outer; o++)
+		for (int i = 0; i < c->n; i++) {
+			struct mi_tensor *x = mi_in(g, n, i);
+			int64_t inner = mi_ops_prod(x->dims, c->axis, x->ndim);
+
+			requant_copy((const uint8_t *)x->data + o * inner, &c->in[i], &c->y, inner,
+				     out + off);
+			off += inner;
+		}
+	return 0;
+}
+
+static int try_qconcat(struct mi_graph *g, struct mi_node *n)
+{
+	struct chain ch;
+	struct qcat *c;
+	struct qnode *q;
+	struct mi_tensor *y = mi_out(g, n, 0);
+	int axis, xs[QCAT_MAX];
+
+	if (strcmp(n->op_type, "Concat") || n->domain[0] || n->noutputs != 1 ||
+	    n->ninputs < 1 || n->ninputs > QCAT_MAX || !mi_tensor_shape_known(y))
+		return 0;
+	axis = (int)mi_attr_int(n, "axis", 0);
+	if (axis < 0)
+		axis += y->ndim;
+	if (axis < 0 || axis >= y->ndim)
+		return 0;
+	follow_chain(g, n->outputs[0], &ch);
+	if (!ch.q || ch.act)
+		return skip(n, "not followed by a QuantizeLinear");
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->n = n->ninputs;
+	c->axis = axis;
+	c->y = ch.y;
+	for (int i = 0; i < n->ninputs; i++) {
+		struct mi_node *d = producer(g, n->inputs[i], "DequantizeLinear");
+
+		if (!d || !act_params(g, d, 0, 1, 2, &c->in[i]) ||
+		    !mi_tensor_shape_known(mi_in(g, n, i))) {
+			free(c);
+			return skip(n, "inputs are not per-tensor uint8/int8 DequantizeLinear");
+		}
+		xs[i] = c->in[i].t;
+	}
+	q = qnode_new(qcat_run);
+	if (!q) {
+		free(c);
+		return -ENOMEM;
+	}
+	q->cat = c;
+	n->priv = q;
+	/* rewire all inputs (undo keeps in0/in1; save the rest) */
+	q->cat_orig = malloc(n->ninputs * sizeof(int));
+	if (!q->cat_orig) {
+		n->priv = NULL;
+		qnode_free(q);
+		return -ENOMEM;
+	}
+	memcpy(q->cat_orig, n->inputs, n->ninputs * sizeof(int));
+	rewire_n(g, n, xs, n->ninputs, &ch);
+	return 0;
+}
+
 /*
  * int8 conv -> int8 conv through a tensor nobody else reads: the producer
  * writes it in C4 layout and the consumer skips its reorder pass (a 1x1
@@ -1127,6 +1236,8 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 			err = try_qadd(g, n);
 		if (!err && !n->priv)
 			err = try_qpool(g, n);
+		if (!err && !n->priv)
+			err = try_qconcat(g, n);
 		nq += n->priv != NULL && mi_quant_node_is(n);
 	}
 	if (err)

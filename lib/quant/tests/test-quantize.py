@@ -3,7 +3,7 @@
 """End-to-end int8 test: `metainfer quantize` + int8 execution.
 
 A small seeded CNN (3x3, strided depthwise + Relu6, 1x1, residual Add,
-MaxPool, dilated grouped conv, GlobalAveragePool, Gemm; batch 2) is
+MaxPool, dilated grouped conv, Concat, GlobalAveragePool, Gemm; batch 2) is
 exported at opset 13 and quantized (QDQ per channel, QDQ per tensor,
 QLinear, percentile calibration).  For each quantized model:
   - onnx.checker accepts it;
@@ -60,7 +60,9 @@ def export(path):
             self.c3 = nn.Conv2d(16, 24, 1)
             self.c4 = nn.Conv2d(24, 24, 3, padding=1)
             self.c5 = nn.Conv2d(24, 32, 3, padding=2, dilation=2, groups=2)
-            self.fc = nn.Linear(32, 10)
+            self.c6 = nn.Conv2d(32, 8, 1)
+            self.c7 = nn.Conv2d(40, 16, 1)
+            self.fc = nn.Linear(16, 10)
 
         def forward(self, x):
             x = torch.relu(self.c1(x))
@@ -69,6 +71,8 @@ def export(path):
             x = torch.relu(y + torch.relu(self.c4(y)))
             x = nn.functional.max_pool2d(x, 2)
             x = torch.relu(self.c5(x))
+            x = torch.cat([x, torch.relu(self.c6(x))], 1)
+            x = torch.relu(self.c7(x))
             x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
             return self.fc(x)
 
@@ -121,14 +125,14 @@ def main():
             check(False, f"{name}: onnx.checker: {e}")
         ops = [n.op_type for n in m.graph.node]
         if name == "qlinear":
-            check(ops.count("QLinearConv") >= 4, f"{name}: has QLinearConv nodes {ops.count('QLinearConv')}")
+            check(ops.count("QLinearConv") >= 5, f"{name}: has QLinearConv nodes {ops.count('QLinearConv')}")
         else:
             check(ops.count("QuantizeLinear") >= 5, f"{name}: has QuantizeLinear nodes")
         # the fast path is taken
         r = run([MI, "run", q], {"MI_QUANT_VERBOSE": "1"})
         mm = re.search(r"int8: (\d+) nodes on int8 kernels", r.stderr)
-        check(mm is not None and int(mm.group(1)) == 8,
-              f"{name}: 8 nodes (6 conv/gemm, Add, MaxPool) planned on int8 kernels ({mm.group(0) if mm else r.stderr.strip()})")
+        check(mm is not None and int(mm.group(1)) == 11,
+              f"{name}: 11 nodes (8 conv/gemm, Add, MaxPool, Concat) planned on int8 kernels ({mm.group(0) if mm else r.stderr.strip()})")
         outs = {}
         for isa in ("generic", "avx2", "avx512"):
             outs[isa] = [mi_run(q, x, tmp, {"MI_CPU_ISA": isa}) for x in inputs[:3]]

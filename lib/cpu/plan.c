@@ -39,7 +39,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	__attribute__((weak));
 
 /* ---- registry ---------------------------------------------------------- */
-enum { K_CONV, K_GEMM, K_POOL, K_GPOOL };
+enum { K_CONV, K_GEMM, K_POOL, K_GPOOL, K_BMM };
 
 struct variant {
 	const char *op;
@@ -60,6 +60,7 @@ static const struct variant registry[] = {
 	{ "Conv", MI_DT_FLOAT, "NCHW", "im2col", MI_CONV_IM2COL, ALL_ISAS },
 	{ "Gemm", MI_DT_FLOAT, "rowmajor", "packed", 0, ALL_ISAS },
 	{ "MatMul", MI_DT_FLOAT, "rowmajor", "packed", 0, ALL_ISAS },
+	{ "MatMul", MI_DT_FLOAT, "rowmajor", "batched", 0, ALL_ISAS },
 	{ "MaxPool", MI_DT_FLOAT, "NCHW", "rows", 0, ALL_ISAS },
 	{ "AveragePool", MI_DT_FLOAT, "NCHW", "rows", 0, ALL_ISAS },
 	{ "GlobalAveragePool", MI_DT_FLOAT, "NCHW", "vector", 0, ALL_ISAS },
@@ -136,6 +137,9 @@ struct fast_node {
 	int absorbed[MAX_ABSORB];
 	struct plan_ws *ws;
 	int nthreads;      /* the workspace was sized for this split */
+	/* batched MatMul, both operands computed: nb x [m x k] * [k x n] */
+	int64_t nb, bstride; /* bstride 0: B is shared by every batch */
+	size_t ws_gemm;      /* per-thread sgemm workspace */
 	/* pooling */
 	struct mi_pool2d pool;
 	int64_t planes, plane_size;
@@ -309,6 +313,63 @@ static int setup_gemm(struct mi_graph *g, struct mi_node *n,
 		return err;
 	f->kind = K_GEMM;
 	f->v = find_variant(gemm ? "Gemm" : "MatMul");
+	return 0;
+}
+
+static struct mi_sgemm_args bmm_args(const struct fast_node *f)
+{
+	struct mi_sgemm_args ga = { 0 };
+
+	ga.isa = f->isa;
+	ga.m = f->m, ga.n = f->n, ga.k = f->k;
+	ga.a_rs = f->k, ga.a_cs = 1;
+	ga.b_rs = f->n, ga.b_cs = 1;
+	ga.ldc = f->n;
+	ga.nthreads = 1;
+	return ga;
+}
+
+/* MatMul of two computed tensors: A [..., m, k] x B [..., k, n] with
+ * the same leading dims, or B 2-D. */
+static int setup_bmm(struct mi_graph *g, struct mi_node *n,
+		     struct fast_node *f, int isa)
+{
+	struct mi_tensor *a = mi_in(g, n, 0), *b = mi_in(g, n, 1);
+	struct mi_tensor *y = mi_out(g, n, 0);
+	struct mi_sgemm_args ga;
+	int64_t na;
+
+	if (!float_known(a) || !float_known(b) || !float_known(y) ||
+	    a->ndim < 2 || b->ndim < 2 || n->ninputs != 2)
+		return -EOPNOTSUPP;
+	f->m = a->dims[a->ndim - 2];
+	f->k = a->dims[a->ndim - 1];
+	f->n = b->dims[b->ndim - 1];
+	if (b->dims[b->ndim - 2] != f->k || f->m < 1 || f->n < 1 || f->k < 1)
+		return -EOPNOTSUPP;
+	na = mi_tensor_numel(a) / (f->m * f->k);
+	if (b->ndim == 2) {
+		f->bstride = 0;
+	} else {
+		if (b->ndim != a->ndim)
+			return -EOPNOTSUPP;
+		for (int i = 0; i < a->ndim - 2; i++)
+			if (a->dims[i] != b->dims[i])
+				return -EOPNOTSUPP;
+		f->bstride = f->k * f->n;
+	}
+	if (mi_tensor_numel(y) != na * f->m * f->n ||
+	    y->dims[y->ndim - 1] != f->n || y->dims[y->ndim - 2] != f->m)
+		return -EOPNOTSUPP;
+	f->nb = na;
+	f->isa = isa;
+	ga = bmm_args(f);
+	f->ws_gemm = (mi_sgemm_ws_size(&ga) + 63) & ~(size_t)63;
+	f->kind = K_BMM;
+	f->v = &registry[0];
+	for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
+		if (!strcmp(registry[i].name, "batched"))
+			f->v = &registry[i];
 	return 0;
 }
 
@@ -595,6 +656,8 @@ static size_t fast_ws_size(const struct fast_node *f, int nthreads)
 		return f->cv.ws_size;
 	if (f->kind == K_GPOOL)
 		return 0;
+	if (f->kind == K_BMM)
+		return f->ws_gemm * (f->nb < nthreads ? f->nb : nthreads);
 	if (f->kind == K_POOL)
 		return ((mi_pool_ws_floats(&f->pool) * sizeof(float) + 63) & ~63ul) *
 		       pool_threads(f);
@@ -651,8 +714,14 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		f->nthreads = nthreads;
 		if (is_op(n, "Conv"))
 			err = setup_conv(g, n, f, isa, nthreads);
-		else if (is_op(n, "Gemm") || is_op(n, "MatMul"))
+		else if (is_op(n, "Gemm") || is_op(n, "MatMul")) {
 			err = setup_gemm(g, n, f, isa);
+			if (err == -EOPNOTSUPP && is_op(n, "MatMul")) {
+				free(f->bias);
+				f->bias = NULL;
+				err = setup_bmm(g, n, f, isa);
+			}
+		}
 		else
 			err = setup_pool(g, n, f, isa);
 		if (err == -EOPNOTSUPP) {
@@ -730,6 +799,29 @@ static void pool_thread(void *ctx, int t, int nt)
 	}
 }
 
+struct bmm_job {
+	const struct fast_node *f;
+	const float *a, *b;
+	float *y;
+};
+
+static void bmm_thread(void *ctx, int t, int nt)
+{
+	const struct bmm_job *j = ctx;
+	const struct fast_node *f = j->f;
+	struct mi_sgemm_args ga = bmm_args(f);
+	void *ws = (char *)f->ws->buf + f->ws_gemm * t;
+	int64_t b, e, i;
+
+	mi_chunk(f->nb, t, nt, &b, &e);
+	for (i = b; i < e; i++) {
+		ga.a = j->a + i * f->m * f->k;
+		ga.b = j->b + i * f->bstride;
+		ga.c = j->y + i * f->m * f->n;
+		mi_sgemm(&ga, ws);
+	}
+}
+
 static int fast_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct fast_node *f = n->priv;
@@ -754,6 +846,18 @@ static int fast_run(struct mi_graph *g, struct mi_node *n)
 			return mi_graph_err(g, n, -EINVAL,
 					    "fast kernel planned for another input shape");
 		mi_pool_run(nt, pool_thread, &j);
+		return 0;
+	}
+	if (f->kind == K_BMM) {
+		struct mi_tensor *b = mi_in(g, n, 1);
+		struct bmm_job j = { .f = f, .a = x->data, .b = b->data,
+				     .y = y->data };
+
+		if (!b->data || mi_tensor_numel(x) != f->nb * f->m * f->k)
+			return mi_graph_err(g, n, -EINVAL,
+					    "fast kernel planned for another input shape");
+		mi_pool_run(f->nb < f->nthreads ? (int)f->nb : f->nthreads,
+			    bmm_thread, &j);
 		return 0;
 	}
 	if (f->kind == K_CONV) {

@@ -256,6 +256,45 @@ static void test_matmul_bias_clip(void)
 	mi_graph_fini(&g);
 }
 
+/* MatMul of two computed tensors, batched, and with a shared 2-D B */
+static void test_batched_matmul(int shared_b)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = 2 };
+	int64_t da[4] = { 2, 3, 7, 9 }, db4[4] = { 2, 3, 9, 5 },
+		db2[2] = { 9, 5 }, dy[4] = { 2, 3, 7, 5 };
+	float ref[210];
+	int a, b, y, mm;
+	const float *av, *bv;
+
+	mi_graph_init(&g);
+	a = tensor(&g, "a", 4, da, MI_TF_INPUT, true);
+	b = shared_b ? tensor(&g, "b", 2, db2, MI_TF_INPUT, true) :
+		       tensor(&g, "b", 4, db4, MI_TF_INPUT, true);
+	y = tensor(&g, "y", 4, dy, 0, false);
+	mm = node(&g, "MatMul", 2, (int[]){ a, b }, y);
+	set_outputs(&g, 1, &y);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(g.nodes[mm].priv, "batched MatMul not planned");
+	CHECK(!run_planned(&g), "run failed: %s", g.err);
+	av = g.tensors[a].data, bv = g.tensors[b].data;
+	for (int bt = 0; bt < 6; bt++)
+		for (int i = 0; i < 7; i++)
+			for (int j = 0; j < 5; j++) {
+				double s = 0;
+
+				for (int k = 0; k < 9; k++)
+					s += (double)av[(bt * 7 + i) * 9 + k] *
+					     bv[(shared_b ? 0 : bt * 45) + k * 5 + j];
+				ref[(bt * 7 + i) * 5 + j] = (float)s;
+			}
+	CHECK(nerr(g.tensors[y].data, ref, 210) < 1e-5, "err %g",
+	      nerr(g.tensors[y].data, ref, 210));
+	mi_cpu_plan_fini(&g);
+	mi_graph_fini(&g);
+}
+
 /* An intermediate that is also a graph output, or read twice, is not
  * fused away. */
 static void test_no_fuse(void)
@@ -307,6 +346,8 @@ int main(void)
 	unsetenv("MI_CPU_NOFUSE");
 	test_dw_silu();
 	test_matmul_bias_clip();
+	test_batched_matmul(0);
+	test_batched_matmul(1);
 	test_no_fuse();
 	printf("test-cpu-plan: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

@@ -123,10 +123,8 @@ static int bind_inputs(struct mi_model *m, const int32_t *ndim,
 	return 0;
 }
 
-static int infer_node(struct mi_model *m, struct mi_node *n,
-		      unsigned char *state)
+int mi_infer_node(struct mi_graph *g, struct mi_node *n, unsigned char *state)
 {
-	struct mi_graph *g = &m->g;
 	bool all_value = true, any_shapeval = false;
 	int64_t out_elems = 0;
 	int err;
@@ -433,7 +431,7 @@ static int infer_all(struct mi_model *m, const int32_t *ndim,
 	for (int p = 0; p < g->norder; p++) {
 		int ni = g->order[p];
 
-		err = infer_node(m, &g->nodes[ni], &st[ni]);
+		err = mi_infer_node(g, &g->nodes[ni], &st[ni]);
 		if (err)
 			return err;
 	}

@@ -127,6 +127,10 @@ struct mi_model {
  */
 int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 		     const int64_t *dims);
+/* Infer one node whose inputs are planned (see exec.c): sets *state to an
+ * enum mi_node_state; Shape values and small arithmetic on them get data
+ * (MI_TF_SHAPEVAL, owned). */
+int mi_infer_node(struct mi_graph *g, struct mi_node *n, unsigned char *state);
 /* Shape inference only (no CPU planning, no arena): for info. */
 int mi_model_infer_shapes(struct mi_model *m, const int32_t *ndim,
 			  const int64_t *dims);

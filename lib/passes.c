@@ -11,7 +11,8 @@
  *  - mi_pass_canonicalize: one form per equivalent pattern: MatMul+Add ->
  *    Gemm, Reshape(x,[d0|0,-1]) -> Flatten(axis=1), Min(Max(x,0),6) ->
  *    Clip(0,6), Relu before Clip(0,6) dropped, x*HardSigmoid(x) and
- *    x*Clip(x+3,0,6)/6 -> HardSwish.
+ *    x*Clip(x+3,0,6)/6 -> HardSwish, the decomposed LayerNorm (ReduceMean,
+ *    Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add) -> LayerNormalization.
  *  - mi_graph_dead_nodes (graph.c): drop nodes nobody reads.
  *
  * Passes that need shapes use "static" shapes: shape inference is run with
@@ -131,8 +132,12 @@ static void reset_shapes(struct mi_graph *g)
 	for (int i = 0; i < g->ntensors; i++) {
 		struct mi_tensor *t = &g->tensors[i];
 
-		if (!(t->flags & (MI_TF_CONST | MI_TF_INPUT)))
+		if (!(t->flags & (MI_TF_CONST | MI_TF_INPUT))) {
 			t->ndim = -1;
+			if (t->flags & MI_TF_SHAPEVAL)
+				mi_tensor_free_data(t);
+			t->flags &= ~MI_TF_SHAPEVAL;
+		}
 	}
 }
 
@@ -149,19 +154,12 @@ static int infer_with(struct mi_graph *g, const struct mi_tensor *decl,
 	}
 	for (int p = 0; p < g->norder; p++) {
 		struct mi_node *n = &g->nodes[g->order[p]];
-		bool known = n->def && n->def->infer;
 		char save[sizeof(g->err)];
+		unsigned char st;
 
-		for (int j = 0; known && j < n->ninputs; j++) {
-			struct mi_tensor *t = mi_in(g, n, j);
-
-			if (t && !mi_tensor_shape_known(t))
-				known = false;
-		}
-		if (!known)
-			continue;
+		/* same inference as planning (Shape values included) */
 		memcpy(save, g->err, sizeof(save));
-		if (n->def->infer(g, n)) {
+		if (mi_infer_node(g, n, &st) || st == MI_NS_DYNAMIC) {
 			/* not our business here: the executor reports it */
 			memcpy(g->err, save, sizeof(save));
 			for (int j = 0; j < n->noutputs; j++)
@@ -751,11 +749,167 @@ static int make_hardswish(struct mi_graph *g, struct mi_node *n, int x,
 	return 1;
 }
 
+
+/* ReduceMean over the last axis only, keepdims. */
+static bool reduce_last(struct mi_graph *g, struct mi_node *n,
+			const struct shapes *s)
+{
+	int cnt, x = n->inputs[0];
+	const int64_t *ax = mi_attr_ints(n, "axes", &cnt);
+
+	if (!is_op(n, "ReduceMean") || n->ninputs != 1 || !ax || cnt != 1 ||
+	    !mi_attr_int(n, "keepdims", 1) || !s_known(s, x))
+		return false;
+	return ax[0] == -1 || ax[0] == s->ndim[x] - 1;
+}
+
+/*
+ * LayerNormalization decomposed as exported by PyTorch (opset < 17):
+ *   d = x - ReduceMean(x); v = ReduceMean(d ^ 2);
+ *   y = d / Sqrt(v + eps) [* gamma] [+ beta]
+ * y's last node is turned into LayerNormalization(x, gamma, beta).
+ */
+static int canon_layernorm(struct mi_graph *g, struct mi_node *last,
+			   const struct shapes *s)
+{
+	struct mi_node *mul = NULL, *div, *sq, *add, *rm2, *pw, *sub, *rm1;
+	int gamma = -1, beta = -1, x, self = (int)(last - g->nodes);
+	struct mi_node *dead[8];
+	int nd = 0;
+	double eps = 0;
+
+	if (!mi_op_find("LayerNormalization", ""))
+		return 0;
+	if (is_op(last, "Mul")) {
+		/* a following "+ beta" is part of the pattern: match there */
+		int c = mi_graph_sole_consumer(g, last->outputs[0]);
+
+		if (c >= 0 && is_op(&g->nodes[c], "Add") &&
+		    g->nodes[c].ninputs == 2 &&
+		    (cin(g, &g->nodes[c], 0) || cin(g, &g->nodes[c], 1)))
+			return 0;
+	}
+	div = last;
+	if (is_op(last, "Add") && last->ninputs == 2) { /* + beta */
+		for (int k = 0; k < 2 && beta < 0; k++) {
+			struct mi_node *p = producer(g, last->inputs[k]);
+
+			if (p && (is_op(p, "Mul") || is_op(p, "Div")) &&
+			    cin(g, last, 1 - k) &&
+			    mi_graph_sole_consumer(g, last->inputs[k]) == self) {
+				beta = last->inputs[1 - k];
+				div = p;
+			}
+		}
+		if (beta < 0)
+			return 0;
+		dead[nd++] = div;
+	}
+	if (is_op(div, "Mul") && div->ninputs == 2) { /* * gamma */
+		mul = div;
+		div = NULL;
+		for (int k = 0; k < 2 && !div; k++) {
+			struct mi_node *p = producer(g, mul->inputs[k]);
+
+			if (p && is_op(p, "Div") && cin(g, mul, 1 - k) &&
+			    mi_graph_sole_consumer(g, mul->inputs[k]) ==
+				    (int)(mul - g->nodes)) {
+				gamma = mul->inputs[1 - k];
+				div = p;
+			}
+		}
+		if (!div)
+			return 0;
+		dead[nd++] = div;
+	}
+	if (!is_op(div, "Div") || div->ninputs != 2 || gamma < 0)
+		return 0; /* without a gamma we would have to invent one */
+	sq = producer(g, div->inputs[1]);
+	sub = producer(g, div->inputs[0]);
+	if (!sq || !is_op(sq, "Sqrt") || !sub || !is_op(sub, "Sub") ||
+	    mi_graph_sole_consumer(g, div->inputs[1]) != (int)(div - g->nodes))
+		return 0;
+	add = producer(g, sq->inputs[0]);
+	if (!add || !is_op(add, "Add") || add->ninputs != 2 ||
+	    mi_graph_sole_consumer(g, sq->inputs[0]) != (int)(sq - g->nodes))
+		return 0;
+	rm2 = NULL;
+	for (int k = 0; k < 2 && !rm2; k++) {
+		struct mi_tensor *e = cin(g, add, 1 - k);
+		struct mi_node *p = producer(g, add->inputs[k]);
+
+		if (p && e && mi_tensor_numel(e) == 1 &&
+		    e->dtype == MI_DT_FLOAT && reduce_last(g, p, s) &&
+		    mi_graph_sole_consumer(g, add->inputs[k]) ==
+			    (int)(add - g->nodes)) {
+			rm2 = p;
+			eps = mi_tensor_get_f64(e, 0);
+		}
+	}
+	if (!rm2)
+		return 0;
+	pw = producer(g, rm2->inputs[0]);
+	if (!pw || !is_op(pw, "Pow") || pw->inputs[0] != div->inputs[0] ||
+	    !const_scalar_is(g, pw, 1, 2.0) ||
+	    mi_graph_sole_consumer(g, rm2->inputs[0]) != (int)(rm2 - g->nodes))
+		return 0;
+	/* d = Sub(x, ReduceMean(x)) read by exactly Pow and Div */
+	if (g->tensors[sub->outputs[0]].nconsumers != 2 ||
+	    (g->tensors[sub->outputs[0]].flags & MI_TF_OUTPUT))
+		return 0;
+	x = sub->inputs[0];
+	rm1 = producer(g, sub->inputs[1]);
+	if (!rm1 || !reduce_last(g, rm1, s) || rm1->inputs[0] != x ||
+	    mi_graph_sole_consumer(g, sub->inputs[1]) != (int)(sub - g->nodes))
+		return 0;
+	/* gamma/beta must be per last-axis element */
+	int64_t c = s->dims[x][s->ndim[x] - 1];
+	struct mi_tensor *gt = &g->tensors[gamma];
+
+	if (c < 0 || mi_tensor_numel(gt) != c || gt->ndim != 1 ||
+	    (beta >= 0 && (mi_tensor_numel(&g->tensors[beta]) != c ||
+			   g->tensors[beta].ndim != 1)))
+		return 0;
+	if (retype(last, "LayerNormalization"))
+		return 0;
+	clear_attrs(last);
+	int *ni = realloc(last->inputs, 3 * sizeof(int));
+
+	if (!ni)
+		return -ENOMEM;
+	last->inputs = ni;
+	last->inputs[0] = x;
+	last->inputs[1] = gamma;
+	last->inputs[2] = beta;
+	last->ninputs = beta >= 0 ? 3 : 2;
+	if (mi_node_set_int(last, "axis", -1) ||
+	    mi_node_set_float(last, "epsilon", (float)eps))
+		return -ENOMEM;
+	dead[nd++] = sq;
+	dead[nd++] = add;
+	dead[nd++] = rm2;
+	dead[nd++] = pw;
+	dead[nd++] = sub;
+	dead[nd++] = rm1;
+	for (int i = 0; i < nd; i++)
+		if (dead[i] != last)
+			dead[i]->dead = true;
+	return 1;
+}
+
 static int canon_node(struct mi_graph *g, struct mi_node *n,
 		      const struct shapes *s)
 {
 	struct mi_node *dead[4];
 	int ndead, x;
+
+	/* LayerNormalization from its decomposed form */
+	if (is_op(n, "Add") || is_op(n, "Mul")) {
+		int r = canon_layernorm(g, n, s);
+
+		if (r)
+			return r;
+	}
 
 	/* HardSwish: x * HardSigmoid(x) */
 	x = match_hardswish(g, n, dead, &ndead);

@@ -231,17 +231,10 @@ static void k_ukr(int kc, const float *restrict a, const float *restrict b,
  * copied once into a zero-padded row buffer (stride 1), or de-interleaved
  * into even/odd column buffers (stride 2), so each tap of a vector of
  * outputs is one contiguous load; kernel size and stride are compile-time
- * constants in the inner loops, taps live in registers and the epilogue
- * is applied before the single store.
+ * constants in the inner loops, and each tap's weight feeds four output
+ * vectors.  The epilogue runs once over the finished plane (few partial
+ * vectors for small maps).
  */
-static inline __attribute__((always_inline)) vf
-dw_epi(const struct mi_epi *e, vf v, int c, int64_t col, int n)
-{
-	if (n == VW)
-		return epi_vec(e, v, c, col);
-	return epi_vec_part(e, v, c, col, n);
-}
-
 static inline void vfill(float *p, int n, float v)
 {
 	vf vv = vset1(v);
@@ -413,20 +406,19 @@ dw_plane(const int K, const int S, const float *x, int ih, int iw,
 								     ox + v * VW, t));
 				}
 			}
+			/* raw stores; the epilogue runs once over the plane */
 			for (v = 0; v < nvv; v++) {
 				int o = ox + v * VW, n = ow - o < VW ? ow - o : VW;
 
 				if (n == VW)
-					vst(orow + o, dw_epi(e, acc[v], c,
-							     (int64_t)oy * ow + o, VW));
+					vst(orow + o, acc[v]);
 				else
-					vst_part(orow + o,
-						 dw_epi(e, acc[v], c,
-							(int64_t)oy * ow + o, n),
-						 n);
+					vst_part(orow + o, acc[v], n);
 			}
 		}
 	}
+	if (e->bias_kind != MI_BIAS_NONE || e->res || e->act != MI_ACT_NONE)
+		k_epi_row(e, out, out, (int64_t)oh * ow, c, 0);
 }
 
 static void k_dw(const float *x, int ih, int iw, const float *w, int k,

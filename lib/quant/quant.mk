@@ -5,19 +5,24 @@
 
 QUANT_SRCS := $(wildcard lib/quant/*.c)
 QUANT_OBJS := $(patsubst %.c,$(O)/%.o,$(QUANT_SRCS))
-QUANT_TESTS := $(O)/lib/quant/tests/test-qkernels
+QUANT_TESTS := $(O)/lib/quant/tests/test-qkernels $(O)/lib/quant/tests/bench-qconv
 QUANT_LDLIBS := -lm -pthread
 
 $(QUANT_OBJS): $(wildcard lib/quant/*.h lib/*.h)
 $(LIB_A): $(QUANT_OBJS)
 
-# The kernel test needs only the kernels (no IR, no loader).
+# The kernel test and benchmark need only the kernels (no IR, no loader).
 $(O)/lib/quant/tests/test-qkernels: lib/quant/tests/test-qkernels.c $(O)/lib/quant/qgemm.o $(O)/lib/quant/qvec.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) $^ -o $@ $(QUANT_LDLIBS)
+
+$(O)/lib/quant/tests/bench-qconv: lib/quant/tests/bench-qconv.c $(O)/lib/quant/qgemm.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $^ -o $@ $(QUANT_LDLIBS)
 
 ALL += $(QUANT_TESTS)
 CHECKS += check-quant
+BENCHES += bench-quant
 
 .PHONY: check-quant
 # Kernels bit-exact on every ISA (~1 s), quantize + int8 execution end to
@@ -26,3 +31,8 @@ check-quant: $(QUANT_TESTS) $(O)/metainfer
 	$(O)/lib/quant/tests/test-qkernels 400
 	$(PYTHON) lib/quant/tests/test-quantize.py
 	$(PYTHON) tools/models/digits.py --eval --check
+
+.PHONY: bench-quant
+# int8 conv kernels per ISA (GMAC/s), ~10 s.
+bench-quant: $(O)/lib/quant/tests/bench-qconv
+	$(O)/lib/quant/tests/bench-qconv 0.3

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+/*
+ * int8 conv kernel micro-benchmark: ResNet/MobileNet layer shapes on every
+ * ISA path, 1 thread, uint8 output.  Prints milliseconds per call (thread
+ * CPU time, so other load on the machine matters less) and GMAC/s.
+ *
+ *   build/lib/quant/tests/bench-qconv [seconds-per-shape]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "quant/quant.h"
+
+static int wget(const void *ctx, int g, int o, int k)
+{
+	return ((o * 7 + k * 13 + g) % 255) - 127;
+}
+
+static double cpu_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { int c, hw, oc, k, s, g; } L[] = {
+		{ 64, 56, 64, 3, 1, 1 },   { 128, 28, 128, 3, 1, 1 },
+		{ 256, 14, 256, 3, 1, 1 }, { 512, 7, 512, 3, 1, 1 },
+		{ 64, 56, 256, 1, 1, 1 },  { 256, 56, 64, 1, 1, 1 },
+		{ 96, 112, 96, 3, 2, 96 }, { 144, 56, 144, 3, 1, 144 },
+		{ 3, 224, 64, 7, 2, 1 },
+	};
+	double secs = argc > 1 ? atof(argv[1]) : 0.3;
+
+	printf("%-11s %-26s %10s %10s\n", "isa", "layer", "ms", "GMAC/s");
+	for (int isa = MI_QISA_GENERIC; isa <= mi_quant_isa_max(); isa++) {
+		mi_quant_set_isa(isa);
+		for (size_t i = 0; i < sizeof(L) / sizeof(L[0]); i++) {
+			struct mi_qconv_shape s = {
+				.c = L[i].c, .h = L[i].hw, .w = L[i].hw, .oc = L[i].oc,
+				.kh = L[i].k, .kw = L[i].k, .sh = L[i].s, .sw = L[i].s,
+				.dh = 1, .dw = 1, .pt = L[i].k / 2, .pl = L[i].k / 2,
+				.pb = L[i].k / 2, .pr = L[i].k / 2, .group = L[i].g,
+			};
+			struct mi_qconv cv;
+
+			s.oh = (s.h + 2 * s.pt - s.kh) / s.sh + 1;
+			s.ow = s.oh;
+			if (mi_qconv_init(&cv, &s, wget, NULL)) {
+				fprintf(stderr, "bench-qconv: bad shape\n");
+				return 1;
+			}
+			uint8_t *x = malloc((size_t)s.c * s.h * s.w);
+			uint8_t *y = malloc((size_t)s.oc * s.oh * s.ow);
+			int32_t *comp = calloc(s.oc, 4);
+			float *mult = malloc(s.oc * 4);
+			void *ws = aligned_alloc(64, (mi_qconv_workspace(&cv) + 63) & ~(size_t)63);
+			struct mi_qepi ep = { .mode = MI_QOUT_U8, .comp = comp, .mult = mult,
+					      .flo = 0, .fhi = 255 };
+
+			memset(x, 3, (size_t)s.c * s.h * s.w);
+			for (int o = 0; o < s.oc; o++)
+				mult[o] = 0.001f;
+			mi_qconv_run(&cv, x, false, 3, &ep, y, ws, 0);
+			int it = 0;
+			double t0 = cpu_now(), t;
+
+			do {
+				mi_qconv_run(&cv, x, false, 3, &ep, y, ws, 0);
+				it++;
+				t = cpu_now();
+			} while (t - t0 < secs);
+			double macs = (double)s.oc * s.oh * s.ow * (s.c / s.group) * s.kh * s.kw;
+			char name[64];
+
+			snprintf(name, sizeof(name), "c%d %dx%d oc%d k%d s%d g%d", s.c, s.h, s.w,
+				 s.oc, s.kh, s.sh, s.group);
+			printf("%-11s %-26s %10.3f %10.1f\n", mi_quant_isa_name(isa), name,
+			       (t - t0) / it * 1e3, macs * it / (t - t0) / 1e9);
+			mi_qconv_fini(&cv);
+			free(x);
+			free(y);
+			free(comp);
+			free(mult);
+			free(ws);
+		}
+	}
+	return 0;
+}

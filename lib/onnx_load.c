@@ -775,10 +775,21 @@ static int load_node(struct load_ctx *c, struct name_map *map,
 	/* Opset < 7 arithmetic: broadcast=1 with an axis aligns the second
 	 * input at that axis, which numpy-style broadcasting does not do. */
 	if (g->opset < 7 && !n->domain[0] && mi_attr_int(n, "broadcast", 0) &&
-	    mi_attr_get(n, "axis"))
-		return mi_graph_err(g, n, -EOPNOTSUPP,
-			"unsupported legacy attribute 'axis' with broadcast=1 (opset %" PRId64 ")",
-			g->opset);
+	    mi_attr_get(n, "axis")) {
+		/* ... unless it is the suffix alignment numpy uses too:
+		 * axis == rank(A) - rank(B), with both ranks known now
+		 * (graph inputs and initializers). */
+		struct mi_tensor *a = mi_in(g, n, 0), *b = mi_in(g, n, 1);
+		int64_t axis = mi_attr_int(n, "axis", 0);
+
+		if (!a || !b || a->ndim < 0 || b->ndim < 0 ||
+		    !(a->flags & (MI_TF_INPUT | MI_TF_CONST)) ||
+		    !(b->flags & (MI_TF_INPUT | MI_TF_CONST)) ||
+		    (axis < 0 ? axis + a->ndim : axis) != a->ndim - b->ndim)
+			return mi_graph_err(g, n, -EOPNOTSUPP,
+				"unsupported legacy attribute 'axis' with broadcast=1 (opset %" PRId64 ")",
+				g->opset);
+	}
 
 	n->def = mi_op_find(n->op_type, n->domain);
 	if (!n->def && g->allow_unknown_ops)

@@ -17,9 +17,9 @@ Every knob has an environment variable so `make bench` can be tuned:
 
   BENCH_MODELS    comma list (default: the 8 benchmark models)
   BENCH_THREADS   comma list (default 1,2)
-  BENCH_ROUNDS    alternating rounds per model and engine (default 5)
+  BENCH_ROUNDS    alternating rounds per model and engine (default 3)
   BENCH_ITERS     timed iterations per run; 0 = auto, ~BENCH_RUN_MS per run
-  BENCH_RUN_MS    target duration of one run for auto iterations (1000)
+  BENCH_RUN_MS    target duration of one run for auto iterations (700)
   BENCH_INT8      0 to skip the int8 part
   BENCH_COSINE_N  inputs for the cosine similarity (default 100)
 """
@@ -278,11 +278,11 @@ def main():
                                             ",".join(BENCH_MODELS)))
     ap.add_argument("--threads", default=env("BENCH_THREADS", "1,2"))
     ap.add_argument("--rounds", type=int, default=int(env("BENCH_ROUNDS",
-                                                          "5")))
+                                                          "3")))
     ap.add_argument("--iters", type=int, default=int(env("BENCH_ITERS",
                                                          "0")))
     ap.add_argument("--run-ms", type=float,
-                    default=float(env("BENCH_RUN_MS", "1000")))
+                    default=float(env("BENCH_RUN_MS", "700")))
     ap.add_argument("--int8", type=int, default=int(env("BENCH_INT8", "1")))
     ap.add_argument("--cosine-n", type=int,
                     default=int(env("BENCH_COSINE_N", "100")))

@@ -44,6 +44,12 @@ def main():
     ap.add_argument("--seed", type=int, default=1000,
                     help="seed of the inputs (default 1000)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--chunk", type=int, default=25,
+                    help="inputs per batched run (default 25)")
+    ap.add_argument("--no-batched", dest="batched", action="store_false",
+                    help="one run per input (default: one run with the "
+                         "batch dimension set to N, checked against a "
+                         "batch-1 run, falling back to one run per input)")
     ap.add_argument("--dist", choices=("uniform", "normal"),
                     default="uniform",
                     help="input distribution: uniform in [-1, 1) (what "
@@ -83,37 +89,36 @@ def main():
     shape = export.input_shape(args.model, eargs)
     rng = np.random.default_rng(args.seed)
     os.makedirs(args.work, exist_ok=True)
-    xin = os.path.join(args.work, args.model + ".x.npy")
-    yout = os.path.join(args.work, args.model + ".y.npy")
-    refs, gots = [], []
+    xs = []
     for i in range(args.n):
         if args.dist == "normal":
-            x = rng.standard_normal(shape).astype(np.float32)
+            xs.append(rng.standard_normal(shape).astype(np.float32))
         else:
-            x = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
-        with torch.no_grad():
-            ref = net(torch.from_numpy(x)).numpy().astype(np.float64).ravel()
-        np.save(xin, x)
-        if os.path.exists(yout):
-            os.unlink(yout)
-        cmd = runner + [args.int8, "--input", xin, "--output", yout,
-                        "--threads", str(args.threads)]
-        try:
-            r = subprocess.run(cmd, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT)
-        except OSError as e:
-            print("cosine: cannot run %s: %s" % (cmd[0], e))
+            xs.append(rng.uniform(-1.0, 1.0, shape).astype(np.float32))
+    refs = []
+    with torch.no_grad():
+        for i in range(0, args.n, 10):
+            y = net(torch.from_numpy(np.concatenate(xs[i:i + 10]))).numpy()
+            refs.extend(r.astype(np.float64).ravel() for r in y)
+
+    gots = None
+    if args.batched and shape[0] == 1 and args.n > 1:
+        gots, why = run_batched(np, runner, args, xs)
+        if gots is None:
+            print("cosine: batched run not usable (%s); one run per input"
+                  % why, file=sys.stderr)
+    if gots is None:
+        gots = []
+        for i, x in enumerate(xs):
+            got, err = run_one(np, runner, args, x, args.int8, "one")
+            if err:
+                print("cosine: run %d: %s" % (i, err))
+                return 1
+            gots.append(got.ravel())
+    for i, (g, r) in enumerate(zip(gots, refs)):
+        if g.shape != r.shape or not np.all(np.isfinite(g)):
+            print("cosine: input %d: bad output (shape %s)" % (i, g.shape))
             return 1
-        if r.returncode or not os.path.exists(yout):
-            tail = r.stdout.decode(errors="replace").strip().splitlines()[-1:]
-            print("cosine: run %d failed: %s" % (i, tail[0] if tail else "?"))
-            return 1
-        got = np.load(yout).astype(np.float64).ravel()
-        if got.shape != ref.shape or not np.all(np.isfinite(got)):
-            print("cosine: run %d: bad output (shape %s)" % (i, got.shape))
-            return 1
-        refs.append(ref)
-        gots.append(got)
 
     cos = [cosine(np, g, r) for g, r in zip(gots, refs)]
     # Random-weight CNNs map different random inputs to nearly the same
@@ -130,6 +135,67 @@ def main():
              sum(floor) / len(floor) if floor else float("nan"), len(cos),
              args.dist, args.int8))
     return 0
+
+
+def run_one(np, runner, args, x, model, tag):
+    """Run model on x; returns (output array, None) or (None, error)."""
+    xin = os.path.join(args.work, "%s.%s.x.npy" % (args.model, tag))
+    yout = os.path.join(args.work, "%s.%s.y.npy" % (args.model, tag))
+    np.save(xin, x)
+    if os.path.exists(yout):
+        os.unlink(yout)
+    cmd = runner + [model, "--input", xin, "--output", yout,
+                    "--threads", str(args.threads)]
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+    except OSError as e:
+        return None, "cannot run %s: %s" % (cmd[0], e)
+    if r.returncode or not os.path.exists(yout):
+        tail = r.stdout.decode(errors="replace").strip().splitlines()[-1:]
+        return None, "failed: %s" % (tail[0] if tail else "?")
+    return np.load(yout).astype(np.float64), None
+
+
+def run_batched(np, runner, args, xs):
+    """All inputs in one run: the model with its batch dimension set to N.
+
+    Used only if it agrees with a batch-1 run on the first input (same
+    model, same engine), else the caller falls back to one run per input.
+    """
+    import onnx
+    proto = onnx.load(args.int8)
+    outs = []
+    for lo in range(0, len(xs), args.chunk):
+        chunk = xs[lo:lo + args.chunk]
+        n = len(chunk)
+        m = onnx.ModelProto()
+        m.CopyFrom(proto)
+        for vi in list(m.graph.input) + list(m.graph.output):
+            dims = vi.type.tensor_type.shape.dim
+            if not dims:
+                return None, "no static shape on %s" % vi.name
+            dims[0].ClearField("dim_param")
+            dims[0].dim_value = n
+        del m.graph.value_info[:]
+        path = os.path.join(args.work, args.model + ".batched.onnx")
+        onnx.save(m, path)
+        got, err = run_one(np, runner, args, np.concatenate(chunk), path,
+                           "batch")
+        if err:
+            return None, err
+        if got.shape[0] != n:
+            return None, "output batch %d" % got.shape[0]
+        outs.extend(g.ravel() for g in got)
+        if lo == 0:
+            one, err = run_one(np, runner, args, xs[0], args.int8, "one")
+            if err:
+                return None, err
+            a, b = outs[0], one.ravel()
+            if a.shape != b.shape or np.abs(a - b).max() > 1e-4 * max(
+                    np.abs(b).max(), 1e-12):
+                return None, "batched output differs from the batch-1 run"
+    return outs, None
 
 
 def cosine(np, a, b):

@@ -44,6 +44,7 @@ extern const struct mi_op_def mi_ops_shape[];
 extern const struct mi_op_def mi_ops_tensor[];
 extern const struct mi_op_def mi_ops_resize[];
 extern const struct mi_op_def mi_ops_misc[];
+extern const struct mi_op_def mi_ops_rnn[];
 #ifdef MI_HAVE_QUANT_OPS
 extern const struct mi_op_def mi_quant_ops[];
 #endif

@@ -9,7 +9,7 @@ static const struct mi_op_def *const mi_op_tables[] = {
 	mi_ops_elementwise, mi_ops_matmul, mi_ops_conv,
 	mi_ops_pool,	    mi_ops_norm,   mi_ops_reduce,
 	mi_ops_shape,	    mi_ops_tensor, mi_ops_resize,
-	mi_ops_misc,
+	mi_ops_misc,	    mi_ops_rnn,
 #ifdef MI_HAVE_QUANT_OPS
 	mi_quant_ops,
 #endif

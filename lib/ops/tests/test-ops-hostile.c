@@ -198,6 +198,76 @@ static void random_attr(struct mi_attr *a, const char *name, int rank)
 	}
 }
 
+/*
+ * Structured inputs for ops whose shape rules random shapes rarely meet
+ * (recurrent layers, losses, NonMaxSuppression): valid shapes with
+ * hostile values.  Returns the number of inputs set up, 0 if none.
+ */
+static int add_input(struct mi_graph *g, int dt, int rank, const int64_t *dims)
+{
+	int idx = mi_graph_add_tensor(g, "in");
+
+	fill_tensor(&g->tensors[idx], dt, rank, dims);
+	return idx;
+}
+
+static int special_inputs(const struct mi_op_def *d, struct mi_graph *g,
+			  struct mi_node *n)
+{
+	const char *t = d->op_type;
+	int64_t T = rint_(1, 3), B = rint_(1, 2), I = rint_(1, 3), H = rint_(1, 3);
+	int64_t D = rnd() % 2 ? 1 : 2, G = 1, dims[4];
+	int k = 0;
+
+	if (!strcmp(t, "RNN") || !strcmp(t, "GRU") || !strcmp(t, "LSTM")) {
+		G = !strcmp(t, "GRU") ? 3 : !strcmp(t, "LSTM") ? 4 : 1;
+		dims[0] = T; dims[1] = B; dims[2] = I;
+		n->inputs[k++] = add_input(g, MI_DT_FLOAT, 3, dims);
+		dims[0] = D; dims[1] = G * H; dims[2] = I;
+		n->inputs[k++] = add_input(g, MI_DT_FLOAT, 3, dims);
+		dims[2] = H;
+		n->inputs[k++] = add_input(g, MI_DT_FLOAT, 3, dims);
+		dims[1] = 2 * G * H;
+		n->inputs[k++] = add_input(g, MI_DT_FLOAT, 2, dims);
+		dims[0] = B;
+		n->inputs[k++] = add_input(g, MI_DT_INT32, 1, dims);
+		dims[0] = D; dims[1] = B; dims[2] = H;
+		n->inputs[k++] = add_input(g, MI_DT_FLOAT, 3, dims);
+		if (G == 4) {
+			n->inputs[k++] = add_input(g, MI_DT_FLOAT, 3, dims);
+			dims[1] = 3 * H;
+			n->inputs[k++] = add_input(g, MI_DT_FLOAT, 2, dims);
+		}
+		n->attrs[n->nattrs].name = strdup("hidden_size");
+		n->attrs[n->nattrs].type = MI_ATTR_INT;
+		n->attrs[n->nattrs++].i = rnd() % 4 ? H : hostile_int();
+		n->attrs[n->nattrs].name = strdup("direction");
+		n->attrs[n->nattrs].type = MI_ATTR_STRING;
+		n->attrs[n->nattrs++].s = strdup(D == 2 ? "bidirectional" :
+						rnd() % 2 ? "forward" : "reverse");
+		return k;
+	}
+	if (!strcmp(t, "NegativeLogLikelihoodLoss") ||
+	    !strcmp(t, "SoftmaxCrossEntropyLoss")) {
+		dims[0] = B; dims[1] = rint_(1, 4); dims[2] = T;
+		n->inputs[k++] = add_input(g, MI_DT_FLOAT, 3, dims);
+		dims[1] = T;
+		n->inputs[k++] = add_input(g, MI_DT_INT64, 2, dims);
+		return k;
+	}
+	if (!strcmp(t, "NonMaxSuppression")) {
+		dims[0] = B; dims[1] = rint_(0, 5); dims[2] = 4;
+		n->inputs[k++] = add_input(g, MI_DT_FLOAT, 3, dims);
+		dims[2] = dims[1]; dims[1] = rint_(1, 2);
+		n->inputs[k++] = add_input(g, MI_DT_FLOAT, 3, dims);
+		n->inputs[k++] = add_input(g, MI_DT_INT64, 0, dims);
+		n->inputs[k++] = add_input(g, MI_DT_FLOAT, 0, dims);
+		n->inputs[k++] = add_input(g, MI_DT_FLOAT, 0, dims);
+		return k;
+	}
+	return 0;
+}
+
 /* Run one random case of op d; returns 1 if run() was reached. */
 static int one_case(const struct mi_op_def *d, int *bad)
 {
@@ -210,6 +280,7 @@ static int one_case(const struct mi_op_def *d, int *bad)
 			     dtypes[rnd() % (sizeof(dtypes) / sizeof(dtypes[0]))];
 	/* one shape strategy for every extra input, half of the time */
 	int strat = rnd() % 2 ? (int)(rnd() % 6) : -1;
+	int special = 0;
 
 	for (int i = 0; i < rank0; i++)
 		dims0[i] = rint_(0, 4);
@@ -228,11 +299,21 @@ static int one_case(const struct mi_op_def *d, int *bad)
 	nout = d->min_outputs + (int)rint_(0, 1);
 	if (nout > d->max_outputs)
 		nout = d->max_outputs;
-	n->inputs = calloc(nin + 1, sizeof(int));
-	n->outputs = calloc(nout + 1, sizeof(int));
+	n->inputs = calloc(nin + 8, sizeof(int));
+	n->outputs = calloc(8, sizeof(int));
 	n->ninputs = nin;
 	n->noutputs = nout;
-	for (int i = 0; i < nin; i++) {
+	n->attrs = calloc(16, sizeof(struct mi_attr));
+	if (rnd() % 2) {
+		int k = special_inputs(d, &g, n);
+
+		if (k) {
+			special = 1;
+			n->ninputs = nin = k;
+			nout = n->noutputs = d->max_outputs;
+		}
+	}
+	for (int i = 0; i < nin && !special; i++) {
 		int idx, rank, dt;
 		int64_t dims[MI_MAX_DIMS];
 
@@ -284,7 +365,6 @@ static int one_case(const struct mi_op_def *d, int *bad)
 	}
 	for (int i = 0; i < nout; i++)
 		n->outputs[i] = mi_graph_add_tensor(&g, "out");
-	n->attrs = calloc(10, sizeof(struct mi_attr));
 	{
 		static const struct {
 			const char *op, *attr;
@@ -367,7 +447,7 @@ int main(int argc, char **argv)
 		mi_ops_elementwise, mi_ops_matmul, mi_ops_conv,
 		mi_ops_pool,	    mi_ops_norm,   mi_ops_reduce,
 		mi_ops_shape,	    mi_ops_tensor, mi_ops_resize,
-	mi_ops_misc,
+	mi_ops_misc,	    mi_ops_rnn,
 	};
 	int iters = argc > 1 ? atoi(argv[1]) : 300;
 	int bad = 0, nops = 0;

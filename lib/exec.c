@@ -180,10 +180,11 @@ int mi_infer_node(struct mi_graph *g, struct mi_node *n, unsigned char *state)
 		out_elems += mi_tensor_numel(t);
 	}
 	*state = MI_NS_STATIC;
-	/* Arithmetic on shape values (Gather/Concat/Unsqueeze of a Shape):
+	/* Arithmetic on shape values (Gather/Concat/Unsqueeze of a Shape),
+	 * and small Constant nodes left unfolded (MI_MODEL_NO_FOLD):
 	 * evaluate now so that Reshape & co. see constant shapes. */
-	if (all_value && any_shapeval && out_elems <= MI_SHAPEVAL_MAX_ELEMS &&
-	    n->def->run) {
+	if (all_value && (any_shapeval || is_op(n, "Constant")) &&
+	    out_elems <= MI_SHAPEVAL_MAX_ELEMS && n->def->run) {
 		for (int j = 0; j < n->noutputs; j++) {
 			err = mi_tensor_alloc(mi_out(g, n, j));
 			if (err)

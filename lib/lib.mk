@@ -34,12 +34,16 @@ $(LIB_A): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The shared library exports only the public API (lib/libmetainfer.map).
-$(LIB_SO): $(LIB_A) lib/libmetainfer.map
+# The shared library exports only the public API (lib/libmetainfer.map);
+# libmetainfer.so (for -lmetainfer) links to the soname file.
+$(LIB_SO).0: $(LIB_A) lib/libmetainfer.map
 	$(CC) -shared -Wl,-soname,libmetainfer.so.0 \
 		-Wl,--version-script=lib/libmetainfer.map \
 		-o $@ -Wl,--whole-archive $(LIB_A) -Wl,--no-whole-archive \
 		$(LIB_LDLIBS)
+
+$(LIB_SO): $(LIB_SO).0
+	ln -sf libmetainfer.so.0 $@
 
 ALL += $(LIB_A) $(LIB_SO)
 
@@ -50,7 +54,12 @@ $(O)/lib/tests/%: lib/tests/%.c $(LIB_A) $(wildcard lib/tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
 
-ALL += $(LIB_TESTS)
+# the shared library, used through the public header only
+$(O)/lib/tests/so-smoke: lib/tests/so-smoke.c $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $< -o $@ -L$(O) -lmetainfer -Wl,-rpath,'$$ORIGIN/../..'
+
+ALL += $(LIB_TESTS) $(O)/lib/tests/so-smoke
 CHECKS += check-lib
 
 .PHONY: check-lib
@@ -58,4 +67,8 @@ check-lib: $(LIB_TESTS) $(O)/metainfer
 	@rm -rf $(O)/lib/tests/models
 	$(PYTHON) lib/tests/gen_pass_models.py $(O)/lib/tests/models
 	@set -e; for t in $(LIB_TESTS); do echo "--- $$t"; $$t $(O)/lib/tests/models; done
+	$(O)/lib/tests/so-smoke $(O)/lib/tests/models/api_net.onnx
+	@bad=$$(nm -D --defined-only $(LIB_SO) | awk '$$2 == "T" && $$3 !~ /^mi_/'); \
+		if [ -n "$$bad" ]; then echo "FAIL: libmetainfer.so exports $$bad"; exit 1; fi; \
+		echo "ok   libmetainfer.so exports only mi_* ($$(nm -D --defined-only $(LIB_SO) | grep -c ' T '))"
 	@PYTHON=$(PYTHON) tools/metainfer/test-cli.sh $(O)/metainfer

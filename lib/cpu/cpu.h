@@ -151,6 +151,8 @@ struct mi_cpu_kern {
 	/* sum / max of x[0:n] (global pooling) */
 	float (*sum)(const float *x, int64_t n);
 	float (*max)(const float *x, int64_t n);
+	/* y[0:n] = x[0:n] * s (channel scaling, squeeze-excitation) */
+	void (*scale)(const float *x, float s, float *y, int64_t n);
 	/* Winograd F(4x4,3x3): input transform of one channel, output
 	 * transform of one row of tiles (winograd.c) */
 	void (*wino_in)(const float *x, int ih, int iw, int pt, int pl,

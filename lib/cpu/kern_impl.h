@@ -762,6 +762,17 @@ static void k_wino_out(const float *m, size_t xs, int tw, int twv,
 	}
 }
 
+static void k_scale(const float *x, float s, float *y, int64_t n)
+{
+	vf vs = vset1(s);
+	int64_t i = 0;
+
+	for (; i + VW <= n; i += VW)
+		vst(y + i, vld(x + i) * vs);
+	for (; i < n; i++)
+		y[i] = x[i] * s;
+}
+
 const struct mi_cpu_kern KTAB = {
 	.isa = KISA,
 	.mr = KMR,
@@ -772,6 +783,7 @@ const struct mi_cpu_kern KTAB = {
 	.pool = k_pool,
 	.sum = k_sum,
 	.max = k_max,
+	.scale = k_scale,
 	.wino_in = k_wino_in,
 	.wino_out = k_wino_out,
 };

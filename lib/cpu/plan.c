@@ -39,7 +39,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	__attribute__((weak));
 
 /* ---- registry ---------------------------------------------------------- */
-enum { K_CONV, K_GEMM, K_POOL, K_GPOOL, K_BMM };
+enum { K_CONV, K_GEMM, K_POOL, K_GPOOL, K_BMM, K_CHMUL };
 
 struct variant {
 	const char *op;
@@ -65,6 +65,7 @@ static const struct variant registry[] = {
 	{ "AveragePool", MI_DT_FLOAT, "NCHW", "rows", 0, ALL_ISAS },
 	{ "GlobalAveragePool", MI_DT_FLOAT, "NCHW", "vector", 0, ALL_ISAS },
 	{ "GlobalMaxPool", MI_DT_FLOAT, "NCHW", "vector", 0, ALL_ISAS },
+	{ "Mul", MI_DT_FLOAT, "NCHW", "channel-scale", 0, ALL_ISAS },
 };
 
 static const struct variant *find_variant(const char *op)
@@ -373,6 +374,30 @@ static int setup_bmm(struct mi_graph *g, struct mi_node *n,
 	return 0;
 }
 
+/* Mul(x [N,C,H,W], s [N,C,1,1]) in either order: per-plane scaling. */
+static int setup_chmul(struct mi_graph *g, struct mi_node *n,
+		       struct fast_node *f, int isa)
+{
+	struct mi_tensor *a = mi_in(g, n, 0), *b = mi_in(g, n, 1);
+	struct mi_tensor *y = mi_out(g, n, 0), *x, *sc;
+
+	if (n->ninputs != 2 || !float_known(a) || !float_known(b) ||
+	    !float_known(y) || a->ndim != 4 || b->ndim != 4)
+		return -EOPNOTSUPP;
+	x = mi_tensor_numel(a) >= mi_tensor_numel(b) ? a : b;
+	sc = x == a ? b : a;
+	if (sc->dims[0] != x->dims[0] || sc->dims[1] != x->dims[1] ||
+	    sc->dims[2] != 1 || sc->dims[3] != 1 || !same_shape(x, y))
+		return -EOPNOTSUPP;
+	f->isa = isa;
+	f->planes = x->dims[0] * x->dims[1];
+	f->plane_size = x->dims[2] * x->dims[3];
+	f->res_slot = x == a ? 1 : 0; /* slot of the scale tensor */
+	f->kind = K_CHMUL;
+	f->v = find_variant("Mul");
+	return 0;
+}
+
 static int setup_pool(struct mi_graph *g, struct mi_node *n,
 		      struct fast_node *f, int isa)
 {
@@ -654,7 +679,7 @@ static size_t fast_ws_size(const struct fast_node *f, int nthreads)
 {
 	if (f->kind == K_CONV)
 		return f->cv.ws_size;
-	if (f->kind == K_GPOOL)
+	if (f->kind == K_GPOOL || f->kind == K_CHMUL)
 		return 0;
 	if (f->kind == K_BMM)
 		return f->ws_gemm * (f->nb < nthreads ? f->nb : nthreads);
@@ -722,6 +747,8 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 				err = setup_bmm(g, n, f, isa);
 			}
 		}
+		else if (is_op(n, "Mul"))
+			err = setup_chmul(g, n, f, isa);
 		else
 			err = setup_pool(g, n, f, isa);
 		if (err == -EOPNOTSUPP) {
@@ -799,6 +826,25 @@ static void pool_thread(void *ctx, int t, int nt)
 	}
 }
 
+struct chmul_job {
+	const struct fast_node *f;
+	const float *x, *s;
+	float *y;
+};
+
+static void chmul_thread(void *ctx, int t, int nt)
+{
+	const struct chmul_job *j = ctx;
+	const struct fast_node *f = j->f;
+	const struct mi_cpu_kern *kt = mi_cpu_kern_get(f->isa);
+	int64_t b, e, p;
+
+	mi_chunk(f->planes, t, nt, &b, &e);
+	for (p = b; p < e; p++)
+		kt->scale(j->x + p * f->plane_size, j->s[p],
+			  j->y + p * f->plane_size, f->plane_size);
+}
+
 struct bmm_job {
 	const struct fast_node *f;
 	const float *a, *b;
@@ -830,6 +876,23 @@ static int fast_run(struct mi_graph *g, struct mi_node *n)
 
 	if (!x->data || !y->data)
 		return mi_graph_err(g, n, -EINVAL, "fast kernel: missing data");
+	if (f->kind == K_CHMUL) {
+		struct chmul_job j = {
+			.f = f,
+			.x = mi_in(g, n, 1 - f->res_slot)->data,
+			.s = mi_in(g, n, f->res_slot)->data,
+			.y = y->data,
+		};
+		int64_t tot = f->planes * f->plane_size;
+
+		if (!j.x || !j.s ||
+		    mi_tensor_numel(mi_in(g, n, 1 - f->res_slot)) != tot)
+			return mi_graph_err(g, n, -EINVAL,
+					    "fast kernel planned for another input shape");
+		mi_pool_run(tot < 65536 ? 1 : pool_threads(f), chmul_thread,
+			    &j);
+		return 0;
+	}
 	if (f->res_slot >= 0) {
 		res = mi_in(g, n, f->res_slot)->data;
 		if (!res)

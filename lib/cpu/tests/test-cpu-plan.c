@@ -295,6 +295,35 @@ static void test_batched_matmul(int shared_b)
 	mi_graph_fini(&g);
 }
 
+/* Mul(s [N,C,1,1], x [N,C,H,W]): channel scaling (squeeze-excitation) */
+static void test_channel_scale(void)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = 2 };
+	int64_t dx[4] = { 2, 3, 4, 5 }, ds[4] = { 2, 3, 1, 1 };
+	float ref[120];
+	int x, sc, y, mul;
+	const float *xv, *sv;
+
+	mi_graph_init(&g);
+	x = tensor(&g, "x", 4, dx, MI_TF_INPUT, true);
+	sc = tensor(&g, "s", 4, ds, MI_TF_INPUT, true);
+	y = tensor(&g, "y", 4, dx, 0, false);
+	mul = node(&g, "Mul", 2, (int[]){ sc, x }, y);
+	set_outputs(&g, 1, &y);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(g.nodes[mul].priv, "channel scale not planned");
+	CHECK(!run_planned(&g), "run failed: %s", g.err);
+	xv = g.tensors[x].data, sv = g.tensors[sc].data;
+	for (int i = 0; i < 120; i++)
+		ref[i] = xv[i] * sv[i / 20];
+	CHECK(nerr(g.tensors[y].data, ref, 120) == 0, "err %g",
+	      nerr(g.tensors[y].data, ref, 120));
+	mi_cpu_plan_fini(&g);
+	mi_graph_fini(&g);
+}
+
 /* An intermediate that is also a graph output, or read twice, is not
  * fused away. */
 static void test_no_fuse(void)
@@ -348,6 +377,7 @@ int main(void)
 	test_matmul_bias_clip();
 	test_batched_matmul(0);
 	test_batched_matmul(1);
+	test_channel_scale();
 	test_no_fuse();
 	printf("test-cpu-plan: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

@@ -183,15 +183,19 @@ static struct split plan_split(const struct mi_sgemm_args *a,
 	/* Tiny problems are not worth waking a thread for. */
 	if ((double)a->m * a->n * a->k < 64.0 * 1024)
 		nt = 1;
-	if (ntiles >= 2 * nt || ntiles >= mtiles) {
-		s.over_n = 1;
-		if (nt > ntiles)
-			nt = (int)ntiles;
-	} else {
-		s.over_n = 0;
-		if (nt > mtiles)
-			nt = (int)mtiles;
+	/* Split the dimension whose tiles divide more evenly among the
+	 * threads (N on a tie: each thread then packs only its own B). */
+	{
+		int64_t wn = (ntiles + nt - 1) / nt, wm = (mtiles + nt - 1) / nt;
+		/* critical path, in micro-tiles, of either split */
+		double cn = (double)wn * mtiles, cm = (double)wm * ntiles;
+
+		s.over_n = nt == 1 || cn <= cm;
 	}
+	if (s.over_n && nt > ntiles)
+		nt = (int)ntiles;
+	if (!s.over_n && nt > mtiles)
+		nt = (int)mtiles;
 	s.nt = nt < 1 ? 1 : nt;
 	return s;
 }

@@ -15,7 +15,7 @@
 #include "cpu/cpu.h"
 
 #define POOL_MAX 64
-#define SPIN_ITERS 4000
+#define SPIN_ITERS 1000 /* ~50 us with pause: bridges kernel-to-kernel gaps */
 
 static struct {
 	pthread_mutex_t lock; /* held for the whole of one run */
@@ -135,7 +135,7 @@ void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 			if (atomic_load(&pool.sleepers))
 				futex_wake(&pool.gen, INT_MAX);
 			fn(ctx, 0, nt);
-			for (i = 0; i < SPIN_ITERS * 4; i++) {
+			for (i = 0; i < SPIN_ITERS; i++) {
 				if (!atomic_load_explicit(&pool.pending,
 							  memory_order_acquire))
 					break;

@@ -442,6 +442,17 @@ static int ein_parse(struct mi_graph *g, struct mi_node *n, struct ein *e)
 	if (k > MI_MAX_DIMS)
 		return mi_graph_err(g, n, -EOPNOTSUPP, "output rank %d too big", k);
 	e->nout = k;
+	{
+		/* bound the brute-force work (product of all label sizes) */
+		double work = 1;
+
+		for (int l = 0; l < EIN_LABELS; l++)
+			if (used[l] && e->size[l] > 0)
+				work *= (double)e->size[l];
+		if (work > 1e12)
+			return mi_graph_err(g, n, -EOPNOTSUPP,
+					    "equation needs too much work");
+	}
 	for (int l = 0; l < EIN_LABELS; l++)
 		if (used[l] && !isout[l])
 			e->sum[e->nsum++] = l;

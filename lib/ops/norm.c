@@ -368,9 +368,10 @@ static int lrn_run(struct mi_graph *g, struct mi_node *n)
 			for (int64_t i = 0; i < sz; i++) {
 				double sq = 0, v;
 
-				for (int64_t k = c - lo; k <= c + hi; k++) {
-					if (k < 0 || k >= C)
-						continue;
+				int64_t k0 = c - lo < 0 ? 0 : c - lo;
+				int64_t k1 = hi > C - 1 - c ? C - 1 : c + hi;
+
+				for (int64_t k = k0; k <= k1; k++) {
 					v = mi_ops_rd(x, (b * C + k) * sz + i);
 					sq += v * v;
 				}

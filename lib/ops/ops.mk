@@ -23,9 +23,9 @@ $(O)/lib/ops/tests/test-ops-hostile: $(OPS_TEST_SRCS) $(wildcard lib/ops/*.h) li
 .PHONY: check-ops
 check-ops: $(O)/lib/ops/tests/test-ops-hostile
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		$(O)/lib/ops/tests/test-ops-hostile 1000 1
+		timeout 600 $(O)/lib/ops/tests/test-ops-hostile 1000 1
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		$(O)/lib/ops/tests/test-ops-hostile 1000 5
+		timeout 600 $(O)/lib/ops/tests/test-ops-hostile 1000 5
 
 ALL += $(O)/lib/ops/tests/test-ops-hostile
 CHECKS += check-ops

@@ -238,6 +238,9 @@ static int rnn_run(struct mi_graph *g, struct mi_node *n)
 					for (int64_t k = 0; k < H; k++)
 						hn[k] = act(af[0], clipv(&r, gx[k] + gh[k]));
 				} else if (r.kind == K_GRU) {
+					/* reset gate first: hn holds r . h_{t-1} */
+					for (int64_t k = 0; k < H; k++)
+						hn[k] = act(af[0], clipv(&r, gx[H + k] + gh[H + k])) * h[k];
 					for (int64_t k = 0; k < H; k++) {
 						double z = act(af[0], clipv(&r, gx[k] + gh[k]));
 						double rg = act(af[0], clipv(&r, gx[H + k] + gh[H + k]));
@@ -250,16 +253,15 @@ static int rnn_run(struct mi_graph *g, struct mi_node *n)
 							double e = bt ? mi_ops_rd(bt, di * 2 * G * H + G * H + 2 * H + k) : 0;
 							int64_t rb = (di * G * H + 2 * H + k) * H;
 
-							for (int64_t q = 0; q < H; q++) {
-								double rq = act(af[0], clipv(&r, gx[H + q] + gh[H + q]));
-
-								e += mi_ops_rd(R, rb + q) * rq * h[q];
-							}
+							for (int64_t q = 0; q < H; q++)
+								e += mi_ops_rd(R, rb + q) * hn[q];
 							hh = gx[2 * H + k] + e;
 						}
 						hh = act(af[1], clipv(&r, hh));
-						hn[k] = (1 - z) * hh + z * h[k];
+						gx[k] = (1 - z) * hh + z * h[k];
 					}
+					for (int64_t k = 0; k < H; k++)
+						hn[k] = gx[k];
 				} else {
 					for (int64_t k = 0; k < H; k++) {
 						double pi = pp ? mi_ops_rd(pp, di * 3 * H + k) : 0;

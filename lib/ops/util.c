@@ -536,6 +536,17 @@ int mi_ops_spatial(struct mi_graph *g, struct mi_node *n, struct mi_spatial *s,
 					    (long long)s->pad_begin[i],
 					    (long long)s->pad_end[i]);
 	}
+	{
+		int64_t kp = 1;
+
+		for (int i = 0; i < nsp; i++) {
+			kp *= s->kernel[i];
+			if (kp > MI_SPATIAL_LIMIT)
+				return mi_graph_err(g, n, -EOPNOTSUPP,
+						    "kernel has more than %lld elements",
+						    (long long)MI_SPATIAL_LIMIT);
+		}
+	}
 	for (int i = 0; i < nsp; i++) {
 		int64_t ek = (s->kernel[i] - 1) * s->dil[i] + 1;
 		int64_t in = s->in[i], o;

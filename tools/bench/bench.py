@@ -492,8 +492,9 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
              "threads, interOpNumThreads 1, sequential), driven by "
              "tools/bench/ort-run.js." % ort_version())
     L.append("- Models: tools/models/export.py, seeded random weights "
-             "(BatchNorm statistics randomized, BatchNormalization kept in "
-             "the graph), opset 13, batch 1, 224x224 images; the Transformer "
+             "(BatchNorm scale/shift randomized, running statistics from seeded "
+             "data, BatchNormalization kept in the graph), opset 13, batch 1, "
+             "224x224 images, inputs uniform in [-1, 1); the Transformer "
              "is nn.TransformerEncoder (d_model 128, 4 heads, 2 layers, "
              "GELU, input 1x64x128).")
     L.append("- Method: per model and thread count, %d rounds alternating "

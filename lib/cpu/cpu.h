@@ -57,6 +57,11 @@ int mi_cpu_ncores(void);
 /* Run fn on nt threads (caller is t = 0); returns when all are done.
  * nt <= 1 runs inline.  Workers are created on first use. */
 void mi_pool_run(int nt, mi_pool_fn fn, void *ctx);
+/* Element-wise fast paths (eltwise.c): claims unplanned live fp32 nodes
+ * (unary activations, Pow by a constant, broadcasting Add/Sub/Mul/Div,
+ * last-axis Softmax); node->priv starts with mi_cpu_kernel_hdr. */
+struct mi_graph;
+int mi_cpu_plan_eltwise(struct mi_graph *g, int nthreads);
 /* Threads the planner was configured with (mi_cpu_plan's opts, default
  * online cores); int8 kernels in lib/quant use the same. */
 int mi_cpu_nthreads(void);

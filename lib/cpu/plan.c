@@ -774,6 +774,8 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		if (fast_ws_size(f, nthreads) > wsmax)
 			wsmax = fast_ws_size(f, nthreads);
 	}
+	if (!err && !env_is("MI_CPU_ELTWISE", "0"))
+		err = mi_cpu_plan_eltwise(g, nthreads);
 	if (!err && ws->refs) {
 		ws->buf = mi_cpu_alloc(wsmax);
 		ws->size = wsmax;

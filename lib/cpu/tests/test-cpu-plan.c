@@ -366,6 +366,164 @@ static void test_no_fuse(void)
 	mi_graph_fini(&g);
 }
 
+
+/* ---- element-wise fast paths vs the reference ops (lib/ops) ---------- */
+static void set_attr_float(struct mi_graph *g, int nd, const char *name,
+			   float v)
+{
+	struct mi_node *n = &g->nodes[nd];
+
+	n->attrs = realloc(n->attrs, (n->nattrs + 1) * sizeof(*n->attrs));
+	memset(&n->attrs[n->nattrs], 0, sizeof(*n->attrs));
+	n->attrs[n->nattrs].name = strdup(name);
+	n->attrs[n->nattrs].type = MI_ATTR_FLOAT;
+	n->attrs[n->nattrs].f = v;
+	n->nattrs++;
+}
+
+static void set_attr_int(struct mi_graph *g, int nd, const char *name,
+			 int64_t v)
+{
+	struct mi_node *n = &g->nodes[nd];
+
+	n->attrs = realloc(n->attrs, (n->nattrs + 1) * sizeof(*n->attrs));
+	memset(&n->attrs[n->nattrs], 0, sizeof(*n->attrs));
+	n->attrs[n->nattrs].name = strdup(name);
+	n->attrs[n->nattrs].type = MI_ATTR_INT;
+	n->attrs[n->nattrs].i = v;
+	n->nattrs++;
+}
+
+/* Random values in [lo, lo + scale * 2]. */
+static void refill(struct mi_tensor *t, float scale, float lo)
+{
+	for (int64_t i = 0; i < mi_tensor_numel(t); i++)
+		((float *)t->data)[i] = lo + scale * (rfl() + 1.0f);
+}
+
+/*
+ * One node op(a[, b]) -> y: plan, expect planned == want; when planned,
+ * run the fast kernel (output pre-filled with NaN: every element must be
+ * written) and the reference op and compare.  b_const: b is a constant
+ * holding the given value(s).
+ */
+static void elt_case(const char *op, int nda, const int64_t *da, int ndb,
+		     const int64_t *db, int ndy, const int64_t *dy,
+		     float scale, float lo, bool want, int64_t axis,
+		     const float *bconst)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = 2 };
+	int a, b = -1, y, nd, nin = ndb >= 0 ? 2 : 1;
+	const struct mi_op_def *def = mi_op_find(op, "");
+	struct mi_tensor *yt;
+	float *fast;
+	int64_t ny;
+	double e;
+
+	mi_graph_init(&g);
+	a = tensor(&g, "a", nda, da, MI_TF_INPUT, true);
+	refill(&g.tensors[a], scale, lo);
+	if (nin == 2) {
+		b = tensor(&g, "b", ndb, db, bconst ? MI_TF_CONST : MI_TF_INPUT,
+			   true);
+		if (bconst)
+			((float *)g.tensors[b].data)[0] = bconst[0];
+		else
+			refill(&g.tensors[b], scale, lo);
+	}
+	y = tensor(&g, "y", ndy, dy, 0, false);
+	nd = node(&g, op, nin, (int[]){ a, b }, y);
+	if (!strcmp(op, "LeakyRelu"))
+		set_attr_float(&g, nd, "alpha", 0.3f);
+	if (!strcmp(op, "HardSigmoid")) {
+		set_attr_float(&g, nd, "alpha", 0.25f);
+		set_attr_float(&g, nd, "beta", 0.4f);
+	}
+	if (axis != 99)
+		set_attr_int(&g, nd, "axis", axis);
+	g.opset = 17;
+	g.nodes[nd].def = def;
+	set_outputs(&g, 1, &y);
+	CHECK(def, "no reference op %s", op);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(!!g.nodes[nd].priv == want, "%s: planned %d, want %d", op,
+	      !!g.nodes[nd].priv, want);
+	if (!def || !g.nodes[nd].priv) {
+		mi_cpu_plan_fini(&g);
+		mi_graph_fini(&g);
+		return;
+	}
+	yt = &g.tensors[y];
+	mi_tensor_alloc(yt);
+	ny = mi_tensor_numel(yt);
+	for (int64_t i = 0; i < ny; i++)
+		((float *)yt->data)[i] = NAN;
+	CHECK(!mi_cpu_node_run(&g, &g.nodes[nd]), "%s run: %s", op, g.err);
+	fast = malloc(ny * sizeof(float));
+	memcpy(fast, yt->data, ny * sizeof(float));
+	CHECK(!def->run(&g, &g.nodes[nd]), "%s reference: %s", op, g.err);
+	e = nerr(fast, yt->data, ny);
+	CHECK(e <= 1e-6, "%s (%lld elements): err %g", op, (long long)ny, e);
+	free(fast);
+	mi_cpu_plan_fini(&g);
+	mi_graph_fini(&g);
+}
+
+static void test_eltwise(void)
+{
+	static const char *const unary[] = {
+		"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Exp", "Sqrt",
+		"HardSigmoid", "HardSwish",
+	};
+	static const char *const binary[] = { "Add", "Sub", "Mul", "Div" };
+	static const float pw[] = { 1, 2, 3, 0.5f, 2.5f };
+
+	for (int r = 0; r < 4; r++) {
+		/* r == 3: large enough to use the thread pool */
+		int64_t d[4] = { 1 + r, 2 + r % 3 * 5, 3 + r * 7,
+				 r == 3 ? 1700 : 5 + r * 3 };
+		int64_t c[3] = { d[1], 1, 1 }, last[1] = { d[3] };
+		int64_t sc[1] = { 1 }, mid[4] = { 1, d[1], d[2], 1 };
+		int64_t bad[3] = { d[1], 1, d[3] };
+
+		for (size_t i = 0; i < sizeof(unary) / sizeof(*unary); i++)
+			elt_case(unary[i], 4, d, -1, NULL, 4, d, 4,
+				 !strcmp(unary[i], "Sqrt") ? 0 : -4, true, 99,
+				 NULL);
+		for (size_t i = 0; i < sizeof(pw) / sizeof(*pw); i++)
+			elt_case("Pow", 4, d, 0, NULL, 4, d, 2, pw[i] == 0.5f ?
+				 0 : -2, pw[i] != 2.5f, 99, &pw[i]);
+		for (size_t i = 0; i < sizeof(binary) / sizeof(*binary); i++) {
+			const char *op = binary[i];
+
+			elt_case(op, 4, d, 4, d, 4, d, 2, 0.5f, true, 99, NULL);
+			elt_case(op, 4, d, 0, NULL, 4, d, 2, 0.5f, true, 99,
+				 NULL);
+			elt_case(op, 1, sc, 4, d, 4, d, 2, 0.5f, true, 99,
+				 NULL);
+			elt_case(op, 4, d, 1, last, 4, d, 2, 0.5f, true, 99,
+				 NULL);
+			elt_case(op, 1, last, 4, d, 4, d, 2, 0.5f, true, 99,
+				 NULL);
+			elt_case(op, 4, d, 3, c, 4, d, 2, 0.5f, true, 99, NULL);
+			elt_case(op, 3, c, 4, d, 4, d, 2, 0.5f, true, 99, NULL);
+			elt_case(op, 4, mid, 4, d, 4, d, 2, 0.5f, true, 99,
+				 NULL);
+			/* [C,1,W] against [N,C,H,W]: not one block */
+			elt_case(op, 4, d, 3, bad, 4, d, 2, 0.5f, d[2] == 1,
+				 99, NULL);
+		}
+		elt_case("Softmax", 4, d, -1, NULL, 4, d, 8, -8, true, 99,
+			 NULL);
+		elt_case("Softmax", 4, d, -1, NULL, 4, d, 8, -8, true, 3,
+			 NULL);
+		elt_case("Softmax", 4, d, -1, NULL, 4, d, 8, -8, false, 1,
+			 NULL);
+	}
+}
+
 int main(void)
 {
 	printf("test-cpu-plan: isa=%s\n", mi_cpu_isa_name(mi_cpu_isa()));
@@ -379,6 +537,7 @@ int main(void)
 	test_batched_matmul(1);
 	test_channel_scale();
 	test_no_fuse();
+	test_eltwise();
 	printf("test-cpu-plan: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -471,6 +471,48 @@ static void elt_case(const char *op, int nda, const int64_t *da, int ndb,
 	mi_graph_fini(&g);
 }
 
+/* Erf's table + series: per-element relative error vs double erf() over
+ * a dense sweep of [-6, 6], tiny values, +-inf and NaN. */
+static void test_erf_sweep(void)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = 1 };
+	int64_t n = 200003, d[1] = { n };
+	int x, y, nd;
+	float *xv, *yv;
+	double worst = 0;
+
+	mi_graph_init(&g);
+	x = tensor(&g, "x", 1, d, MI_TF_INPUT, true);
+	y = tensor(&g, "y", 1, d, 0, false);
+	nd = node(&g, "Erf", 1, (int[]){ x }, y);
+	set_outputs(&g, 1, &y);
+	xv = g.tensors[x].data;
+	for (int64_t i = 0; i < n - 8; i++)
+		xv[i] = -6.0f + 12.0f * i / (n - 9);
+	xv[n - 8] = 1e-30f, xv[n - 7] = -3e-9f, xv[n - 6] = 1e-3f;
+	xv[n - 5] = INFINITY, xv[n - 4] = -INFINITY, xv[n - 3] = 0.0f;
+	xv[n - 2] = 3.99999f, xv[n - 1] = NAN;
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(g.nodes[nd].priv, "Erf not planned");
+	if (g.nodes[nd].priv) {
+		mi_tensor_alloc(&g.tensors[y]);
+		CHECK(!mi_cpu_node_run(&g, &g.nodes[nd]), "%s", g.err);
+		yv = g.tensors[y].data;
+		for (int64_t i = 0; i < n - 1; i++) {
+			double r = erf((double)xv[i]);
+			double e = fabs(yv[i] - r) / fmax(fabs(r), 1e-37);
+
+			worst = e > worst || isnan(e) ? e : worst;
+		}
+		CHECK(worst <= 1e-6, "erf relative error %g", worst);
+		CHECK(isnan(yv[n - 1]), "erf(NaN) = %g", yv[n - 1]);
+	}
+	mi_cpu_plan_fini(&g);
+	mi_graph_fini(&g);
+}
+
 static void test_eltwise(void)
 {
 	static const char *const unary[] = {
@@ -538,6 +580,7 @@ int main(void)
 	test_channel_scale();
 	test_no_fuse();
 	test_eltwise();
+	test_erf_sweep();
 	printf("test-cpu-plan: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -630,19 +630,22 @@ int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 	    s->pt < 0 || s->pl < 0 || s->pb < 0 || s->pr < 0)
 		return -EINVAL;
 	cv->s = *s;
-	if (s->group == s->c && s->oc == s->c && s->kh == 3 && s->kw == 3) {
+	if (s->group == s->c && s->oc == s->c && s->kh <= MI_QDW_KMAX &&
+	    s->kw <= MI_QDW_KMAX && s->kh * s->kw > 1) {
+		int nt = s->kh * s->kw;
+
 		cv->depthwise = true;
-		cv->dww = malloc((size_t)s->oc * 9);
+		cv->dww = malloc((size_t)s->oc * nt);
 		cv->wsum_dw = calloc(s->oc, sizeof(int32_t));
 		if (!cv->dww || !cv->wsum_dw) {
 			mi_qconv_fini(cv);
 			return -ENOMEM;
 		}
 		for (int o = 0; o < s->oc; o++)
-			for (int t = 0; t < 9; t++) {
+			for (int t = 0; t < nt; t++) {
 				int v = get(ctx, o, 0, t);
 
-				cv->dww[o * 9 + t] = (int8_t)v;
+				cv->dww[o * nt + t] = (int8_t)v;
 				cv->wsum_dw[o] += v;
 			}
 		return 0;
@@ -1106,6 +1109,70 @@ dw_row_avx2(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w, 
 	dw_row_tail(acc, rows, w, x, ow, sw, dw);
 }
 
+/* ---- depthwise KxK (kernels other than 3x3, up to 7x7) ------------------ */
+
+/* acc[ox] = sum over kh*kw taps; rows: kh input row pointers. */
+static void dw_rowk_generic(int32_t *restrict acc, const uint8_t *const *rows,
+			    const int8_t *w, int kh, int kw, int ow, int sw, int dw)
+{
+	memset(acc, 0, ow * sizeof(int32_t));
+	for (int ky = 0; ky < kh; ky++)
+		for (int kx = 0; kx < kw; kx++) {
+			const uint8_t *r = rows[ky] + kx * dw;
+			int wv = w[ky * kw + kx];
+
+			for (int x = 0; x < ow; x++)
+				acc[x] += wv * r[x * sw];
+		}
+}
+
+/*
+ * AVX-512, stride 1 or 2, no dilation: same (x, 0) pair trick as the 3x3
+ * rows (stride 2 takes the pair (r[2i], r[2i+1]) times (w, 0)); exact.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+dw_rowk_avx512(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w,
+	       int kh, int kw, int ow, int sw, const struct dw_rq *rq)
+{
+	struct dw_rqv v = { 0 };
+
+	if (rq) {
+		v.comp = _mm512_set1_epi32(rq->comp);
+		v.zy = _mm512_set1_epi32(rq->zy);
+		v.mult = _mm512_set1_ps(rq->mult);
+		v.lo = _mm512_set1_ps(rq->flo);
+		v.hi = _mm512_set1_ps(rq->fhi);
+	}
+	for (int x = 0; x < ow; x += 16) {
+		int n = ow - x >= 16 ? 16 : ow - x;
+		__mmask16 m = (__mmask16)((1u << n) - 1);
+		__mmask32 m2 = n == 16 ? 0xffffffffu : (__mmask32)((1u << (2 * n)) - 1);
+		__m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+
+		for (int ky = 0; ky < kh; ky++) {
+			const int8_t *wr = w + ky * kw;
+			__m512i a = ky & 1 ? a1 : a0;
+
+			for (int kx = 0; kx < kw; kx++) {
+				__m512i wv = _mm512_set1_epi32((uint16_t)(int16_t)wr[kx]), p;
+
+				if (sw == 1)
+					p = _mm512_cvtepu8_epi32(
+						_mm_maskz_loadu_epi8(m, rows[ky] + x + kx));
+				else
+					p = _mm512_cvtepu8_epi16(
+						_mm256_maskz_loadu_epi8(m2, rows[ky] + 2 * x + kx));
+				a = _mm512_dpwssd_epi32(a, p, wv);
+			}
+			if (ky & 1)
+				a1 = a;
+			else
+				a0 = a;
+		}
+		dw_store(acc, x, m, _mm512_add_epi32(a0, a1), rq, &v);
+	}
+}
+
 static void dw_prep_item(void *arg, int c, int tid)
 {
 	struct conv_job *j = arg;
@@ -1153,6 +1220,34 @@ static void dw_item(void *arg, int c, int tid)
 
 	bool fused = j->dw_isa == MI_QISA_AVX512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) &&
 		     (j->ep->mode == MI_QOUT_U8 || j->ep->mode == MI_QOUT_S8);
+
+	if (s->kh != 3 || s->kw != 3) {
+		const uint8_t *rows[MI_QDW_KMAX];
+		const int8_t *wc = cv->dww + (size_t)c * s->kh * s->kw;
+		bool simd = j->dw_isa == MI_QISA_AVX512 && s->dw == 1 &&
+			    (s->sw == 1 || s->sw == 2);
+
+		for (int oy = 0; oy < s->oh; oy++) {
+			int32_t *ar = acc + (size_t)oy * s->ow;
+
+			for (int ky = 0; ky < s->kh; ky++)
+				rows[ky] = xp + ((size_t)oy * s->sh + ky * s->dh) * j->wp;
+			if (fused) {
+				struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo,
+						    j->ep->fhi, j->ep->zy, yc + oy * rowstep,
+						    j->ep->out_c4 };
+
+				dw_rowk_avx512(ar, rows, wc, s->kh, s->kw, s->ow, s->sw, &rq);
+			} else if (simd) {
+				dw_rowk_avx512(ar, rows, wc, s->kh, s->kw, s->ow, s->sw, NULL);
+			} else {
+				dw_rowk_generic(ar, rows, wc, s->kh, s->kw, s->ow, s->sw, s->dw);
+			}
+		}
+		if (!fused)
+			j->k.epi(acc, s->oh * s->ow, 1, s->oh * s->ow, j->ep, c, yc, 0);
+		return;
+	}
 
 	for (int oy = 0; oy < s->oh; oy++) {
 		const uint8_t *rows[3];

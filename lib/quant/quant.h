@@ -110,11 +110,11 @@ struct mi_qconv_shape {
 
 struct mi_qconv {
 	struct mi_qconv_shape s;
-	bool depthwise;     /* group == c == oc, kernel 3x3: direct kernel */
+	bool depthwise;     /* group == c == oc, kernel up to MI_QDW_KMAX^2: direct kernel */
 	bool direct1x1;     /* 1x1, stride 1, no pad: input is the B matrix */
 	int c4;             /* ceil(c / group / 4) channel quads per group */
 	struct mi_qweights w;
-	int8_t *dww;        /* depthwise: [oc][9] */
+	int8_t *dww;        /* depthwise: [oc][kh * kw] */
 	int32_t *wsum_dw;   /* depthwise: [oc] */
 };
 
@@ -129,6 +129,7 @@ size_t mi_qconv_workspace(const struct mi_qconv *cv);
  * that type's range; ep->comp must hold bias_q - zx_u8 * wsum where
  * zx_u8 = zx (+128 if x_signed): use mi_qconv_comp().  ws: workspace of
  * mi_qconv_workspace() bytes (NULL: allocated here). */
+#define MI_QDW_KMAX 7 /* largest depthwise kernel side on the direct path */
 #define MI_QCONV_IN_C4 1u /* x is in C4 layout (not for depthwise) */
 int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		 int zx, const struct mi_qepi *ep, void *y, void *ws,

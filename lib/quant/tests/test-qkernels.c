@@ -105,7 +105,12 @@ static int test_conv(int iter)
 	s.group = dwise ? 0 : (rnd() % 4 == 0 ? rndi(2, 3) : 1);
 	if (dwise) {
 		s.c = s.oc = s.group = rndi(1, 20);
-		s.kh = s.kw = 3;
+		/* 3x3 mostly; also 5x5, 7x7 and non-square kernels */
+		s.kh = s.kw = rnd() % 2 ? 3 : rnd() % 2 ? 5 : 0;
+		if (!s.kh) {
+			s.kh = rndi(1, 7);
+			s.kw = rndi(2, 7);
+		}
 	} else {
 		s.c = s.group * rndi(1, 21);
 		s.oc = s.group * rndi(1, 19);

@@ -52,6 +52,7 @@ struct qnode {
 	struct mi_qpool_shape pool;
 	bool pool_s8;
 	bool in_c4; /* conv input in C4 layout (written by the producer) */
+	float *lut;       /* Sigmoid / SiLU on a quantized input: 256 entries */
 	struct qcat *cat; /* Concat */
 	int *cat_orig;    /* Concat: original inputs */
 	int nthreads; /* planned with */
@@ -126,6 +127,7 @@ static void qnode_free(struct qnode *q)
 	free(q->fbias);
 	free(q->cat);
 	free(q->cat_orig);
+	free(q->lut);
 	if (q->sh && --q->sh->refs == 0) {
 		free(q->sh->ws);
 		free(q->sh);
@@ -146,8 +148,14 @@ static void qnode_fini(struct mi_graph *g, struct mi_node *n)
 		if (q->cat_orig)
 			memcpy(n->inputs, q->cat_orig, q->orig_ninputs * sizeof(int));
 		n->outputs[0] = q->orig_out0;
-		for (int i = 0; i < q->nkilled; i++)
-			g->nodes[q->killed[i]].dead = false;
+		for (int i = 0; i < q->nkilled; i++) {
+			struct mi_node *k = &g->nodes[q->killed[i]];
+
+			k->dead = false;
+			for (int o = 0; o < k->noutputs; o++)
+				if (k->outputs[o] >= 0)
+					g->tensors[k->outputs[o]].producer = q->killed[i];
+		}
 	}
 	qnode_free(q);
 	n->priv = NULL;
@@ -1043,6 +1051,86 @@ static int try_qpool(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
+/* ---- Sigmoid / SiLU on a quantized tensor --------------------------------- */
+
+/*
+ * DQ(xq) -> Sigmoid [-> Mul(DQ(xq), .)]: the input has 256 possible
+ * values, so the node becomes a table lookup indexed by the quantized
+ * byte.  The entries are the float operations of the unfused ops (the
+ * DequantizeLinear kernel's (q - zp) * scale, 1 / (1 + exp(-x)), x * s),
+ * so the outputs do not change; exp runs 256 times per plan instead of
+ * once per element.
+ */
+static int qlut_run(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+	const uint8_t *x = mi_in(g, n, 0)->data;
+	float *y = mi_out(g, n, 0)->data;
+	int64_t cnt = mi_tensor_numel(mi_out(g, n, 0));
+
+	for (int64_t i = 0; i < cnt; i++)
+		y[i] = q->lut[x[i]];
+	return 0;
+}
+
+static int try_qlut(struct mi_graph *g, struct mi_node *n)
+{
+	struct mi_node *dx, *mul = NULL;
+	struct qact a;
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	struct qnode *q;
+	int mi;
+
+	if (strcmp(n->op_type, "Sigmoid") || n->domain[0] || n->ninputs != 1 ||
+	    n->noutputs != 1)
+		return 0;
+	dx = producer(g, n->inputs[0], "DequantizeLinear");
+	if (!dx || !act_params(g, dx, 0, 1, 2, &a) || !x || !y || x->dtype != MI_DT_FLOAT ||
+	    y->dtype != MI_DT_FLOAT || !mi_tensor_shape_known(y) ||
+	    mi_tensor_numel(mi_in(g, dx, 0)) != mi_tensor_numel(y))
+		return skip(n, "input is not a per-tensor uint8/int8 DequantizeLinear");
+	/* SiLU: the Sigmoid's only reader is Mul(DQ output, Sigmoid output) */
+	mi = mi_graph_sole_consumer(g, n->outputs[0]);
+	if (mi >= 0) {
+		struct mi_node *m = &g->nodes[mi];
+		struct mi_tensor *my = m->noutputs == 1 ? mi_out(g, m, 0) : NULL;
+
+		if (!strcmp(m->op_type, "Mul") && !m->domain[0] && !m->dead && !m->priv &&
+		    m->ninputs == 2 && my && my->dtype == MI_DT_FLOAT &&
+		    mi_tensor_shape_known(my) && mi_tensor_numel(my) == mi_tensor_numel(y) &&
+		    ((m->inputs[0] == n->outputs[0] && m->inputs[1] == dx->outputs[0]) ||
+		     (m->inputs[1] == n->outputs[0] && m->inputs[0] == dx->outputs[0])))
+			mul = m;
+	}
+	q = qnode_new(qlut_run);
+	if (!q)
+		return -ENOMEM;
+	q->lut = malloc(256 * sizeof(float));
+	if (!q->lut) {
+		qnode_free(q);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < 256; i++) {
+		int v = a.dtype == MI_DT_INT8 ? (int8_t)i : i;
+		float d = (float)(v - a.zp) * a.scale;
+		float sg = 1.0f / (1.0f + expf(-d));
+
+		q->lut[i] = mul ? d * sg : sg;
+	}
+	n->priv = q;
+	q->orig_ninputs = n->ninputs;
+	q->orig_in0 = n->inputs[0];
+	q->orig_in1 = -1;
+	q->orig_out0 = n->outputs[0];
+	n->inputs[0] = a.t;
+	if (mul) {
+		kill(g, q, mul);
+		n->outputs[0] = mul->outputs[0];
+		g->tensors[n->outputs[0]].producer = (int)(n - g->nodes);
+	}
+	return 0;
+}
+
 /* ---- Concat of quantized tensors ------------------------------------------- */
 
 #define QCAT_MAX 16
@@ -1238,6 +1326,8 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 			err = try_qpool(g, n);
 		if (!err && !n->priv)
 			err = try_qconcat(g, n);
+		if (!err && !n->priv)
+			err = try_qlut(g, n);
 		nq += n->priv != NULL && mi_quant_node_is(n);
 	}
 	if (err)

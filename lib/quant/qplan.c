@@ -1054,10 +1054,12 @@ static int try_qpool(struct mi_graph *g, struct mi_node *n)
 /* ---- Sigmoid / SiLU on a quantized tensor --------------------------------- */
 
 /*
- * DQ(xq) -> Sigmoid [-> Mul(DQ(xq), .)]: the input has 256 possible
+ * DQ(xq) -> Sigmoid | HardSigmoid [-> Mul(DQ(xq), .)] (SiLU), HardSwish:
+ * the input has 256 possible
  * values, so the node becomes a table lookup indexed by the quantized
  * byte.  The entries are the float operations of the unfused ops (the
- * DequantizeLinear kernel's (q - zp) * scale, 1 / (1 + exp(-x)), x * s),
+ * DequantizeLinear kernel's (q - zp) * scale, 1 / (1 + exp(-x)) or
+ * clamp(alpha * x + beta, 0, 1), x * s),
  * so the outputs do not change; exp runs 256 times per plan instead of
  * once per element.
  */
@@ -1081,7 +1083,12 @@ static int try_qlut(struct mi_graph *g, struct mi_node *n)
 	struct qnode *q;
 	int mi;
 
-	if (strcmp(n->op_type, "Sigmoid") || n->domain[0] || n->ninputs != 1 ||
+	bool hsig = !strcmp(n->op_type, "HardSigmoid");
+	bool hswish = !strcmp(n->op_type, "HardSwish");
+	float alpha = hsig ? mi_attr_float(n, "alpha", 0.2f) : 0;
+	float beta = hsig ? mi_attr_float(n, "beta", 0.5f) : 0;
+
+	if ((!hsig && !hswish && strcmp(n->op_type, "Sigmoid")) || n->domain[0] || n->ninputs != 1 ||
 	    n->noutputs != 1)
 		return 0;
 	dx = producer(g, n->inputs[0], "DequantizeLinear");
@@ -1090,7 +1097,7 @@ static int try_qlut(struct mi_graph *g, struct mi_node *n)
 	    mi_tensor_numel(mi_in(g, dx, 0)) != mi_tensor_numel(y))
 		return skip(n, "input is not a per-tensor uint8/int8 DequantizeLinear");
 	/* SiLU: the Sigmoid's only reader is Mul(DQ output, Sigmoid output) */
-	mi = mi_graph_sole_consumer(g, n->outputs[0]);
+	mi = hswish ? -1 : mi_graph_sole_consumer(g, n->outputs[0]);
 	if (mi >= 0) {
 		struct mi_node *m = &g->nodes[mi];
 		struct mi_tensor *my = m->noutputs == 1 ? mi_out(g, m, 0) : NULL;
@@ -1113,7 +1120,19 @@ static int try_qlut(struct mi_graph *g, struct mi_node *n)
 	for (int i = 0; i < 256; i++) {
 		int v = a.dtype == MI_DT_INT8 ? (int8_t)i : i;
 		float d = (float)(v - a.zp) * a.scale;
-		float sg = 1.0f / (1.0f + expf(-d));
+		float sg;
+
+		if (hswish) {
+			float hv = d * (1.0f / 6) + 0.5f;
+
+			sg = d * (hv < 0 ? 0 : hv > 1 ? 1 : hv);
+		} else if (hsig) {
+			float hv = alpha * d + beta;
+
+			sg = hv < 0 ? 0 : hv > 1 ? 1 : hv;
+		} else {
+			sg = 1.0f / (1.0f + expf(-d));
+		}
 
 		q->lut[i] = mul ? d * sg : sg;
 	}

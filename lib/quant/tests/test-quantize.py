@@ -12,6 +12,8 @@ QLinear, percentile calibration).  For each quantized model:
   - int8 kernels vs the reference QDQ/QLinear ops (MI_NO_INT8=1): close;
   - the int8 kernels give bit-identical outputs on every ISA path;
   - ONNX Runtime (if built) loads and runs it, and agrees.
+A second net (5x5/7x7 depthwise, SiLU, HardSwish, Sigmoid/HardSigmoid
+squeeze-excite) checks the depthwise kernels and activation tables.
 Bad command lines and files give one line and a non-zero exit.
 """
 import os
@@ -73,6 +75,43 @@ def export(path):
             x = torch.relu(self.c5(x))
             x = torch.cat([x, torch.relu(self.c6(x))], 1)
             x = torch.relu(self.c7(x))
+            x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
+            return self.fc(x)
+
+    net = Net().eval()
+    torch.onnx.export(net, torch.zeros(2, 3, 20, 20), path, opset_version=13,
+                      input_names=["input"], output_names=["logits"])
+
+
+def export_act(path):
+    """EfficientNet/MobileNetV3-like block: 5x5 depthwise (stride 1 and 2),
+    SiLU, HardSwish, squeeze-excite with Sigmoid and HardSigmoid."""
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(11)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 16, 3, padding=1)
+            self.d1 = nn.Conv2d(16, 16, 5, padding=2, groups=16)
+            self.d2 = nn.Conv2d(16, 16, 5, stride=2, padding=2, groups=16)
+            self.se1 = nn.Conv2d(16, 4, 1)
+            self.se2 = nn.Conv2d(4, 16, 1)
+            self.c2 = nn.Conv2d(16, 24, 1)
+            self.d3 = nn.Conv2d(24, 24, 7, padding=3, groups=24)
+            self.fc = nn.Linear(24, 10)
+
+        def forward(self, x):
+            x = nn.functional.silu(self.c1(x))
+            x = nn.functional.hardswish(self.d1(x))
+            x = nn.functional.silu(self.d2(x))
+            s = torch.sigmoid(self.se2(nn.functional.silu(
+                self.se1(nn.functional.adaptive_avg_pool2d(x, 1)))))
+            x = x * s
+            x = self.c2(x)
+            x = x * nn.functional.hardsigmoid(self.d3(x))
             x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
             return self.fc(x)
 
@@ -157,6 +196,28 @@ def main():
                 o = np.load(os.path.join(tmp, "ort.npy"))
                 c = cos(o, fast[0])
                 check(c > 0.995, f"{name}: ONNX Runtime runs it, cosine vs metainfer int8 {c:.5f}")
+
+    # 5x5/7x7 depthwise kernels, Sigmoid/SiLU/HardSwish/HardSigmoid tables
+    fa = os.path.join(tmp, "act.onnx")
+    qa = os.path.join(tmp, "act.int8.onnx")
+    export_act(fa)
+    run([MI, "quantize", fa, "--calib-random", "16", "-o", qa])
+    r = run([MI, "run", qa], {"MI_QUANT_VERBOSE": "1"})
+    mm = re.search(r"int8: (\d+) nodes on int8 kernels", r.stderr)
+    check(mm is not None and int(mm.group(1)) == 14,
+          f"act: 14 nodes (8 conv/gemm, 6 Sigmoid/SiLU/HardSwish/HardSigmoid tables) planned on int8 kernels ({mm.group(0) if mm else r.stderr.strip()})")
+    refa = [mi_run(fa, x, tmp) for x in inputs[:3]]
+    fast = [mi_run(qa, x, tmp) for x in inputs[:3]]
+    slow = [mi_run(qa, x, tmp, {"MI_NO_INT8": "1"}) for x in inputs[:3]]
+    gen = [mi_run(qa, x, tmp, {"MI_CPU_ISA": "generic"}) for x in inputs[:3]]
+    check(all(np.array_equal(a, b) for a, b in zip(fast, gen)),
+          "act: int8 outputs identical on generic/avx512")
+    c = min(cos(f, r_) for f, r_ in zip(fast, refa))
+    check(c >= 0.99, f"act: cosine(int8, fp32) min {c:.6f} >= 0.99")
+    cs = min(cos(f, s_) for f, s_ in zip(fast, slow))
+    d = max(float(np.abs(f - s_).max() / (np.abs(s_).max() + 1e-12)) for f, s_ in zip(fast, slow))
+    check(d < 0.05 and cs > 0.999,
+          f"act: int8 kernels vs reference QDQ ops: max rel diff {d:.2e}, cosine {cs:.7f}")
 
     # bad input: one line, non-zero exit, no crash
     bad = os.path.join(tmp, "bad.onnx")

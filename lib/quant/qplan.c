@@ -21,6 +21,7 @@
  * chains it equals the fp32 reference up to fp32 rounding of the
  * accumulation (one output step at most).
  */
+#include <immintrin.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1063,14 +1064,29 @@ static int try_qpool(struct mi_graph *g, struct mi_node *n)
  * so the outputs do not change; exp runs 256 times per plan instead of
  * once per element.
  */
+__attribute__((target("avx512f"))) static int64_t
+lut_avx512(const uint8_t *x, const float *lut, int64_t n, float *y)
+{
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m512i k = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + i)));
+
+		_mm512_storeu_ps(y + i, _mm512_i32gather_ps(k, lut, 4));
+	}
+	return i;
+}
+
 static int qlut_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
 	const uint8_t *x = mi_in(g, n, 0)->data;
 	float *y = mi_out(g, n, 0)->data;
-	int64_t cnt = mi_tensor_numel(mi_out(g, n, 0));
+	int64_t cnt = mi_tensor_numel(mi_out(g, n, 0)), i = 0;
 
-	for (int64_t i = 0; i < cnt; i++)
+	if (mi_quant_isa() == MI_QISA_AVX512)
+		i = lut_avx512(x, q->lut, cnt, y);
+	for (; i < cnt; i++)
 		y[i] = q->lut[x[i]];
 	return 0;
 }

@@ -9,6 +9,9 @@
  *                                                 -> int8 conv
  *   DQ(xq) -> Gemm / MatMul(DQ(wq)) [-> Relu | Clip] [-> Q]
  *                                                 -> int8 GEMM
+ *   DQ(xq) -> Sigmoid | HardSigmoid [-> Mul(DQ(xq), .)], DQ(xq) -> HardSwish
+ *                                                 -> 256-entry table lookup
+ *   (also Add, MaxPool and Concat of quantized tensors, below)
  * With a trailing Q the node requantizes straight to uint8/int8; without
  * one it writes fp32 (the DequantizeLinear of the accumulator fused in).
  * Relu/Clip become clamp bounds.  The fused node keeps its op_type, reads

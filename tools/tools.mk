@@ -68,11 +68,13 @@ fuzz-seeds:
 
 # Every input is loaded (parse, validate, fold, normalize, plan) and, if it
 # loads and is small, run once on zeroed inputs (MI_FUZZ_RUN=1).
+# tools/fuzz/regress holds inputs that once crashed; they run first.
 check-fuzz: $(FUZZ_BIN) fuzz-seeds
 	MI_FUZZ_RUN=1 ASAN_OPTIONS=allocator_may_return_null=1 $(FUZZ_BIN) \
 		-max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 \
 		-max_len=65536 -print_final_stats=1 \
-		-artifact_prefix=$(O)/fuzz/ $(O)/fuzz/corpus $(O)/fuzz/seeds
+		-artifact_prefix=$(O)/fuzz/ $(O)/fuzz/corpus $(O)/fuzz/seeds \
+		tools/fuzz/regress
 
 # Loader only (no kernel runs): faster, for changes to lib/onnx_load.c.
 fuzz-load: $(FUZZ_BIN) fuzz-seeds

@@ -306,6 +306,7 @@ static int wzp_read(struct mi_graph *g, struct mi_node *n, int idx, int64_t oc,
 		return 0;
 	if (nz != 1 && nz != oc) {
 		free(*out);
+		*out = NULL; /* callers free it again on their error path */
 		return mi_graph_err(g, n, -EINVAL,
 				    "weight zero point has %lld values, expected 1 or %lld",
 				    (long long)nz, (long long)oc);

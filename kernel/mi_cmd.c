@@ -198,6 +198,18 @@ static int mi_tensor_use(struct mi_cmd_ctx *mc, struct mi_op *op, u32 slot,
 	return 0;
 }
 
+/* The input/output pair of a one-input op, any dtype: IN0 then OUT. */
+static int mi_tensor_use_io(struct mi_cmd_ctx *mc, struct mi_op *op,
+			    const struct drm_metainfer_tensor *in,
+			    const struct drm_metainfer_tensor *out)
+{
+	int ret = mi_tensor_use(mc, op, MI_T_IN0, in, MI_DTYPES_ALL, "input");
+
+	if (ret)
+		return ret;
+	return mi_tensor_use(mc, op, MI_T_OUT, out, MI_DTYPES_ALL, "output");
+}
+
 static int mi_tensor_unused(struct mi_cmd_ctx *mc,
 			    const struct drm_metainfer_tensor *d,
 			    const char *what)
@@ -479,11 +491,7 @@ static int mi_op_clip(struct mi_cmd_ctx *mc, struct mi_op *op)
 
 	if (op->flags || (op->op == DRM_METAINFER_OP_RELU && c->max))
 		return -EINVAL;
-	ret = mi_tensor_use(mc, op, MI_T_IN0, &c->input, MI_DTYPES_ALL,
-			    "input");
-	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &c->output, MI_DTYPES_ALL,
-				    "output");
+	ret = mi_tensor_use_io(mc, op, &c->input, &c->output);
 	if (ret)
 		return ret;
 	if (in->dtype != out->dtype || in->layout != out->layout ||
@@ -521,11 +529,7 @@ static int mi_op_pool(struct mi_cmd_ctx *mc, struct mi_op *op)
 		mi_cmd_dbg(mc, "pool: bad window/stride/pads\n");
 		return -EINVAL;
 	}
-	ret = mi_tensor_use(mc, op, MI_T_IN0, &p->input, MI_DTYPES_ALL,
-			    "input");
-	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &p->output, MI_DTYPES_ALL,
-				    "output");
+	ret = mi_tensor_use_io(mc, op, &p->input, &p->output);
 	if (ret)
 		return ret;
 	if (in->layout == DRM_METAINFER_LAYOUT_PLAIN ||
@@ -555,11 +559,7 @@ static int mi_op_requantize(struct mi_cmd_ctx *mc, struct mi_op *op)
 
 	if (op->flags)
 		return -EINVAL;
-	ret = mi_tensor_use(mc, op, MI_T_IN0, &r->input, MI_DTYPES_ALL,
-			    "input");
-	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &r->output, MI_DTYPES_ALL,
-				    "output");
+	ret = mi_tensor_use_io(mc, op, &r->input, &r->output);
 	if (ret)
 		return ret;
 	if (r->axis >= in->ndim || in->layout != out->layout ||
@@ -580,11 +580,7 @@ static int mi_op_copy(struct mi_cmd_ctx *mc, struct mi_op *op)
 
 	if (op->flags)
 		return -EINVAL;
-	ret = mi_tensor_use(mc, op, MI_T_IN0, &c->input, MI_DTYPES_ALL,
-			    "input");
-	if (!ret)
-		ret = mi_tensor_use(mc, op, MI_T_OUT, &c->output, MI_DTYPES_ALL,
-				    "output");
+	ret = mi_tensor_use_io(mc, op, &c->input, &c->output);
 	if (ret)
 		return ret;
 	if (in->dtype != out->dtype || !mi_same_dims(in, out) ||

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -559,20 +560,62 @@ static int run_node(struct mi_model *m, struct mi_node *n, int ni)
 	return err;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* MI_MODEL_PROFILE: counters per node index, grown before a run (the
+ * node count only changes while planning, so steady state allocates
+ * nothing). */
+static int prof_reserve(struct mi_model *m)
+{
+	int n = m->g.nnodes;
+	uint64_t *ns, *calls;
+
+	if (n <= m->prof_cap)
+		return 0;
+	ns = realloc(m->prof_ns, n * sizeof(*ns));
+	if (ns)
+		m->prof_ns = ns;
+	calls = realloc(m->prof_calls, n * sizeof(*calls));
+	if (calls)
+		m->prof_calls = calls;
+	if (!ns || !calls)
+		return mi_graph_err(&m->g, NULL, -ENOMEM, "out of memory");
+	memset(ns + m->prof_cap, 0, (n - m->prof_cap) * sizeof(*ns));
+	memset(calls + m->prof_cap, 0, (n - m->prof_cap) * sizeof(*calls));
+	m->prof_cap = n;
+	return 0;
+}
+
 int mi_model_exec(struct mi_model *m)
 {
 	struct mi_graph *g = &m->g;
+	bool prof = m->opts.flags & MI_MODEL_PROFILE;
+	uint64_t t0 = 0;
 	int err;
 
 	g->err[0] = 0;
 	g->err_op[0] = 0;
+	if (prof && (err = prof_reserve(m)))
+		return err;
 	for (int p = 0; p < g->norder; p++) {
 		int ni = g->order[p];
 		struct mi_node *n = &g->nodes[ni];
 
+		if (prof)
+			t0 = now_ns();
 		err = run_node(m, n, ni);
 		if (err)
 			return err;
+		if (prof) {
+			m->prof_ns[ni] += now_ns() - t0;
+			m->prof_calls[ni]++;
+		}
 		/* Free run-time allocated tensors after their last use. */
 		for (int j = 0; j < n->ninputs; j++) {
 			int x = n->inputs[j];
@@ -591,4 +634,42 @@ int mi_model_exec(struct mi_model *m)
 	}
 	m->runs++;
 	return 0;
+}
+
+int mi_model_profile_count(const struct mi_model *m)
+{
+	return m && (m->opts.flags & MI_MODEL_PROFILE) ? m->g.norder : 0;
+}
+
+int mi_model_profile(const struct mi_model *m, int index,
+		     struct mi_node_profile *prof)
+{
+	const struct mi_node *n;
+	int ni;
+
+	if (!m || !prof || !(m->opts.flags & MI_MODEL_PROFILE))
+		return mi_set_error(-EINVAL,
+			"mi_model_profile: model not loaded with MI_MODEL_PROFILE");
+	if (index < 0 || index >= m->g.norder)
+		return mi_set_error(-ENOENT, "mi_model_profile: no node %d",
+				    index);
+	ni = m->g.order[index];
+	n = &m->g.nodes[ni];
+	memset(prof, 0, sizeof(*prof));
+	prof->name = n->name ? n->name : "";
+	prof->op_type = n->op_type;
+	prof->fast = n->priv != NULL;
+	if (ni < m->prof_cap) {
+		prof->calls = m->prof_calls[ni];
+		prof->ns = m->prof_ns[ni];
+	}
+	return 0;
+}
+
+void mi_model_profile_reset(struct mi_model *m)
+{
+	if (!m || !m->prof_cap)
+		return;
+	memset(m->prof_ns, 0, m->prof_cap * sizeof(*m->prof_ns));
+	memset(m->prof_calls, 0, m->prof_cap * sizeof(*m->prof_calls));
 }

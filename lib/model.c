@@ -55,6 +55,8 @@ void mi_model_free(struct mi_model *m)
 	free(m->node_state);
 	free(m->last_use);
 	free(m->pos_of);
+	free(m->prof_ns);
+	free(m->prof_calls);
 	free(m);
 }
 

@@ -284,6 +284,61 @@ static void test_no_malloc(int threads)
 	       threads, threads == 1 ? "" : "s", peak, acts);
 }
 
+/* MI_MODEL_PROFILE: every node timed once per run, no steady-state
+ * allocation, reset, and the API refuses models loaded without it. */
+static void test_profile(void)
+{
+	struct mi_model_opts o = { .nthreads = 1, .flags = MI_MODEL_PROFILE };
+	struct mi_model *m = NULL;
+	float x[2 * 3 * 16 * 16];
+	int64_t d[4] = { 2, 3, 16, 16 };
+	struct mi_node_profile np;
+	struct mi_value in, out;
+	uint64_t ns = 0;
+	char p[512];
+	int r, n;
+
+	path_of(p, sizeof(p), "api_net.onnx");
+	r = mi_model_load(p, NULL, &m);
+	CHECK(!r, "load: %s", mi_last_error());
+	CHECK(mi_model_profile_count(m) == 0 &&
+	      mi_model_profile(m, 0, &np) == -EINVAL,
+	      "profile without MI_MODEL_PROFILE");
+	mi_model_free(m);
+	r = mi_model_load(p, &o, &m);
+	CHECK(!r, "load: %s", mi_last_error());
+	fill(x, 2 * 3 * 16 * 16, 3);
+	in = fval(x, 4, d);
+	r = mi_model_run(m, &in, 1, &out, 1);
+	CHECK(!r, "run: %s", mi_last_error());
+	mi_model_profile_reset(m);
+	nallocs = 0;
+	counting = 1;
+	for (int i = 0; i < 3 && !r; i++)
+		r = mi_model_run(m, &in, 1, &out, 1);
+	counting = 0;
+	CHECK(!r, "run: %s", mi_last_error());
+	CHECK(nallocs == 0, "%ld heap allocations while profiling", nallocs);
+	n = mi_model_profile_count(m);
+	CHECK(n > 0 && n == m->g.norder, "%d profiled nodes, %d in order", n,
+	      m->g.norder);
+	for (int i = 0; i < n; i++) {
+		r = mi_model_profile(m, i, &np);
+		CHECK(!r && np.op_type && np.name, "node %d", i);
+		CHECK(np.calls == 3, "node %d (%s) ran %llu times, expected 3", i,
+		      np.op_type, (unsigned long long)np.calls);
+		ns += np.ns;
+	}
+	CHECK(ns > 0, "no time recorded");
+	CHECK(mi_model_profile(m, n, &np) == -ENOENT &&
+	      mi_model_profile(m, -1, &np) == -ENOENT, "index out of range");
+	mi_model_profile_reset(m);
+	r = mi_model_profile(m, 0, &np);
+	CHECK(!r && np.calls == 0 && np.ns == 0, "reset");
+	mi_model_free(m);
+	printf("ok   per-node profile (%d nodes)\n", n);
+}
+
 static void test_buffer_and_shape_chain(void)
 {
 	struct mi_model *m = NULL;
@@ -370,6 +425,7 @@ int main(int argc, char **argv)
 	test_info_and_batch();
 	test_no_malloc(1);
 	test_no_malloc(2);
+	test_profile();
 	test_buffer_and_shape_chain();
 	test_dynamic();
 	printf("test-api: %d failed\n", failures);

@@ -63,6 +63,9 @@ static void usage_run(FILE *f)
 		"  -s, --seed N                 seed of the random inputs (default 1)\n"
 		"      --reference              reference kernels only (no fast variants)\n"
 		"      --no-normalize           skip the normalization passes\n"
+		"  -p, --profile[=N]            time every node over the timed runs and\n"
+		"                               print time per op type and the N slowest\n"
+		"                               nodes (default 15)\n"
 		"  -q, --quiet                  do not print output summaries\n"
 		"  -h, --help                   this text\n",
 		prog);
@@ -187,6 +190,80 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+struct prof_row {
+	const char *label, *op;
+	int fast, nodes;
+	uint64_t ns;
+};
+
+static int cmp_prof(const void *a, const void *b)
+{
+	const struct prof_row *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+/*
+ * --profile: time per op type, then the slowest nodes, per run (the
+ * timed runs when --bench is given, else the single run).  "fast" counts
+ * nodes run by a fast kernel variant; "[reference]" marks the others.
+ */
+static int print_profile(struct mi_model *m, int top)
+{
+	int n = mi_model_profile_count(m), nt = 0;
+	struct prof_row *ops = calloc(n + 1, sizeof(*ops));
+	struct prof_row *nodes = calloc(n + 1, sizeof(*nodes));
+	uint64_t total = 0, runs = 0;
+
+	if (!ops || !nodes) {
+		free(ops);
+		free(nodes);
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		struct mi_node_profile p;
+		int k;
+
+		if (mi_model_profile(m, i, &p))
+			continue;
+		nodes[i] = (struct prof_row){ .label = p.name, .op = p.op_type,
+					      .fast = p.fast, .ns = p.ns };
+		total += p.ns;
+		runs = p.calls > runs ? p.calls : runs;
+		for (k = 0; k < nt && strcmp(ops[k].label, p.op_type); k++)
+			;
+		if (k == nt)
+			ops[nt++].label = p.op_type;
+		ops[k].nodes++;
+		ops[k].fast += p.fast;
+		ops[k].ns += p.ns;
+	}
+	if (!runs)
+		runs = 1;
+	qsort(ops, nt, sizeof(*ops), cmp_prof);
+	qsort(nodes, n, sizeof(*nodes), cmp_prof);
+	printf("profile: %d nodes, %.3f ms per run in nodes (%llu runs)\n", n,
+	       total / 1e6 / runs, (unsigned long long)runs);
+	printf("  %-24s %6s %6s %10s %7s\n", "op type", "nodes", "fast",
+	       "ms/run", "share");
+	for (int k = 0; k < nt; k++)
+		printf("  %-24s %6d %6d %10.3f %6.1f%%\n", ops[k].label,
+		       ops[k].nodes, ops[k].fast, ops[k].ns / 1e6 / runs,
+		       total ? 100.0 * ops[k].ns / total : 0.0);
+	if (top > 0 && n > 0)
+		printf("  slowest nodes:\n");
+	for (int i = 0; i < n && i < top; i++)
+		printf("  %10.3f ms %6.1f%%  %-18s %s%s\n",
+		       nodes[i].ns / 1e6 / runs,
+		       total ? 100.0 * nodes[i].ns / total : 0.0, nodes[i].op,
+		       nodes[i].label[0] ? nodes[i].label : "(unnamed)",
+		       nodes[i].fast ? "" : " [reference]");
+	free(ops);
+	free(nodes);
+	return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -245,6 +322,7 @@ static int cmd_run(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "reference", no_argument, NULL, 'R' },
 		{ "no-normalize", no_argument, NULL, 'N' },
+		{ "profile", optional_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -255,7 +333,7 @@ static int cmd_run(int argc, char **argv)
 	struct mi_tensor *tens = NULL;
 	struct mi_value *ins = NULL, *outs = NULL;
 	const char *out_file = NULL, *out_dir = NULL, *model_path;
-	long long threads = 0, bench = 0, warmup = 3, seed = 1;
+	long long threads = 0, bench = 0, warmup = 3, seed = 1, top = -1;
 	int nin_args = 0, nbinds = 0, quiet = 0, c, ret = 1, err;
 	struct mi_model *m = NULL;
 	double *lat = NULL;
@@ -263,7 +341,7 @@ static int cmd_run(int argc, char **argv)
 	int nin = 0, nout = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:o:t:b:d:s:qh", lopts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "i:o:t:b:d:s:p::qh", lopts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'i': {
@@ -312,6 +390,13 @@ static int cmd_run(int argc, char **argv)
 			break;
 		case 'N':
 			mo.flags |= MI_MODEL_NO_NORMALIZE;
+			break;
+		case 'p':
+			top = 15;
+			if (optarg && parse_int(optarg, "node count", 0, 1000000,
+						&top))
+				return EXIT_USAGE;
+			mo.flags |= MI_MODEL_PROFILE;
 			break;
 		case 'q':
 			quiet = 1;
@@ -428,6 +513,8 @@ static int cmd_run(int argc, char **argv)
 		}
 		if (bench && it >= warmup)
 			lat[it - warmup] = now_ms() - t0;
+		if (top >= 0 && bench && it == warmup - 1)
+			mi_model_profile_reset(m);
 	}
 	if (!quiet)
 		for (int i = 0; i < nout; i++)
@@ -466,6 +553,8 @@ static int cmd_run(int argc, char **argv)
 			}
 		}
 	}
+	if (top >= 0 && print_profile(m, (int)top))
+		goto out;
 	if (bench) {
 		qsort(lat, bench, sizeof(*lat), cmp_double);
 		int p90 = (int)ceil(0.9 * bench) - 1;

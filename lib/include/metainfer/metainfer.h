@@ -62,7 +62,8 @@ struct mi_model;
 #define MI_MODEL_NO_NORMALIZE	(1u << 1) /* skip normalization passes */
 #define MI_MODEL_NO_FOLD	(1u << 2) /* skip load-time constant folding */
 #define MI_MODEL_NO_ARENA	(1u << 3) /* malloc each tensor, no planning */
-#define MI_MODEL_FLAGS_MASK	0xfu
+#define MI_MODEL_PROFILE	(1u << 4) /* time every node (mi_model_profile) */
+#define MI_MODEL_FLAGS_MASK	0x1fu
 
 struct mi_model_opts {
 	uint32_t flags;		/* MI_MODEL_*; unknown bits -> -EINVAL */
@@ -139,5 +140,27 @@ const char *mi_version(void);
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * Per-node profile of a model loaded with MI_MODEL_PROFILE: wall-clock
+ * time of every node summed over the runs since the last reset.  Index
+ * runs over the nodes in execution order, 0 .. mi_model_profile_count()-1
+ * (a node that absorbed others, e.g. a Conv with its Relu, is one entry);
+ * name and op_type stay valid until mi_model_free().  Returns 0, -ENOENT
+ * for an index out of range, -EINVAL without MI_MODEL_PROFILE.
+ */
+struct mi_node_profile {
+	const char *name;	/* node name, "" when the model has none */
+	const char *op_type;
+	int32_t fast;		/* 1 = a fast kernel variant ran it */
+	int32_t reserved;
+	uint64_t calls;
+	uint64_t ns;		/* total wall-clock nanoseconds */
+};
+
+int mi_model_profile_count(const struct mi_model *model);
+int mi_model_profile(const struct mi_model *model, int index,
+		     struct mi_node_profile *prof);
+void mi_model_profile_reset(struct mi_model *model);
 
 #endif /* METAINFER_H */

@@ -22,17 +22,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "cpu.h"
 #include "cpu_plan.h"
+#include "xform.h"
 
 #define ELT_PAR 65536
 
 enum elt_op {
 	E_RELU, E_LEAKY, E_SIGMOID, E_TANH, E_ERF, E_EXP, E_SQRT, E_HSIG,
-	E_HSWISH, E_COPY, E_SQUARE, E_CUBE,
+	E_HSWISH, E_COPY, E_SQUARE, E_CUBE, E_GELU, E_GELU_TANH,
 	E_ADD, E_SUB, E_MUL, E_DIV,
-	E_SOFTMAX,
+	E_SOFTMAX, E_LAYERNORM,
 };
+
+#define MAX_CHAIN 10
 
 struct elt_node {
 	struct mi_cpu_kernel_hdr hdr;
@@ -45,6 +49,11 @@ struct elt_node {
 	int small_first;   /* small operand is the left operand */
 	int64_t outer, mid, inner;
 	/* softmax: rows x cols */
+	int x_slot;        /* unary: input slot of x (fused GELU) */
+	float eps;         /* LayerNormalization */
+	const struct mi_xform_kern *xk;
+	/* fused chain (GELU): absorbed nodes, the owner's original output */
+	int nabsorbed, absorbed[MAX_CHAIN], orig_out;
 };
 
 static const struct {
@@ -183,6 +192,10 @@ static void unary_run(const struct elt_node *e, const float *restrict x,
 		for (i = 0; i < n; i++)
 			y[i] = x[i] * x[i] * x[i];
 		break;
+	case E_GELU:
+	case E_GELU_TANH:
+		e->xk->gelu(x, y, n, e->op == E_GELU_TANH);
+		break;
 	}
 }
 
@@ -266,6 +279,7 @@ static void softmax_row(const float *x, float *y, int64_t n)
 struct elt_job {
 	const struct elt_node *e;
 	const float *x, *s; /* x: full-shape operand, s: small (binary) */
+	const float *bias;  /* LayerNormalization (s: scale) */
 	float *y;
 	int64_t units, ulen; /* work units of ulen elements */
 };
@@ -278,9 +292,18 @@ static void elt_thread(void *ctx, int t, int nt)
 
 	mi_chunk(j->units, t, nt, &b, &end);
 	if (e->op == E_SOFTMAX) {
-		for (u = b; u < end; u++)
-			softmax_row(j->x + u * j->ulen, j->y + u * j->ulen,
-				    j->ulen);
+		if (e->xk)
+			e->xk->softmax(j->x + b * j->ulen, j->y + b * j->ulen,
+				       end - b, j->ulen);
+		else
+			for (u = b; u < end; u++)
+				softmax_row(j->x + u * j->ulen,
+					    j->y + u * j->ulen, j->ulen);
+		return;
+	}
+	if (e->op == E_LAYERNORM) {
+		e->xk->layernorm(j->x + b * j->ulen, j->y + b * j->ulen,
+				 end - b, j->ulen, j->s, j->bias, e->eps);
 		return;
 	}
 	if (e->op < E_ADD) {
@@ -388,13 +411,26 @@ static int elt_run(struct mi_graph *g, struct mi_node *n)
 			j.ulen = e->inner;
 		}
 	} else {
-		struct mi_tensor *x = mi_in(g, n, 0);
+		struct mi_tensor *x = mi_in(g, n, e->x_slot);
 
 		if (!x->data || mi_tensor_numel(x) != e->total)
 			return mi_graph_err(g, n, -EINVAL,
 					    "fast kernel: missing or resized input");
 		j.x = x->data;
-		if (e->op == E_SOFTMAX) {
+		if (e->op == E_LAYERNORM) {
+			struct mi_tensor *sc = mi_in(g, n, 1);
+			struct mi_tensor *bi = mi_in(g, n, 2);
+
+			if (!sc || !sc->data || mi_tensor_numel(sc) != e->inner ||
+			    (bi && (!bi->data ||
+				    mi_tensor_numel(bi) != e->inner)))
+				return mi_graph_err(g, n, -EINVAL,
+						    "fast kernel: missing or resized input");
+			j.s = sc->data;
+			j.bias = bi ? bi->data : NULL;
+			j.ulen = e->inner;
+			j.units = e->total / e->inner;
+		} else if (e->op == E_SOFTMAX) {
 			j.ulen = e->inner;
 			j.units = e->total / e->inner;
 		} else {
@@ -414,7 +450,14 @@ static int elt_run(struct mi_graph *g, struct mi_node *n)
 
 static void elt_fini(struct mi_graph *g, struct mi_node *n)
 {
-	free(n->priv);
+	struct elt_node *e = n->priv;
+
+	/* undo a chain fusion (the executor re-sorts and re-links) */
+	for (int i = 0; i < e->nabsorbed; i++)
+		g->nodes[e->absorbed[i]].dead = false;
+	if (e->nabsorbed)
+		n->outputs[0] = e->orig_out;
+	free(e);
 }
 
 /* ---- planning ----------------------------------------------------------- */
@@ -525,14 +568,338 @@ static int plan_softmax(struct mi_graph *g, struct mi_node *n,
 	return 0;
 }
 
-static int plan_node(struct mi_graph *g, struct mi_node *n, int nthreads)
+
+/* ---- GELU chains ---------------------------------------------------------- */
+/*
+ * Exact GELU as exported by PyTorch/transformers:
+ *   u = x / sqrt(2)  (Div by ~1.41421 or Mul by ~0.70711)
+ *   e = Erf(u); p = e + 1; then x * p * 0.5 in any association:
+ *   Mul(Mul(x, p), 0.5) | Mul(Mul(p, 0.5), x) | Mul(Mul(x, 0.5), p)
+ * and the tanh approximation
+ *   c = x^3 (Pow(x, 3) or Mul(Mul(x, x), x)); s = x + 0.044715 c;
+ *   z = s * sqrt(2/pi); e = Tanh(z); p = e + 1; same tail.
+ * Every intermediate must be fp32 with x's shape (the x^3 and scale steps
+ * too), have this chain as its only consumer and not be a graph output.
+ * The first node of the chain (owner) then computes the whole chain from
+ * x and writes the last node's output; the others are marked dead and
+ * restored by elt_fini.  Anything else is left to the per-node kernels.
+ */
+struct chain {
+	struct mi_graph *g;
+	int x;                     /* tensor */
+	int nodes[MAX_CHAIN], n;   /* absorbed, owner excluded */
+};
+
+static struct mi_node *live_producer(struct mi_graph *g, int t)
+{
+	int p = t >= 0 ? g->tensors[t].producer : -1;
+	struct mi_node *n = p >= 0 ? &g->nodes[p] : NULL;
+
+	if (!n || n->dead || n->priv || n->domain[0] || n->noutputs != 1)
+		return NULL;
+	return n;
+}
+
+static bool const_scalar(struct mi_graph *g, int t, float *v)
+{
+	struct mi_tensor *c = t >= 0 ? &g->tensors[t] : NULL;
+
+	if (!c || !(c->flags & MI_TF_CONST) || !c->data ||
+	    c->dtype != MI_DT_FLOAT || mi_tensor_numel(c) != 1)
+		return false;
+	*v = *(const float *)c->data;
+	return true;
+}
+
+static bool near(float v, double want)
+{
+	return fabs(v - want) <= 1e-4 * fabs(want);
+}
+
+/* t: an intermediate of the chain; has shape x, fp32, one consumer */
+static struct mi_node *next_of(struct chain *c, int t)
+{
+	struct mi_graph *g = c->g;
+	int ci = mi_graph_sole_consumer(g, t);
+	struct mi_node *n;
+
+	if (ci < 0 || !same_dims(&g->tensors[t], &g->tensors[c->x]) ||
+	    g->tensors[t].dtype != MI_DT_FLOAT)
+		return NULL;
+	n = &g->nodes[ci];
+	if (n->dead || n->priv || n->domain[0] || n->noutputs != 1 ||
+	    c->n >= MAX_CHAIN)
+		return NULL;
+	c->nodes[c->n++] = ci;
+	return n;
+}
+
+/* binary node n with input t: the other input (or -1) */
+static int other_in(const struct mi_node *n, int t)
+{
+	if (n->ninputs != 2)
+		return -1;
+	if (n->inputs[0] == t)
+		return n->inputs[1];
+	if (n->inputs[1] == t)
+		return n->inputs[0];
+	return -1;
+}
+
+static bool is(const struct mi_node *n, const char *op)
+{
+	return n && !strcmp(n->op_type, op);
+}
+
+/* from p = 1 + f(x): the x * p * 0.5 tail; returns the last node or NULL */
+static struct mi_node *gelu_tail(struct chain *c, struct mi_node *addn)
+{
+	struct mi_graph *g = c->g;
+	int p = addn->outputs[0], o;
+	struct mi_node *m1 = next_of(c, p), *m2, *h;
+	float v;
+
+	if (!is(m1, "Mul") || (o = other_in(m1, p)) < 0)
+		return NULL;
+	if (o == c->x || (const_scalar(g, o, &v) && v == 0.5f)) {
+		int want = o == c->x ? -2 : c->x;
+
+		m2 = next_of(c, m1->outputs[0]);
+		if (!is(m2, "Mul") || (o = other_in(m2, m1->outputs[0])) < 0)
+			return NULL;
+		if (want == -2 ? !(const_scalar(g, o, &v) && v == 0.5f) :
+				 o != want)
+			return NULL;
+		return same_dims(mi_out(g, m2, 0), &g->tensors[c->x]) ? m2 : NULL;
+	}
+	/* Mul(Mul(x, 0.5), p) */
+	h = live_producer(g, o);
+	if (!is(h, "Mul") || other_in(h, c->x) < 0 ||
+	    !const_scalar(g, other_in(h, c->x), &v) || v != 0.5f ||
+	    mi_graph_sole_consumer(g, o) != (int)(m1 - g->nodes) ||
+	    !same_dims(&g->tensors[o], &g->tensors[c->x]) || c->n >= MAX_CHAIN)
+		return NULL;
+	c->nodes[c->n++] = (int)(h - g->nodes);
+	return same_dims(mi_out(g, m1, 0), &g->tensors[c->x]) ? m1 : NULL;
+}
+
+/* p = Add(t, 1) where t is the output of node f */
+static struct mi_node *plus_one(struct chain *c, struct mi_node *f)
+{
+	struct mi_node *a = next_of(c, f->outputs[0]);
+	float v;
+
+	if (!is(a, "Add") ||
+	    !const_scalar(c->g, other_in(a, f->outputs[0]), &v) || v != 1.0f)
+		return NULL;
+	return a;
+}
+
+/* Erf node: owner is u's producer (x / sqrt 2) */
+static struct mi_node *match_gelu_erf(struct chain *c, struct mi_node *erf,
+				      struct mi_node **owner)
+{
+	struct mi_graph *g = c->g;
+	int u = erf->inputs[0];
+	struct mi_node *un = live_producer(g, u), *a;
+	float v;
+
+	if (!un || erf->ninputs != 1 || un->ninputs != 2 ||
+	    mi_graph_sole_consumer(g, u) != (int)(erf - g->nodes))
+		return NULL;
+	if (is(un, "Div") && const_scalar(g, un->inputs[1], &v) &&
+	    near(v, M_SQRT2))
+		c->x = un->inputs[0];
+	else if (is(un, "Mul") && const_scalar(g, un->inputs[1], &v) &&
+		 near(v, M_SQRT1_2))
+		c->x = un->inputs[0];
+	else if (is(un, "Mul") && const_scalar(g, un->inputs[0], &v) &&
+		 near(v, M_SQRT1_2))
+		c->x = un->inputs[1];
+	else
+		return NULL;
+	if (!f32_known(&g->tensors[c->x]) ||
+	    !same_dims(&g->tensors[u], &g->tensors[c->x]))
+		return NULL;
+	c->nodes[c->n++] = (int)(erf - g->nodes);
+	if (!same_dims(mi_out(g, erf, 0), &g->tensors[c->x]) ||
+	    !(a = plus_one(c, erf)))
+		return NULL;
+	*owner = un;
+	return gelu_tail(c, a);
+}
+
+/* Tanh node: owner is the x^3 node */
+static struct mi_node *match_gelu_tanh(struct chain *c, struct mi_node *th,
+				       struct mi_node **owner)
+{
+	struct mi_graph *g = c->g;
+	struct mi_node *zn = live_producer(g, th->inputs[0]), *sn, *wn, *cn, *sq;
+	int s, w, cube, t;
+	float v;
+
+	/* z = s * sqrt(2/pi) */
+	if (!is(zn, "Mul") || th->ninputs != 1)
+		return NULL;
+	if (const_scalar(g, zn->inputs[1], &v) && near(v, 0.7978845608))
+		s = zn->inputs[0];
+	else if (const_scalar(g, zn->inputs[0], &v) && near(v, 0.7978845608))
+		s = zn->inputs[1];
+	else
+		return NULL;
+	/* s = x + w, w = cube * 0.044715 */
+	sn = live_producer(g, s);
+	if (!is(sn, "Add") || sn->ninputs != 2)
+		return NULL;
+	for (int k = 0; k < 2; k++) {
+		wn = live_producer(g, sn->inputs[k]);
+		if (!is(wn, "Mul") || wn->ninputs != 2)
+			continue;
+		for (int q = 0; q < 2; q++) {
+			if (!const_scalar(g, wn->inputs[q], &v) ||
+			    !near(v, 0.044715))
+				continue;
+			cube = wn->inputs[1 - q];
+			cn = live_producer(g, cube);
+			c->x = sn->inputs[1 - k];
+			w = sn->inputs[k];
+			if (is(cn, "Pow") && cn->ninputs == 2 &&
+			    cn->inputs[0] == c->x &&
+			    const_scalar(g, cn->inputs[1], &v) && v == 3.0f)
+				sq = NULL;
+			else if (is(cn, "Mul") && (t = other_in(cn, c->x)) >= 0 &&
+				 (sq = live_producer(g, t)) && is(sq, "Mul") &&
+				 sq->ninputs == 2 && sq->inputs[0] == c->x &&
+				 sq->inputs[1] == c->x &&
+				 mi_graph_sole_consumer(g, t) ==
+					 (int)(cn - g->nodes))
+				;
+			else
+				continue;
+			goto found;
+		}
+	}
+	return NULL;
+found:
+	if (!f32_known(&g->tensors[c->x]))
+		return NULL;
+	/* owner: x*x (or the Pow); the rest in order */
+	if (sq) {
+		*owner = sq;
+		if (next_of(c, sq->outputs[0]) != cn)
+			return NULL;
+	} else {
+		*owner = cn;
+	}
+	if (next_of(c, cube) != wn || next_of(c, w) != sn ||
+	    next_of(c, s) != zn || next_of(c, zn->outputs[0]) != th)
+		return NULL;
+	{
+		struct mi_node *a = plus_one(c, th);
+
+		return a ? gelu_tail(c, a) : NULL;
+	}
+}
+
+static int plan_gelu(struct mi_graph *g, struct mi_node *n, int nthreads,
+		     const struct mi_xform_kern *xk)
+{
+	struct chain c = { .g = g, .x = -1 };
+	struct mi_node *owner = NULL, *last = NULL;
+	struct elt_node *e;
+	bool tanh_form = is(n, "Tanh");
+
+	if (n->dead || n->priv || n->domain[0] || n->noutputs != 1 ||
+	    n->ninputs != 1 || !f32_known(mi_in(g, n, 0)))
+		return 0;
+	last = tanh_form ? match_gelu_tanh(&c, n, &owner) :
+			   match_gelu_erf(&c, n, &owner);
+	if (!last || !owner || owner->priv || owner->noutputs != 1 ||
+	    (mi_out(g, last, 0)->flags & MI_TF_CONST) ||
+	    mi_out(g, last, 0)->data)
+		return 0;
+	for (int i = 0; i < c.n; i++)
+		if (g->nodes[c.nodes[i]].priv)
+			return 0;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->hdr.run = elt_run;
+	e->hdr.fini = elt_fini;
+	e->nthreads = nthreads;
+	e->op = tanh_form ? E_GELU_TANH : E_GELU;
+	e->xk = xk;
+	e->x_slot = owner->inputs[0] == c.x ? 0 : 1;
+	e->total = mi_tensor_numel(&g->tensors[c.x]);
+	e->orig_out = owner->outputs[0];
+	e->nabsorbed = c.n;
+	memcpy(e->absorbed, c.nodes, sizeof(c.nodes));
+	for (int i = 0; i < c.n; i++)
+		g->nodes[c.nodes[i]].dead = true;
+	owner->outputs[0] = last->outputs[0];
+	g->tensors[owner->outputs[0]].producer = (int)(owner - g->nodes);
+	owner->priv = e;
+	return 0;
+}
+
+/* ---- LayerNormalization ----------------------------------------------------- */
+/* x [..., D...] normalized over axes [axis, ndim); scale (and bias) have
+ * exactly the normalized axes' shape (leading 1s allowed); the optional
+ * Mean / InvStdDev outputs unused. */
+static int plan_layernorm(struct mi_graph *g, struct mi_node *n,
+			  struct elt_node *e)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	int64_t axis = mi_attr_int(n, "axis", -1), d = 1;
+
+	if (!f32_known(x) || !same_dims(x, y) || x->ndim < 1 ||
+	    n->ninputs < 2 || n->ninputs > 3)
+		return -EOPNOTSUPP;
+	for (int i = 1; i < n->noutputs; i++) {
+		int t = n->outputs[i];
+
+		if (t >= 0 && (g->tensors[t].nconsumers ||
+			       (g->tensors[t].flags & MI_TF_OUTPUT)))
+			return -EOPNOTSUPP;
+	}
+	if (axis < 0)
+		axis += x->ndim;
+	if (axis < 0 || axis >= x->ndim)
+		return -EOPNOTSUPP;
+	for (int i = axis; i < x->ndim; i++)
+		d *= x->dims[i];
+	for (int k = 1; k < n->ninputs; k++) {
+		struct mi_tensor *p = mi_in(g, n, k);
+		int off;
+
+		if (!p && k == 2)
+			continue;
+		if (!f32_known(p) || mi_tensor_numel(p) != d ||
+		    p->ndim > x->ndim)
+			return -EOPNOTSUPP;
+		off = x->ndim - p->ndim;
+		for (int i = 0; i < p->ndim; i++)
+			if (off + i < axis ? p->dims[i] != 1 :
+					     p->dims[i] != x->dims[off + i])
+				return -EOPNOTSUPP;
+	}
+	if (d < 1)
+		return -EOPNOTSUPP;
+	e->op = E_LAYERNORM;
+	e->inner = d;
+	e->eps = mi_attr_float(n, "epsilon", 1e-5f);
+	return 0;
+}
+
+static int plan_node(struct mi_graph *g, struct mi_node *n, int nthreads,
+		     const struct mi_xform_kern *xk)
 {
 	struct mi_tensor *y;
 	struct elt_node *e;
 	int err = -EOPNOTSUPP;
 
-	if (n->dead || n->priv || n->domain[0] || n->noutputs != 1 ||
-	    n->ninputs < 1)
+	if (n->dead || n->priv || n->domain[0] || n->ninputs < 1 ||
+	    (n->noutputs != 1 && strcmp(n->op_type, "LayerNormalization")))
 		return 0;
 	y = mi_out(g, n, 0);
 	if (!f32_known(y) || y->data || !f32_known(mi_in(g, n, 0)) ||
@@ -545,6 +912,7 @@ static int plan_node(struct mi_graph *g, struct mi_node *n, int nthreads)
 	e->hdr.fini = elt_fini;
 	e->nthreads = nthreads;
 	e->total = mi_tensor_numel(y);
+	e->xk = xk;
 	for (size_t i = 0; i < sizeof(unary_ops) / sizeof(unary_ops[0]); i++)
 		if (!strcmp(n->op_type, unary_ops[i].name)) {
 			e->op = unary_ops[i].op;
@@ -560,6 +928,8 @@ static int plan_node(struct mi_graph *g, struct mi_node *n, int nthreads)
 		err = plan_pow(g, n, e);
 	if (!strcmp(n->op_type, "Softmax") && same_dims(mi_in(g, n, 0), y))
 		err = plan_softmax(g, n, e);
+	if (!strcmp(n->op_type, "LayerNormalization"))
+		err = plan_layernorm(g, n, e);
 	if (e->op == E_LEAKY)
 		e->alpha = mi_attr_float(n, "alpha", 0.01f);
 	if (e->op == E_HSIG) {
@@ -574,12 +944,43 @@ static int plan_node(struct mi_graph *g, struct mi_node *n, int nthreads)
 	return 0;
 }
 
+extern const struct mi_xform_kern mi_xform_kern_generic;
+#ifdef __x86_64__
+extern const struct mi_xform_kern mi_xform_kern_avx2;
+extern const struct mi_xform_kern mi_xform_kern_avx512;
+#endif
+
+const struct mi_xform_kern *mi_xform_kern_get(int isa)
+{
+#ifdef __x86_64__
+	if (isa == MI_ISA_AVX512)
+		return &mi_xform_kern_avx512;
+	if (isa == MI_ISA_AVX2)
+		return &mi_xform_kern_avx2;
+#endif
+	return &mi_xform_kern_generic;
+}
+
 int mi_cpu_plan_eltwise(struct mi_graph *g, int nthreads)
 {
-	pthread_once(&erf_once, erf_init);
-	for (int p = 0; p < g->norder; p++) {
-		int err = plan_node(g, &g->nodes[g->order[p]], nthreads);
+	const struct mi_xform_kern *xk = mi_xform_kern_get(mi_cpu_isa());
+	bool chains = !getenv("MI_CPU_NOFUSE") ||
+		      strcmp(getenv("MI_CPU_NOFUSE"), "1");
+	int err;
 
+	pthread_once(&erf_once, erf_init);
+	/* chains first: they claim nodes the per-node pass would take */
+	for (int p = 0; chains && p < g->norder; p++) {
+		struct mi_node *n = &g->nodes[g->order[p]];
+
+		if (is(n, "Erf") || is(n, "Tanh")) {
+			err = plan_gelu(g, n, nthreads, xk);
+			if (err)
+				return err;
+		}
+	}
+	for (int p = 0; p < g->norder; p++) {
+		err = plan_node(g, &g->nodes[g->order[p]], nthreads, xk);
 		if (err)
 			return err;
 	}

@@ -984,5 +984,5 @@ int mi_cpu_plan_eltwise(struct mi_graph *g, int nthreads)
 		if (err)
 			return err;
 	}
-	return 0;
+	return mi_cpu_plan_xform(g, nthreads);
 }

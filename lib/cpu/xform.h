@@ -25,4 +25,9 @@ struct mi_xform_kern {
 
 const struct mi_xform_kern *mi_xform_kern_get(int isa);
 
+/* Transpose / Slice / Concat / Reduce* fast paths (xform.c); called by
+ * mi_cpu_plan_eltwise() */
+struct mi_graph;
+int mi_cpu_plan_xform(struct mi_graph *g, int nthreads);
+
 #endif /* MI_CPU_XFORM_H */

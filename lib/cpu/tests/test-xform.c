@@ -357,6 +357,235 @@ static void layernorm_case(int bias, bool lead1, bool bad_scale, bool big)
 	mi_graph_fini(&g);
 }
 
+
+static void set_ints(struct mi_graph *g, int nd, const char *name,
+		     const int64_t *v, int cnt)
+{
+	struct mi_node *n = &g->nodes[nd];
+
+	n->attrs = realloc(n->attrs, (n->nattrs + 1) * sizeof(*n->attrs));
+	memset(&n->attrs[n->nattrs], 0, sizeof(*n->attrs));
+	n->attrs[n->nattrs].name = strdup(name);
+	n->attrs[n->nattrs].type = MI_ATTR_INTS;
+	n->attrs[n->nattrs].n = cnt;
+	n->attrs[n->nattrs].ints = malloc((cnt + 1) * sizeof(int64_t));
+	memcpy(n->attrs[n->nattrs].ints, v, cnt * sizeof(int64_t));
+	n->nattrs++;
+}
+
+static int const_i64(struct mi_graph *g, const int64_t *v, int cnt)
+{
+	int64_t d[1] = { cnt };
+	char name[32];
+	int t = mi_graph_add_tensor(g, (snprintf(name, sizeof(name), "i%d",
+						 g->ntensors), name));
+	struct mi_tensor *x = &g->tensors[t];
+
+	mi_tensor_set_shape(x, MI_DT_INT64, 1, d);
+	mi_tensor_alloc(x);
+	memcpy(x->data, v, cnt * sizeof(int64_t));
+	x->flags |= MI_TF_CONST;
+	return t;
+}
+
+static void shuffle(int *p, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = i;
+	for (int i = n - 1; i > 0; i--) {
+		int j = rint_(0, i), t = p[i];
+
+		p[i] = p[j];
+		p[j] = t;
+	}
+}
+
+/* Transpose with a random permutation (incl. the channel shuffle) */
+static void transpose_case(bool shuffle_form, bool big)
+{
+	struct mi_graph g;
+	int64_t d[6], yd[6], perm[6];
+	int nd, x, y, n, p[6];
+	char what[96];
+
+	if (shuffle_form) {
+		nd = 5;
+		d[0] = 1, d[1] = 2, d[2] = rint_(1, 60), d[3] = rint_(1, 14);
+		d[4] = rint_(1, 14);
+		if (big)
+			d[2] = 116, d[3] = d[4] = 28;
+		p[0] = 0, p[1] = 2, p[2] = 1, p[3] = 3, p[4] = 4;
+	} else {
+		nd = rint_(1, 6);
+		for (int i = 0; i < nd; i++)
+			d[i] = rint_(1, 7);
+		shuffle(p, nd);
+	}
+	for (int i = 0; i < nd; i++)
+		perm[i] = p[i], yd[i] = d[p[i]];
+	mi_graph_init(&g);
+	x = tensor(&g, "x", nd, d, MI_TF_INPUT, 1.0f);
+	y = tensor(&g, "y", nd, yd, 0, 0);
+	n = node(&g, "Transpose", x, -1, y);
+	set_ints(&g, n, "perm", perm, nd);
+	snprintf(what, sizeof(what), "transpose nd %d shuffle %d", nd,
+		 shuffle_form);
+	check_graph(&g, y, 1, 0, what);
+	CHECK(last_planned == 1, "%s: not planned", what);
+	mi_graph_fini(&g);
+}
+
+/* Slice with random starts/ends/steps (some negative, some out of
+ * range), axes given or not, as inputs (opset >= 10) */
+static void slice_case(void)
+{
+	struct mi_graph g;
+	int64_t d[5], yd[5], st[5], en[5], ax[5], sp[5];
+	int nd = rint_(1, 5), na, x, y, n, ins[5], p[5];
+	bool axes = rint_(0, 1), steps = rint_(0, 1);
+	char what[96];
+
+	for (int i = 0; i < nd; i++)
+		d[i] = yd[i] = rint_(1, 9);
+	na = axes ? rint_(1, nd) : nd;
+	shuffle(p, nd);
+	for (int i = 0; i < na; i++) {
+		int a = axes ? p[i] : i;
+		int64_t dim = d[a], s, e, step, len;
+
+		step = steps ? (rint_(0, 3) ? rint_(1, 3) : -rint_(1, 3)) : 1;
+		st[i] = rint_(-(int)dim - 2, (int)dim + 2);
+		en[i] = rint_(0, 5) ? rint_(-(int)dim - 2, (int)dim + 2) :
+				       (step > 0 ? INT64_MAX : INT64_MIN);
+		ax[i] = axes ? (rint_(0, 1) ? a : a - nd) : i;
+		sp[i] = step;
+		/* expected length (ONNX rules) */
+		s = st[i] < 0 ? (st[i] < -dim ? -1 : st[i] + dim) : st[i];
+		e = en[i] < 0 ? (en[i] < -dim ? -1 : en[i] + dim) : en[i];
+		if (step > 0) {
+			s = s < 0 ? 0 : s > dim ? dim : s;
+			e = e < 0 ? 0 : e > dim ? dim : e;
+			len = e > s ? (e - s + step - 1) / step : 0;
+		} else {
+			s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
+			e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+			len = s > e ? (s - e - step - 1) / -step : 0;
+		}
+		if (len == 0) { /* keep the output non-empty */
+			st[i] = 0, en[i] = dim, sp[i] = 1;
+			len = dim;
+		}
+		yd[a] = len;
+	}
+	mi_graph_init(&g);
+	x = tensor(&g, "x", nd, d, MI_TF_INPUT, 1.0f);
+	y = tensor(&g, "y", nd, yd, 0, 0);
+	ins[0] = x;
+	ins[1] = const_i64(&g, st, na);
+	ins[2] = const_i64(&g, en, na);
+	ins[3] = axes || steps ? const_i64(&g, ax, na) : -1;
+	ins[4] = steps ? const_i64(&g, sp, na) : -1;
+	n = mi_graph_add_node(&g, "slice", "Slice", ins,
+			      steps ? 5 : axes ? 4 : 3, &y, 1);
+	g.nodes[n].def = mi_op_find("Slice", "");
+	snprintf(what, sizeof(what), "slice nd %d axes %d steps %d", nd, axes,
+		 steps);
+	check_graph(&g, y, 1, 0, what);
+	CHECK(last_planned == 1, "%s: not planned", what);
+	mi_graph_fini(&g);
+}
+
+static void concat_case(bool big)
+{
+	struct mi_graph g;
+	int64_t d[4], yd[4];
+	int nd = rint_(1, 4), nin = rint_(1, 5), axis = rint_(0, nd - 1);
+	int ins[5], y, n;
+	char what[96];
+
+	for (int i = 0; i < nd; i++)
+		d[i] = yd[i] = rint_(1, 6);
+	if (big)
+		d[nd - 1] = yd[nd - 1] = 30000;
+	mi_graph_init(&g);
+	yd[axis] = 0;
+	for (int k = 0; k < nin; k++) {
+		char name[8];
+
+		d[axis] = rint_(1, 5);
+		yd[axis] += d[axis];
+		snprintf(name, sizeof(name), "x%d", k);
+		ins[k] = tensor(&g, name, nd, d, MI_TF_INPUT, 1.0f);
+	}
+	y = tensor(&g, "y", nd, yd, 0, 0);
+	n = mi_graph_add_node(&g, "concat", "Concat", ins, nin, &y, 1);
+	g.nodes[n].def = mi_op_find("Concat", "");
+	set_attr(&g, n, "axis", MI_ATTR_INT, axis - (rint_(0, 1) ? nd : 0), 0);
+	snprintf(what, sizeof(what), "concat nd %d inputs %d axis %d", nd, nin,
+		 axis);
+	check_graph(&g, y, 1, 0, what);
+	CHECK(last_planned == 1, "%s: not planned", what);
+	mi_graph_fini(&g);
+}
+
+/* Reduce over a random axis set; planned iff the reduced axes (ignoring
+ * size-1 ones) are contiguous */
+static void reduce_case(const char *op, bool keep, bool as_input)
+{
+	struct mi_graph g;
+	int64_t d[5], yd[5], ax[5];
+	int nd = rint_(1, 5), na = 0, ny = 0, x, y, n, mask[5] = { 0 };
+	int k = -1, l = -1;
+	bool contiguous = true, any = false;
+	char what[96];
+
+	for (int i = 0; i < nd; i++) {
+		d[i] = rint_(1, 8);
+		if (rint_(0, 2) == 0) {
+			mask[i] = 1;
+			ax[na++] = rint_(0, 1) ? i : i - nd;
+		}
+	}
+	for (int i = 0; i < nd; i++) {
+		if (!na)
+			mask[i] = 1;
+		if (mask[i] && d[i] != 1) {
+			if (k >= 0)
+				for (int m = l + 1; m < i; m++)
+					if (d[m] != 1)
+						contiguous = false;
+			if (k < 0)
+				k = i;
+			l = i;
+			any = true;
+		}
+		if (!mask[i])
+			yd[ny++] = d[i];
+		else if (keep)
+			yd[ny++] = 1;
+	}
+	mi_graph_init(&g);
+	x = tensor(&g, "x", nd, d, MI_TF_INPUT, 4.0f);
+	y = tensor(&g, "y", ny, yd, 0, 0);
+	if (as_input && na) {
+		int ins[2] = { x, const_i64(&g, ax, na) };
+
+		n = mi_graph_add_node(&g, "red", op, ins, 2, &y, 1);
+	} else {
+		n = mi_graph_add_node(&g, "red", op, &x, 1, &y, 1);
+		if (na)
+			set_ints(&g, n, "axes", ax, na);
+	}
+	g.nodes[n].def = mi_op_find(op, "");
+	set_attr(&g, n, "keepdims", MI_ATTR_INT, keep, 0);
+	snprintf(what, sizeof(what), "%s nd %d axes %d keep %d input %d", op,
+		 nd, na, keep, as_input);
+	check_graph(&g, y, 1, 1e-6, what);
+	CHECK(last_planned == (contiguous && any), "%s: planned %d, want %d",
+	      what, last_planned, contiguous && any);
+	mi_graph_fini(&g);
+}
+
 /* The vector erf of the table: absolute error over a dense sweep. */
 static void test_verf(void)
 {
@@ -405,6 +634,19 @@ int main(void)
 		layernorm_case(r & 1, r >= 4, false, r == 3);
 	layernorm_case(1, false, true, false);
 	layernorm_case(0, true, true, false);
+	for (int r = 0; r < 12; r++) {
+		transpose_case(r < 3, r == 0);
+		slice_case();
+		slice_case();
+		concat_case(r == 1);
+	}
+	for (int r = 0; r < 10; r++) {
+		static const char *const ops[] = { "ReduceMean", "ReduceSum",
+						   "ReduceMax", "ReduceMin" };
+
+		for (int k = 0; k < 4; k++)
+			reduce_case(ops[k], r & 1, (r & 2) && k == 1);
+	}
 	printf("test-xform: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Data-movement and reduction fast paths (fp32), planned by
+ * mi_cpu_plan_eltwise() after the element-wise kernels:
+ *  - Transpose, Slice (constant starts/ends/axes/steps), Concat: each is
+ *    one or a few "strided copies" y[yoff + sum i_k ys_k] =
+ *    x[xoff + sum i_k xs_k] over a box of dims, with size-1 axes dropped
+ *    and mergeable axes merged, so a channel shuffle
+ *    [1,2,C/2,HW] -> [1,C/2,2,HW] becomes C memcpy's of HW floats and a
+ *    channel-axis Concat one memcpy per input per outer index.  The
+ *    output is written in full (no memset as for the reference ops).
+ *  - ReduceMean/Sum/Max/Min over one contiguous block of axes.
+ * Everything is decided at plan time from static shapes and constant
+ * inputs; the output shape the executor inferred is checked against the
+ * plan, anything else stays on the reference ops.
+ */
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ops/ops.h"
+#include "cpu.h"
+#include "cpu_plan.h"
+
+#define XF_PAR 65536
+#define XF_MAXIN 64
+
+struct copy_desc {
+	int nd;
+	int64_t dims[MI_MAX_DIMS];
+	int64_t xs[MI_MAX_DIMS], ys[MI_MAX_DIMS];
+	int64_t xoff, yoff;
+	int64_t outer; /* prod dims[0, nd-1) */
+};
+
+enum { X_COPY, X_CONCAT, X_REDUCE };
+enum { R_SUM, R_MEAN, R_MAX, R_MIN };
+
+struct xf_node {
+	struct mi_cpu_kernel_hdr hdr;
+	int kind, nthreads;
+	int64_t total;            /* output elements */
+	int ncopies;
+	struct copy_desc c[XF_MAXIN];
+	/* reduce: y[o][i] = red_m x[o][m][i] */
+	int red;
+	int64_t outer, mid, inner;
+};
+
+/* ---- strided copies ------------------------------------------------------ */
+static void desc_finish(struct copy_desc *d)
+{
+	int k = 0;
+
+	/* drop size-1 axes */
+	for (int i = 0; i < d->nd; i++)
+		if (d->dims[i] != 1) {
+			d->dims[k] = d->dims[i];
+			d->xs[k] = d->xs[i];
+			d->ys[k] = d->ys[i];
+			k++;
+		}
+	d->nd = k;
+	/* merge axis i into i-1 where both strides allow */
+	k = 0;
+	for (int i = 1; i < d->nd; i++) {
+		if (d->xs[k] == d->dims[i] * d->xs[i] &&
+		    d->ys[k] == d->dims[i] * d->ys[i]) {
+			d->dims[k] *= d->dims[i];
+			d->xs[k] = d->xs[i];
+			d->ys[k] = d->ys[i];
+		} else {
+			k++;
+			d->dims[k] = d->dims[i];
+			d->xs[k] = d->xs[i];
+			d->ys[k] = d->ys[i];
+		}
+	}
+	d->nd = d->nd ? k + 1 : 0;
+	if (!d->nd) { /* one element */
+		d->nd = 1;
+		d->dims[0] = 1;
+		d->xs[0] = d->ys[0] = 1;
+	}
+	d->outer = 1;
+	for (int i = 0; i < d->nd - 1; i++)
+		d->outer *= d->dims[i];
+}
+
+/* rows [ob, oe) of the outer index space */
+static void desc_run(const struct copy_desc *d, const float *x, float *y,
+		     int64_t ob, int64_t oe)
+{
+	int64_t idx[MI_MAX_DIMS], xo = d->xoff, yo = d->yoff, r = ob;
+	int64_t n = d->dims[d->nd - 1], sx = d->xs[d->nd - 1],
+		sy = d->ys[d->nd - 1];
+	int last = d->nd - 2;
+
+	for (int k = last; k >= 0; k--) {
+		idx[k] = r % d->dims[k];
+		r /= d->dims[k];
+		xo += idx[k] * d->xs[k];
+		yo += idx[k] * d->ys[k];
+	}
+	for (int64_t o = ob; o < oe; o++) {
+		const float *xp = x + xo;
+		float *yp = y + yo;
+
+		if (sx == 1 && sy == 1)
+			memcpy(yp, xp, n * sizeof(float));
+		else if (sy == 1)
+			for (int64_t i = 0; i < n; i++)
+				yp[i] = xp[i * sx];
+		else
+			for (int64_t i = 0; i < n; i++)
+				yp[i * sy] = xp[i * sx];
+		/* odometer */
+		for (int k = last; k >= 0; k--) {
+			xo += d->xs[k];
+			yo += d->ys[k];
+			if (++idx[k] < d->dims[k])
+				break;
+			xo -= d->dims[k] * d->xs[k];
+			yo -= d->dims[k] * d->ys[k];
+			idx[k] = 0;
+		}
+	}
+}
+
+struct xf_job {
+	const struct xf_node *f;
+	const float *x[XF_MAXIN];
+	float *y;
+};
+
+static void copy_thread(void *ctx, int t, int nt)
+{
+	const struct xf_job *j = ctx;
+
+	for (int i = 0; i < j->f->ncopies; i++) {
+		const struct copy_desc *d = &j->f->c[i];
+		int64_t b, e;
+
+		mi_chunk(d->outer, t, nt, &b, &e);
+		if (e > b)
+			desc_run(d, j->x[i], j->y, b, e);
+	}
+}
+
+/* ---- reductions ---------------------------------------------------------- */
+static void reduce_thread(void *ctx, int t, int nt)
+{
+	const struct xf_job *j = ctx;
+	const struct xf_node *f = j->f;
+	int64_t b, e;
+
+	mi_chunk(f->outer, t, nt, &b, &e);
+	for (int64_t o = b; o < e; o++) {
+		const float *x = j->x[0] + o * f->mid * f->inner;
+		float *y = j->y + o * f->inner;
+
+		if (f->inner == 1) {
+			double s = 0;
+			float m = x[0];
+
+			if (f->red == R_SUM || f->red == R_MEAN) {
+				/* 8 float lanes, summed in double */
+				float acc[8] = { 0 };
+				int64_t i;
+
+				for (i = 0; i + 8 <= f->mid; i += 8)
+					for (int k = 0; k < 8; k++)
+						acc[k] += x[i + k];
+				for (; i < f->mid; i++)
+					s += x[i];
+				for (int k = 0; k < 8; k++)
+					s += acc[k];
+				y[0] = (float)(f->red == R_MEAN ? s / f->mid : s);
+			} else if (f->red == R_MAX) {
+				for (int64_t i = 1; i < f->mid; i++)
+					m = x[i] > m || m != m ? x[i] : m;
+				y[0] = m;
+			} else {
+				for (int64_t i = 1; i < f->mid; i++)
+					m = x[i] < m || m != m ? x[i] : m;
+				y[0] = m;
+			}
+			continue;
+		}
+		memcpy(y, x, f->inner * sizeof(float));
+		for (int64_t m = 1; m < f->mid; m++) {
+			const float *xr = x + m * f->inner;
+			int64_t i;
+
+			switch (f->red) {
+			case R_SUM:
+			case R_MEAN:
+				for (i = 0; i < f->inner; i++)
+					y[i] += xr[i];
+				break;
+			case R_MAX:
+				for (i = 0; i < f->inner; i++)
+					y[i] = xr[i] > y[i] || y[i] != y[i] ?
+						       xr[i] : y[i];
+				break;
+			default:
+				for (i = 0; i < f->inner; i++)
+					y[i] = xr[i] < y[i] || y[i] != y[i] ?
+						       xr[i] : y[i];
+			}
+		}
+		if (f->red == R_MEAN) {
+			float r = 1.0f / (float)f->mid;
+
+			for (int64_t i = 0; i < f->inner; i++)
+				y[i] *= r;
+		}
+	}
+}
+
+static int xf_run(struct mi_graph *g, struct mi_node *n)
+{
+	const struct xf_node *f = n->priv;
+	struct mi_tensor *y = mi_out(g, n, 0);
+	struct xf_job j = { .f = f, .y = y->data };
+	int nin = f->kind == X_CONCAT ? f->ncopies : 1;
+	int64_t units;
+	int nt;
+
+	if (!y->data || mi_tensor_numel(y) != f->total)
+		return mi_graph_err(g, n, -EINVAL,
+				    "fast kernel planned for another output shape");
+	for (int i = 0; i < nin; i++) {
+		struct mi_tensor *x = mi_in(g, n, i);
+
+		if (!x || !x->data)
+			return mi_graph_err(g, n, -EINVAL,
+					    "fast kernel: missing input");
+		j.x[i] = x->data;
+	}
+	if (f->kind == X_REDUCE) {
+		if (mi_tensor_numel(mi_in(g, n, 0)) !=
+		    f->outer * f->mid * f->inner)
+			return mi_graph_err(g, n, -EINVAL,
+					    "fast kernel planned for another input shape");
+		units = f->outer;
+		nt = f->outer * f->mid * f->inner < XF_PAR ? 1 : f->nthreads;
+		mi_pool_run(units < nt ? (int)units : nt, reduce_thread, &j);
+		return 0;
+	}
+	if (f->kind == X_COPY)
+		j.x[0] = mi_in(g, n, 0)->data;
+	units = f->c[0].outer;
+	for (int i = 1; i < f->ncopies; i++)
+		units = f->c[i].outer < units ? f->c[i].outer : units;
+	nt = f->total < XF_PAR ? 1 : f->nthreads;
+	mi_pool_run(units < nt ? (int)(units > 0 ? units : 1) : nt,
+		    copy_thread, &j);
+	return 0;
+}
+
+static void xf_fini(struct mi_graph *g, struct mi_node *n)
+{
+	free(n->priv);
+}
+
+/* ---- planning ------------------------------------------------------------ */
+static void strides(const struct mi_tensor *t, int64_t *s)
+{
+	int64_t v = 1;
+
+	for (int i = t->ndim - 1; i >= 0; i--) {
+		s[i] = v;
+		v *= t->dims[i];
+	}
+}
+
+static bool f32_static(const struct mi_tensor *t)
+{
+	return t && t->dtype == MI_DT_FLOAT && mi_tensor_shape_known(t);
+}
+
+/* constant (or plan-time shape value) integer input i, or -ENOENT */
+static int const_ints(struct mi_graph *g, struct mi_node *n, int i,
+		      int64_t *v, int max, int *cnt)
+{
+	struct mi_tensor *t = mi_in(g, n, i);
+
+	if (!t)
+		return -ENOENT;
+	if (!(t->flags & (MI_TF_CONST | MI_TF_SHAPEVAL)) || !t->data ||
+	    (t->dtype != MI_DT_INT64 && t->dtype != MI_DT_INT32) ||
+	    t->ndim > 1 || mi_tensor_numel(t) > max)
+		return -EINVAL;
+	*cnt = (int)mi_tensor_numel(t);
+	for (int k = 0; k < *cnt; k++)
+		v[k] = t->dtype == MI_DT_INT64 ? ((const int64_t *)t->data)[k] :
+						 ((const int32_t *)t->data)[k];
+	return 0;
+}
+
+static int plan_transpose(struct mi_graph *g, struct mi_node *n,
+			  struct xf_node *f)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	int cnt, r = x->ndim, seen[MI_MAX_DIMS] = { 0 };
+	const int64_t *p = mi_attr_ints(n, "perm", &cnt);
+	int64_t xs[MI_MAX_DIMS];
+	struct copy_desc *d = &f->c[0];
+
+	if (n->ninputs != 1 || y->ndim != r || (p && cnt != r))
+		return -EOPNOTSUPP;
+	strides(x, xs);
+	d->nd = r;
+	for (int i = 0; i < r; i++) {
+		int64_t a = p ? p[i] : r - 1 - i;
+
+		if (a < 0 || a >= r || seen[a] || y->dims[i] != x->dims[a])
+			return -EOPNOTSUPP;
+		seen[a] = 1;
+		d->dims[i] = y->dims[i];
+		d->xs[i] = xs[a];
+	}
+	strides(y, d->ys);
+	f->ncopies = 1;
+	f->kind = X_COPY;
+	desc_finish(d);
+	return 0;
+}
+
+static int plan_slice(struct mi_graph *g, struct mi_node *n,
+		      struct xf_node *f)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	int64_t st[MI_MAX_DIMS], en[MI_MAX_DIMS], ax[MI_MAX_DIMS],
+		sp[MI_MAX_DIMS], xs[MI_MAX_DIMS];
+	int ns, ne, na = -1, nst = -1, r = x->ndim, seen[MI_MAX_DIMS] = { 0 };
+	struct copy_desc *d = &f->c[0];
+
+	if (y->ndim != r)
+		return -EOPNOTSUPP;
+	if (n->ninputs >= 3) {
+		int e3, e4;
+
+		if (const_ints(g, n, 1, st, MI_MAX_DIMS, &ns) ||
+		    const_ints(g, n, 2, en, MI_MAX_DIMS, &ne))
+			return -EOPNOTSUPP;
+		e3 = const_ints(g, n, 3, ax, MI_MAX_DIMS, &na);
+		e4 = const_ints(g, n, 4, sp, MI_MAX_DIMS, &nst);
+		if ((e3 && e3 != -ENOENT) || (e4 && e4 != -ENOENT))
+			return -EOPNOTSUPP;
+		if (e3)
+			na = -1;
+		if (e4)
+			nst = -1;
+	} else {
+		const int64_t *a = mi_attr_ints(n, "starts", &ns);
+		const int64_t *b = mi_attr_ints(n, "ends", &ne);
+		const int64_t *c = mi_attr_ints(n, "axes", &na);
+
+		if (!a || !b || ns > MI_MAX_DIMS || ne > MI_MAX_DIMS ||
+		    (c && na > MI_MAX_DIMS))
+			return -EOPNOTSUPP;
+		memcpy(st, a, ns * sizeof(int64_t));
+		memcpy(en, b, ne * sizeof(int64_t));
+		if (c)
+			memcpy(ax, c, na * sizeof(int64_t));
+		else
+			na = -1;
+	}
+	if (ns != ne || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+		return -EOPNOTSUPP;
+	strides(x, xs);
+	d->nd = r;
+	d->xoff = 0;
+	for (int i = 0; i < r; i++) {
+		d->dims[i] = x->dims[i];
+		d->xs[i] = xs[i];
+	}
+	for (int i = 0; i < ns; i++) {
+		int64_t a = na >= 0 ? ax[i] : i, dim, s, e, step, len;
+
+		if (a < 0)
+			a += r;
+		if (a < 0 || a >= r || seen[a])
+			return -EOPNOTSUPP;
+		seen[a] = 1;
+		step = nst >= 0 ? sp[i] : 1;
+		dim = x->dims[a];
+		if (step == 0 || step < -dim - 1 || step > dim + 1)
+			/* huge steps: len is 0 or 1, keep it simple */
+			return -EOPNOTSUPP;
+		s = st[i];
+		e = en[i];
+		if (s < 0)
+			s = s < -dim ? -1 : s + dim;
+		if (e < 0)
+			e = e < -dim ? -1 : e + dim;
+		if (step > 0) {
+			s = s < 0 ? 0 : s > dim ? dim : s;
+			e = e < 0 ? 0 : e > dim ? dim : e;
+			len = e > s ? (e - s + step - 1) / step : 0;
+		} else {
+			s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
+			e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+			len = s > e ? (s - e - step - 1) / (-step) : 0;
+		}
+		if (len != y->dims[a] || len < 1)
+			return -EOPNOTSUPP;
+		d->dims[a] = len;
+		d->xs[a] = xs[a] * step;
+		d->xoff += s * xs[a];
+	}
+	for (int i = 0; i < r; i++)
+		if (d->dims[i] != y->dims[i])
+			return -EOPNOTSUPP;
+	strides(y, d->ys);
+	f->ncopies = 1;
+	f->kind = X_COPY;
+	desc_finish(d);
+	return 0;
+}
+
+static int plan_concat(struct mi_graph *g, struct mi_node *n,
+		       struct xf_node *f)
+{
+	struct mi_tensor *y = mi_out(g, n, 0);
+	int64_t axis = mi_attr_int(n, "axis", 1), pos = 0, outer = 1, inner = 1;
+	int r = y->ndim;
+
+	if (n->ninputs < 1 || n->ninputs > XF_MAXIN || r < 1)
+		return -EOPNOTSUPP;
+	if (axis < 0)
+		axis += r;
+	if (axis < 0 || axis >= r)
+		return -EOPNOTSUPP;
+	for (int i = 0; i < axis; i++)
+		outer *= y->dims[i];
+	for (int i = axis + 1; i < r; i++)
+		inner *= y->dims[i];
+	for (int k = 0; k < n->ninputs; k++) {
+		struct mi_tensor *x = mi_in(g, n, k);
+		struct copy_desc *d = &f->c[k];
+
+		if (!f32_static(x) || x->ndim != r)
+			return -EOPNOTSUPP;
+		for (int i = 0; i < r; i++)
+			if (i != axis && x->dims[i] != y->dims[i])
+				return -EOPNOTSUPP;
+		d->nd = 2;
+		d->dims[0] = outer;
+		d->dims[1] = x->dims[axis] * inner;
+		d->xs[0] = d->dims[1];
+		d->xs[1] = 1;
+		d->ys[0] = y->dims[axis] * inner;
+		d->ys[1] = 1;
+		d->xoff = 0;
+		d->yoff = pos * inner;
+		pos += x->dims[axis];
+		if (d->dims[1] == 0)
+			return -EOPNOTSUPP;
+		desc_finish(d);
+	}
+	if (pos != y->dims[axis])
+		return -EOPNOTSUPP;
+	f->ncopies = n->ninputs;
+	f->kind = X_CONCAT;
+	return 0;
+}
+
+static int plan_reduce(struct mi_graph *g, struct mi_node *n,
+		       struct xf_node *f)
+{
+	static const struct {
+		const char *name;
+		int red;
+	} reds[] = {
+		{ "ReduceSum", R_SUM }, { "ReduceMean", R_MEAN },
+		{ "ReduceMax", R_MAX }, { "ReduceMin", R_MIN },
+	};
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	int64_t ax[MI_MAX_DIMS];
+	int cnt = 0, mask[MI_MAX_DIMS] = { 0 }, k = -1, l = -1, err;
+
+	f->red = -1;
+	for (size_t i = 0; i < sizeof(reds) / sizeof(reds[0]); i++)
+		if (!strcmp(n->op_type, reds[i].name))
+			f->red = reds[i].red;
+	if (f->red < 0 || x->ndim < 1)
+		return -EOPNOTSUPP;
+	err = const_ints(g, n, 1, ax, MI_MAX_DIMS, &cnt);
+	if (err == -ENOENT) {
+		const int64_t *a = mi_attr_ints(n, "axes", &cnt);
+
+		if (cnt > MI_MAX_DIMS)
+			return -EOPNOTSUPP;
+		if (a)
+			memcpy(ax, a, cnt * sizeof(int64_t));
+		else
+			cnt = 0;
+	} else if (err) {
+		return -EOPNOTSUPP;
+	}
+	if (!cnt && mi_attr_int(n, "noop_with_empty_axes", 0))
+		return -EOPNOTSUPP;
+	for (int i = 0; i < cnt; i++) {
+		int64_t a = ax[i] < 0 ? ax[i] + x->ndim : ax[i];
+
+		if (a < 0 || a >= x->ndim)
+			return -EOPNOTSUPP;
+		mask[a] = 1;
+	}
+	for (int i = 0; i < x->ndim; i++) {
+		if (!cnt)
+			mask[i] = 1;
+		if (mask[i] && x->dims[i] != 1) {
+			if (k < 0)
+				k = i;
+			else
+				for (int m = l + 1; m < i; m++)
+					if (x->dims[m] != 1)
+						return -EOPNOTSUPP;
+			l = i;
+		}
+	}
+	if (k < 0)
+		return -EOPNOTSUPP; /* nothing to reduce: a copy */
+	f->outer = f->mid = f->inner = 1;
+	for (int i = 0; i < x->ndim; i++) {
+		if (i < k)
+			f->outer *= x->dims[i];
+		else if (i <= l)
+			f->mid *= x->dims[i];
+		else
+			f->inner *= x->dims[i];
+	}
+	if (mi_tensor_numel(y) != f->outer * f->inner || f->mid < 1)
+		return -EOPNOTSUPP;
+	f->kind = X_REDUCE;
+	return 0;
+}
+
+static int plan_one(struct mi_graph *g, struct mi_node *n, int nthreads)
+{
+	struct mi_tensor *y;
+	struct xf_node *f;
+	int err = -EOPNOTSUPP;
+
+	if (n->dead || n->priv || n->domain[0] || n->noutputs != 1 ||
+	    n->ninputs < 1)
+		return 0;
+	y = mi_out(g, n, 0);
+	if (!f32_static(y) || y->data || (y->flags & MI_TF_CONST) ||
+	    !f32_static(mi_in(g, n, 0)) || mi_tensor_numel(y) < 1)
+		return 0;
+	if (strcmp(n->op_type, "Transpose") && strcmp(n->op_type, "Slice") &&
+	    strcmp(n->op_type, "Concat") && strncmp(n->op_type, "Reduce", 6))
+		return 0;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->hdr.run = xf_run;
+	f->hdr.fini = xf_fini;
+	f->nthreads = nthreads;
+	f->total = mi_tensor_numel(y);
+	if (!strcmp(n->op_type, "Transpose"))
+		err = plan_transpose(g, n, f);
+	else if (!strcmp(n->op_type, "Slice"))
+		err = plan_slice(g, n, f);
+	else if (!strcmp(n->op_type, "Concat"))
+		err = plan_concat(g, n, f);
+	else
+		err = plan_reduce(g, n, f);
+	if (err) {
+		free(f);
+		return 0;
+	}
+	n->priv = f;
+	return 0;
+}
+
+int mi_cpu_plan_xform(struct mi_graph *g, int nthreads)
+{
+	for (int p = 0; p < g->norder; p++) {
+		int err = plan_one(g, &g->nodes[g->order[p]], nthreads);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}

@@ -79,6 +79,45 @@ static inline void mi_chunk(int64_t n, int t, int nt, int64_t *b, int64_t *e)
 	*e = *b + q + (t < r);
 }
 
+/*
+ * Dynamic work sharing inside one pool run: the participants claim
+ * ranges of `grain` units from a shared counter until [0, n) is used up,
+ * so a thread that starts late (descheduled on a loaded machine) leaves
+ * its share to the others instead of stalling the run.
+ */
+struct mi_work {
+	int64_t next; /* only through __atomic builtins */
+	int64_t n, grain;
+};
+
+static inline void mi_work_init(struct mi_work *w, int64_t n, int64_t grain)
+{
+	__atomic_store_n(&w->next, 0, __ATOMIC_RELAXED);
+	w->n = n;
+	w->grain = grain < 1 ? 1 : grain;
+}
+
+/* Claim the next range [*b, *e); 0 when nothing is left. */
+static inline int mi_work_claim(struct mi_work *w, int64_t *b, int64_t *e)
+{
+	int64_t s = __atomic_fetch_add(&w->next, w->grain,
+				       __ATOMIC_RELAXED);
+
+	if (s >= w->n)
+		return 0;
+	*b = s;
+	*e = s + w->grain < w->n ? s + w->grain : w->n;
+	return 1;
+}
+
+/* Grain giving each of nt threads about `per` ranges of [0, n). */
+static inline int64_t mi_work_grain(int64_t n, int nt, int per)
+{
+	int64_t parts = (int64_t)(nt < 1 ? 1 : nt) * (per < 1 ? 1 : per);
+
+	return (n + parts - 1) / parts;
+}
+
 /* ---- fused epilogue -------------------------------------------------- */
 enum mi_act {
 	MI_ACT_NONE = 0,

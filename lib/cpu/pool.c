@@ -2,8 +2,16 @@
 /*
  * Process-wide thread pool.  Workers spin for a short while on a
  * generation counter (the gap between two kernels of one inference is
- * usually microseconds), then sleep on a futex.  The caller takes part as
- * thread 0 and waits on a pending counter the same way.
+ * usually microseconds), then sleep on a futex.
+ *
+ * A run does not wait for workers that are late: each worker *joins* the
+ * open run by claiming the next thread index with a CAS on the run state;
+ * the caller, once done with index 0, closes the run and executes every
+ * index nobody claimed itself, then waits only for the workers that
+ * joined.  On a loaded machine (a worker descheduled for a time slice)
+ * a run thus never stalls on a thread that has not started; jobs that
+ * claim their work dynamically (struct mi_work) also rebalance the work
+ * of a worker that starts late.
  */
 #include <limits.h>
 #include <linux/futex.h>
@@ -17,20 +25,27 @@
 #define POOL_MAX 64
 #define SPIN_ITERS 1000 /* ~50 us with pause: bridges kernel-to-kernel gaps */
 
+/* run state: bit 31 closed, bits 30..16 nt, bits 15..0 workers joined */
+#define ST_CLOSED (1u << 31)
+#define ST_NT(s) (((s) >> 16) & 0x7fff)
+#define ST_JOINED(s) ((s) & 0xffff)
+
 static struct {
 	pthread_mutex_t lock; /* held for the whole of one run */
 	pthread_mutex_t grow;
 	int nworkers;
 	atomic_int gen;
-	atomic_int pending;
+	atomic_uint state;
+	atomic_int done;      /* joined workers finished */
+	atomic_int cwait;     /* caller sleeps on done */
 	atomic_int sleepers;
 	mi_pool_fn fn;
 	void *ctx;
-	int nt;
 	int start_gen[POOL_MAX]; /* gen when worker t was created */
 } pool = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.grow = PTHREAD_MUTEX_INITIALIZER,
+	.state = ST_CLOSED,
 };
 
 static void futex_wait(atomic_int *addr, int val)
@@ -57,6 +72,25 @@ int mi_cpu_ncores(void)
 	return n < 1 ? 1 : (n > POOL_MAX ? POOL_MAX : (int)n);
 }
 
+/* Join the open run if it still has an unclaimed index; run it. */
+static void worker_join(void)
+{
+	unsigned int s = atomic_load_explicit(&pool.state, memory_order_acquire);
+
+	while (!(s & ST_CLOSED) && ST_JOINED(s) + 1 < ST_NT(s)) {
+		if (atomic_compare_exchange_weak_explicit(
+			    &pool.state, &s, s + 1, memory_order_acq_rel,
+			    memory_order_acquire)) {
+			/* fn/ctx were published before the state opened */
+			pool.fn(pool.ctx, (int)ST_JOINED(s) + 1, (int)ST_NT(s));
+			atomic_fetch_add(&pool.done, 1);
+			if (atomic_load(&pool.cwait))
+				futex_wake(&pool.done, 1);
+			return;
+		}
+	}
+}
+
 static void *worker(void *arg)
 {
 	int t = (int)(intptr_t)arg;
@@ -72,27 +106,20 @@ static void *worker(void *arg)
 				break;
 			cpu_relax();
 		}
-		while ((g = atomic_load_explicit(&pool.gen,
-						 memory_order_acquire)) == seen) {
+		while ((g = atomic_load(&pool.gen)) == seen) {
 			atomic_fetch_add(&pool.sleepers, 1);
 			if (atomic_load(&pool.gen) == seen)
 				futex_wait(&pool.gen, seen);
 			atomic_fetch_sub(&pool.sleepers, 1);
 		}
 		seen = g;
-		/* Every worker acknowledges every run, so no new run can
-		 * start before all of them have seen this one. */
-		if (t < pool.nt)
-			pool.fn(pool.ctx, t, pool.nt);
-		if (atomic_fetch_sub_explicit(&pool.pending, 1,
-					      memory_order_acq_rel) == 1)
-			futex_wake(&pool.pending, 1);
+		worker_join();
 	}
 	return NULL;
 }
 
-/* Make sure nt-1 workers exist; returns how many threads can run. */
-static int pool_grow(int nt)
+/* Make sure nt-1 workers exist (as far as threads can be created). */
+static void pool_grow(int nt)
 {
 	pthread_mutex_lock(&pool.grow);
 	while (pool.nworkers < nt - 1 && pool.nworkers < POOL_MAX - 1) {
@@ -111,42 +138,50 @@ static int pool_grow(int nt)
 		pthread_attr_destroy(&at);
 		pool.nworkers++;
 	}
-	nt = nt - 1 > pool.nworkers ? pool.nworkers + 1 : nt;
 	pthread_mutex_unlock(&pool.grow);
-	return nt;
 }
 
 void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 {
-	int t, i, p;
+	int t, i, d;
 
 	if (nt < 1)
 		nt = 1;
+	if (nt > POOL_MAX)
+		nt = POOL_MAX;
 	if (nt > 1 && pthread_mutex_trylock(&pool.lock) == 0) {
-		int got = pool_grow(nt);
+		unsigned int s;
+		int joined;
 
-		if (got == nt) {
-			pool.fn = fn;
-			pool.ctx = ctx;
-			pool.nt = nt;
-			atomic_store(&pool.pending, pool.nworkers);
-			atomic_fetch_add_explicit(&pool.gen, 1,
-						  memory_order_release);
-			if (atomic_load(&pool.sleepers))
-				futex_wake(&pool.gen, INT_MAX);
-			fn(ctx, 0, nt);
-			for (i = 0; i < SPIN_ITERS; i++) {
-				if (!atomic_load_explicit(&pool.pending,
-							  memory_order_acquire))
-					break;
-				cpu_relax();
-			}
-			while ((p = atomic_load(&pool.pending)) != 0)
-				futex_wait(&pool.pending, p);
-			pthread_mutex_unlock(&pool.lock);
-			return;
+		pool_grow(nt);
+		pool.fn = fn;
+		pool.ctx = ctx;
+		atomic_store(&pool.done, 0);
+		atomic_store_explicit(&pool.state, (unsigned int)nt << 16,
+				      memory_order_release);
+		atomic_fetch_add(&pool.gen, 1);
+		if (atomic_load(&pool.sleepers))
+			futex_wake(&pool.gen, nt - 1);
+		fn(ctx, 0, nt);
+		/* close the run; indices nobody claimed run here */
+		s = atomic_fetch_or(&pool.state, ST_CLOSED);
+		joined = (int)ST_JOINED(s);
+		for (t = joined + 1; t < nt; t++)
+			fn(ctx, t, nt);
+		for (i = 0; i < SPIN_ITERS; i++) {
+			if (atomic_load_explicit(&pool.done,
+						 memory_order_acquire) == joined)
+				break;
+			cpu_relax();
+		}
+		if (atomic_load(&pool.done) != joined) {
+			atomic_store(&pool.cwait, 1);
+			while ((d = atomic_load(&pool.done)) != joined)
+				futex_wait(&pool.done, d);
+			atomic_store(&pool.cwait, 0);
 		}
 		pthread_mutex_unlock(&pool.lock);
+		return;
 	}
 	/* Busy, nested or single-threaded: same chunks, in the caller. */
 	for (t = 0; t < nt; t++)

@@ -10,8 +10,11 @@
  *
  * A pre-packed operand (weights) holds panels over the whole K, so its
  * KC slice is a pointer offset and its packing loop disappears.
- * Threads split N (or M when N is too narrow) into contiguous ranges in
- * units of NR (MR); each thread packs its own B (A) blocks.
+ * Threads claim ranges of N in units of NR (each packs its own B
+ * blocks), or of M in units of MR when N has too few panels; then a
+ * B that needs packing is packed once, in parallel, over the whole K
+ * (shared), so no thread repeats another's packing.  Ranges are claimed
+ * dynamically (struct mi_work): a thread that starts late does less.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -167,8 +170,13 @@ static bool getenv_pack_b(void)
 struct split {
 	int nt;      /* threads used */
 	int over_n;  /* 1: split N, 0: split M */
+	int shared_b; /* split M: B packed once over the whole K first */
 	int64_t mc, nc;
+	int64_t grain; /* units (NR or MR panels) per claimed range */
 };
+
+/* Shared packed B above this many bytes: repack per thread instead. */
+#define SHARED_B_MAX (8u << 20)
 
 static struct split plan_split(const struct mi_sgemm_args *a,
 			       const struct mi_cpu_kern *kt)
@@ -177,27 +185,55 @@ static struct split plan_split(const struct mi_sgemm_args *a,
 	int64_t ntiles = (a->n + kt->nr - 1) / kt->nr;
 	int64_t mtiles = (a->m + kt->mr - 1) / kt->mr;
 	int nt = a->nthreads > 0 ? a->nthreads : 1;
+	bool direct_b = !a->pb && !a->packb && a->b_cs == 1;
 
 	s.mc = (int64_t)MC_PANELS * kt->mr;
 	s.nc = (int64_t)NC_PANELS * kt->nr;
+	s.shared_b = 0;
 	/* Tiny problems are not worth waking a thread for. */
 	if ((double)a->m * a->n * a->k < 64.0 * 1024)
 		nt = 1;
-	/* Split the dimension whose tiles divide more evenly among the
-	 * threads (N on a tie: each thread then packs only its own B). */
-	{
-		int64_t wn = (ntiles + nt - 1) / nt, wm = (mtiles + nt - 1) / nt;
-		/* critical path, in micro-tiles, of either split */
-		double cn = (double)wn * mtiles, cm = (double)wm * ntiles;
-
-		s.over_n = nt == 1 || cn <= cm;
+	/*
+	 * Split N while it has a few panels per thread (each thread packs
+	 * only its own B; a ragged last panel costs little); else M, in
+	 * finer MR units.  N is also kept when M has fewer panels.
+	 */
+	s.over_n = nt == 1 || ntiles >= 3 * nt || ntiles >= mtiles;
+	if (s.over_n) {
+		if (nt > ntiles)
+			nt = (int)ntiles;
+		/* ~3 ranges per thread, at most one NC block each */
+		s.grain = mi_work_grain(ntiles, nt, 3);
+		if (s.grain > NC_PANELS)
+			s.grain = NC_PANELS;
+	} else {
+		if (nt > mtiles)
+			nt = (int)mtiles;
+		s.grain = mi_work_grain(mtiles, nt, 4);
+		if (s.grain > MC_PANELS)
+			s.grain = MC_PANELS;
+		s.shared_b = nt > 1 && !a->pb && !direct_b &&
+			     (uint64_t)a->k * ntiles * kt->nr * sizeof(float) <=
+				     SHARED_B_MAX;
+		if (nt > 1 && !a->pb && !direct_b && !s.shared_b) {
+			/* every range repacks all of B: one per thread */
+			s.grain = (mtiles + nt - 1) / nt;
+		}
 	}
-	if (s.over_n && nt > ntiles)
-		nt = (int)ntiles;
-	if (!s.over_n && nt > mtiles)
-		nt = (int)mtiles;
 	s.nt = nt < 1 ? 1 : nt;
+	if (s.nt == 1)
+		s.grain = s.over_n ? ntiles : mtiles;
 	return s;
+}
+
+static size_t shared_b_bytes(const struct mi_sgemm_args *a,
+			     const struct mi_cpu_kern *kt,
+			     const struct split *s)
+{
+	return s->shared_b ? rup((int64_t)a->k * rup(a->n, kt->nr) *
+					 sizeof(float),
+				 64) :
+			     0;
 }
 
 static size_t ws_per_thread(const struct mi_sgemm_args *a,
@@ -221,7 +257,7 @@ size_t mi_sgemm_ws_size(const struct mi_sgemm_args *a)
 	const struct mi_cpu_kern *kt = mi_cpu_kern_get(a->isa);
 	struct split s = plan_split(a, kt);
 
-	return ws_per_thread(a, kt, &s) * s.nt;
+	return shared_b_bytes(a, kt, &s) + ws_per_thread(a, kt, &s) * s.nt;
 }
 
 struct job {
@@ -232,6 +268,10 @@ struct job {
 	size_t ws_thread;
 	bool has_epi;
 	bool direct_b; /* row-major B read in place, not packed */
+	struct mi_work work;
+	/* shared B packing: tasks of (panel, KC slice) */
+	float *sb;
+	int64_t kslices;
 };
 
 static void gemm_range(const struct job *j, int64_t m0, int64_t m1,
@@ -327,12 +367,12 @@ static void gemm_range(const struct job *j, int64_t m0, int64_t m1,
 
 static void gemm_thread(void *ctx, int t, int nt)
 {
-	const struct job *j = ctx;
+	struct job *j = ctx;
 	const struct mi_sgemm_args *a = j->a;
 	char *ws = j->ws + j->ws_thread * t;
 	size_t bbytes = 0;
 	float *wsb = NULL, *wsa = NULL;
-	int64_t b, e, unit, total;
+	int64_t b, e, unit;
 
 	if (!a->pb) {
 		int64_t kc = a->k < KC ? a->k : KC;
@@ -346,21 +386,43 @@ static void gemm_thread(void *ctx, int t, int nt)
 		wsa = (float *)(ws + bbytes);
 
 	unit = j->s.over_n ? j->kt->nr : j->kt->mr;
-	total = ((j->s.over_n ? a->n : a->m) + unit - 1) / unit;
-	mi_chunk(total, t, nt, &b, &e);
-	b *= unit;
-	e *= unit;
-	if (j->s.over_n) {
-		if (e > a->n)
-			e = a->n;
-		if (b < e)
+	while (mi_work_claim(&j->work, &b, &e)) {
+		b *= unit;
+		e *= unit;
+		if (j->s.over_n) {
+			if (e > a->n)
+				e = a->n;
 			gemm_range(j, 0, a->m, b, e, wsb, wsa);
-	} else {
-		if (e > a->m)
-			e = a->m;
-		if (b < e)
+		} else {
+			if (e > a->m)
+				e = a->m;
 			gemm_range(j, b, e, 0, a->n, wsb, wsa);
+		}
 	}
+}
+
+/* Shared B: task i packs panel i / kslices, K slice i % kslices. */
+static void packb_thread(void *ctx, int t, int nt)
+{
+	struct job *j = ctx;
+	const struct mi_sgemm_args *a = j->a;
+	const int nr = j->kt->nr;
+	int64_t b, e, i;
+
+	while (mi_work_claim(&j->work, &b, &e))
+		for (i = b; i < e; i++) {
+			int64_t p = i / j->kslices, k0 = i % j->kslices * KC;
+			int kc = a->k - k0 < KC ? (int)(a->k - k0) : KC;
+			int64_t n0 = p * nr;
+			int nc = a->n - n0 < nr ? (int)(a->n - n0) : nr;
+			float *dst = j->sb + p * a->k * nr + k0 * nr;
+
+			if (a->packb)
+				a->packb(a->packb_ctx, k0, kc, n0, nc, nr, dst);
+			else
+				pack_panels(dst, n0, nc, k0, kc, nr, a->b,
+					    a->b_cs, a->b_rs);
+		}
 }
 
 void mi_sgemm(const struct mi_sgemm_args *a, void *ws)
@@ -392,5 +454,34 @@ void mi_sgemm(const struct mi_sgemm_args *a, void *ws)
 		     (a->b_rs * sizeof(float)) % 4096 != 0 && !getenv_pack_b();
 	j.ws = ws;
 	j.ws_thread = ws_per_thread(a, j.kt, &j.s);
+	if (j.s.shared_b) {
+		/* pack B once (in parallel), then split M over it */
+		struct mi_sgemm_args a2 = *a;
+		struct mi_packed pb = {
+			.isa = a->isa, .rows = a->n, .k = a->k,
+		};
+		int64_t tasks;
+
+		j.sb = (float *)ws;
+		j.ws = (char *)ws + shared_b_bytes(a, j.kt, &j.s);
+		j.kslices = (a->k + KC - 1) / KC;
+		tasks = (a->n + j.kt->nr - 1) / j.kt->nr * j.kslices;
+		mi_work_init(&j.work, tasks, mi_work_grain(tasks, j.s.nt, 2));
+		mi_pool_run(tasks < j.s.nt ? (int)tasks : j.s.nt, packb_thread,
+			    &j);
+		pb.data = j.sb;
+		a2.pb = &pb;
+		a2.packb = NULL;
+		j.a = &a2;
+		j.direct_b = false;
+		mi_work_init(&j.work, (a->m + j.kt->mr - 1) / j.kt->mr,
+			     j.s.grain);
+		mi_pool_run(j.s.nt, gemm_thread, &j);
+		return;
+	}
+	mi_work_init(&j.work,
+		     j.s.over_n ? (a->n + j.kt->nr - 1) / j.kt->nr :
+				  (a->m + j.kt->mr - 1) / j.kt->mr,
+		     j.s.grain);
 	mi_pool_run(j.s.nt, gemm_thread, &j);
 }

@@ -134,88 +134,92 @@ struct wjob {
 	const float *x;
 	float *y, *v, *mb, *scratch;
 	const struct mi_epi *epi;
+	struct mi_work work; /* claimed ranges of the current phase */
 };
 
 /* 1. input transform of channels [b, e) into packed V */
 static void in_thread(void *ctx, int t, int nt)
 {
-	const struct wjob *j = ctx;
+	struct wjob *j = ctx;
 	const struct mi_conv_shape *s = &j->cv->s;
 	const int nr = j->kt->nr;
 	float *scratch = j->scratch + j->g.scratch * t;
 	size_t xs = (size_t)s->c * j->g.tp, ps = (size_t)s->c * nr;
 	int64_t b, e, c;
 
-	mi_chunk(s->c, t, nt, &b, &e);
-	for (c = b; c < e; c++) {
-		j->kt->wino_in(j->x + (size_t)c * s->h * s->w, s->h, s->w,
-			       s->pt, s->pl, j->g.th, j->g.tw, scratch, j->v,
-			       xs, ps, nr, (int)c);
-		/* padding lanes of the last panel */
-		if (j->g.tp > j->g.t)
-			for (int xi = 0; xi < NXI; xi++) {
-				float *vx = j->v + xi * xs +
-					    (j->g.t / nr) * ps + (size_t)c * nr;
+	while (mi_work_claim(&j->work, &b, &e)) {
+		for (c = b; c < e; c++) {
+			j->kt->wino_in(j->x + (size_t)c * s->h * s->w, s->h, s->w,
+				       s->pt, s->pl, j->g.th, j->g.tw, scratch, j->v,
+				       xs, ps, nr, (int)c);
+			/* padding lanes of the last panel */
+			if (j->g.tp > j->g.t)
+				for (int xi = 0; xi < NXI; xi++) {
+					float *vx = j->v + xi * xs +
+						    (j->g.t / nr) * ps + (size_t)c * nr;
 
-				memset(vx + j->g.t % nr, 0,
-				       (nr - j->g.t % nr) * sizeof(float));
-			}
+					memset(vx + j->g.t % nr, 0,
+					       (nr - j->g.t % nr) * sizeof(float));
+				}
+		}
 	}
 }
 
 /* 2. the 36 GEMMs */
 static void gemm_thread(void *ctx, int t, int nt)
 {
-	const struct wjob *j = ctx;
+	struct wjob *j = ctx;
 	const struct mi_conv_shape *s = &j->cv->s;
 	int64_t b, e, xi;
 
-	mi_chunk(NXI, t, nt, &b, &e);
-	for (xi = b; xi < e; xi++) {
-		struct mi_packed pb = {
-			.isa = j->cv->isa,
-			.rows = (int64_t)j->g.t,
-			.k = s->c,
-			.data = j->v + (size_t)xi * s->c * j->g.tp,
-		};
-		struct mi_sgemm_args ga = {
-			.isa = j->cv->isa,
-			.m = s->m,
-			.n = (int64_t)j->g.t,
-			.k = s->c,
-			.pa = &j->cv->wp[xi],
-			.pb = &pb,
-			.c = j->mb + (size_t)xi * s->m * j->g.t,
-			.ldc = (ptrdiff_t)j->g.t,
-			.nthreads = 1,
-		};
+	while (mi_work_claim(&j->work, &b, &e)) {
+		for (xi = b; xi < e; xi++) {
+			struct mi_packed pb = {
+				.isa = j->cv->isa,
+				.rows = (int64_t)j->g.t,
+				.k = s->c,
+				.data = j->v + (size_t)xi * s->c * j->g.tp,
+			};
+			struct mi_sgemm_args ga = {
+				.isa = j->cv->isa,
+				.m = s->m,
+				.n = (int64_t)j->g.t,
+				.k = s->c,
+				.pa = &j->cv->wp[xi],
+				.pb = &pb,
+				.c = j->mb + (size_t)xi * s->m * j->g.t,
+				.ldc = (ptrdiff_t)j->g.t,
+				.nthreads = 1,
+			};
 
-		mi_sgemm(&ga, NULL);
+			mi_sgemm(&ga, NULL);
+		}
 	}
 }
 
 /* 3. output transform + epilogue of output channels [b, e) */
 static void out_thread(void *ctx, int t, int nt)
 {
-	const struct wjob *j = ctx;
+	struct wjob *j = ctx;
 	const struct mi_conv_shape *s = &j->cv->s;
 	float *ostg = j->scratch + j->g.scratch * t;
 	size_t xs = (size_t)s->m * j->g.t;
 	int64_t b, e, m;
 
-	mi_chunk(s->m, t, nt, &b, &e);
-	for (m = b; m < e; m++) {
-		for (int ty = 0; ty < j->g.th; ty++) {
-			j->kt->wino_out(j->mb + (size_t)m * j->g.t +
-						(size_t)ty * j->g.tw,
-					xs, j->g.tw, j->g.twv, ostg);
-			for (int i = 0; i < 4 && ty * 4 + i < s->oh; i++) {
-				int oy = ty * 4 + i;
+	while (mi_work_claim(&j->work, &b, &e)) {
+		for (m = b; m < e; m++) {
+			for (int ty = 0; ty < j->g.th; ty++) {
+				j->kt->wino_out(j->mb + (size_t)m * j->g.t +
+							(size_t)ty * j->g.tw,
+						xs, j->g.tw, j->g.twv, ostg);
+				for (int i = 0; i < 4 && ty * 4 + i < s->oh; i++) {
+					int oy = ty * 4 + i;
 
-				j->kt->epi_row(j->epi,
-					       ostg + (size_t)i * 4 * j->g.twv,
-					       j->y + ((size_t)m * s->oh + oy) * s->ow,
-					       s->ow, m, (int64_t)oy * s->ow);
+					j->kt->epi_row(j->epi,
+						       ostg + (size_t)i * 4 * j->g.twv,
+						       j->y + ((size_t)m * s->oh + oy) * s->ow,
+						       s->ow, m, (int64_t)oy * s->ow);
+				}
 			}
 		}
 	}
@@ -246,8 +250,11 @@ void mi_wino_run(const struct mi_conv *cv, const float *x, float *y,
 		j.x = x + (size_t)img * s->c * s->h * s->w;
 		j.y = y + (size_t)img * s->m * s->oh * s->ow;
 		epi.res = res ? res + (size_t)img * s->m * s->oh * s->ow : NULL;
+		mi_work_init(&j.work, s->c, mi_work_grain(s->c, nt, 4));
 		mi_pool_run(nt < s->c ? nt : s->c, in_thread, &j);
+		mi_work_init(&j.work, NXI, 1);
 		mi_pool_run(nt, gemm_thread, &j);
+		mi_work_init(&j.work, s->m, mi_work_grain(s->m, nt, 4));
 		mi_pool_run(nt < s->m ? nt : s->m, out_thread, &j);
 	}
 }

@@ -98,9 +98,11 @@ static void rand_act(int *act, float *lo, float *hi)
 }
 
 /* ---- GEMM ------------------------------------------------------------ */
-static void test_gemm_one(int isa, int nthreads)
+/* narrow: few N panels, many M panels (threads split M, B packed once) */
+static void test_gemm_one(int isa, int nthreads, int narrow)
 {
-	int64_t m = rint_(1, 80), n = rint_(1, 300), k = rint_(1, 600);
+	int64_t m = narrow ? rint_(20, 200) : rint_(1, 80);
+	int64_t n = narrow ? rint_(1, 140) : rint_(1, 300), k = rint_(1, 600);
 	int big = rint_(0, 3) == 0; /* several KC/NC blocks */
 	int ta, tb, prea, preb, bias_kind, use_res;
 	ptrdiff_t ldc;
@@ -112,7 +114,7 @@ static void test_gemm_one(int isa, int nthreads)
 	int64_t i, j, p;
 	double pre = 0;
 
-	if (big) {
+	if (big && !narrow) {
 		k = rint_(257, 1100);
 		n = rint_(300, 1500);
 	}
@@ -404,7 +406,9 @@ int main(int argc, char **argv)
 	       mi_cpu_isa_name(mi_cpu_isa_native()));
 	test_epi_row(isa);
 	for (i = 0; i < 60 * scale; i++)
-		test_gemm_one(isa, rint_(1, 3));
+		test_gemm_one(isa, rint_(1, 3), 0);
+	for (i = 0; i < 16 * scale; i++)
+		test_gemm_one(isa, rint_(2, 3), 1);
 	for (i = 0; i < 100 * scale; i++)
 		test_pool(isa);
 	for (i = 0; i < 20 * scale; i++)

@@ -34,6 +34,38 @@ static inline vf epi_vec(const struct mi_epi *e, vf v, int64_t row,
 }
 
 /* Partial vectors (edge columns): n < VW valid lanes, rest zero. */
+/*
+ * The first n < VW lanes (the others 0 / untouched): masked loads and
+ * stores on AVX-512 and AVX2 (no memory access past lane n, no stack
+ * round trip, which stalls on store forwarding), a copy otherwise.
+ */
+#if defined(__x86_64__) && VW == 16
+static inline vf vld_part(const float *p, int n)
+{
+	return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
+}
+
+static inline void vst_part(float *p, vf v, int n)
+{
+	_mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), v);
+}
+#elif defined(__x86_64__) && VW == 8
+static inline __m256i vmask_part(int n)
+{
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
+				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static inline vf vld_part(const float *p, int n)
+{
+	return _mm256_maskload_ps(p, vmask_part(n));
+}
+
+static inline void vst_part(float *p, vf v, int n)
+{
+	_mm256_maskstore_ps(p, vmask_part(n), v);
+}
+#else
 static inline vf vld_part(const float *p, int n)
 {
 	float t[VW] __attribute__((aligned(64))) = { 0 };
@@ -49,6 +81,7 @@ static inline void vst_part(float *p, vf v, int n)
 	vst(t, v);
 	memcpy(p, t, n * sizeof(float));
 }
+#endif
 
 static inline vf epi_vec_part(const struct mi_epi *e, vf v, int64_t row,
 			      int64_t col, int n)
@@ -250,11 +283,18 @@ static inline void vfill(float *p, int n, float v)
 /* n < VW valid lanes, the others pv */
 static inline vf vld_fill(const float *p, int n, float pv)
 {
+#if defined(__x86_64__) && VW == 16
+	return _mm512_mask_loadu_ps(vset1(pv), (__mmask16)((1u << n) - 1), p);
+#elif defined(__x86_64__) && VW == 8
+	return _mm256_blendv_ps(vset1(pv), vld_part(p, n),
+				_mm256_castsi256_ps(vmask_part(n)));
+#else
 	float t[VW] __attribute__((aligned(64)));
 
 	vst(t, vset1(pv));
 	memcpy(t, p, n * sizeof(float));
 	return vld(t);
+#endif
 }
 
 /*
@@ -442,23 +482,25 @@ static void k_dw(const float *x, int ih, int iw, const float *w, int k,
  * counts the explicit pads, never a ceil_mode overhang).
  */
 static inline __attribute__((always_inline)) void
-pool_plane(const int S, const int AVG, const struct mi_pool2d *p,
-	   const float *x, float *y, float *ws)
+pool_plane(const int S, const int AVG, const int KK,
+	   const struct mi_pool2d *p, const float *x, float *y, float *ws)
 {
+	/* KK: square window size as a compile-time constant (0: any) */
+	const int kh = KK ? KK : p->kh, kw = KK ? KK : p->kw;
 	const int owv = (p->ow + VW - 1) / VW * VW;
-	const int rows = (p->oh - 1) * S + p->kh;
-	const int hw = owv + p->kw / 2 + 2 * VW;
-	const int pw = owv + p->kw - 1 + VW;
+	const int rows = (p->oh - 1) * S + kh;
+	const int hw = owv + kw / 2 + 2 * VW;
+	const int pw = owv + kw - 1 + VW;
 	float *rc = ws, *pad = ws + owv, *ev = pad, *od = ev + (size_t)rows * hw;
 	int oy, ox, ky, kx;
 
 	prep_rows(S, x, p->ih, p->iw, rows, p->pt, p->pl,
-		  owv + p->kw / 2 + 1, AVG ? 0.0f : -__builtin_inff(), pad,
+		  owv + kw / 2 + 1, AVG ? 0.0f : -__builtin_inff(), pad,
 		  pw, ev, od, hw);
 	if (AVG) {
 		/* 1 / column count */
 		for (ox = 0; ox < owv; ox++) {
-			int st = ox * S - p->pl, en = st + p->kw;
+			int st = ox * S - p->pl, en = st + kw;
 			int lo = p->include_pad ? st : (st > 0 ? st : 0);
 			int hi = p->include_pad ? p->iw + p->pr : p->iw;
 
@@ -471,7 +513,7 @@ pool_plane(const int S, const int AVG, const struct mi_pool2d *p,
 		float rrow = 1.0f;
 
 		if (AVG) {
-			int st = oy * S - p->pt, en = st + p->kh;
+			int st = oy * S - p->pt, en = st + kh;
 			int lo = p->include_pad ? st : (st > 0 ? st : 0);
 			int hi = p->include_pad ? p->ih + p->pb : p->ih;
 
@@ -482,10 +524,10 @@ pool_plane(const int S, const int AVG, const struct mi_pool2d *p,
 			vf acc = vset1(AVG ? 0.0f : -__builtin_inff());
 			int n = p->ow - ox < VW ? p->ow - ox : VW;
 
-			for (ky = 0; ky < p->kh; ky++) {
+			_Pragma("GCC unroll 4") for (ky = 0; ky < kh; ky++) {
 				size_t ro = (size_t)(oy * S + ky);
 
-				for (kx = 0; kx < p->kw; kx++) {
+				_Pragma("GCC unroll 4") for (kx = 0; kx < kw; kx++) {
 					const float *src =
 						S == 1 ? pad + ro * pw + ox + kx :
 						((kx & 1) ? od : ev) + ro * hw +
@@ -507,16 +549,32 @@ pool_plane(const int S, const int AVG, const struct mi_pool2d *p,
 	}
 }
 
+#define POOL_K(S, AVG)                                                   \
+	do {                                                             \
+		if (p->kh == 3 && p->kw == 3)                            \
+			pool_plane(S, AVG, 3, p, x, y, ws);              \
+		else if (p->kh == 2 && p->kw == 2)                       \
+			pool_plane(S, AVG, 2, p, x, y, ws);              \
+		else                                                     \
+			pool_plane(S, AVG, 0, p, x, y, ws);              \
+	} while (0)
+
 static void k_pool(const struct mi_pool2d *p, const float *x, float *y,
 		   float *ws)
 {
-	if (p->s == 1)
-		p->avg ? pool_plane(1, 1, p, x, y, ws) :
-			 pool_plane(1, 0, p, x, y, ws);
-	else
-		p->avg ? pool_plane(2, 1, p, x, y, ws) :
-			 pool_plane(2, 0, p, x, y, ws);
+	if (p->s == 1) {
+		if (p->avg)
+			POOL_K(1, 1);
+		else
+			POOL_K(1, 0);
+	} else {
+		if (p->avg)
+			POOL_K(2, 1);
+		else
+			POOL_K(2, 0);
+	}
 }
+#undef POOL_K
 
 /* Blocks of 512 summed in float vectors, blocks added in double: the
  * reference sums in double, and a mean feeds squeeze-excitation scales

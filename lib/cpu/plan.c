@@ -78,13 +78,14 @@ static const struct variant *find_variant(const char *op)
 
 /* Winograd pays when the 36 GEMMs behind it are big enough to amortize
  * the transforms: channels on both sides, and enough 4x4 tiles to fill
- * the micro-kernel's vector width (14x14 and 7x7 maps do not: measured
- * slower than im2col with build/mi-cpu-bench). */
+ * the micro-kernel's vector width: 13x13 and 14x14 maps (16 tiles) still
+ * beat im2col (1.4-1.9 vs 2.1-2.5 ms for 256 channels, build/mi-cpu-bench
+ * -f resnet18), 7x7 maps (4 tiles) are 4x slower. */
 static int wino_pays(const struct mi_conv_shape *s)
 {
 	int tiles = ((s->oh + 3) / 4) * ((s->ow + 3) / 4);
 
-	return s->c >= 16 && s->m >= 16 && tiles >= 40;
+	return s->c >= 16 && s->m >= 16 && tiles >= 16;
 }
 
 static const struct variant *pick_conv(const struct mi_conv_shape *s, int isa)

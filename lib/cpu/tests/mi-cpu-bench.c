@@ -5,6 +5,7 @@
  * with every algorithm that supports the shape.
  *
  *   build/mi-cpu-bench [-t THREADS] [-r REPS] [-f FILTER]
+ * (FILTER: gemm, resnet50, resnet18, squeezenet, pool, mobilenetv2)
  *
  * MI_CPU_ISA selects the ISA path as for the runtime.  Each line gives
  * the fastest of REPS runs (wall clock) and, in parentheses, GFLOP/s over the process
@@ -186,6 +187,42 @@ static void bench_conv(int isa, int nt, const char *net, int c, int h, int m,
 	}
 }
 
+struct pool_ctx {
+	struct mi_pool2d p;
+	int planes;
+	const struct mi_cpu_kern *kt;
+	float *x, *y, *ws;
+};
+
+static void pool_fn(void *v)
+{
+	struct pool_ctx *c = v;
+	size_t isz = (size_t)c->p.ih * c->p.iw, osz = (size_t)c->p.oh * c->p.ow;
+	int i;
+
+	for (i = 0; i < c->planes; i++)
+		c->kt->pool(&c->p, c->x + i * isz, c->y + i * osz, c->ws);
+}
+
+/* MaxPool k x k, stride s, ceil_mode, no pads (SqueezeNet's) */
+static void bench_pool(int isa, int planes, int h, int k, int s)
+{
+	struct pool_ctx c = { .planes = planes, .kt = mi_cpu_kern_get(isa) };
+	double t;
+
+	c.p.ih = c.p.iw = h, c.p.kh = c.p.kw = k, c.p.s = s;
+	c.p.oh = c.p.ow = (h - k + s - 1) / s + 1;
+	c.x = rbuf((size_t)planes * h * h);
+	c.y = rbuf((size_t)planes * c.p.oh * c.p.ow);
+	c.ws = rbuf(mi_pool_ws_floats(&c.p));
+	t = time_it(pool_fn, &c);
+	printf("pool   max %dx%d s%d        c=%-4d %3dx%-3d                       %8.3f ms %7.2f Gpix/s (cpu %7.2f)\n",
+	       k, k, s, planes, h, h, t * 1e3,
+	       (double)planes * c.p.oh * c.p.ow / t * 1e-9,
+	       (double)planes * c.p.oh * c.p.ow / last_cpu * 1e-9);
+	mi_cpu_free(c.x), mi_cpu_free(c.y), mi_cpu_free(c.ws);
+}
+
 int main(int argc, char **argv)
 {
 	int nt = 1, opt, isa = mi_cpu_isa();
@@ -204,7 +241,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: mi-cpu-bench [-t THREADS] [-r REPS] [-f gemm|resnet50|mobilenetv2]\n");
+				"usage: mi-cpu-bench [-t THREADS] [-r REPS] [-f gemm|resnet50|resnet18|squeezenet|pool|mobilenetv2]\n");
 			return 2;
 		}
 	}
@@ -230,6 +267,27 @@ int main(int argc, char **argv)
 		bench_conv(isa, nt, "resnet50", 256, 14, 1024, 1, 1, 1);
 		bench_conv(isa, nt, "resnet50", 512, 7, 512, 3, 1, 1);
 		bench_conv(isa, nt, "resnet50", 512, 7, 2048, 1, 1, 1);
+	}
+	if (!filter || strstr("resnet18", filter)) {
+		bench_conv(isa, nt, "resnet18", 64, 56, 128, 3, 2, 1);
+		bench_conv(isa, nt, "resnet18", 128, 28, 256, 3, 2, 1);
+		bench_conv(isa, nt, "resnet18", 256, 14, 256, 3, 1, 1);
+		bench_conv(isa, nt, "resnet18", 256, 14, 512, 3, 2, 1);
+		bench_conv(isa, nt, "resnet18", 512, 7, 512, 3, 1, 1);
+	}
+	if (!filter || strstr("squeezenet", filter)) {
+		bench_conv(isa, nt, "squeezenet", 3, 224, 64, 3, 2, 1);
+		bench_conv(isa, nt, "squeezenet", 128, 55, 16, 1, 1, 1);
+		bench_conv(isa, nt, "squeezenet", 16, 55, 64, 3, 1, 1);
+		bench_conv(isa, nt, "squeezenet", 32, 27, 128, 3, 1, 1);
+		bench_conv(isa, nt, "squeezenet", 64, 13, 256, 3, 1, 1);
+		bench_conv(isa, nt, "squeezenet", 512, 13, 1000, 1, 1, 1);
+	}
+	if (!filter || strstr("pool", filter)) {
+		bench_pool(isa, 64, 111, 3, 2);
+		bench_pool(isa, 128, 55, 3, 2);
+		bench_pool(isa, 256, 27, 3, 2);
+		bench_pool(isa, 64, 112, 3, 2);
 	}
 	if (!filter || strstr("mobilenetv2", filter)) {
 		bench_conv(isa, nt, "mobilenetv2", 3, 224, 32, 3, 2, 1);

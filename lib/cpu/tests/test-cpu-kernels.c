@@ -343,6 +343,8 @@ static void test_pool(int isa)
 		p.iw = rint_(1, 40);
 		p.kh = rint_(1, 5);
 		p.kw = rint_(1, 5);
+		if (rint_(0, 1)) /* the specialized square windows */
+			p.kh = p.kw = rint_(2, 3);
 		p.s = rint_(1, 2);
 		p.pt = rint_(0, p.kh - 1);
 		p.pl = rint_(0, p.kw - 1);

@@ -219,35 +219,37 @@ struct dw_job {
 	float lo, hi;
 	char *ws;
 	size_t ws_thread;
+	struct mi_work work; /* planes */
 };
 
 static void dw_thread(void *vctx, int t, int nt)
 {
-	const struct dw_job *j = vctx;
+	struct dw_job *j = vctx;
 	const struct mi_conv_shape *s = &j->cv->s;
 	int64_t b, e, p;
 	size_t in_plane = (size_t)s->h * s->w, out_plane = (size_t)s->oh * s->ow;
 	float *ws = (float *)(j->ws + j->ws_thread * t);
 
-	mi_chunk((int64_t)s->n * s->c, t, nt, &b, &e);
-	for (p = b; p < e; p++) {
-		int img = (int)(p / s->c), c = (int)(p % s->c);
-		struct mi_epi epi = {
-			.bias_kind = j->cv->bias ? MI_BIAS_ROW : MI_BIAS_NONE,
-			.bias = j->cv->bias,
-			.res = j->res ? j->res + (size_t)img * s->c * out_plane :
-					NULL,
-			.ldr = (ptrdiff_t)out_plane,
-			.act = j->act,
-			.lo = j->lo,
-			.hi = j->hi,
-		};
+	while (mi_work_claim(&j->work, &b, &e)) {
+		for (p = b; p < e; p++) {
+			int img = (int)(p / s->c), c = (int)(p % s->c);
+			struct mi_epi epi = {
+				.bias_kind = j->cv->bias ? MI_BIAS_ROW : MI_BIAS_NONE,
+				.bias = j->cv->bias,
+				.res = j->res ? j->res + (size_t)img * s->c * out_plane :
+						NULL,
+				.ldr = (ptrdiff_t)out_plane,
+				.act = j->act,
+				.lo = j->lo,
+				.hi = j->hi,
+			};
 
-		j->kt->dw(j->x + p * in_plane, s->h, s->w,
-			  j->cv->wt + (size_t)c * s->kh * s->kw, s->kh, s->sh,
-			  s->pt, s->pl,
-			  j->y + p * out_plane, s->oh, s->ow,
-			  &epi, c, ws);
+			j->kt->dw(j->x + p * in_plane, s->h, s->w,
+				  j->cv->wt + (size_t)c * s->kh * s->kw, s->kh, s->sh,
+				  s->pt, s->pl,
+				  j->y + p * out_plane, s->oh, s->ow,
+				  &epi, c, ws);
+		}
 	}
 }
 
@@ -362,6 +364,8 @@ void mi_conv_run(const struct mi_conv *cv, const float *x, float *y,
 		int nt = dw_threads(s, cv->nthreads);
 
 		j.ws_thread = cv->ws_size / nt;
+		mi_work_init(&j.work, (int64_t)s->n * s->c,
+			     mi_work_grain((int64_t)s->n * s->c, nt, 4));
 		mi_pool_run(nt, dw_thread, &j);
 		return;
 	}

@@ -797,24 +797,26 @@ struct pool_job {
 	const struct fast_node *f;
 	const float *x;
 	float *y;
+	struct mi_work work; /* planes */
 };
 
 static void pool_thread(void *ctx, int t, int nt)
 {
-	const struct pool_job *j = ctx;
+	struct pool_job *j = ctx;
 	const struct fast_node *f = j->f;
 	const struct mi_cpu_kern *kt = mi_cpu_kern_get(f->isa);
 	int64_t b, e, p;
 
-	mi_chunk(f->planes, t, nt, &b, &e);
 	if (f->kind == K_GPOOL) {
-		for (p = b; p < e; p++) {
-			const float *xp = j->x + p * f->plane_size;
+		while (mi_work_claim(&j->work, &b, &e))
+			for (p = b; p < e; p++) {
+				const float *xp = j->x + p * f->plane_size;
 
-			j->y[p] = f->pool.avg ?
-				kt->sum(xp, f->plane_size) / f->plane_size :
-				kt->max(xp, f->plane_size);
-		}
+				j->y[p] = f->pool.avg ?
+					kt->sum(xp, f->plane_size) /
+						f->plane_size :
+					kt->max(xp, f->plane_size);
+			}
 		return;
 	}
 	{
@@ -824,8 +826,10 @@ static void pool_thread(void *ctx, int t, int nt)
 		size_t isz = (size_t)f->pool.ih * f->pool.iw;
 		size_t osz = (size_t)f->pool.oh * f->pool.ow;
 
-		for (p = b; p < e; p++)
-			kt->pool(&f->pool, j->x + p * isz, j->y + p * osz, ws);
+		while (mi_work_claim(&j->work, &b, &e))
+			for (p = b; p < e; p++)
+				kt->pool(&f->pool, j->x + p * isz,
+					 j->y + p * osz, ws);
 	}
 }
 
@@ -911,6 +915,7 @@ static int fast_run(struct mi_graph *g, struct mi_node *n)
 		if (mi_tensor_numel(x) != f->planes * f->plane_size)
 			return mi_graph_err(g, n, -EINVAL,
 					    "fast kernel planned for another input shape");
+		mi_work_init(&j.work, f->planes, mi_work_grain(f->planes, nt, 4));
 		mi_pool_run(nt, pool_thread, &j);
 		return 0;
 	}

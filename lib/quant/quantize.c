@@ -10,7 +10,10 @@
  *     output's sole consumer); graph outputs stay fp32.
  *  3. Calibrate: run the model (library executor, fast kernels) on the
  *     calibration inputs with those tensors marked as graph outputs, and
- *     keep each tensor's min/max (or a percentile of |x| histograms).
+ *     keep each tensor's min/max, then (default) clip it where a histogram
+ *     of |x| says the squared quantization error is smallest (or at a
+ *     percentile of |x|). Per-channel activation means give the bias
+ *     correction of the weights' rounding (bias_correction()).
  *  4. Rewrite the ModelProto (protobuf-c): uint8 asymmetric activations
  *     (QuantizeLinear -> DequantizeLinear pairs), int8 symmetric weights
  *     per output channel (or per tensor) as DequantizeLinear of int8
@@ -54,6 +57,10 @@ struct qtensor {
 	bool seen;
 	uint32_t *hist; /* percentile mode: |x| histogram */
 	double hmax;    /* histogram range */
+	int caxis;      /* channel axis of the per-channel means, or -1 */
+	int nch;        /* channels (caxis >= 0) */
+	double *csum;   /* per-channel sums over the calibration runs */
+	double ccount;  /* values summed per channel */
 };
 
 struct qnode {
@@ -79,7 +86,9 @@ struct qctx {
 	int *qt_of; /* per IR tensor: index in qt or -1 */
 	int orig_noutputs; /* graph outputs before calibration added more */
 	bool per_channel, qlinear;
+	bool bias_correct; /* fold the weight rounding's mean shift into the bias */
 	double percentile; /* 0 = min/max */
+	bool mse;          /* ranges minimizing the quantization error */
 };
 
 #define HIST_BINS 2048
@@ -133,6 +142,7 @@ static int qt_add(struct qctx *c, int t)
 	c->qt[c->nqt].t = t;
 	c->qt[c->nqt].mn = INFINITY;
 	c->qt[c->nqt].mx = -INFINITY;
+	c->qt[c->nqt].caxis = -1;
 	c->qt_of[t] = c->nqt++;
 	return 0;
 }
@@ -206,6 +216,20 @@ static int find_nodes(struct qctx *c)
 		c->nodes[c->nnodes++] = q;
 		if (qt_add(c, q.act))
 			return -ENOMEM;
+		/* per-channel means of the activation for the bias correction:
+		 * NCHW channels for Conv, the last (reduced) axis otherwise */
+		const struct mi_tensor *at = &g->tensors[q.act];
+		struct qtensor *aq = &c->qt[c->qt_of[q.act]];
+		int ax = q.wkind == 0 ? 1 : at->ndim - 1;
+
+		if (c->bias_correct && q.bias >= 0 && aq->caxis < 0 && ax >= 0 &&
+		    ax < at->ndim && mi_tensor_shape_known(at) && at->dims[ax] > 0) {
+			aq->nch = (int)at->dims[ax];
+			aq->csum = calloc(aq->nch, sizeof(double));
+			if (!aq->csum)
+				return -ENOMEM;
+			aq->caxis = ax;
+		}
 		if (!is_graph_output(g, q.out) && qt_add(c, q.out))
 			return -ENOMEM;
 	}
@@ -275,6 +299,21 @@ static void observe(struct qctx *c, int pass)
 				q->mx = d[k] > q->mx ? d[k] : q->mx;
 			}
 			q->seen = true;
+			if (q->csum && t->ndim > q->caxis && t->dims[q->caxis] == q->nch) {
+				int64_t inner = mi_ops_prod(t->dims, q->caxis + 1, t->ndim);
+				int64_t outer = n / (inner * q->nch);
+
+				for (int64_t o = 0; o < outer; o++)
+					for (int ch = 0; ch < q->nch; ch++) {
+						const float *r = d + (o * q->nch + ch) * inner;
+						double s = 0;
+
+						for (int64_t k = 0; k < inner; k++)
+							s += r[k];
+						q->csum[ch] += s;
+					}
+				q->ccount += (double)outer * inner;
+			}
 		} else if (q->hist && q->hmax > 0) {
 			double f = HIST_BINS / q->hmax;
 
@@ -424,6 +463,40 @@ static void calib_free(struct calib *cal, bool own_data)
 	free(cal->owned);
 }
 
+/*
+ * The clipping limit L (on |x|) that minimizes the expected squared error
+ * of quantizing the histogrammed values: clipped values cost (|x| - L)^2,
+ * the others the rounding error step^2 / 12, step = the clipped range
+ * / 255. Limits below hmax / 16 are not considered.
+ */
+static double mse_limit(const struct qtensor *q)
+{
+	double w = q->hmax / HIST_BINS, s0 = 0, s1 = 0, s2 = 0, tot = 0;
+	double best = INFINITY, lim_best = q->hmax;
+
+	for (int b = 0; b < HIST_BINS; b++)
+		tot += q->hist[b];
+	/* sweep b from the top: s* = sums over bins above b (clipped) */
+	for (int b = HIST_BINS - 1; b >= HIST_BINS / 16; b--) {
+		double lim = (b + 1) * w;
+		double hi = fmin(q->mx, lim), lo = fmax(q->mn, -lim);
+		double step = (fmax(hi, 0) - fmin(lo, 0)) / 255.0;
+		double clip = s2 - 2 * lim * s1 + lim * lim * s0;
+		double err = clip + (tot - s0) * step * step / 12.0;
+
+		if (err < best) {
+			best = err;
+			lim_best = lim;
+		}
+		double cnt = q->hist[b], cen = (b + 0.5) * w;
+
+		s0 += cnt;
+		s1 += cnt * cen;
+		s2 += cnt * cen * cen;
+	}
+	return lim_best;
+}
+
 static int calibrate(struct qctx *c, struct calib *cal)
 {
 	struct mi_graph *g = c->g;
@@ -443,7 +516,7 @@ static int calibrate(struct qctx *c, struct calib *cal)
 			g->outputs[g->noutputs++] = c->qt[i].t;
 		}
 	}
-	int passes = c->percentile > 0 ? 2 : 1;
+	int passes = c->percentile > 0 || c->mse ? 2 : 1;
 
 	for (int pass = 0; pass < passes; pass++) {
 		for (int r = 0; r < cal->nruns; r++) {
@@ -472,7 +545,12 @@ static int calibrate(struct qctx *c, struct calib *cal)
 		if (!q->seen)
 			return QERR("tensor '%s' was not computed during calibration",
 				    g->tensors[q->t].name) ? -EINVAL : 0;
-		if (q->hist && q->hmax > 0) {
+		if (q->hist && q->hmax > 0 && c->mse) {
+			double lim = mse_limit(q);
+
+			q->mn = fmax(q->mn, -lim);
+			q->mx = fmin(q->mx, lim);
+		} else if (q->hist && q->hmax > 0) {
 			uint64_t tot = 0, acc = 0;
 			int b;
 
@@ -673,6 +751,61 @@ struct wq {
 	int noc;
 };
 
+/*
+ * Bias correction: rounding the weights shifts each output channel's mean
+ * by sum_k (W - Wq)[o][k] * E[x_k] (E[x] per input channel, from the fp32
+ * calibration runs; border padding ignored). Random-weight and
+ * BN-folded networks carry most of their output in such means, so the
+ * shift is added back to the fp32 bias before it is quantized.
+ */
+static void bias_correction(struct qctx *c, const struct qnode *qn, const float *scale,
+			    int axis, const int8_t *wq, double *bias, int64_t nb)
+{
+	const struct mi_graph *g = c->g;
+	const struct mi_tensor *w = &g->tensors[qn->weight];
+	const struct qtensor *aq = c->qt_of[qn->act] >= 0 ? &c->qt[c->qt_of[qn->act]] : NULL;
+	const float *wf = w->data;
+
+	if (!c->bias_correct || !aq || !aq->csum || aq->ccount <= 0)
+		return;
+	if (qn->wkind == 0) { /* Conv: W[O][C/G][k...], input NCHW */
+		int64_t O = w->dims[0], cpg = w->dims[1];
+		int64_t ks = mi_ops_prod(w->dims, 2, w->ndim);
+		int64_t G = cpg > 0 ? aq->nch / cpg : 0;
+
+		if (O != nb || G <= 0 || G * cpg != aq->nch || O % G)
+			return;
+		for (int64_t o = 0; o < O; o++) {
+			double s = 0, sc = scale[axis < 0 ? 0 : o];
+
+			for (int64_t ci = 0; ci < cpg; ci++) {
+				double m = aq->csum[(o / (O / G)) * cpg + ci] / aq->ccount, e = 0;
+				int64_t base = (o * cpg + ci) * ks;
+
+				for (int64_t k = 0; k < ks; k++)
+					e += wf[base + k] - wq[base + k] * sc;
+				s += e * m;
+			}
+			bias[o] += s;
+		}
+	} else { /* Gemm/MatMul: W[K][N] (waxis 1) or W[N][K] (waxis 0) */
+		int64_t K = w->dims[qn->waxis ? 0 : 1], N = w->dims[qn->waxis];
+
+		if (N != nb || K != aq->nch)
+			return;
+		for (int64_t o = 0; o < N; o++) {
+			double s = 0, sc = scale[axis < 0 ? 0 : o];
+
+			for (int64_t k = 0; k < K; k++) {
+				int64_t i = qn->waxis ? k * N + o : o * K + k;
+
+				s += (wf[i] - wq[i] * sc) * (aq->csum[k] / aq->ccount);
+			}
+			bias[o] += s;
+		}
+	}
+}
+
 /* Quantize weight (and bias) of qnode k; emit their DequantizeLinear. */
 static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn,
 			    struct wq *out)
@@ -739,16 +872,21 @@ static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn
 			goto out;
 		float *bs = malloc(nb * sizeof(float));
 		int32_t *bq = malloc(nb * sizeof(int32_t));
+		double *bf = malloc(nb * sizeof(double));
 
-		if (!bs || !bq) {
+		if (!bs || !bq || !bf) {
 			free(bs);
 			free(bq);
+			free(bf);
 			p->err = -ENOMEM;
 			goto out;
 		}
+		for (int64_t o = 0; o < nb; o++)
+			bf[o] = ((const float *)b->data)[o];
+		bias_correction(c, qn, scale, axis, wq, bf, nb);
 		for (int64_t o = 0; o < nb; o++) {
 			bs[o] = sx * scale[axis < 0 ? 0 : o];
-			double v = nearbyint(((const float *)b->data)[o] / bs[o]);
+			double v = nearbyint(bf[o] / bs[o]);
 
 			bq[o] = (int32_t)(v < -2147483647.0 ? -2147483647.0 :
 					  v > 2147483647.0 ? 2147483647.0 : v);
@@ -772,6 +910,7 @@ static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn
 		}
 		free(bs);
 		free(bq);
+		free(bf);
 	}
 out:
 	free(scale);
@@ -1329,7 +1468,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: metainfer quantize MODEL.onnx (--calib DIR | --calib-random N) -o OUT.onnx\n"
 		"                          [--format qdq|qlinear] [--per-channel|--per-tensor]\n"
-		"                          [--percentile P] [--seed S] [--threads N]\n"
+		"                          [--range mse|minmax | --percentile P] [--no-bias-correction]\n"
+		"                          [--seed S] [--threads N]\n"
 		"\n"
 		"Post-training static int8 quantization: uint8 asymmetric activations\n"
 		"(ranges calibrated by running the fp32 model), int8 symmetric weights of\n"
@@ -1342,8 +1482,14 @@ static void usage(FILE *f)
 		"  --format qlinear     QLinearConv/QLinearMatMul where possible\n"
 		"  --per-channel        per output channel weight scales (default)\n"
 		"  --per-tensor         one weight scale per tensor\n"
+		"  --range mse          activation ranges clipped where the quantization error\n"
+		"                       (clipping + rounding) of the calibration values is\n"
+		"                       smallest (default)\n"
+		"  --range minmax       activation ranges = calibration min/max\n"
 		"  --percentile P       clip activation ranges at the P-th percentile of |x|\n"
 		"                       (e.g. 99.99) instead of min/max\n"
+		"  --no-bias-correction keep biases as they are (default: add the mean output\n"
+		"                       shift that weight rounding causes, from calibration)\n"
 		"  --seed S             seed of --calib-random (default 1234)\n"
 		"  --threads N          threads for the calibration runs\n");
 }
@@ -1358,6 +1504,8 @@ int mi_quant_main(int argc, char **argv)
 		{ "per-channel", no_argument, NULL, 'P' },
 		{ "per-tensor", no_argument, NULL, 'T' },
 		{ "percentile", required_argument, NULL, 'p' },
+		{ "no-bias-correction", no_argument, NULL, 'B' },
+		{ "range", required_argument, NULL, 'R' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1365,7 +1513,7 @@ int mi_quant_main(int argc, char **argv)
 	};
 	const char *calib = NULL, *out = NULL, *model;
 	long nrandom = 0, seed = 1234, threads = 0;
-	struct qctx c = { .per_channel = true };
+	struct qctx c = { .per_channel = true, .bias_correct = true, .mse = true };
 	struct calib cal = { 0 };
 	int opt, err, rc = 1;
 	char *end;
@@ -1398,7 +1546,19 @@ int mi_quant_main(int argc, char **argv)
 		case 'T':
 			c.per_channel = false;
 			break;
+		case 'B':
+			c.bias_correct = false;
+			break;
+		case 'R':
+			c.percentile = 0;
+			c.mse = false;
+			if (!strcmp(optarg, "mse"))
+				c.mse = true;
+			else if (strcmp(optarg, "minmax"))
+				return QERR("--range: '%s' is not minmax or mse", optarg);
+			break;
 		case 'p':
+			c.mse = false;
 			c.percentile = strtod(optarg, &end);
 			if (*end || !(c.percentile > 50 && c.percentile <= 100))
 				return QERR("--percentile: '%s' is not in (50, 100]", optarg);
@@ -1482,8 +1642,10 @@ int mi_quant_main(int argc, char **argv)
 	rc = 0;
 out:
 	calib_free(&cal, !calib);
-	for (int i = 0; i < c.nqt; i++)
+	for (int i = 0; i < c.nqt; i++) {
 		free(c.qt[i].hist);
+		free(c.qt[i].csum);
+	}
 	free(c.qt);
 	free(c.qt_of);
 	free(c.nodes);

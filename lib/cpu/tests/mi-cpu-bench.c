@@ -255,6 +255,9 @@ int main(int argc, char **argv)
 		bench_gemm(isa, nt, 1024, 1024, 1024, 1);
 		bench_gemm(isa, nt, 1024, 1024, 1024, 0);
 		bench_gemm(isa, nt, 64, 3136, 576, 1);
+		/* the GEMMs of im2col 3x3 on 14x14 / 7x7 maps */
+		bench_gemm(isa, nt, 256, 196, 2304, 1);
+		bench_gemm(isa, nt, 512, 49, 4608, 1);
 	}
 	if (!filter || strstr("resnet50", filter)) {
 		bench_conv(isa, nt, "resnet50", 3, 224, 64, 7, 2, 1);

@@ -169,6 +169,26 @@ static bool getenv_pack_b(void)
 	return v;
 }
 
+/*
+ * Row-major B needs no packing: the micro-kernel reads its rows in
+ * place.  Not when the row stride is a multiple of 4 KiB (every row
+ * would land in the same L1 set), nor when many micro-panels of A run
+ * over a B of few panels: each of them rereads kc rows scattered over
+ * as many pages, which a packed copy (read once, then contiguous) beats
+ * (1x1 convs with 1024/2048 outputs on 14x14/7x7 maps: 1.25 -> 0.9 ms,
+ * build/mi-cpu-bench -f resnet50).
+ */
+static bool use_direct_b(const struct mi_sgemm_args *a,
+			 const struct mi_cpu_kern *kt)
+{
+	int64_t ntiles = (a->n + kt->nr - 1) / kt->nr;
+	int64_t mtiles = (a->m + kt->mr - 1) / kt->mr;
+
+	return !a->pb && !a->packb && a->b_cs == 1 &&
+	       (a->b_rs * sizeof(float)) % 4096 != 0 &&
+	       (mtiles <= 32 || ntiles > 16) && !getenv_pack_b();
+}
+
 struct split {
 	int nt;      /* threads used */
 	int over_n;  /* 1: split N, 0: split M */
@@ -188,7 +208,7 @@ static struct split plan_split(const struct mi_sgemm_args *a,
 	int64_t ntiles = (a->n + kt->nr - 1) / kt->nr;
 	int64_t mtiles = (a->m + kt->mr - 1) / kt->mr;
 	int nt = a->nthreads > 0 ? a->nthreads : 1;
-	bool direct_b = !a->pb && !a->packb && a->b_cs == 1;
+	bool direct_b = use_direct_b(a, kt);
 
 	s.mc = (int64_t)MC_PANELS * kt->mr;
 	s.nc = (int64_t)NC_PANELS * kt->nr;
@@ -459,11 +479,7 @@ void mi_sgemm(const struct mi_sgemm_args *a, void *ws)
 	j.has_epi = a->epi.bias_kind != MI_BIAS_NONE || a->epi.res ||
 		    a->epi.act != MI_ACT_NONE;
 	j.s = plan_split(a, j.kt);
-	/* Row-major B needs no packing: the micro-kernel reads its rows in
-	 * place.  Not when the row stride is a multiple of 4 KiB (every row
-	 * would land in the same L1 set). */
-	j.direct_b = !a->pb && !a->packb && a->b_cs == 1 &&
-		     (a->b_rs * sizeof(float)) % 4096 != 0 && !getenv_pack_b();
+	j.direct_b = use_direct_b(a, j.kt);
 	j.ws = ws;
 	j.ws_thread = ws_per_thread(a, j.kt, &j.s);
 	if (j.s.shared_b) {

@@ -45,8 +45,10 @@ $(ST_O)/%.o: selftests/%.c $(ST_HDRS) | $(ST_HARNESS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ST_CFLAGS) -c $< -o $@
 
+# extra libraries of one test program: ST_LDLIBS_<name>
+ST_LDLIBS_uring := -luring
 $(ST_O)/%_test: $(ST_O)/%_test.o $(ST_LIB_OBJS)
-	$(CC) $(ST_CFLAGS) $^ -o $@ -lm
+	$(CC) $(ST_CFLAGS) $^ -o $@ -lm $(ST_LDLIBS_$*)
 
 $(ST_BENCH): $(ST_O)/mi_bench.o $(ST_LIB_OBJS)
 	$(CC) $(ST_CFLAGS) $^ -o $@ -lm

@@ -378,15 +378,12 @@ store16_u8(uint8_t *dst, __mmask16 m, __m512i q)
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
 store16_c4(uint8_t *dst, __mmask16 m, __m512i q)
 {
-	uint64_t m64 = 0x1111111111111111ull;
+	__mmask64 m64 = 0x1111111111111111ull;
 
-	if (m != 0xffff) {
-		m64 = 0;
-		for (int i = 0; i < 16; i++)
-			if (m >> i & 1)
-				m64 |= 1ull << (4 * i);
-	}
-	_mm512_mask_storeu_epi8(dst, (__mmask64)m64, q);
+	if (m != 0xffff) /* byte 0 of each active lane: no scalar bit loop */
+		m64 = _mm512_test_epi8_mask(_mm512_maskz_set1_epi32(m, 0xff),
+					    _mm512_set1_epi32(0xff));
+	_mm512_mask_storeu_epi8(dst, m64, q);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void
@@ -972,31 +969,51 @@ dw_store(int32_t *acc, int x, __mmask16 m, __m512i a, const struct dw_rq *rq,
 		store16_u8(rq->out + x, m, _mm512_add_epi32(_mm512_cvtps_epi32(f), v->zy));
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
-dw_row_avx512_rq(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w,
-		 int ow, int sw, int dw, const struct dw_rq *rq)
+/* 3x3 weights as (w, 0) int16 pairs (stride 1) or (w0, w1), (w2, 0) pairs
+ * per kernel row (stride 2), broadcast once per channel. */
+struct dw_w3 {
+	__m512i wv[9];
+	__m512i w01[3], w2[3];
+};
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
+dw_w3_set(struct dw_w3 *W, const int8_t *w, int sw)
+{
+	if (sw == 1) {
+		for (int t = 0; t < 9; t++)
+			W->wv[t] = _mm512_set1_epi32((uint16_t)(int16_t)w[t]);
+	} else {
+		for (int ky = 0; ky < 3; ky++) {
+			W->w01[ky] = _mm512_set1_epi32((uint16_t)(int16_t)w[ky * 3] |
+						       ((uint32_t)(uint16_t)(int16_t)w[ky * 3 + 1] << 16));
+			W->w2[ky] = _mm512_set1_epi32((uint16_t)(int16_t)w[ky * 3 + 2]);
+		}
+	}
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
+dw_rqv_set(struct dw_rqv *v, const struct dw_rq *rq)
+{
+	if (rq) {
+		v->comp = _mm512_set1_epi32(rq->comp);
+		v->zy = _mm512_set1_epi32(rq->zy);
+		v->mult = _mm512_set1_ps(rq->mult);
+		v->lo = _mm512_set1_ps(rq->flo);
+		v->hi = _mm512_set1_ps(rq->fhi);
+	}
+}
+
+/* One output row, stride 1 or 2, no dilation. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), always_inline)) static inline void
+dw3_row_body(int32_t *restrict acc, const uint8_t *const *rows, const struct dw_w3 *W,
+	     int ow, int sw, const struct dw_rq *rq, const struct dw_rqv *vp)
 {
 	int x = 0;
-	struct dw_rqv v = { 0 };
+	struct dw_rqv v = *vp;
 
-	if (rq) {
-		v.comp = _mm512_set1_epi32(rq->comp);
-		v.zy = _mm512_set1_epi32(rq->zy);
-		v.mult = _mm512_set1_ps(rq->mult);
-		v.lo = _mm512_set1_ps(rq->flo);
-		v.hi = _mm512_set1_ps(rq->fhi);
-	}
-
-	if (dw != 1 || (sw != 1 && sw != 2)) {
-		memset(acc, 0, ow * sizeof(int32_t));
-		dw_row_generic(acc, rows, w, ow, sw, dw);
-		return;
-	}
 	if (sw == 1) {
-		__m512i wv[9];
+		const __m512i *wv = W->wv;
 
-		for (int t = 0; t < 9; t++)
-			wv[t] = _mm512_set1_epi32((uint16_t)(int16_t)w[t]);
 		/* one accumulator per kernel row: short dependency chains */
 		for (; x < ow; x += 16) {
 			__mmask16 m = ow - x >= 16 ? 0xffff : (__mmask16)((1u << (ow - x)) - 1);
@@ -1017,13 +1034,8 @@ dw_row_avx512_rq(int32_t *restrict acc, const uint8_t *const *rows, const int8_t
 			dw_store(acc, x, m, _mm512_add_epi32(_mm512_add_epi32(a0, a1), a2), rq, &v);
 		}
 	} else {
-		__m512i w01[3], w2[3];
+		const __m512i *w01 = W->w01, *w2 = W->w2;
 
-		for (int ky = 0; ky < 3; ky++) {
-			w01[ky] = _mm512_set1_epi32((uint16_t)(int16_t)w[ky * 3] |
-						    ((uint32_t)(uint16_t)(int16_t)w[ky * 3 + 1] << 16));
-			w2[ky] = _mm512_set1_epi32((uint16_t)(int16_t)w[ky * 3 + 2]);
-		}
 		for (; x < ow; x += 16) {
 			int n = ow - x >= 16 ? 16 : ow - x;
 			__mmask16 m = (__mmask16)((1u << n) - 1);
@@ -1049,7 +1061,55 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
 dw_row_avx512(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w,
 	      int ow, int sw, int dw)
 {
-	dw_row_avx512_rq(acc, rows, w, ow, sw, dw, NULL);
+	struct dw_w3 W;
+	struct dw_rqv v = { 0 };
+
+	if (dw != 1 || (sw != 1 && sw != 2)) {
+		memset(acc, 0, ow * sizeof(int32_t));
+		dw_row_generic(acc, rows, w, ow, sw, dw);
+		return;
+	}
+	dw_w3_set(&W, w, sw);
+	dw3_row_body(acc, rows, &W, ow, sw, NULL, &v);
+}
+
+/* One row with the fused requantization (dilated rows: no channel loop). */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+dw_row_avx512_rq(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w,
+		 int ow, int sw, const struct dw_rq *rq)
+{
+	struct dw_w3 W;
+	struct dw_rqv v;
+
+	dw_w3_set(&W, w, sw);
+	dw_rqv_set(&v, rq);
+	dw3_row_body(acc, rows, &W, ow, sw, rq, &v);
+}
+
+/*
+ * A whole 3x3 channel (stride 1 or 2, no dilation) with the requantization
+ * fused: weights and epilogue constants are broadcast once per channel, not
+ * once per (short) row. xp: the padded input plane (row pitch wp); out
+ * advances rowstep bytes per output row.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+dw3_chan_avx512_rq(const uint8_t *xp, size_t wp, const int8_t *w, int oh, int ow, int sh,
+		   int sw, struct dw_rq rq, size_t rowstep)
+{
+	struct dw_w3 W;
+	struct dw_rqv v;
+	uint8_t *out0 = rq.out;
+
+	dw_w3_set(&W, w, sw);
+	dw_rqv_set(&v, &rq);
+	for (int oy = 0; oy < oh; oy++) {
+		const uint8_t *rows[3];
+
+		for (int ky = 0; ky < 3; ky++)
+			rows[ky] = xp + ((size_t)oy * sh + ky) * wp;
+		rq.out = out0 + oy * rowstep;
+		dw3_row_body(NULL, rows, &W, ow, sw, &rq, &v);
+	}
 }
 
 __attribute__((target("avx2,fma"))) static void
@@ -1249,6 +1309,14 @@ static void dw_item(void *arg, int c, int tid)
 		return;
 	}
 
+	if (fused && s->dh == 1) {
+		struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo, j->ep->fhi,
+				    j->ep->zy, yc, j->ep->out_c4 };
+
+		dw3_chan_avx512_rq(xp, j->wp, cv->dww + c * 9, s->oh, s->ow, s->sh, s->sw, rq,
+				   rowstep);
+		return;
+	}
 	for (int oy = 0; oy < s->oh; oy++) {
 		const uint8_t *rows[3];
 		int32_t *ar = acc + (size_t)oy * s->ow;
@@ -1258,8 +1326,7 @@ static void dw_item(void *arg, int c, int tid)
 		if (fused) {
 			struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo, j->ep->fhi,
 					    j->ep->zy, yc + oy * rowstep, j->ep->out_c4 };
-
-			dw_row_avx512_rq(ar, rows, cv->dww + c * 9, s->ow, s->sw, s->dw, &rq);
+			dw_row_avx512_rq(ar, rows, cv->dww + c * 9, s->ow, s->sw, &rq);
 			continue;
 		}
 		if (row == dw_row_generic)

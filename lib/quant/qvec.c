@@ -269,11 +269,55 @@ static void vmax_c(uint8_t *t, const uint8_t *r, int n, bool s8)
 		t[i] = s8 ? ((int8_t)r[i] > (int8_t)t[i] ? r[i] : t[i]) : (r[i] > t[i] ? r[i] : t[i]);
 }
 
+/*
+ * Horizontal pass over outputs [ox0, ox1) whose taps all lie inside the
+ * row (no dilation, stride 1 or 2): max of kw byte-shifted masked loads;
+ * stride 2 keeps the even bytes (the low byte of each 16-bit word).
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static int
+hmax_avx512(const uint8_t *t, const struct mi_qpool_shape *s, bool s8, int ox0, int ox1,
+	    uint8_t *y)
+{
+	int step = s->sw == 1 ? 64 : 32, ox = ox0;
+
+	for (; ox < ox1; ox += step) {
+		int n = ox1 - ox < step ? ox1 - ox : step;
+		int nb = s->sw == 1 ? n : 2 * n - 1; /* bytes read per tap */
+		__mmask64 m = nb >= 64 ? ~0ull : (1ull << nb) - 1;
+		const uint8_t *r = t + ox * s->sw - s->pl;
+		__m512i a = _mm512_maskz_loadu_epi8(m, r);
+
+		for (int kx = 1; kx < s->kw; kx++) {
+			__m512i b = _mm512_maskz_loadu_epi8(m, r + kx);
+
+			a = s8 ? _mm512_max_epi8(a, b) : _mm512_max_epu8(a, b);
+		}
+		if (s->sw == 1) {
+			_mm512_mask_storeu_epi8(y + ox, m, a);
+		} else {
+			__m256i e = _mm512_cvtepi16_epi8(a);
+
+			_mm256_mask_storeu_epi8(y + ox, (__mmask32)((1ull << n) - 1), e);
+		}
+	}
+	return ox1;
+}
+
 /* One channel plane; tmp: w bytes. */
 void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8,
 		       uint8_t *tmp, uint8_t *y)
 {
 	bool v = mi_quant_isa() >= MI_QISA_AVX2;
+	/* outputs whose horizontal taps are all inside the row */
+	int ox_lo = (s->pl + s->sw - 1) / s->sw;
+	int ox_hi = s->w - 1 - (s->kw - 1) * s->dw + s->pl;
+	bool hv = mi_quant_isa() >= MI_QISA_AVX512 && s->dw == 1 && (s->sw == 1 || s->sw == 2);
+
+	ox_hi = ox_hi < 0 ? 0 : ox_hi / s->sw + 1;
+	if (ox_hi > s->ow)
+		ox_hi = s->ow;
+	if (ox_lo > ox_hi)
+		ox_lo = ox_hi;
 
 	for (int oy = 0; oy < s->oh; oy++) {
 		bool any = false;
@@ -293,6 +337,12 @@ void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8
 		}
 		for (int ox = 0; ox < s->ow; ox++) {
 			int m = s8 ? -128 : 0;
+
+			if (hv && any && ox == ox_lo && ox_lo < ox_hi) {
+				hmax_avx512(tmp, s, s8, ox_lo, ox_hi, y + (size_t)oy * s->ow);
+				ox = ox_hi - 1;
+				continue;
+			}
 
 			for (int kx = 0; kx < s->kw && any; kx++) {
 				int ix = ox * s->sw - s->pl + kx * s->dw;

@@ -371,6 +371,68 @@ static int test_qdq(int iter)
 	return fails;
 }
 
+/* uint8/int8 MaxPool plane vs a direct loop over the window */
+static int test_pool(int iter)
+{
+	struct mi_qpool_shape s;
+	int fails = 0;
+	bool s8 = rnd() % 2;
+
+	s.kh = rndi(1, 4);
+	s.kw = rndi(1, 4);
+	s.sh = rndi(1, 3);
+	s.sw = rnd() % 3 ? rndi(1, 2) : 3;
+	s.dh = rnd() % 4 ? 1 : 2;
+	s.dw = rnd() % 4 ? 1 : 2;
+	s.pt = rndi(0, s.kh - 1);
+	s.pl = rndi(0, s.kw - 1);
+	s.h = rndi(1, 40);
+	s.w = rndi(1, 150);
+	int eh = (s.kh - 1) * s.dh + 1, ew = (s.kw - 1) * s.dw + 1;
+	int pb = rndi(0, s.kh - 1), pr = rndi(0, s.kw - 1);
+
+	s.oh = (s.h + s.pt + pb - eh) / s.sh + 1;
+	s.ow = (s.w + s.pl + pr - ew) / s.sw + 1;
+	if (s.oh < 1 || s.ow < 1)
+		return 0;
+	uint8_t *x = malloc((size_t)s.h * s.w), *yr = malloc((size_t)s.oh * s.ow);
+	uint8_t *yk = malloc((size_t)s.oh * s.ow), *tmp = malloc(s.w + 64);
+
+	for (int i = 0; i < s.h * s.w; i++)
+		x[i] = (uint8_t)rnd();
+	for (int oy = 0; oy < s.oh; oy++)
+		for (int ox = 0; ox < s.ow; ox++) {
+			int m = s8 ? -128 : 0;
+
+			for (int ky = 0; ky < s.kh; ky++)
+				for (int kx = 0; kx < s.kw; kx++) {
+					int iy = oy * s.sh - s.pt + ky * s.dh;
+					int ix = ox * s.sw - s.pl + kx * s.dw;
+
+					if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w)
+						continue;
+					int e = s8 ? (int8_t)x[iy * s.w + ix] : x[iy * s.w + ix];
+
+					m = e > m ? e : m;
+				}
+			yr[oy * s.ow + ox] = (uint8_t)m;
+		}
+	for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
+		mi_quant_set_isa(isa);
+		memset(yk, 0x5a, (size_t)s.oh * s.ow);
+		mi_qmaxpool_plane(x, &s, s8, tmp, yk);
+		if (memcmp(yr, yk, (size_t)s.oh * s.ow)) {
+			fprintf(stderr,
+				"FAIL maxpool iter %d isa %s %dx%d k %dx%d s %d,%d d %d,%d p %d,%d %s\n",
+				iter, mi_quant_isa_name(isa), s.h, s.w, s.kh, s.kw, s.sh, s.sw,
+				s.dh, s.dw, s.pt, s.pl, s8 ? "s8" : "u8");
+			fails++;
+		}
+	}
+	free(x), free(yr), free(yk), free(tmp);
+	return fails;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 300, fails = 0;
@@ -381,8 +443,9 @@ int main(int argc, char **argv)
 		fails += test_conv(i);
 		fails += test_gemm(i);
 		fails += test_qdq(i);
+		fails += test_pool(i);
 	}
-	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq cases, x %d ISAs: %d failures\n",
-	       n, n, n, mi_quant_isa_max() + 1, fails);
+	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d maxpool cases, x %d ISAs: %d failures\n",
+	       n, n, n, n, mi_quant_isa_max() + 1, fails);
 	return fails ? 1 : 0;
 }

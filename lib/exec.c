@@ -233,18 +233,96 @@ static int cmp_off(const void *a, const void *b)
  * largest tensors are placed first, each at the lowest offset that does
  * not overlap a placed tensor whose lifetime [first, last] intersects.
  */
+/*
+ * In-place Concat: an input of a planned contiguous Concat (the CPU
+ * kernel copies each input as one block) that is an fp32 arena tensor
+ * written by a static node and read by nothing but that Concat gets no
+ * memory of its own: it is the Concat output's slice, its producer writes
+ * there and the kernel skips the copy (it compares pointers at run time).
+ * Nested Concats resolve to the outermost one.  host[t] / hoff[t] (bytes)
+ * give the tensor whose memory t lives in; -1 when t is placed itself.
+ */
+static void plan_concat_inplace(struct mi_model *m, int *host, size_t *hoff)
+{
+	struct mi_graph *g = &m->g;
+	int64_t off[64];
+
+	for (int i = 0; i < g->ntensors; i++)
+		host[i] = -1;
+	if (getenv("MI_CONCAT_INPLACE") &&
+	    !strcmp(getenv("MI_CONCAT_INPLACE"), "0"))
+		return;
+	for (int p = 0; p < g->norder; p++) {
+		int ni = g->order[p];
+		struct mi_node *n = &g->nodes[ni];
+
+		if (m->node_state[ni] != MI_NS_STATIC || !n->priv ||
+		    n->ninputs > 64 || mi_cpu_concat_inplace(g, n, off))
+			continue;
+		for (int k = 0; k < n->ninputs; k++) {
+			int t = n->inputs[k], pr, dup = 0;
+			struct mi_tensor *x = t >= 0 ? &g->tensors[t] : NULL;
+			size_t b = (size_t)off[k] * sizeof(float);
+
+			if (!x || x->dtype != MI_DT_FLOAT || b % 16 ||
+			    (x->flags & (MI_TF_CONST | MI_TF_INPUT | MI_TF_OUTPUT |
+					 MI_TF_SHAPEVAL)))
+				continue;
+			for (int j = 0; j < n->ninputs; j++)
+				dup += n->inputs[j] == t;
+			pr = x->producer;
+			if (dup != 1 || pr < 0 || g->nodes[pr].dead ||
+			    m->node_state[pr] != MI_NS_STATIC ||
+			    mi_graph_sole_consumer(g, t) != ni ||
+			    n->outputs[0] == t)
+				continue;
+			host[t] = n->outputs[0];
+			hoff[t] = b;
+		}
+	}
+}
+
+/* Outermost host of t and t's byte offset in it. */
+static int inplace_root(const int *host, const size_t *hoff, int t,
+			size_t *off)
+{
+	*off = 0;
+	while (host[t] >= 0) {
+		*off += hoff[t];
+		t = host[t];
+	}
+	return t;
+}
+
 static int plan_memory(struct mi_model *m)
 {
 	struct mi_graph *g = &m->g;
 	struct place *pl = NULL, **live = NULL;
-	int np = 0, err = 0;
-	size_t total = 0;
+	int np = 0, err = 0, *host = NULL, *root_first = NULL;
+	size_t total = 0, *hoff = NULL;
 
 	pl = calloc(g->ntensors + 1, sizeof(*pl));
 	live = calloc(g->ntensors + 1, sizeof(*live));
-	if (!pl || !live) {
+	host = calloc(g->ntensors + 1, sizeof(*host));
+	root_first = calloc(g->ntensors + 1, sizeof(*root_first));
+	hoff = calloc(g->ntensors + 1, sizeof(*hoff));
+	if (!pl || !live || !host || !root_first || !hoff) {
 		err = -ENOMEM;
 		goto out;
+	}
+	plan_concat_inplace(m, host, hoff);
+	/* a host's memory must exist from its earliest slice's producer on */
+	for (int i = 0; i < g->ntensors; i++)
+		root_first[i] = INT_MAX;
+	for (int i = 0; i < g->ntensors; i++) {
+		size_t o;
+		int r, pr = g->tensors[i].producer;
+
+		if (host[i] < 0 || pr < 0)
+			continue;
+		r = inplace_root(host, hoff, i, &o);
+		if (m->pos_of[pr] < root_first[r])
+			root_first[r] = m->pos_of[pr];
 	}
 	for (int p = 0; p < g->norder; p++) {
 		struct mi_node *n = &g->nodes[g->order[p]];
@@ -257,6 +335,8 @@ static int plan_memory(struct mi_model *m)
 
 			if (j == 0 && m->node_state[g->order[p]] == MI_NS_ALIAS)
 				continue;
+			if (t < 0 || host[t] >= 0)
+				continue; /* lives in a Concat output */
 			struct mi_tensor *x = &g->tensors[t];
 			size_t sz = (size_t)mi_tensor_numel(x) *
 				    mi_dtype_size(x->dtype);
@@ -264,7 +344,7 @@ static int plan_memory(struct mi_model *m)
 			sz = (sz + MI_ARENA_ALIGN - 1) & ~(size_t)(MI_ARENA_ALIGN - 1);
 			pl[np].t = t;
 			pl[np].size = sz ? sz : MI_ARENA_ALIGN;
-			pl[np].first = p;
+			pl[np].first = root_first[t] < p ? root_first[t] : p;
 			pl[np].last = m->last_use[t] < p ? p : m->last_use[t];
 			np++;
 		}
@@ -318,9 +398,25 @@ static int plan_memory(struct mi_model *m)
 		x->nbytes = (size_t)mi_tensor_numel(x) * mi_dtype_size(x->dtype);
 		x->flags |= MI_TF_ARENA;
 	}
+	for (int i = 0; i < g->ntensors; i++) {
+		struct mi_tensor *x = &g->tensors[i];
+		size_t o;
+		int r;
+
+		if (host[i] < 0)
+			continue;
+		r = inplace_root(host, hoff, i, &o);
+		mi_tensor_free_data(x);
+		x->data = (char *)g->tensors[r].data + o;
+		x->nbytes = (size_t)mi_tensor_numel(x) * mi_dtype_size(x->dtype);
+		x->flags |= MI_TF_ARENA;
+	}
 out:
 	free(pl);
 	free(live);
+	free(host);
+	free(root_first);
+	free(hoff);
 	return err;
 }
 
@@ -352,8 +448,21 @@ static void mark_aliases(struct mi_model *m)
 		struct mi_node *n = &g->nodes[ni];
 		struct mi_tensor *x = mi_in(g, n, 0), *y;
 
-		if (m->node_state[ni] != MI_NS_STATIC || n->priv ||
-		    !view_op(n) || !x || n->noutputs < 1)
+		if (m->node_state[ni] != MI_NS_STATIC || !x || n->noutputs < 1)
+			continue;
+		if (n->priv) {
+			size_t off;
+
+			/* a planned copy that is one contiguous block of its
+			 * input (channel Slice, Transpose of size-1 axes) */
+			if (mi_cpu_view_offset(g, n, &off) ||
+			    (x->producer >= 0 &&
+			     m->node_state[x->producer] == MI_NS_DYNAMIC))
+				continue;
+			m->node_state[ni] = MI_NS_ALIAS;
+			continue;
+		}
+		if (!view_op(n))
 			continue;
 		y = mi_out(g, n, 0);
 		if (x->dtype != y->dtype ||
@@ -506,7 +615,14 @@ static int run_node(struct mi_model *m, struct mi_node *n, int ni)
 		return 0;
 	if (m->node_state[ni] == MI_NS_ALIAS) {
 		struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+		size_t off;
 
+		if (n->priv && !mi_cpu_view_offset(g, n, &off)) {
+			y->data = (char *)x->data + off;
+			y->nbytes = (size_t)mi_tensor_numel(y) *
+				    mi_dtype_size(y->dtype);
+			return 0;
+		}
 		y->data = x->data;
 		y->nbytes = x->nbytes;
 		return 0;

@@ -31,11 +31,14 @@ $(CPU_BENCH): lib/cpu/tests/mi-cpu-bench.c $(CPU_LIBA)
 # Every ISA path: generic always, avx2/avx512 where the CPU has them (an
 # unsupported request falls back to the native path with a warning).
 .PHONY: check-cpu bench-cpu
-check-cpu: $(CPU_TEST_KERNELS) $(CPU_TEST_PLAN) $(CPU_TEST_XFORM)
-	@set -eo pipefail; for isa in generic avx2 avx512; do \
+check-cpu: $(CPU_TEST_KERNELS) $(CPU_TEST_PLAN) $(CPU_TEST_XFORM) $(O)/metainfer
+	@set -eo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	for isa in generic avx2 avx512; do \
 		MI_CPU_ISA=$$isa $(CPU_TEST_KERNELS) | tail -n 20; \
 		MI_CPU_ISA=$$isa $(CPU_TEST_PLAN) | tail -n 20; \
 		MI_CPU_ISA=$$isa $(CPU_TEST_XFORM) | tail -n 20; \
+		MI_CPU_ISA=$$isa $(PYTHON) lib/cpu/tests/xform-models.py \
+			$(O)/metainfer "$$tmp/$$isa" | tail -n 1; \
 	done
 
 bench-cpu: $(CPU_BENCH)

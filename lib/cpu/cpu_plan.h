@@ -30,6 +30,15 @@ struct mi_cpu_opts {
 
 int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts);
 int mi_cpu_node_run(struct mi_graph *g, struct mi_node *n);
+/* 0 if n is a planned Concat whose inputs are each one contiguous block
+ * of the output, at element offsets off[0..ninputs) (lib/cpu/xform.c):
+ * an input already at its place is not copied. */
+int mi_cpu_concat_inplace(struct mi_graph *g, struct mi_node *n,
+			  int64_t *off);
+/* 0 if n is a planned copy (Slice, Transpose) whose output is one
+ * contiguous block of its input at byte offset *off: the executor may
+ * alias it instead of running it. */
+int mi_cpu_view_offset(struct mi_graph *g, struct mi_node *n, size_t *off);
 void mi_cpu_plan_fini(struct mi_graph *g);
 
 /*

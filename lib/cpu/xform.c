@@ -44,6 +44,7 @@ enum { R_SUM, R_MEAN, R_MAX, R_MIN };
 struct xf_node {
 	struct mi_cpu_kernel_hdr hdr;
 	int kind, nthreads;
+	bool view;                /* may be aliased (mi_cpu_view_offset) */
 	int64_t total;            /* output elements */
 	int ncopies;
 	struct copy_desc c[XF_MAXIN];
@@ -146,6 +147,8 @@ static void copy_thread(void *ctx, int t, int nt)
 		const struct copy_desc *d = &j->f->c[i];
 		int64_t b, e;
 
+		if (j->x[i] == j->y + d->yoff && d->nd == 1)
+			continue; /* written in place by its producer */
 		mi_chunk(d->outer, t, nt, &b, &e);
 		if (e > b)
 			desc_run(d, j->x[i], j->y, b, e);
@@ -267,6 +270,14 @@ static int xf_run(struct mi_graph *g, struct mi_node *n)
 static void xf_fini(struct mi_graph *g, struct mi_node *n)
 {
 	free(n->priv);
+}
+
+/* MI_COPY_VIEWS=0: run contiguous copies instead of aliasing them */
+static bool getenv_view_off(void)
+{
+	const char *s = getenv("MI_COPY_VIEWS");
+
+	return s && !strcmp(s, "0");
 }
 
 /* ---- planning ------------------------------------------------------------ */
@@ -568,6 +579,7 @@ static int plan_one(struct mi_graph *g, struct mi_node *n, int nthreads)
 	f->hdr.fini = xf_fini;
 	f->nthreads = nthreads;
 	f->total = mi_tensor_numel(y);
+	f->view = !getenv_view_off();
 	if (!strcmp(n->op_type, "Transpose"))
 		err = plan_transpose(g, n, f);
 	else if (!strcmp(n->op_type, "Slice"))
@@ -581,6 +593,34 @@ static int plan_one(struct mi_graph *g, struct mi_node *n, int nthreads)
 		return 0;
 	}
 	n->priv = f;
+	return 0;
+}
+
+int mi_cpu_concat_inplace(struct mi_graph *g, struct mi_node *n,
+			  int64_t *off)
+{
+	const struct xf_node *f = n->priv;
+
+	if (!f || f->hdr.run != xf_run || f->kind != X_CONCAT ||
+	    f->ncopies != n->ninputs)
+		return -1;
+	for (int k = 0; k < f->ncopies; k++) {
+		if (f->c[k].nd != 1 || f->c[k].xs[0] != 1 || f->c[k].ys[0] != 1)
+			return -1;
+		off[k] = f->c[k].yoff;
+	}
+	return 0;
+}
+
+int mi_cpu_view_offset(struct mi_graph *g, struct mi_node *n, size_t *off)
+{
+	const struct xf_node *f = n->priv;
+
+	if (!f || f->hdr.run != xf_run || f->kind != X_COPY ||
+	    f->c[0].nd != 1 || f->c[0].xs[0] != 1 || f->c[0].ys[0] != 1 ||
+	    f->c[0].yoff != 0 || f->c[0].xoff < 0 || !f->view)
+		return -1;
+	*off = (size_t)f->c[0].xoff * sizeof(float);
 	return 0;
 }
 

@@ -28,5 +28,5 @@ for m in "$@"; do
 	echo "$m $a0 $a1 $b0 $b1" | awk -v n="$N" '{
 		mi = ($3 - $2) / n * 1000; ort = ($5 - $4) / n * 1000;
 		printf "%-20s metainfer %6.1f ms  ORT %6.1f ms  ratio %5.2f  (CPU ms per inference, 1 thread)\n",
-		       $1, mi, ort, ort > 0 ? mi / ort : 0 }'
+		       $1, mi, ort, (ort > 0 ? mi / ort : 0) }'
 done

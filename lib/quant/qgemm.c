@@ -1233,6 +1233,72 @@ dw_rowk_avx512(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *
 	}
 }
 
+/*
+ * A whole KxK channel (stride 1 or 2, no dilation): four output rows at a
+ * time share each tap's weight broadcast and give four independent
+ * vpdpwssd chains (rows are short: 7..56 pixels). Fused requantization
+ * (rq) or int32 rows into acc. Exact, same sums as dw_rowk_avx512.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), always_inline)) static inline void
+dwk_chan_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh, int ow,
+	      int sh, const int sw, int32_t *acc, struct dw_rq *rq, size_t rowstep)
+{
+	struct dw_rqv v = { 0 };
+	uint8_t *out0 = rq ? rq->out : NULL;
+
+	dw_rqv_set(&v, rq);
+	for (int x = 0; x < ow; x += 16) {
+		int n = ow - x >= 16 ? 16 : ow - x;
+		__mmask16 m = (__mmask16)((1u << n) - 1);
+		__mmask32 m2 = n == 16 ? 0xffffffffu : (__mmask32)((1u << (2 * n)) - 1);
+
+		for (int oy = 0; oy < oh; oy += 4) {
+			const uint8_t *r[4];
+			__m512i a[4];
+
+			for (int i = 0; i < 4; i++) {
+				/* rows past the end recompute row oy (not stored) */
+				int y = oy + i < oh ? oy + i : oy;
+
+				r[i] = xp + (size_t)y * sh * wp + (size_t)x * sw;
+				a[i] = _mm512_setzero_si512();
+			}
+			for (int ky = 0; ky < kh; ky++)
+				for (int kx = 0; kx < kw; kx++) {
+					__m512i wv = _mm512_set1_epi32((uint16_t)(int16_t)w[ky * kw + kx]);
+					size_t off = (size_t)ky * wp + kx;
+
+					for (int i = 0; i < 4; i++) {
+						__m512i p;
+
+						if (sw == 1)
+							p = _mm512_cvtepu8_epi32(
+								_mm_maskz_loadu_epi8(m, r[i] + off));
+						else
+							p = _mm512_cvtepu8_epi16(
+								_mm256_maskz_loadu_epi8(m2, r[i] + off));
+						a[i] = _mm512_dpwssd_epi32(a[i], p, wv);
+					}
+				}
+			for (int i = 0; i < 4 && oy + i < oh; i++) {
+				if (rq)
+					rq->out = out0 + (size_t)(oy + i) * rowstep;
+				dw_store(acc ? acc + (size_t)(oy + i) * ow : NULL, x, m, a[i], rq, &v);
+			}
+		}
+	}
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+dwk_chan_avx512(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh, int ow,
+		int sh, int sw, int32_t *acc, struct dw_rq *rq, size_t rowstep)
+{
+	if (sw == 1)
+		dwk_chan_body(xp, wp, w, kh, kw, oh, ow, sh, 1, acc, rq, rowstep);
+	else
+		dwk_chan_body(xp, wp, w, kh, kw, oh, ow, sh, 2, acc, rq, rowstep);
+}
+
 static void dw_prep_item(void *arg, int c, int tid)
 {
 	struct conv_job *j = arg;
@@ -1287,6 +1353,16 @@ static void dw_item(void *arg, int c, int tid)
 		bool simd = j->dw_isa == MI_QISA_AVX512 && s->dw == 1 &&
 			    (s->sw == 1 || s->sw == 2);
 
+		if (simd && s->dh == 1) {
+			struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo,
+					    j->ep->fhi, j->ep->zy, yc, j->ep->out_c4 };
+
+			dwk_chan_avx512(xp, j->wp, wc, s->kh, s->kw, s->oh, s->ow, s->sh, s->sw,
+					fused ? NULL : acc, fused ? &rq : NULL, rowstep);
+			if (!fused)
+				j->k.epi(acc, s->oh * s->ow, 1, s->oh * s->ow, j->ep, c, yc, 0);
+			return;
+		}
 		for (int oy = 0; oy < s->oh; oy++) {
 			int32_t *ar = acc + (size_t)oy * s->ow;
 

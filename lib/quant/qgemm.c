@@ -1261,25 +1261,29 @@ dwk_chan_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int
 				int y = oy + i < oh ? oy + i : oy;
 
 				r[i] = xp + (size_t)y * sh * wp + (size_t)x * sw;
-				a[i] = _mm512_setzero_si512();
 			}
+			/* four named chains: the compiler keeps them in registers */
+			const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];
+			__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+
+#define MI_DWK_LD(rp)                                                                   \
+	(sw == 1 ? _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, (rp) + off))                \
+		 : _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m2, (rp) + off)))
 			for (int ky = 0; ky < kh; ky++)
 				for (int kx = 0; kx < kw; kx++) {
 					__m512i wv = _mm512_set1_epi32((uint16_t)(int16_t)w[ky * kw + kx]);
 					size_t off = (size_t)ky * wp + kx;
 
-					for (int i = 0; i < 4; i++) {
-						__m512i p;
-
-						if (sw == 1)
-							p = _mm512_cvtepu8_epi32(
-								_mm_maskz_loadu_epi8(m, r[i] + off));
-						else
-							p = _mm512_cvtepu8_epi16(
-								_mm256_maskz_loadu_epi8(m2, r[i] + off));
-						a[i] = _mm512_dpwssd_epi32(a[i], p, wv);
-					}
+					a0 = _mm512_dpwssd_epi32(a0, MI_DWK_LD(r0), wv);
+					a1 = _mm512_dpwssd_epi32(a1, MI_DWK_LD(r1), wv);
+					a2 = _mm512_dpwssd_epi32(a2, MI_DWK_LD(r2), wv);
+					a3 = _mm512_dpwssd_epi32(a3, MI_DWK_LD(r3), wv);
 				}
+#undef MI_DWK_LD
+			a[0] = a0;
+			a[1] = a1;
+			a[2] = a2;
+			a[3] = a3;
 			for (int i = 0; i < 4 && oy + i < oh; i++) {
 				if (rq)
 					rq->out = out0 + (size_t)(oy + i) * rowstep;

@@ -57,6 +57,7 @@ struct qnode {
 	bool pool_s8;
 	bool in_c4; /* conv input in C4 layout (written by the producer) */
 	float *lut;       /* Sigmoid / SiLU on a quantized input: 256 entries */
+	uint8_t *lut8;    /* the same followed by its QuantizeLinear: byte -> byte */
 	struct qcat *cat; /* Concat */
 	int *cat_orig;    /* Concat: original inputs */
 	int nthreads; /* planned with */
@@ -132,6 +133,7 @@ static void qnode_free(struct qnode *q)
 	free(q->cat);
 	free(q->cat_orig);
 	free(q->lut);
+	free(q->lut8);
 	if (q->sh && --q->sh->refs == 0) {
 		free(q->sh->ws);
 		free(q->sh);
@@ -1080,12 +1082,53 @@ lut_avx512(const uint8_t *x, const float *lut, int64_t n, float *y)
 	return i;
 }
 
+/* byte -> byte table: two 128-entry vpermi2b lookups, picked by bit 7 */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static int64_t
+lut8_vbmi(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
+{
+	__m512i t0 = _mm512_loadu_si512(lut), t1 = _mm512_loadu_si512(lut + 64);
+	__m512i t2 = _mm512_loadu_si512(lut + 128), t3 = _mm512_loadu_si512(lut + 192);
+	int64_t i = 0;
+
+	for (; i < n; i += 64) {
+		__mmask64 m = n - i >= 64 ? ~0ull : (1ull << (n - i)) - 1;
+		__m512i k = _mm512_maskz_loadu_epi8(m, x + i);
+		__m512i lo = _mm512_permutex2var_epi8(t0, k, t1);
+		__m512i hi = _mm512_permutex2var_epi8(t2, k, t3);
+
+		_mm512_mask_storeu_epi8(y + i, m,
+					_mm512_mask_blend_epi8(_mm512_movepi8_mask(k), lo, hi));
+	}
+	return i;
+}
+
+static bool have_vbmi(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		__builtin_cpu_init();
+		v = __builtin_cpu_supports("avx512vbmi");
+	}
+	return v;
+}
+
 static int qlut_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
 	const uint8_t *x = mi_in(g, n, 0)->data;
-	float *y = mi_out(g, n, 0)->data;
 	int64_t cnt = mi_tensor_numel(mi_out(g, n, 0)), i = 0;
+
+	if (q->lut8) {
+		uint8_t *y8 = mi_out(g, n, 0)->data;
+
+		if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
+			i = lut8_vbmi(x, q->lut8, cnt, y8);
+		for (; i < cnt; i++)
+			y8[i] = q->lut8[x[i]];
+		return 0;
+	}
+	float *y = mi_out(g, n, 0)->data;
 
 	if (mi_quant_isa() == MI_QISA_AVX512)
 		i = lut_avx512(x, q->lut, cnt, y);
@@ -1155,6 +1198,26 @@ static int try_qlut(struct mi_graph *g, struct mi_node *n)
 
 		q->lut[i] = mul ? d * sg : sg;
 	}
+	/* a QuantizeLinear as the result's only reader: quantize the 256
+	 * entries instead of every element (same kernel, same bytes) */
+	int yt = mul ? mul->outputs[0] : n->outputs[0];
+	int qi = (g->tensors[yt].flags & MI_TF_OUTPUT) ? -1 : mi_graph_sole_consumer(g, yt);
+	struct mi_node *qn = qi >= 0 ? &g->nodes[qi] : NULL;
+	struct qact qa;
+
+	if (qn && !strcmp(qn->op_type, "QuantizeLinear") && !qn->domain[0] && !qn->dead &&
+	    !qn->priv && qn->ninputs >= 2 && qn->inputs[0] == yt && qn->noutputs == 1 &&
+	    q_params(g, qn, &qa) && mi_tensor_shape_known(mi_out(g, qn, 0)) &&
+	    mi_tensor_numel(mi_out(g, qn, 0)) == mi_tensor_numel(y)) {
+		q->lut8 = malloc(256);
+		if (!q->lut8) {
+			qnode_free(q);
+			return -ENOMEM;
+		}
+		mi_quantize_f32(q->lut, 256, qa.scale, qa.zp, qa.dtype, q->lut8);
+	} else {
+		qn = NULL;
+	}
 	n->priv = q;
 	q->orig_ninputs = n->ninputs;
 	q->orig_in0 = n->inputs[0];
@@ -1164,6 +1227,11 @@ static int try_qlut(struct mi_graph *g, struct mi_node *n)
 	if (mul) {
 		kill(g, q, mul);
 		n->outputs[0] = mul->outputs[0];
+		g->tensors[n->outputs[0]].producer = (int)(n - g->nodes);
+	}
+	if (qn) {
+		kill(g, q, qn);
+		n->outputs[0] = qn->outputs[0];
 		g->tensors[n->outputs[0]].producer = (int)(n - g->nodes);
 	}
 	return 0;

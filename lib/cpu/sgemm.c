@@ -212,6 +212,11 @@ static struct split plan_split(const struct mi_sgemm_args *a,
 
 	s.mc = (int64_t)MC_PANELS * kt->mr;
 	s.nc = (int64_t)NC_PANELS * kt->nr;
+	/* blocks no larger than the problem (workspace sizes) */
+	if (s.mc > mtiles * kt->mr)
+		s.mc = mtiles * kt->mr;
+	if (s.nc > ntiles * kt->nr)
+		s.nc = ntiles * kt->nr;
 	/*
 	 * Narrow N (<= 4 panels: 3x3 and 1x1 convs on 14x14 / 7x7 maps)
 	 * reuses each pre-packed A micro-panel only a few times, so A

@@ -5,7 +5,7 @@
  * with every algorithm that supports the shape.
  *
  *   build/mi-cpu-bench [-t THREADS] [-r REPS] [-f FILTER]
- * (FILTER: gemm, resnet50, resnet18, squeezenet, pool, mobilenetv2)
+ * (FILTER: gemm, resnet50, resnet18, squeezenet, pool, mobilenetv2, stem)
  *
  * MI_CPU_ISA selects the ISA path as for the runtime.  Each line gives
  * the fastest of REPS runs (wall clock) and, in parentheses, GFLOP/s over the process
@@ -271,6 +271,8 @@ int main(int argc, char **argv)
 		bench_conv(isa, nt, "resnet50", 512, 7, 512, 3, 1, 1);
 		bench_conv(isa, nt, "resnet50", 512, 7, 2048, 1, 1, 1);
 	}
+	if (filter && !strcmp(filter, "stem")) /* 7x7 s2 im2col alone */
+		bench_conv(isa, nt, "resnet50", 3, 224, 64, 7, 2, 1);
 	if (!filter || strstr("resnet18", filter)) {
 		bench_conv(isa, nt, "resnet18", 64, 56, 128, 3, 2, 1);
 		bench_conv(isa, nt, "resnet18", 128, 28, 256, 3, 2, 1);

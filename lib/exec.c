@@ -425,8 +425,10 @@ out:
  * reference implementation (no planner state) and a static shape, the
  * output simply points at the input's memory and the node does not run.
  */
-static bool view_op(const struct mi_node *n)
+static bool view_op(struct mi_graph *g, struct mi_node *n)
 {
+	struct mi_tensor *tm = mi_in(g, n, 2), *ratio = mi_in(g, n, 1);
+
 	static const char *const ops[] = { "Reshape", "Flatten", "Squeeze",
 					   "Unsqueeze", "Identity" };
 
@@ -435,8 +437,21 @@ static bool view_op(const struct mi_node *n)
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 		if (!strcmp(n->op_type, ops[i]))
 			return true;
-	/* inference Dropout (no mask consumer, no training input) */
-	return !strcmp(n->op_type, "Dropout") && n->ninputs == 1;
+	/* inference Dropout: no mask consumer (checked by the caller), no
+	 * training_mode input, a constant false one or a constant ratio 0 */
+	if (strcmp(n->op_type, "Dropout"))
+		return false;
+	if (!tm)
+		return true;
+	/* ratio 0 keeps every element, even in training mode */
+	if (ratio && (ratio->flags & MI_TF_CONST) && ratio->data &&
+	    mi_tensor_numel(ratio) == 1 &&
+	    ((ratio->dtype == MI_DT_FLOAT && !*(const float *)ratio->data) ||
+	     (ratio->dtype == MI_DT_DOUBLE && !*(const double *)ratio->data)))
+		return true;
+	return (tm->flags & MI_TF_CONST) && tm->data &&
+	       tm->dtype == MI_DT_BOOL && mi_tensor_numel(tm) == 1 &&
+	       !*(const unsigned char *)tm->data;
 }
 
 static void mark_aliases(struct mi_model *m)
@@ -462,7 +477,7 @@ static void mark_aliases(struct mi_model *m)
 			m->node_state[ni] = MI_NS_ALIAS;
 			continue;
 		}
-		if (!view_op(n))
+		if (!view_op(g, n))
 			continue;
 		y = mi_out(g, n, 0);
 		if (x->dtype != y->dtype ||

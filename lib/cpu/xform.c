@@ -9,6 +9,7 @@
  *    [1,2,C/2,HW] -> [1,C/2,2,HW] becomes C memcpy's of HW floats and a
  *    channel-axis Concat one memcpy per input per outer index.  The
  *    output is written in full (no memset as for the reference ops).
+ *  - Pad (constant mode, pads >= 0): a fill and one strided copy.
  *  - ReduceMean/Sum/Max/Min over one contiguous block of axes.
  * Everything is decided at plan time from static shapes and constant
  * inputs; the output shape the executor inferred is checked against the
@@ -38,7 +39,7 @@ struct copy_desc {
 	int64_t outer; /* prod dims[0, nd-1) */
 };
 
-enum { X_COPY, X_CONCAT, X_REDUCE };
+enum { X_COPY, X_CONCAT, X_REDUCE, X_PAD };
 enum { R_SUM, R_MEAN, R_MAX, R_MIN };
 
 struct xf_node {
@@ -50,6 +51,7 @@ struct xf_node {
 	struct copy_desc c[XF_MAXIN];
 	/* reduce: y[o][i] = red_m x[o][m][i] */
 	int red;
+	float pad_value;          /* X_PAD: border value */
 	int64_t outer, mid, inner;
 };
 
@@ -256,7 +258,13 @@ static int xf_run(struct mi_graph *g, struct mi_node *n)
 		mi_pool_run(units < nt ? (int)units : nt, reduce_thread, &j);
 		return 0;
 	}
-	if (f->kind == X_COPY)
+	if (f->kind == X_PAD) {
+		float *yp = y->data, v = f->pad_value;
+
+		for (int64_t i = 0; i < f->total; i++)
+			yp[i] = v;
+	}
+	if (f->kind == X_COPY || f->kind == X_PAD)
 		j.x[0] = mi_in(g, n, 0)->data;
 	units = f->c[0].outer;
 	for (int i = 1; i < f->ncopies; i++)
@@ -403,9 +411,14 @@ static int plan_slice(struct mi_graph *g, struct mi_node *n,
 		seen[a] = 1;
 		step = nst >= 0 ? sp[i] : 1;
 		dim = x->dims[a];
-		if (step == 0 || step < -dim - 1 || step > dim + 1)
-			/* huge steps: len is 0 or 1, keep it simple */
+		if (step == 0)
 			return -EOPNOTSUPP;
+		/* |step| > dim selects at most one element: clamp (no
+		 * overflow in the length arithmetic, same result) */
+		if (step > dim + 1)
+			step = dim + 1;
+		if (step < -dim - 1)
+			step = -dim - 1;
 		s = st[i];
 		e = en[i];
 		if (s < 0)
@@ -481,6 +494,62 @@ static int plan_concat(struct mi_graph *g, struct mi_node *n,
 		return -EOPNOTSUPP;
 	f->ncopies = n->ninputs;
 	f->kind = X_CONCAT;
+	return 0;
+}
+
+/* Pad, mode constant, pads >= 0 (constant input or attribute), value
+ * constant: fill + one strided copy; all pads 0 is a plain copy (view). */
+static int plan_pad(struct mi_graph *g, struct mi_node *n, struct xf_node *f)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	const char *mode = mi_attr_string(n, "mode", "constant");
+	int64_t pads[2 * MI_MAX_DIMS], xs[MI_MAX_DIMS];
+	int r = x->ndim, cnt = 0;
+	struct copy_desc *d = &f->c[0];
+	bool any = false;
+
+	if (strcmp(mode, "constant") || y->ndim != r || n->ninputs > 3)
+		return -EOPNOTSUPP;
+	f->pad_value = 0;
+	if (g->opset >= 11) {
+		struct mi_tensor *v = mi_in(g, n, 2);
+
+		if (const_ints(g, n, 1, pads, 2 * MI_MAX_DIMS, &cnt))
+			return -EOPNOTSUPP;
+		if (v) {
+			if (!(v->flags & MI_TF_CONST) || !v->data ||
+			    v->dtype != MI_DT_FLOAT || mi_tensor_numel(v) != 1)
+				return -EOPNOTSUPP;
+			f->pad_value = *(const float *)v->data;
+		}
+	} else {
+		const int64_t *a = mi_attr_ints(n, "pads", &cnt);
+
+		if (!a || cnt > 2 * MI_MAX_DIMS || n->ninputs != 1)
+			return -EOPNOTSUPP;
+		memcpy(pads, a, cnt * sizeof(int64_t));
+		f->pad_value = mi_attr_float(n, "value", 0.0f);
+	}
+	if (cnt != 2 * r)
+		return -EOPNOTSUPP;
+	strides(x, xs);
+	strides(y, d->ys);
+	d->nd = r;
+	d->xoff = d->yoff = 0;
+	for (int i = 0; i < r; i++) {
+		if (pads[i] < 0 || pads[r + i] < 0 ||
+		    y->dims[i] != x->dims[i] + pads[i] + pads[r + i])
+			return -EOPNOTSUPP;
+		any |= pads[i] || pads[r + i];
+		d->dims[i] = x->dims[i];
+		d->xs[i] = xs[i];
+		d->yoff += pads[i] * d->ys[i];
+	}
+	if (mi_tensor_numel(x) < 1)
+		return -EOPNOTSUPP;
+	f->ncopies = 1;
+	f->kind = any ? X_PAD : X_COPY;
+	desc_finish(d);
 	return 0;
 }
 
@@ -570,7 +639,8 @@ static int plan_one(struct mi_graph *g, struct mi_node *n, int nthreads)
 	    !f32_static(mi_in(g, n, 0)) || mi_tensor_numel(y) < 1)
 		return 0;
 	if (strcmp(n->op_type, "Transpose") && strcmp(n->op_type, "Slice") &&
-	    strcmp(n->op_type, "Concat") && strncmp(n->op_type, "Reduce", 6))
+	    strcmp(n->op_type, "Concat") && strcmp(n->op_type, "Pad") &&
+	    strncmp(n->op_type, "Reduce", 6))
 		return 0;
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -586,6 +656,8 @@ static int plan_one(struct mi_graph *g, struct mi_node *n, int nthreads)
 		err = plan_slice(g, n, f);
 	else if (!strcmp(n->op_type, "Concat"))
 		err = plan_concat(g, n, f);
+	else if (!strcmp(n->op_type, "Pad"))
+		err = plan_pad(g, n, f);
 	else
 		err = plan_reduce(g, n, f);
 	if (err) {

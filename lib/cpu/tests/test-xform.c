@@ -586,6 +586,36 @@ static void reduce_case(const char *op, bool keep, bool as_input)
 	mi_graph_fini(&g);
 }
 
+
+/* Pad (constant mode) with random non-negative pads as an input and a
+ * constant value; all-zero pads included (a copy) */
+static void pad_case(bool zero)
+{
+	struct mi_graph g;
+	int64_t d[4], yd[4], pads[8];
+	int nd = rint_(1, 4), x, y, n, ins[3];
+	char what[96];
+
+	for (int i = 0; i < nd; i++) {
+		d[i] = rint_(1, 7);
+		pads[i] = zero ? 0 : rint_(0, 3);
+		pads[nd + i] = zero ? 0 : rint_(0, 3);
+		yd[i] = d[i] + pads[i] + pads[nd + i];
+	}
+	mi_graph_init(&g);
+	x = tensor(&g, "x", nd, d, MI_TF_INPUT, 1.0f);
+	y = tensor(&g, "y", nd, yd, 0, 0);
+	ins[0] = x;
+	ins[1] = const_i64(&g, pads, 2 * nd);
+	ins[2] = scalar(&g, 1.5f);
+	n = mi_graph_add_node(&g, "pad", "Pad", ins, 3, &y, 1);
+	g.nodes[n].def = mi_op_find("Pad", "");
+	snprintf(what, sizeof(what), "pad nd %d zero %d", nd, zero);
+	check_graph(&g, y, 1, 0, what);
+	CHECK(last_planned == 1, "%s: not planned", what);
+	mi_graph_fini(&g);
+}
+
 /* The vector erf of the table: absolute error over a dense sweep. */
 static void test_verf(void)
 {
@@ -639,6 +669,7 @@ int main(void)
 		slice_case();
 		slice_case();
 		concat_case(r == 1);
+		pad_case(r == 0);
 	}
 	for (int r = 0; r < 10; r++) {
 		static const char *const ops[] = { "ReduceMean", "ReduceSum",

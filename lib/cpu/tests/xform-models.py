@@ -76,10 +76,15 @@ def shuffle_model():
     nodes.append(h.make_node('Concat', ['d4', 'd4', 'd3'], ['dc3'], axis=1))
     nodes.append(h.make_node('Sigmoid', ['dc3'], ['s3']))
     nodes.append(h.make_node('Concat', ['s3', 'd1'], ['y'], axis=1))
-    nodes.append(h.make_node('ReduceMean', ['y'], ['m'], axes=[2, 3], keepdims=0))
+    nodes.append(h.make_node('ReduceMean', ['y'], ['m0'], axes=[2, 3], keepdims=0))
+    # Dropout with ratio 0 in training mode is the identity (a view)
+    inits += [f32('ratio0', 0.0), nh.from_array(np.array(True), 'train'),
+              i64('pads', [0, 1, 0, 2])]
+    nodes.append(h.make_node('Dropout', ['m0', 'ratio0', 'train'], ['m1']))
+    nodes.append(h.make_node('Pad', ['m1', 'pads'], ['m'], mode='constant'))
     g = h.make_graph(nodes, 'shuffle', [vi('x', [1, 8, H, H])],
                      [vi('y', None), vi('m', None), vi('d3', None)], inits)
-    return g, ['Concat', 'Slice', 'Transpose', 'ReduceMean'], []
+    return g, ['Concat', 'Slice', 'Transpose', 'ReduceMean', 'Pad'], []
 
 
 def transformer_model(tanh):

@@ -776,28 +776,32 @@ static void conv_prep_item(void *arg, int item, int tid)
 		 * interleaving (SSE2, every x86-64) */
 		__m128i flip = _mm_set1_epi8((char)j->flip);
 
-		for (; x + 16 <= s->w; x += 16) {
+		/* the last < 16 pixels go through 16-byte copies of the rows
+		 * (no byte loop) */
+		for (; x < s->w; x += 16) {
 			__m128i c[4];
+			int n = s->w - x < 16 ? s->w - x : 16;
+			uint8_t tail[4][16], out[64];
 
-			for (int q = 0; q < 4; q++)
-				c[q] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)
-					(sp[q] ? sp[q] + x : fillrow)), flip);
+			for (int q = 0; q < 4; q++) {
+				const uint8_t *sq = sp[q] ? sp[q] + x : fillrow;
+
+				if (n < 16 && sp[q]) {
+					memcpy(tail[q], sq, n);
+					sq = tail[q];
+				}
+				c[q] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)sq), flip);
+			}
 			__m128i a0 = _mm_unpacklo_epi8(c[0], c[1]), a1 = _mm_unpackhi_epi8(c[0], c[1]);
 			__m128i b0 = _mm_unpacklo_epi8(c[2], c[3]), b1 = _mm_unpackhi_epi8(c[2], c[3]);
+			uint8_t *o = n == 16 ? r8 + x * 4 : out;
 
-			_mm_storeu_si128((__m128i *)(r8 + x * 4), _mm_unpacklo_epi16(a0, b0));
-			_mm_storeu_si128((__m128i *)(r8 + x * 4 + 16), _mm_unpackhi_epi16(a0, b0));
-			_mm_storeu_si128((__m128i *)(r8 + x * 4 + 32), _mm_unpacklo_epi16(a1, b1));
-			_mm_storeu_si128((__m128i *)(r8 + x * 4 + 48), _mm_unpackhi_epi16(a1, b1));
-		}
-		for (int q = 0; q < 4; q++) {
-			if (!sp[q]) {
-				for (int xx = x; xx < s->w; xx++)
-					r8[xx * 4 + q] = j->zx;
-				continue;
-			}
-			for (int xx = x; xx < s->w; xx++)
-				r8[xx * 4 + q] = sp[q][xx] ^ j->flip;
+			_mm_storeu_si128((__m128i *)o, _mm_unpacklo_epi16(a0, b0));
+			_mm_storeu_si128((__m128i *)(o + 16), _mm_unpackhi_epi16(a0, b0));
+			_mm_storeu_si128((__m128i *)(o + 32), _mm_unpacklo_epi16(a1, b1));
+			_mm_storeu_si128((__m128i *)(o + 48), _mm_unpackhi_epi16(a1, b1));
+			if (n < 16)
+				memcpy(r8 + x * 4, out, (size_t)n * 4);
 		}
 	}
 }

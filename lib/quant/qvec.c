@@ -263,6 +263,18 @@ __attribute__((target("avx2"))) static void vmax_avx2(uint8_t *t, const uint8_t 
 		t[i] = s8 ? ((int8_t)r[i] > (int8_t)t[i] ? r[i] : t[i]) : (r[i] > t[i] ? r[i] : t[i]);
 }
 
+__attribute__((target("avx512f,avx512bw"))) static void vmax_avx512(uint8_t *t, const uint8_t *r,
+								  int n, bool s8)
+{
+	for (int i = 0; i < n; i += 64) {
+		__mmask64 m = n - i >= 64 ? ~0ull : (1ull << (n - i)) - 1;
+		__m512i a = _mm512_maskz_loadu_epi8(m, t + i);
+		__m512i b = _mm512_maskz_loadu_epi8(m, r + i);
+
+		_mm512_mask_storeu_epi8(t + i, m, s8 ? _mm512_max_epi8(a, b) : _mm512_max_epu8(a, b));
+	}
+}
+
 static void vmax_c(uint8_t *t, const uint8_t *r, int n, bool s8)
 {
 	for (int i = 0; i < n; i++)
@@ -311,7 +323,8 @@ void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8
 	/* outputs whose horizontal taps are all inside the row */
 	int ox_lo = (s->pl + s->sw - 1) / s->sw;
 	int ox_hi = s->w - 1 - (s->kw - 1) * s->dw + s->pl;
-	bool hv = mi_quant_isa() >= MI_QISA_AVX512 && s->dw == 1 && (s->sw == 1 || s->sw == 2);
+	bool v512 = mi_quant_isa() >= MI_QISA_AVX512;
+	bool hv = v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2);
 
 	ox_hi = ox_hi < 0 ? 0 : ox_hi / s->sw + 1;
 	if (ox_hi > s->ow)
@@ -329,6 +342,8 @@ void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8
 				continue;
 			if (!any)
 				memcpy(tmp, x + (size_t)iy * s->w, s->w);
+			else if (v512)
+				vmax_avx512(tmp, x + (size_t)iy * s->w, s->w, s8);
 			else if (v)
 				vmax_avx2(tmp, x + (size_t)iy * s->w, s->w, s8);
 			else

@@ -1258,6 +1258,21 @@ static void requant_copy(const uint8_t *x, const struct qact *a, const struct qa
 		memcpy(out, x, n);
 		return;
 	}
+	if (n >= 256) {
+		/* 256 possible bytes: requantize them once, then look up */
+		uint8_t idx[256], tab[256];
+		int64_t i = 0;
+
+		for (int k = 0; k < 256; k++)
+			idx[k] = (uint8_t)k;
+		mi_dequantize(idx, a->dtype, 256, a->scale, a->zp, buf);
+		mi_quantize_f32(buf, 256, y->scale, y->zp, y->dtype, tab);
+		if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
+			i = lut8_vbmi(x, tab, n, out);
+		for (; i < n; i++)
+			out[i] = tab[x[i]];
+		return;
+	}
 	for (int64_t i = 0; i < n; i += 1024) {
 		int64_t c = n - i < 1024 ? n - i : 1024;
 

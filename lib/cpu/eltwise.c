@@ -50,6 +50,11 @@ struct elt_node {
 	int64_t outer, mid, inner;
 	/* softmax: rows x cols */
 	int x_slot;        /* unary: input slot of x (fused GELU) */
+	/* general broadcast (binary): y[i] = a[ia] op b[ib] over coalesced
+	 * dims with per-input strides (0 on broadcast axes) */
+	int gnd;           /* 0: not general */
+	int64_t gdims[MI_MAX_DIMS], gsa[MI_MAX_DIMS], gsb[MI_MAX_DIMS];
+	int64_t gouter, gna, gnb;
 	float eps;         /* LayerNormalization */
 	const struct mi_xform_kern *xk;
 	/* fused chain (GELU): absorbed nodes, the owner's original output */
@@ -368,6 +373,66 @@ static int nthreads_for(const struct elt_node *e, int64_t units)
 	return units < nt ? (int)(units > 0 ? units : 1) : nt;
 }
 
+/* ---- general broadcasting -------------------------------------------------- */
+struct gen_job {
+	const struct elt_node *e;
+	const float *a, *b;
+	float *y;
+};
+
+static void gen_rows(const struct elt_node *e, const float *a, const float *b,
+		     float *y, int64_t ob, int64_t oe)
+{
+	int last = e->gnd - 2;
+	int64_t idx[MI_MAX_DIMS], ia = 0, ib = 0, r = ob;
+	int64_t n = e->gdims[e->gnd - 1], sa = e->gsa[e->gnd - 1],
+		sb = e->gsb[e->gnd - 1];
+
+	for (int k = last; k >= 0; k--) {
+		idx[k] = r % e->gdims[k];
+		r /= e->gdims[k];
+		ia += idx[k] * e->gsa[k];
+		ib += idx[k] * e->gsb[k];
+	}
+	for (int64_t o = ob; o < oe; o++) {
+		float *yr = y + o * n;
+
+		if (sa == 1 && sb == 1)
+			bin_vec(e->op, a + ia, b + ib, yr, n);
+		else if (sa == 1 && sb == 0)
+			bin_scalar(e->op, false, a + ia, b[ib], yr, n);
+		else if (sa == 0 && sb == 1)
+			bin_scalar(e->op, true, b + ib, a[ia], yr, n);
+		else
+			for (int64_t i = 0; i < n; i++) {
+				float u = a[ia + i * sa], v = b[ib + i * sb];
+
+				yr[i] = e->op == E_ADD ? u + v :
+					e->op == E_SUB ? u - v :
+					e->op == E_MUL ? u * v : u / v;
+			}
+		for (int k = last; k >= 0; k--) {
+			ia += e->gsa[k];
+			ib += e->gsb[k];
+			if (++idx[k] < e->gdims[k])
+				break;
+			ia -= e->gdims[k] * e->gsa[k];
+			ib -= e->gdims[k] * e->gsb[k];
+			idx[k] = 0;
+		}
+	}
+}
+
+static void gen_thread(void *ctx, int t, int nt)
+{
+	const struct gen_job *j = ctx;
+	int64_t b, e;
+
+	mi_chunk(j->e->gouter, t, nt, &b, &e);
+	if (e > b)
+		gen_rows(j->e, j->a, j->b, j->y, b, e);
+}
+
 static int elt_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct elt_node *e = n->priv;
@@ -377,6 +442,19 @@ static int elt_run(struct mi_graph *g, struct mi_node *n)
 	if (!y->data || mi_tensor_numel(y) != e->total)
 		return mi_graph_err(g, n, -EINVAL,
 				    "fast kernel planned for another output shape");
+	if (e->gnd) {
+		struct mi_tensor *a = mi_in(g, n, 0), *b = mi_in(g, n, 1);
+		struct gen_job gj = { .e = e, .y = y->data };
+
+		if (!a->data || !b->data || mi_tensor_numel(a) != e->gna ||
+		    mi_tensor_numel(b) != e->gnb)
+			return mi_graph_err(g, n, -EINVAL,
+					    "fast kernel: missing or resized input");
+		gj.a = a->data;
+		gj.b = b->data;
+		mi_pool_run(nthreads_for(e, e->gouter), gen_thread, &gj);
+		return 0;
+	}
 	if (e->op >= E_ADD && e->op <= E_DIV) {
 		struct mi_tensor *a = mi_in(g, n, e->big_slot);
 		struct mi_tensor *s = mi_in(g, n, 1 - e->big_slot);
@@ -525,6 +603,61 @@ static int plan_bcast(const struct mi_tensor *s, const struct mi_tensor *y,
 	return 0;
 }
 
+/*
+ * Any numpy broadcast of a and b to y: strides per y axis (0 where the
+ * input has 1 or lacks the axis), size-1 axes dropped, axes merged where
+ * both inputs allow; rows of the last merged axis.
+ */
+static int plan_general(const struct mi_tensor *a, const struct mi_tensor *b,
+			const struct mi_tensor *y, struct elt_node *e)
+{
+	int r = y->ndim, k = 0, oa = r - a->ndim, ob = r - b->ndim;
+	int64_t d[MI_MAX_DIMS], sa[MI_MAX_DIMS], sb[MI_MAX_DIMS], va = 1, vb = 1;
+
+	if (oa < 0 || ob < 0 || r < 1)
+		return -EOPNOTSUPP;
+	for (int i = r - 1; i >= 0; i--) {
+		int64_t da = i >= oa ? a->dims[i - oa] : 1;
+		int64_t db = i >= ob ? b->dims[i - ob] : 1;
+
+		if ((da != 1 && da != y->dims[i]) ||
+		    (db != 1 && db != y->dims[i]))
+			return -EOPNOTSUPP;
+		d[i] = y->dims[i];
+		sa[i] = da == 1 ? 0 : va;
+		sb[i] = db == 1 ? 0 : vb;
+		va *= da;
+		vb *= db;
+	}
+	for (int i = 0; i < r; i++) {
+		if (d[i] == 1)
+			continue;
+		if (k && e->gsa[k - 1] == d[i] * sa[i] &&
+		    e->gsb[k - 1] == d[i] * sb[i]) {
+			e->gdims[k - 1] *= d[i];
+			e->gsa[k - 1] = sa[i];
+			e->gsb[k - 1] = sb[i];
+			continue;
+		}
+		e->gdims[k] = d[i];
+		e->gsa[k] = sa[i];
+		e->gsb[k] = sb[i];
+		k++;
+	}
+	if (!k) {
+		e->gdims[0] = 1;
+		e->gsa[0] = e->gsb[0] = 0;
+		k = 1;
+	}
+	e->gnd = k;
+	e->gouter = 1;
+	for (int i = 0; i < k - 1; i++)
+		e->gouter *= e->gdims[i];
+	e->gna = mi_tensor_numel(a);
+	e->gnb = mi_tensor_numel(b);
+	return 0;
+}
+
 static int plan_binary(struct mi_graph *g, struct mi_node *n,
 		       struct elt_node *e)
 {
@@ -538,7 +671,7 @@ static int plan_binary(struct mi_graph *g, struct mi_node *n,
 	} else if (same_dims(b, y)) {
 		e->big_slot = 1;
 	} else {
-		return -EOPNOTSUPP;
+		return plan_general(a, b, y, e);
 	}
 	e->small_first = e->big_slot == 1;
 	if (same_dims(a, b)) {
@@ -546,7 +679,9 @@ static int plan_binary(struct mi_graph *g, struct mi_node *n,
 		e->inner = e->total;
 		return 0;
 	}
-	return plan_bcast(e->big_slot ? a : b, y, e);
+	if (plan_bcast(e->big_slot ? a : b, y, e))
+		return plan_general(a, b, y, e);
+	return 0;
 }
 
 static int plan_softmax(struct mi_graph *g, struct mi_node *n,

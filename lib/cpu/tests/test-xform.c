@@ -616,6 +616,44 @@ static void pad_case(bool zero)
 	mi_graph_fini(&g);
 }
 
+
+/* Add/Sub/Mul/Div with random numpy broadcasting of both operands */
+static void bcast_case(const char *op, bool big)
+{
+	struct mi_graph g;
+	int64_t y[5], da[5], db[5];
+	int nd = rint_(1, 5), na = rint_(1, nd), nb = rint_(1, nd), a, b, t;
+	char what[96];
+
+	for (int i = 0; i < nd; i++)
+		y[i] = rint_(1, 6);
+	if (big)
+		y[nd - 1] = 40000;
+	for (int i = 0; i < na; i++)
+		da[i] = rint_(0, 2) ? y[nd - na + i] : 1;
+	for (int i = 0; i < nb; i++)
+		db[i] = rint_(0, 2) ? y[nd - nb + i] : 1;
+	/* y is the broadcast of a and b */
+	for (int i = 0; i < nd; i++) {
+		int64_t ea = i >= nd - na ? da[i - (nd - na)] : 1;
+		int64_t eb = i >= nd - nb ? db[i - (nd - nb)] : 1;
+
+		y[i] = ea > eb ? ea : eb;
+	}
+	mi_graph_init(&g);
+	a = tensor(&g, "a", na, da, MI_TF_INPUT, 2.0f);
+	b = tensor(&g, "b", nb, db, MI_TF_INPUT, 2.0f);
+	if (!strcmp(op, "Div"))
+		for (int64_t i = 0; i < mi_tensor_numel(&g.tensors[b]); i++)
+			((float *)g.tensors[b].data)[i] += 3.0f;
+	t = tensor(&g, "y", nd, y, 0, 0);
+	node(&g, op, a, b, t);
+	snprintf(what, sizeof(what), "%s broadcast nd %d/%d/%d", op, na, nb, nd);
+	check_graph(&g, t, 1, 1e-6, what);
+	CHECK(last_planned == 1, "%s: not planned", what);
+	mi_graph_fini(&g);
+}
+
 /* The vector erf of the table: absolute error over a dense sweep. */
 static void test_verf(void)
 {
@@ -670,6 +708,12 @@ int main(void)
 		slice_case();
 		concat_case(r == 1);
 		pad_case(r == 0);
+	}
+	for (int r = 0; r < 16; r++) {
+		static const char *const ops[] = { "Add", "Sub", "Mul", "Div" };
+
+		for (int k = 0; k < 4; k++)
+			bcast_case(ops[k], r == 0);
 	}
 	for (int r = 0; r < 10; r++) {
 		static const char *const ops[] = { "ReduceMean", "ReduceSum",

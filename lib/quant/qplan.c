@@ -44,6 +44,13 @@ struct qshared {
 	int refs;
 };
 
+struct qact {
+	int t; /* quantized tensor */
+	float scale;
+	int zp;
+	int dtype;
+};
+
 struct qnode {
 	struct mi_cpu_kernel_hdr hdr;
 	uint32_t magic;
@@ -58,6 +65,8 @@ struct qnode {
 	bool in_c4; /* conv input in C4 layout (written by the producer) */
 	float *lut;       /* Sigmoid / SiLU on a quantized input: 256 entries */
 	uint8_t *lut8;    /* the same followed by its QuantizeLinear: byte -> byte */
+	struct qact se_y; /* SE Mul: output quantization */
+	int64_t se_c, se_hw; /* SE Mul: channels (N * C) and pixels per channel */
 	struct qcat *cat; /* Concat */
 	int *cat_orig;    /* Concat: original inputs */
 	int nthreads; /* planned with */
@@ -209,12 +218,6 @@ static struct mi_node *find_dq(struct mi_graph *g, int t)
 }
 
 /* Quantized activation: x u8/s8 with constant scalar scale/zp. */
-struct qact {
-	int t; /* quantized tensor */
-	float scale;
-	int zp;
-	int dtype;
-};
 
 static bool act_params(struct mi_graph *g, struct mi_node *n, int xi, int si, int zi,
 		       struct qact *a)
@@ -1237,6 +1240,136 @@ static int try_qlut(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
+/* ---- SE scaling on a table's output ------------------------------------------ */
+
+/*
+ * Mul(T(xq), s) -> QuantizeLinear, T a fp32 table node (SiLU / HardSwish
+ * on a quantized input), s one value per channel ([N, C, 1, 1], the SE
+ * gate): y = Q(T[xq] * s[c]). Per channel the 256 possible products are
+ * quantized once (the same float multiply and Q kernel as the unfused ops)
+ * and looked up; small planes compute the products directly. T's own
+ * output stays (the SE squeeze reads it).
+ */
+struct qse_job {
+	const struct qnode *q;
+	const uint8_t *x;
+	const float *s;
+	uint8_t *y;
+};
+
+static void qse_item(void *arg, int c, int tid)
+{
+	const struct qse_job *j = arg;
+	const struct qnode *q = j->q;
+	int64_t hw = q->se_hw;
+	const uint8_t *x = j->x + (size_t)c * hw;
+	uint8_t *y = j->y + (size_t)c * hw;
+	float sv = j->s[c], v[256];
+
+	if (hw >= 256) {
+		uint8_t tab[256];
+		int64_t i = 0;
+
+		for (int b = 0; b < 256; b++)
+			v[b] = q->lut[b] * sv;
+		mi_quantize_f32(v, 256, q->se_y.scale, q->se_y.zp, q->se_y.dtype, tab);
+		if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
+			i = lut8_vbmi(x, tab, hw, y);
+		for (; i < hw; i++)
+			y[i] = tab[x[i]];
+		return;
+	}
+	for (int64_t i = 0; i < hw; i += 256) {
+		int64_t n = hw - i < 256 ? hw - i : 256;
+
+		for (int64_t k = 0; k < n; k++)
+			v[k] = q->lut[x[i + k]] * sv;
+		mi_quantize_f32(v, n, q->se_y.scale, q->se_y.zp, q->se_y.dtype, y + i);
+	}
+}
+
+static int qse_run(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+	struct qse_job j = { q, mi_in(g, n, 0)->data, mi_in(g, n, 1)->data,
+			     mi_out(g, n, 0)->data };
+
+	cur_threads = q->nthreads;
+	pool_for((int)q->se_c, qse_item, &j);
+	return 0;
+}
+
+static int try_qse(struct mi_graph *g, struct mi_node *n)
+{
+	if (strcmp(n->op_type, "Mul") || n->domain[0] || n->ninputs != 2 || n->noutputs != 1 ||
+	    n->inputs[0] < 0 || n->inputs[1] < 0)
+		return 0;
+	struct mi_tensor *y = mi_out(g, n, 0);
+
+	if (!y || y->dtype != MI_DT_FLOAT || !mi_tensor_shape_known(y) || y->ndim != 4 ||
+	    (y->flags & MI_TF_OUTPUT))
+		return 0;
+	/* which input is the table's output (full size), which the gate */
+	int xi = -1;
+
+	for (int i = 0; i < 2; i++) {
+		struct mi_tensor *t = mi_in(g, n, i);
+		int p = t->producer;
+
+		if (p >= 0 && mi_quant_node_is(&g->nodes[p]) &&
+		    ((struct qnode *)g->nodes[p].priv)->lut &&
+		    !((struct qnode *)g->nodes[p].priv)->lut8 &&
+		    g->nodes[p].outputs[0] == n->inputs[i] && t->dtype == MI_DT_FLOAT &&
+		    mi_tensor_shape_known(t) && t->ndim == 4 &&
+		    !memcmp(t->dims, y->dims, sizeof(t->dims[0]) * 4))
+			xi = i;
+	}
+	if (xi < 0)
+		return 0;
+	struct mi_tensor *st = mi_in(g, n, 1 - xi);
+	struct mi_node *tn = &g->nodes[mi_in(g, n, xi)->producer];
+	struct mi_tensor *xq = mi_in(g, tn, 0);
+
+	if (st->dtype != MI_DT_FLOAT || !mi_tensor_shape_known(st) || st->ndim != 4 ||
+	    st->dims[0] != y->dims[0] || st->dims[1] != y->dims[1] || st->dims[2] != 1 ||
+	    st->dims[3] != 1 || !xq || (xq->dtype != MI_DT_UINT8 && xq->dtype != MI_DT_INT8) ||
+	    mi_tensor_numel(xq) != mi_tensor_numel(y))
+		return skip(n, "not Mul(table output, per-channel gate)");
+	int qi = mi_graph_sole_consumer(g, n->outputs[0]);
+	struct mi_node *qn = qi >= 0 ? &g->nodes[qi] : NULL;
+	struct qact qa;
+
+	if (!qn || strcmp(qn->op_type, "QuantizeLinear") || qn->domain[0] || qn->dead ||
+	    qn->priv || qn->ninputs < 2 || qn->inputs[0] != n->outputs[0] || qn->noutputs != 1 ||
+	    !q_params(g, qn, &qa) || !mi_tensor_shape_known(mi_out(g, qn, 0)) ||
+	    mi_tensor_numel(mi_out(g, qn, 0)) != mi_tensor_numel(y))
+		return skip(n, "SE Mul output is not quantized");
+	struct qnode *q = qnode_new(qse_run);
+
+	if (!q)
+		return -ENOMEM;
+	q->lut = malloc(256 * sizeof(float));
+	if (!q->lut) {
+		qnode_free(q);
+		return -ENOMEM;
+	}
+	memcpy(q->lut, ((struct qnode *)tn->priv)->lut, 256 * sizeof(float));
+	q->se_y = qa;
+	q->se_c = y->dims[0] * y->dims[1];
+	q->se_hw = y->dims[2] * y->dims[3];
+	n->priv = q;
+	q->orig_ninputs = n->ninputs;
+	q->orig_in0 = n->inputs[0];
+	q->orig_in1 = n->inputs[1];
+	q->orig_out0 = n->outputs[0];
+	n->inputs[1] = n->inputs[1 - xi];
+	n->inputs[0] = tn->inputs[0];
+	kill(g, q, qn);
+	n->outputs[0] = qn->outputs[0];
+	g->tensors[n->outputs[0]].producer = (int)(n - g->nodes);
+	return 0;
+}
+
 /* ---- Concat of quantized tensors ------------------------------------------- */
 
 #define QCAT_MAX 16
@@ -1449,6 +1582,8 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 			err = try_qconcat(g, n);
 		if (!err && !n->priv)
 			err = try_qlut(g, n);
+		if (!err && !n->priv)
+			err = try_qse(g, n);
 		nq += n->priv != NULL && mi_quant_node_is(n);
 	}
 	if (err)

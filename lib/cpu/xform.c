@@ -53,6 +53,9 @@ struct xf_node {
 	int red;
 	float pad_value;          /* X_PAD: border value */
 	int64_t outer, mid, inner;
+	/* copy folded into this one (fold_copy): original input 0, nodes
+	 * marked dead */
+	int orig_in, nabsorbed, absorbed[8];
 };
 
 /* ---- strided copies ------------------------------------------------------ */
@@ -277,7 +280,13 @@ static int xf_run(struct mi_graph *g, struct mi_node *n)
 
 static void xf_fini(struct mi_graph *g, struct mi_node *n)
 {
-	free(n->priv);
+	struct xf_node *f = n->priv;
+
+	for (int i = 0; i < f->nabsorbed; i++)
+		g->nodes[f->absorbed[i]].dead = false;
+	if (f->nabsorbed)
+		n->inputs[0] = f->orig_in;
+	free(f);
 }
 
 /* MI_COPY_VIEWS=0: run contiguous copies instead of aliasing them */
@@ -668,6 +677,126 @@ static int plan_one(struct mi_graph *g, struct mi_node *n, int nthreads)
 	return 0;
 }
 
+/* ---- copy folding ---------------------------------------------------------- */
+static bool pure_view(const struct mi_node *n)
+{
+	static const char *const ops[] = { "Reshape", "Flatten", "Squeeze",
+					   "Unsqueeze" };
+
+	if (n->dead || n->priv || n->domain[0] || n->noutputs != 1)
+		return false;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(n->op_type, ops[i]))
+			return true;
+	return false;
+}
+
+/*
+ * y = T(view(S(x))): T's input, read through views, is S's contiguous
+ * output t.  S maps t's flat index (digits over S's dims D, row-major,
+ * digit j of weight B_j) to x; T reads t-flat offsets i * s_k.  Each T
+ * axis is cut where it crosses a digit of D (it must step through whole
+ * digits: s_k a multiple of B_j, and B_j D_j a multiple of s_k when it
+ * continues into the next digit); every piece then reads x with stride
+ * (s_k / B_j) * xs_j, so T reads x directly.  -1 when it does not fit.
+ */
+static int compose(const struct copy_desc *S, struct copy_desc *T)
+{
+	int64_t B[MI_MAX_DIMS], w = 1;
+	struct copy_desc o = *T;
+	int nd = 0;
+
+	for (int j = S->nd - 1; j >= 0; j--) {
+		B[j] = w;
+		w *= S->dims[j];
+	}
+	if (T->xoff != 0)
+		return -1; /* T itself reads from an offset: keep it simple */
+	for (int k = 0; k < T->nd; k++) {
+		int64_t sk = T->xs[k], e = T->dims[k], yk = T->ys[k];
+		int64_t pd[MI_MAX_DIMS], px[MI_MAX_DIMS], py[MI_MAX_DIMS];
+		int np = 0;
+
+		while (e > 1) {
+			int j;
+			int64_t cap;
+
+			for (j = 0; j < S->nd; j++)
+				if (sk >= B[j] && sk < B[j] * S->dims[j])
+					break;
+			if (j == S->nd || sk <= 0 || sk % B[j] ||
+			    np == MI_MAX_DIMS)
+				return -1;
+			cap = B[j] * S->dims[j] / sk; /* steps left in digit j */
+			pd[np] = e <= cap ? e : cap;
+			px[np] = sk / B[j] * S->xs[j];
+			py[np] = yk;
+			if (e > cap && (e % cap || (B[j] * S->dims[j]) % sk))
+				return -1;
+			np++;
+			if (e <= cap)
+				break;
+			e /= cap;
+			sk *= cap;
+			yk *= cap;
+		}
+		if (nd + np > MI_MAX_DIMS)
+			return -1;
+		for (int q = np - 1; q >= 0; q--) { /* outer piece first */
+			o.dims[nd] = pd[q];
+			o.xs[nd] = px[q];
+			o.ys[nd] = py[q];
+			nd++;
+		}
+	}
+	o.nd = nd;
+	o.xoff = S->xoff;
+	o.yoff = T->yoff;
+	*T = o;
+	return 0;
+}
+
+static void fold_copy(struct mi_graph *g, struct mi_node *n)
+{
+	struct xf_node *f = n->priv, *sf;
+	struct copy_desc d;
+	int chain[8], nc = 0, u = n->inputs[0], ni = (int)(n - g->nodes);
+	int consumer = ni;
+	struct mi_node *p;
+
+	if (!f || f->hdr.run != xf_run || f->kind != X_COPY || n->dead)
+		return;
+	for (;;) {
+		p = g->tensors[u].producer >= 0 ?
+			    &g->nodes[g->tensors[u].producer] : NULL;
+		if (!p || mi_graph_sole_consumer(g, u) != consumer ||
+		    nc >= 7)
+			return;
+		if (!pure_view(p))
+			break;
+		chain[nc++] = (int)(p - g->nodes);
+		consumer = (int)(p - g->nodes);
+		u = p->inputs[0];
+	}
+	sf = p->priv;
+	if (p->dead || !sf || sf->hdr.run != xf_run || sf->kind != X_COPY ||
+	    p->noutputs != 1 || p->outputs[0] != u)
+		return;
+	d = f->c[0];
+	if (compose(&sf->c[0], &d))
+		return;
+	desc_finish(&d);
+	f->c[0] = d;
+	f->orig_in = n->inputs[0];
+	n->inputs[0] = p->inputs[0];
+	for (int i = 0; i < nc; i++) {
+		g->nodes[chain[i]].dead = true;
+		f->absorbed[f->nabsorbed++] = chain[i];
+	}
+	p->dead = true;
+	f->absorbed[f->nabsorbed++] = (int)(p - g->nodes);
+}
+
 int mi_cpu_concat_inplace(struct mi_graph *g, struct mi_node *n,
 			  int64_t *off)
 {
@@ -698,11 +827,19 @@ int mi_cpu_view_offset(struct mi_graph *g, struct mi_node *n, size_t *off)
 
 int mi_cpu_plan_xform(struct mi_graph *g, int nthreads)
 {
+	const char *fold = getenv("MI_COPY_FOLD");
+
 	for (int p = 0; p < g->norder; p++) {
 		int err = plan_one(g, &g->nodes[g->order[p]], nthreads);
 
 		if (err)
 			return err;
+	}
+	/* in order: a folded copy can be the source of a later fold */
+	for (int p = 0; fold == NULL || strcmp(fold, "0"); p++) {
+		if (p >= g->norder)
+			break;
+		fold_copy(g, &g->nodes[g->order[p]]);
 	}
 	return 0;
 }

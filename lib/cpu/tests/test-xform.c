@@ -654,6 +654,65 @@ static void bcast_case(const char *op, bool big)
 	mi_graph_fini(&g);
 }
 
+
+/*
+ * Slice -> Reshape -> Transpose (attention head split): the Transpose
+ * reads the Slice's input directly when the axes line up (split form:
+ * the sliced last axis is split in two, always foldable), or not (merge
+ * form: the Reshape merges a sliced axis with its neighbour, folded only
+ * when that stays one strided axis).  Results must match either way.
+ */
+static void fold_case(bool split)
+{
+	struct mi_graph g;
+	int64_t d[3], sd[3], rd[4], yd[4], perm[4], st[1], en[1], ax[1];
+	int x, s, r, y, n, ins[4], nr, p[4];
+	char what[96];
+
+	d[0] = rint_(1, 9), d[1] = rint_(1, 4), d[2] = 4 * rint_(1, 6);
+	ax[0] = split ? 2 : rint_(0, 2);
+	memcpy(sd, d, sizeof(d));
+	st[0] = rint_(0, 1) * (d[ax[0]] / 2);
+	en[0] = st[0] + (d[ax[0]] - st[0]) / (split ? 4 : 1) * (split ? 2 : 1);
+	if (en[0] <= st[0])
+		en[0] = st[0] + 1;
+	if (split)
+		en[0] = st[0] + 4 * ((en[0] - st[0] + 3) / 4);
+	if (en[0] > d[ax[0]]) {
+		st[0] = 0;
+		en[0] = d[ax[0]];
+	}
+	sd[ax[0]] = en[0] - st[0];
+	if (split) {
+		nr = 4;
+		rd[0] = sd[0], rd[1] = sd[1], rd[2] = 4, rd[3] = sd[2] / 4;
+	} else {
+		nr = 2;
+		rd[0] = sd[0] * sd[1], rd[1] = sd[2];
+	}
+	shuffle(p, nr);
+	for (int i = 0; i < nr; i++)
+		perm[i] = p[i], yd[i] = rd[p[i]];
+	mi_graph_init(&g);
+	x = tensor(&g, "x", 3, d, MI_TF_INPUT, 1.0f);
+	s = tensor(&g, "s", 3, sd, 0, 0);
+	r = tensor(&g, "r", nr, rd, 0, 0);
+	y = tensor(&g, "y", nr, yd, 0, 0);
+	ins[0] = x;
+	ins[1] = const_i64(&g, st, 1);
+	ins[2] = const_i64(&g, en, 1);
+	ins[3] = const_i64(&g, ax, 1);
+	n = mi_graph_add_node(&g, "slice", "Slice", ins, 4, &s, 1);
+	g.nodes[n].def = mi_op_find("Slice", "");
+	n = node(&g, "Reshape", s, const_i64(&g, rd, nr), r);
+	n = node(&g, "Transpose", r, -1, y);
+	set_ints(&g, n, "perm", perm, nr);
+	snprintf(what, sizeof(what), "fold split %d axis %lld [%lld,%lld)",
+		 split, (long long)ax[0], (long long)st[0], (long long)en[0]);
+	check_graph(&g, y, split ? 1 : -1, 0, what);
+	mi_graph_fini(&g);
+}
+
 /* The vector erf of the table: absolute error over a dense sweep. */
 static void test_verf(void)
 {
@@ -708,6 +767,10 @@ int main(void)
 		slice_case();
 		concat_case(r == 1);
 		pad_case(r == 0);
+	}
+	for (int r = 0; r < 16; r++) {
+		fold_case(true);
+		fold_case(false);
 	}
 	for (int r = 0; r < 16; r++) {
 		static const char *const ops[] = { "Add", "Sub", "Mul", "Div" };

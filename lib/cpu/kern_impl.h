@@ -170,13 +170,15 @@ ukr_body(const int m0_, const int nv0_, const int EPI, int kc,
 
 	/*
 	 * EPI 1: the common conv epilogue (row bias, then clamp to
-	 * [lo, hi]: none/Relu/Clip) in registers.  EPI 0: plain stores,
-	 * then any other epilogue as a separate pass over the tile while it
-	 * is in L1 (its temporaries would push accumulators out of
-	 * registers).
+	 * [lo, hi]: none/Relu/Clip) in registers; EPI 2: the same plus a
+	 * residual added before the clamp.  EPI 0: plain stores, then any
+	 * other epilogue as a separate pass over the tile while it is in L1
+	 * (its temporaries would push accumulators out of registers).
 	 */
 	UNROLL_MR for (i = 0; i < m_; i++) {
 		float *cr = c + i * ldc;
+		const float *rr = EPI == 2 ?
+			epi->res + (row0 + i) * epi->ldr + col0 : NULL;
 		vf vb, vlo, vhi;
 
 		if (EPI) {
@@ -195,12 +197,16 @@ ukr_body(const int m0_, const int nv0_, const int EPI, int kc,
 			if (j < nv_ - 1 || nlast == VW) {
 				if (acc)
 					v += vld(cr + j * VW);
+				if (EPI == 2)
+					v += vld(rr + j * VW);
 				if (EPI)
 					v = vmin(vmax(v + vb, vlo), vhi);
 				vst(cr + j * VW, v);
 			} else {
 				if (acc)
 					v += vld_part(cr + j * VW, nlast);
+				if (EPI == 2)
+					v += vld_part(rr + j * VW, nlast);
 				if (EPI)
 					v = vmin(vmax(v + vb, vlo), vhi);
 				vst_part(cr + j * VW, v, nlast);
@@ -224,6 +230,10 @@ ukr_body(const int m0_, const int nv0_, const int EPI, int kc,
 	static void ukr_##M##_##V##_e(UKR_ARGS)                          \
 	{                                                                \
 		ukr_body(M, V, 1, UKR_PASS);                             \
+	}                                                                \
+	static void ukr_##M##_##V##_r(UKR_ARGS)                          \
+	{                                                                \
+		ukr_body(M, V, 2, UKR_PASS);                             \
 	}
 
 typedef void (*ukr_fn)(UKR_ARGS);
@@ -238,11 +248,13 @@ UKR_ROW(5) UKR_ROW(6) UKR_ROW(7) UKR_ROW(8)
 
 #define UKR_TROW(M, E)                                                      \
 	{ ukr_##M##_1##E, ukr_##M##_2##E, ukr_##M##_3##E, ukr_##M##_4##E }
-static const ukr_fn ukr_tab[2][8][4] = {
+static const ukr_fn ukr_tab[3][8][4] = {
 	{ UKR_TROW(1, ), UKR_TROW(2, ), UKR_TROW(3, ), UKR_TROW(4, ),
 	  UKR_TROW(5, ), UKR_TROW(6, ), UKR_TROW(7, ), UKR_TROW(8, ) },
 	{ UKR_TROW(1, _e), UKR_TROW(2, _e), UKR_TROW(3, _e), UKR_TROW(4, _e),
 	  UKR_TROW(5, _e), UKR_TROW(6, _e), UKR_TROW(7, _e), UKR_TROW(8, _e) },
+	{ UKR_TROW(1, _r), UKR_TROW(2, _r), UKR_TROW(3, _r), UKR_TROW(4, _r),
+	  UKR_TROW(5, _r), UKR_TROW(6, _r), UKR_TROW(7, _r), UKR_TROW(8, _r) },
 };
 
 static void k_ukr(int kc, const float *restrict a, const float *restrict b,
@@ -250,9 +262,12 @@ static void k_ukr(int kc, const float *restrict a, const float *restrict b,
 		  int acc, const struct mi_epi *epi, int64_t row0, int64_t col0)
 {
 	int nv = (nr + VW - 1) / VW;
-	int simple = epi && epi->bias_kind != MI_BIAS_COL && !epi->res &&
+	/* 1: row bias + clamp in registers, 2: also a residual */
+	int simple = epi && epi->bias_kind != MI_BIAS_COL &&
 		     (epi->act == MI_ACT_NONE || epi->act == MI_ACT_RELU ||
-		      epi->act == MI_ACT_CLIP);
+		      epi->act == MI_ACT_CLIP) ?
+			     (epi->res ? 2 : 1) :
+			     0;
 
 	ukr_tab[simple][mr - 1][nv - 1](kc, a, b, ldb, c, ldc,
 					nr - (nv - 1) * VW, acc, epi, row0,

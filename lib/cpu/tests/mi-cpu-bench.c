@@ -4,7 +4,8 @@
  * and of the conv layers of ResNet-50 and MobileNetV2 at 224x224, batch 1,
  * with every algorithm that supports the shape.
  *
- *   build/mi-cpu-bench [-t THREADS] [-r REPS] [-f FILTER]
+ *   build/mi-cpu-bench [-t THREADS] [-r REPS] [-R] [-f FILTER]
+ * (-R: convs with a fused residual Add)
  * (FILTER: gemm, resnet50, resnet18, squeezenet, pool, mobilenetv2, stem)
  *
  * MI_CPU_ISA selects the ISA path as for the runtime.  Each line gives
@@ -129,15 +130,17 @@ static void bench_gemm(int isa, int nt, int m, int n, int k, int prepack_a)
 
 struct conv_ctx {
 	struct mi_conv cv;
-	float *x, *y;
+	float *x, *y, *res;
 	void *ws;
 };
+
+static int with_res; /* -R: every conv adds a residual (fused Add) */
 
 static void conv_fn(void *p)
 {
 	struct conv_ctx *c = p;
 
-	mi_conv_run(&c->cv, c->x, c->y, NULL, MI_ACT_RELU, 0, 0, c->ws);
+	mi_conv_run(&c->cv, c->x, c->y, c->res, MI_ACT_RELU, 0, 0, c->ws);
 }
 
 static const char *algo_names[] = { "gemm", "im2col", "depthwise",
@@ -175,6 +178,7 @@ static void bench_conv(int isa, int nt, const char *net, int c, int h, int m,
 		}
 		cc.x = rbuf((size_t)c * h * h);
 		cc.y = rbuf((size_t)m * sh.oh * sh.ow);
+		cc.res = with_res ? rbuf((size_t)m * sh.oh * sh.ow) : NULL;
 		cc.ws = mi_cpu_alloc(cc.cv.ws_size);
 		t = time_it(conv_fn, &cc);
 		flops = 2.0 * m * (c / group) * k * k * sh.oh * sh.ow;
@@ -183,6 +187,7 @@ static void bench_conv(int isa, int nt, const char *net, int c, int h, int m,
 		       t * 1e3, flops / t * 1e-9, flops / last_cpu * 1e-9);
 		mi_conv_fini(&cc.cv);
 		mi_cpu_free(cc.x), mi_cpu_free(cc.y), mi_cpu_free(cc.ws);
+		mi_cpu_free(cc.res);
 		mi_cpu_free(w), mi_cpu_free(bias);
 	}
 }
@@ -228,8 +233,11 @@ int main(int argc, char **argv)
 	int nt = 1, opt, isa = mi_cpu_isa();
 	const char *filter = NULL;
 
-	while ((opt = getopt(argc, argv, "t:r:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:r:f:R")) != -1) {
 		switch (opt) {
+		case 'R':
+			with_res = 1;
+			break;
 		case 't':
 			nt = atoi(optarg);
 			break;
@@ -241,7 +249,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: mi-cpu-bench [-t THREADS] [-r REPS] [-f gemm|resnet50|resnet18|squeezenet|pool|mobilenetv2]\n");
+				"usage: mi-cpu-bench [-t THREADS] [-r REPS] [-R] [-f gemm|resnet50|resnet18|squeezenet|pool|mobilenetv2]\n");
 			return 2;
 		}
 	}

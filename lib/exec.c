@@ -341,6 +341,8 @@ static int plan_memory(struct mi_model *m)
 			size_t sz = (size_t)mi_tensor_numel(x) *
 				    mi_dtype_size(x->dtype);
 
+			if (x->phys_bytes > sz) /* blocked layout */
+				sz = x->phys_bytes;
 			sz = (sz + MI_ARENA_ALIGN - 1) & ~(size_t)(MI_ARENA_ALIGN - 1);
 			pl[np].t = t;
 			pl[np].size = sz ? sz : MI_ARENA_ALIGN;

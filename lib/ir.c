@@ -264,6 +264,8 @@ int mi_tensor_alloc(struct mi_tensor *t)
 	if ((uint64_t)n > SIZE_MAX / es)
 		return -EINVAL;
 	bytes = (size_t)n * es;
+	if (t->phys_bytes > bytes)
+		bytes = t->phys_bytes;
 	if (bytes > mi_max_tensor_bytes)
 		return -E2BIG;
 	if (t->data && (t->flags & MI_TF_OWNS_DATA) && t->nbytes >= bytes) {

@@ -49,6 +49,9 @@ struct mi_tensor {
 	void *data;
 	size_t nbytes;
 	unsigned int flags;
+	/* bytes a planner needs in this tensor's buffer when more than
+	 * numel * element size (blocked layouts, lib/cpu/nchwc.c); 0 else */
+	size_t phys_bytes;
 	int producer; /* node index, -1 for inputs/initializers */
 	int nconsumers;
 };

@@ -9,4 +9,5 @@
 #define KISA MI_ISA_AVX2
 #define KTAB mi_cpu_kern_avx2
 #include "cpu/kern_impl.h"
+#include "cpu/nchwc_impl.h"
 #endif

@@ -11,4 +11,5 @@
 #define KISA MI_ISA_AVX512
 #define KTAB mi_cpu_kern_avx512
 #include "cpu/kern_impl.h"
+#include "cpu/nchwc_impl.h"
 #endif

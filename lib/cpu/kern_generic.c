@@ -7,3 +7,4 @@
 #define KISA MI_ISA_GENERIC
 #define KTAB mi_cpu_kern_generic
 #include "cpu/kern_impl.h"
+#include "cpu/nchwc_impl.h"

@@ -33,6 +33,7 @@
 #include "ops/ops.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_plan.h"
+#include "cpu/nchwc.h"
 
 /* Weak until lib/quant defines it in an object that is always linked. */
 int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
@@ -714,6 +715,11 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		err = mi_quant_plan(g, opts);
 		if (err)
 			return err;
+	}
+	err = mi_cpu_plan_nchwc(g, nthreads, isa);
+	if (err) {
+		mi_cpu_plan_fini(g);
+		return mi_graph_err(g, NULL, err, "CPU planning failed");
 	}
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)

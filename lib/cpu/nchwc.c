@@ -1,0 +1,887 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Blocked-layout (NCHWc) planner pass and node runners.
+ *
+ * mi_cpu_plan_nchwc() runs before the NCHW planner.  It
+ *  1. marks the live fp32 nodes that have an NCHWc kernel: Conv (groups 1:
+ *     direct convolution; groups == channels: depthwise), MaxPool /
+ *     AveragePool, GlobalAveragePool, the squeeze-excitation channel scale
+ *     Mul(x [N,C,H,W], s [N,C,1,1]) and same-shape Add;
+ *  2. fuses into each convolution its single-consumer residual Add and
+ *     activation (Relu, Clip, HardSwish, Sigmoid, x*sigmoid(x)), as the
+ *     NCHW planner does;
+ *  3. propagates the layout: a tensor is blocked when its producer and
+ *     every consumer are marked and accept a blocked operand in that slot
+ *     and it is not a graph output.  Depthwise, pooling, the channel scale
+ *     and Add need a blocked input: a marked node whose input is not
+ *     blocked is unmarked, and so is a direct convolution with neither
+ *     input nor output blocked (nothing gained over the NCHW kernels);
+ *     repeated until nothing changes.  Chains therefore start at a direct
+ *     convolution (which reads NCHW natively: it is the reorder) and end
+ *     at a node that writes NCHW (lane by lane) for its consumers;
+ *  4. sets the blocked tensors' phys_bytes (channels rounded up to the
+ *     block) for the arena planner, packs the weights, and claims the
+ *     marked nodes (node->priv).
+ * mi_cpu_plan_fini() undoes everything (fusions, phys_bytes) through
+ * each node's fini.
+ *
+ * Which convolutions: a 3x3 stride-1 conv that the Winograd kernel takes
+ * (see wino_pays in plan.c) stays NCHW (Winograd is ~2x the direct
+ * convolution's FLOP rate there); every other conv is marked.
+ * MI_CPU_NCHWC=0 disables the pass.
+ */
+#include <errno.h>
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ops/ops.h"
+#include "cpu/cpu.h"
+#include "cpu/cpu_plan.h"
+#include "cpu/nchwc.h"
+
+enum { NC_NONE, NC_CONV, NC_DW, NC_GAP, NC_MUL, NC_ADD, NC_POOL };
+
+#define NC_MAX_ABSORB 4
+
+struct nc_node {
+	struct mi_cpu_kernel_hdr hdr;
+	int kind;
+	const struct mi_nc_kern *k;
+	struct mi_nc_conv p;
+	struct mi_pool2d pool;
+	int64_t xdims[4]; /* main input shape at planning */
+	int nb, c, m;     /* batch, input / output channels */
+	int64_t hw, ohw;
+	int xblk, yblk, bblk; /* main input, output, 2nd operand layouts */
+	int flat;         /* 1x1 s1 p0 conv planned as one row of h*w */
+	int slot2;        /* residual / scale / 2nd addend input slot, -1 */
+	int act;
+	float lo, hi;
+	int nthreads;
+	/* undo */
+	int orig_out, orig_ninputs;
+	int *orig_inputs;
+	int nabsorbed;
+	int absorbed[NC_MAX_ABSORB];
+	int phys_t; /* tensor whose phys_bytes this node set, -1 */
+};
+
+static bool is_op(const struct mi_node *n, const char *op)
+{
+	return !n->domain[0] && !strcmp(n->op_type, op);
+}
+
+static bool f32_4d(const struct mi_tensor *t)
+{
+	return t && t->dtype == MI_DT_FLOAT && mi_tensor_shape_known(t) &&
+	       t->ndim == 4;
+}
+
+static bool is_const(const struct mi_tensor *t)
+{
+	return t && t->data && (t->flags & MI_TF_CONST);
+}
+
+static bool same_shape(const struct mi_tensor *a, const struct mi_tensor *b)
+{
+	if (a->ndim != b->ndim)
+		return false;
+	for (int i = 0; i < a->ndim; i++)
+		if (a->dims[i] != b->dims[i])
+			return false;
+	return true;
+}
+
+const struct mi_nc_kern *mi_nc_kern_get(int isa)
+{
+#ifdef __x86_64__
+	if (isa == MI_ISA_AVX512)
+		return &mi_nc_kern_avx512;
+	if (isa == MI_ISA_AVX2)
+		return &mi_nc_kern_avx2;
+#endif
+	(void)isa;
+	return &mi_nc_kern_generic;
+}
+
+float *mi_nc_pack_weights(int b, int dw, int m, int c, int kh, int kw,
+			  const float *w)
+{
+	int mb = (m + b - 1) / b;
+	size_t n = dw ? (size_t)mb * kh * kw * b : (size_t)mb * kh * kw * c * b;
+	float *p = mi_cpu_alloc(n * sizeof(float));
+
+	if (!p)
+		return NULL;
+	memset(p, 0, n * sizeof(float));
+	for (int o = 0; o < m; o++)
+		for (int ky = 0; ky < kh; ky++)
+			for (int kx = 0; kx < kw; kx++) {
+				if (dw) {
+					p[(((size_t)(o / b) * kh + ky) * kw + kx) * b +
+					  o % b] = w[((size_t)o * kh + ky) * kw + kx];
+					continue;
+				}
+				for (int i = 0; i < c; i++)
+					p[((((size_t)(o / b) * kh + ky) * kw + kx) *
+						   c + i) * b + o % b] =
+						w[(((size_t)o * c + i) * kh + ky) * kw + kx];
+			}
+	return p;
+}
+
+float *mi_nc_pack_bias(int b, int m, const float *bias)
+{
+	size_t n = (size_t)(m + b - 1) / b * b;
+	float *p = mi_cpu_alloc(n * sizeof(float));
+
+	if (!p)
+		return NULL;
+	memset(p, 0, n * sizeof(float));
+	if (bias)
+		memcpy(p, bias, m * sizeof(float));
+	return p;
+}
+
+/* ---- classification -------------------------------------------------- */
+static int conv_shape(struct mi_graph *g, struct mi_node *n,
+		      struct mi_conv_shape *s)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *w = mi_in(g, n, 1);
+	struct mi_tensor *b = mi_in(g, n, 2), *y = mi_out(g, n, 0);
+	struct mi_spatial sp = { 0 };
+	char saved[sizeof(g->err)];
+	int err;
+
+	if (!f32_4d(x) || !is_const(w) || w->dtype != MI_DT_FLOAT ||
+	    w->ndim != 4 || !f32_4d(y) || n->ninputs > 3)
+		return -EOPNOTSUPP;
+	if (b && (!is_const(b) || b->dtype != MI_DT_FLOAT ||
+		  mi_tensor_numel(b) != w->dims[0]))
+		return -EOPNOTSUPP;
+	sp.kernel[0] = w->dims[2];
+	sp.kernel[1] = w->dims[3];
+	memcpy(saved, g->err, sizeof(saved));
+	err = mi_ops_spatial(g, n, &sp, x, 0);
+	memcpy(g->err, saved, sizeof(saved));
+	if (err || sp.nsp != 2)
+		return -EOPNOTSUPP;
+	*s = (struct mi_conv_shape){
+		.n = (int)x->dims[0], .c = (int)x->dims[1],
+		.h = (int)x->dims[2], .w = (int)x->dims[3],
+		.m = (int)w->dims[0], .kh = (int)w->dims[2],
+		.kw = (int)w->dims[3],
+		.group = (int)mi_attr_int(n, "group", 1),
+		.sh = (int)sp.stride[0], .sw = (int)sp.stride[1],
+		.dh = (int)sp.dil[0], .dw = (int)sp.dil[1],
+		.pt = (int)sp.pad_begin[0], .pl = (int)sp.pad_begin[1],
+		.pb = (int)sp.pad_end[0], .pr = (int)sp.pad_end[1],
+		.oh = (int)y->dims[2], .ow = (int)y->dims[3],
+	};
+	if (s->group < 1 || s->c % s->group || s->m % s->group ||
+	    w->dims[1] * s->group != s->c || y->dims[0] != s->n ||
+	    y->dims[1] != s->m || sp.out[0] != s->oh || sp.out[1] != s->ow ||
+	    s->pt < 0 || s->pl < 0 || s->pb < 0 || s->pr < 0 || s->sh < 1 ||
+	    s->sw < 1 || s->dh < 1 || s->dw < 1 || s->oh < 1 || s->ow < 1)
+		return -EOPNOTSUPP;
+	if (s->group == 1)
+		return NC_CONV;
+	if (s->group == s->c && s->m == s->c)
+		return NC_DW;
+	return -EOPNOTSUPP;
+}
+
+/* Winograd's territory (plan.c's rule): stays NCHW. */
+static bool wino_shape(const struct mi_conv_shape *s)
+{
+	int tiles = ((s->oh + 3) / 4) * ((s->ow + 3) / 4);
+
+	return s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 &&
+	       s->dh == 1 && s->dw == 1 && s->c >= 16 && s->m >= 16 &&
+	       tiles >= 40;
+}
+
+static int pool_shape(struct mi_graph *g, struct mi_node *n,
+		      struct mi_pool2d *p)
+{
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	struct mi_spatial sp = { 0 };
+	char saved[sizeof(g->err)];
+	const int64_t *ks;
+	int nk = 0, err;
+
+	if (!f32_4d(x) || !f32_4d(y) || n->noutputs != 1)
+		return -EOPNOTSUPP;
+	ks = mi_attr_ints(n, "kernel_shape", &nk);
+	if (!ks || nk != 2 || ks[0] < 1 || ks[1] < 1 || ks[0] > 64 || ks[1] > 64)
+		return -EOPNOTSUPP;
+	sp.kernel[0] = ks[0];
+	sp.kernel[1] = ks[1];
+	memcpy(saved, g->err, sizeof(saved));
+	err = mi_ops_spatial(g, n, &sp, x, 1);
+	memcpy(g->err, saved, sizeof(saved));
+	if (err || sp.nsp != 2 || sp.dil[0] != 1 || sp.dil[1] != 1 ||
+	    sp.stride[0] != sp.stride[1] || sp.out[0] != y->dims[2] ||
+	    sp.out[1] != y->dims[3] || y->dims[0] != x->dims[0] ||
+	    y->dims[1] != x->dims[1] || sp.pad_begin[0] < 0 ||
+	    sp.pad_begin[1] < 0 || sp.pad_end[0] < 0 || sp.pad_end[1] < 0)
+		return -EOPNOTSUPP;
+	*p = (struct mi_pool2d){
+		.ih = (int)x->dims[2], .iw = (int)x->dims[3],
+		.oh = (int)y->dims[2], .ow = (int)y->dims[3],
+		.kh = (int)ks[0], .kw = (int)ks[1], .s = (int)sp.stride[0],
+		.pt = (int)sp.pad_begin[0], .pl = (int)sp.pad_begin[1],
+		.pb = (int)sp.pad_end[0], .pr = (int)sp.pad_end[1],
+		.avg = is_op(n, "AveragePool"),
+		.include_pad = (int)mi_attr_int(n, "count_include_pad", 0),
+	};
+	/* a window entirely in the padding has no ONNX max */
+	if (!p->avg && (p->pt >= p->kh || p->pl >= p->kw))
+		return -EOPNOTSUPP;
+	return NC_POOL;
+}
+
+/* Kind of node n (or NC_NONE); fills f's shape fields. */
+static int classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
+{
+	struct mi_tensor *y = mi_out(g, n, 0), *a, *b;
+
+	if (n->dead || n->priv || n->noutputs != 1 || n->domain[0] ||
+	    !f32_4d(y) || y->data)
+		return NC_NONE;
+	f->slot2 = -1;
+	if (is_op(n, "Conv")) {
+		struct mi_conv_shape s;
+		int kind = conv_shape(g, n, &s);
+
+		if (kind < 0 || (kind == NC_CONV && wino_shape(&s)))
+			return NC_NONE;
+		f->p = (struct mi_nc_conv){
+			.c = s.c, .h = s.h, .w = s.w, .m = s.m, .oh = s.oh,
+			.ow = s.ow, .kh = s.kh, .kw = s.kw, .sh = s.sh,
+			.sw = s.sw, .dh = s.dh, .dw = s.dw, .pt = s.pt,
+			.pl = s.pl,
+		};
+		f->nb = s.n;
+		f->c = s.c;
+		f->m = s.m;
+		return kind;
+	}
+	a = mi_in(g, n, 0);
+	if (!f32_4d(a))
+		return NC_NONE;
+	f->nb = (int)a->dims[0];
+	f->c = f->m = (int)a->dims[1];
+	f->hw = a->dims[2] * a->dims[3];
+	f->ohw = y->dims[2] * y->dims[3];
+	if (is_op(n, "GlobalAveragePool"))
+		return y->dims[2] == 1 && y->dims[3] == 1 ? NC_GAP : NC_NONE;
+	if (is_op(n, "MaxPool") || is_op(n, "AveragePool"))
+		return pool_shape(g, n, &f->pool) < 0 ? NC_NONE : NC_POOL;
+	if (n->ninputs != 2 || !f32_4d(b = mi_in(g, n, 1)))
+		return NC_NONE;
+	if (is_op(n, "Add"))
+		return same_shape(a, y) && same_shape(b, y) ? NC_ADD : NC_NONE;
+	if (is_op(n, "Mul")) {
+		int xs = same_shape(a, y) ? 0 : 1;
+		struct mi_tensor *x = xs ? b : a, *s = xs ? a : b;
+
+		if (!same_shape(x, y) || s->dims[0] != x->dims[0] ||
+		    s->dims[1] != x->dims[1] || s->dims[2] != 1 ||
+		    s->dims[3] != 1 || f->hw < 2)
+			return NC_NONE;
+		f->slot2 = 1 - xs;
+		return NC_MUL;
+	}
+	return NC_NONE;
+}
+
+/* ---- fusion (as plan.c's) --------------------------------------------- */
+static bool reaches(struct mi_graph *g, int t, int target, char *seen)
+{
+	int p = g->tensors[t].producer;
+
+	if (p < 0 || seen[p])
+		return false;
+	if (p == target)
+		return true;
+	seen[p] = 1;
+	for (int j = 0; j < g->nodes[p].ninputs; j++) {
+		int x = g->nodes[p].inputs[j];
+
+		if (x >= 0 && reaches(g, x, target, seen))
+			return true;
+	}
+	return false;
+}
+
+static int consumers(const struct mi_graph *g, int t, int *list, int max)
+{
+	int cnt = 0;
+
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct mi_node *n = &g->nodes[i];
+
+		if (n->dead)
+			continue;
+		for (int j = 0; j < n->ninputs; j++)
+			if (n->inputs[j] == t) {
+				if (cnt < max)
+					list[cnt] = i;
+				cnt++;
+			}
+	}
+	return cnt;
+}
+
+static int act_of(struct mi_graph *g, struct mi_node *c, float *lo, float *hi)
+{
+	if (is_op(c, "Relu"))
+		return MI_ACT_RELU;
+	if (is_op(c, "Sigmoid"))
+		return MI_ACT_SIGMOID;
+	if (is_op(c, "HardSwish")) {
+		*lo = 1.0f / 6.0f;
+		*hi = 0.5f;
+		return MI_ACT_HSWISH;
+	}
+	if (is_op(c, "Clip")) {
+		struct mi_tensor *tmin = mi_in(g, c, 1), *tmax = mi_in(g, c, 2);
+
+		*lo = -FLT_MAX;
+		*hi = FLT_MAX;
+		if (c->ninputs > 1 || g->opset >= 11) {
+			if ((tmin && (!is_const(tmin) ||
+				      tmin->dtype != MI_DT_FLOAT ||
+				      mi_tensor_numel(tmin) != 1)) ||
+			    (tmax && (!is_const(tmax) ||
+				      tmax->dtype != MI_DT_FLOAT ||
+				      mi_tensor_numel(tmax) != 1)))
+				return -1;
+			if (tmin)
+				*lo = *(const float *)tmin->data;
+			if (tmax)
+				*hi = *(const float *)tmax->data;
+		} else {
+			*lo = mi_attr_float(c, "min", -FLT_MAX);
+			*hi = mi_attr_float(c, "max", FLT_MAX);
+		}
+		return MI_ACT_CLIP;
+	}
+	return -1;
+}
+
+static void absorb(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
+		   int ci)
+{
+	struct mi_node *c = &g->nodes[ci];
+
+	f->absorbed[f->nabsorbed++] = ci;
+	c->dead = true;
+	n->outputs[0] = c->outputs[0];
+	g->tensors[n->outputs[0]].producer = (int)(n - g->nodes);
+}
+
+static int add_residual(struct mi_node *n, struct nc_node *f, int t)
+{
+	int *in = malloc(4 * sizeof(int));
+
+	if (!in)
+		return -ENOMEM;
+	for (int i = 0; i < 3; i++)
+		in[i] = i < n->ninputs ? n->inputs[i] : -1;
+	in[3] = t;
+	f->orig_inputs = n->inputs;
+	n->inputs = in;
+	n->ninputs = 4;
+	f->slot2 = 3;
+	return 0;
+}
+
+static int fuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
+{
+	int ni = (int)(n - g->nodes);
+
+	while (f->nabsorbed < NC_MAX_ABSORB - 1 && f->act == MI_ACT_NONE) {
+		int t = n->outputs[0], cons[2], nc, act;
+		struct mi_tensor *tt = &g->tensors[t];
+		struct mi_node *c;
+		float lo = 0, hi = 0;
+
+		if (tt->flags & MI_TF_OUTPUT)
+			break;
+		nc = consumers(g, t, cons, 2);
+		if (nc == 2) {
+			/* x * sigmoid(x) */
+			struct mi_node *c0 = &g->nodes[cons[0]],
+				       *c1 = &g->nodes[cons[1]], *sg, *mul;
+			int sgi, muli, u;
+
+			if (is_op(c0, "Sigmoid") && is_op(c1, "Mul"))
+				sg = c0, mul = c1, sgi = cons[0], muli = cons[1];
+			else if (is_op(c1, "Sigmoid") && is_op(c0, "Mul"))
+				sg = c1, mul = c0, sgi = cons[1], muli = cons[0];
+			else
+				break;
+			u = sg->outputs[0];
+			if (sg->priv || mul->priv || mul->ninputs != 2 ||
+			    !((mul->inputs[0] == t && mul->inputs[1] == u) ||
+			      (mul->inputs[1] == t && mul->inputs[0] == u)) ||
+			    mi_graph_sole_consumer(g, u) != muli ||
+			    !same_shape(mi_out(g, mul, 0), tt))
+				break;
+			f->act = MI_ACT_SILU;
+			absorb(g, n, f, sgi);
+			absorb(g, n, f, muli);
+			break;
+		}
+		if (nc != 1)
+			break;
+		c = &g->nodes[cons[0]];
+		if (c->priv || c->noutputs != 1 ||
+		    !same_shape(mi_out(g, c, 0), tt) ||
+		    mi_out(g, c, 0)->dtype != MI_DT_FLOAT)
+			break;
+		act = act_of(g, c, &lo, &hi);
+		if (act > 0) {
+			f->act = act;
+			f->lo = lo;
+			f->hi = hi;
+			absorb(g, n, f, cons[0]);
+			break;
+		}
+		if (is_op(c, "Add") && c->ninputs == 2 && f->slot2 < 0) {
+			int other = c->inputs[0] == t ? c->inputs[1] : c->inputs[0];
+			struct mi_tensor *ot = &g->tensors[other];
+			char *seen;
+			bool cyc;
+
+			if (other == t || !f32_4d(ot) || !same_shape(ot, tt))
+				break;
+			seen = calloc(g->nnodes + 1, 1);
+			if (!seen)
+				return -ENOMEM;
+			cyc = reaches(g, other, ni, seen);
+			free(seen);
+			if (cyc)
+				break;
+			if (add_residual(n, f, other))
+				return -ENOMEM;
+			absorb(g, n, f, cons[0]);
+			continue;
+		}
+		break;
+	}
+	return 0;
+}
+
+static void unfuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
+{
+	for (int i = f->nabsorbed - 1; i >= 0; i--) {
+		struct mi_node *c = &g->nodes[f->absorbed[i]];
+
+		c->dead = false;
+		g->tensors[c->outputs[0]].producer = f->absorbed[i];
+	}
+	n->outputs[0] = f->orig_out;
+	g->tensors[f->orig_out].producer = (int)(n - g->nodes);
+	if (f->orig_inputs) {
+		free(n->inputs);
+		n->inputs = f->orig_inputs;
+		f->orig_inputs = NULL;
+	}
+	n->ninputs = f->orig_ninputs;
+	f->nabsorbed = 0;
+}
+
+/* ---- layout propagation ----------------------------------------------- */
+/* Does node (kind, f) accept a blocked tensor in input slot j? */
+static bool accepts(int kind, const struct nc_node *f, int j)
+{
+	switch (kind) {
+	case NC_CONV:
+	case NC_DW:
+		return j == 0 || j == f->slot2;
+	case NC_GAP:
+	case NC_POOL:
+		return j == 0;
+	case NC_MUL:
+		return j != f->slot2;
+	case NC_ADD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool produces_blocked(int kind)
+{
+	return kind == NC_CONV || kind == NC_DW || kind == NC_MUL ||
+	       kind == NC_ADD || kind == NC_POOL;
+}
+
+static bool tensor_blocked(struct mi_graph *g, int t, const int *kind,
+			   struct nc_node **fs)
+{
+	struct mi_tensor *tt = &g->tensors[t];
+	int uses = 0;
+
+	if (tt->producer < 0 || !produces_blocked(kind[tt->producer]) ||
+	    (tt->flags & MI_TF_OUTPUT))
+		return false;
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *n = &g->nodes[i];
+
+		if (n->dead)
+			continue;
+		for (int j = 0; j < n->ninputs; j++) {
+			if (n->inputs[j] != t)
+				continue;
+			if (!kind[i] || !accepts(kind[i], fs[i], j))
+				return false;
+			uses++;
+		}
+	}
+	return uses > 0;
+}
+
+/* ---- run ---------------------------------------------------------------- */
+struct nc_job {
+	const struct nc_node *f;
+	const float *x, *b;
+	float *y;
+	int64_t items;
+};
+
+static int nc_cb(int c, int b)
+{
+	return (c + b - 1) / b;
+}
+
+/* Per-image element counts of the tensors in their layouts. */
+static int64_t img_size(int c, int64_t hw, int blk, int b)
+{
+	return (blk ? (int64_t)nc_cb(c, b) * b : c) * hw;
+}
+
+static void nc_thread(void *ctx, int t, int nt)
+{
+	const struct nc_job *j = ctx;
+	const struct nc_node *f = j->f;
+	const struct mi_nc_kern *k = f->k;
+	const int B = k->b;
+	int64_t b, e, i;
+
+	mi_chunk(j->items, t, nt, &b, &e);
+	if (f->kind == NC_CONV) {
+		/* items: image x output row (or column chunk) x block group */
+		int mb = nc_cb(f->m, B), mg = (mb + k->ob - 1) / k->ob;
+		int ncol = f->flat ? (f->p.ow + 95) / 96 : 1;
+		int rows = f->flat ? ncol : f->p.oh;
+		int64_t xi = img_size(f->c, (int64_t)f->p.h * f->p.w, f->xblk, B);
+		int64_t yi = img_size(f->m, (int64_t)f->p.oh * f->p.ow, f->yblk, B);
+		int64_t ri = img_size(f->m, (int64_t)f->p.oh * f->p.ow, f->bblk, B);
+
+		if (nt == 1) {
+			for (int n = 0; n < f->nb; n++)
+				k->conv(&f->p, j->x + n * xi, j->b ? j->b + n * ri : NULL,
+					j->y + n * yi, 0, mb, 0, f->p.oh, 0,
+					f->p.ow);
+			return;
+		}
+		for (i = b; i < e; i++) {
+			int g = (int)(i % mg), r = (int)(i / mg % rows);
+			int n = (int)(i / mg / rows);
+			int m0 = g * k->ob, m1 = m0 + k->ob < mb ? m0 + k->ob : mb;
+			const float *res = j->b ? j->b + n * ri : NULL;
+
+			if (f->flat) {
+				int c0 = r * 96, c1 = c0 + 96 < f->p.ow ? c0 + 96 :
+									   f->p.ow;
+
+				k->conv(&f->p, j->x + n * xi, res, j->y + n * yi,
+					m0, m1, 0, 1, c0, c1);
+			} else {
+				k->conv(&f->p, j->x + n * xi, res, j->y + n * yi,
+					m0, m1, r, r + 1, 0, f->p.ow);
+			}
+		}
+		return;
+	}
+	if (f->kind == NC_DW || f->kind == NC_POOL) {
+		/* items: image x channel block x output row */
+		int cb = nc_cb(f->c, B);
+		int oh = f->kind == NC_DW ? f->p.oh : f->pool.oh;
+		int64_t ohw = f->kind == NC_DW ? (int64_t)f->p.oh * f->p.ow :
+			      (int64_t)f->pool.oh * f->pool.ow;
+		int64_t xi = img_size(f->c, f->kind == NC_DW ?
+				      (int64_t)f->p.h * f->p.w : f->hw, 1, B);
+		int64_t yi = img_size(f->m, ohw, f->yblk, B);
+		int64_t ri = img_size(f->m, ohw, f->bblk, B);
+
+		for (i = b; i < e;) {
+			int n = (int)(i / ((int64_t)cb * oh));
+			int c = (int)(i / oh % cb), r0 = (int)(i % oh);
+			int r1 = e - i < oh - r0 ? (int)(r0 + e - i) : oh;
+
+			if (f->kind == NC_DW)
+				k->dw(&f->p, j->x + n * xi,
+				      j->b ? j->b + n * ri : NULL, j->y + n * yi, c,
+				      c + 1, r0, r1);
+			else
+				k->pool(&f->pool, f->c, j->x + n * xi,
+					j->y + n * yi, f->yblk, c, c + 1, r0, r1);
+			i += r1 - r0;
+		}
+		return;
+	}
+	{
+		/* items: image x channel block */
+		int cb = nc_cb(f->c, B);
+		int64_t xi = img_size(f->c, f->hw, 1, B);
+		int64_t yi = img_size(f->c, f->hw, f->yblk, B);
+
+		for (i = b; i < e; i++) {
+			int n = (int)(i / cb), c = (int)(i % cb);
+
+			if (f->kind == NC_GAP)
+				k->gap(j->x + n * xi, f->c, f->hw, j->y + n * f->c,
+				       c, c + 1);
+			else if (f->kind == NC_MUL)
+				k->chmul(j->x + n * xi, j->b + n * f->c, f->c,
+					 f->hw, j->y + n * yi, f->yblk, c, c + 1);
+			else
+				k->add(j->x + n * xi, j->b + n * xi, f->c, f->hw,
+				       j->y + n * yi, f->yblk, f->act, f->lo,
+				       f->hi, c, c + 1);
+		}
+	}
+}
+
+static int nc_run(struct mi_graph *g, struct mi_node *n)
+{
+	const struct nc_node *f = n->priv;
+	int xs = f->kind == NC_MUL ? 1 - f->slot2 : 0;
+	struct mi_tensor *x = mi_in(g, n, xs), *y = mi_out(g, n, 0);
+	struct mi_tensor *b = f->slot2 >= 0 ? mi_in(g, n, f->slot2) : NULL;
+	struct nc_job j = { .f = f };
+	int B = f->k->b, nt = f->nthreads;
+	double work;
+
+	if (!x->data || !y->data || (b && !b->data))
+		return mi_graph_err(g, n, -EINVAL, "fast kernel: missing data");
+	if (x->ndim != 4 || memcmp(x->dims, f->xdims, sizeof(f->xdims)))
+		return mi_graph_err(g, n, -EINVAL,
+				    "fast kernel planned for another input shape");
+	j.x = x->data;
+	j.b = b ? b->data : NULL;
+	j.y = y->data;
+	switch (f->kind) {
+	case NC_CONV:
+		j.items = (int64_t)f->nb *
+			  (f->flat ? (f->p.ow + 95) / 96 : f->p.oh) *
+			  ((nc_cb(f->m, B) + f->k->ob - 1) / f->k->ob);
+		work = (double)f->nb * f->p.oh * f->p.ow * f->m * f->c *
+		       f->p.kh * f->p.kw;
+		break;
+	case NC_DW:
+		j.items = (int64_t)f->nb * nc_cb(f->c, B) * f->p.oh;
+		work = (double)f->nb * f->p.oh * f->p.ow * f->c * f->p.kh *
+		       f->p.kw;
+		break;
+	case NC_POOL:
+		j.items = (int64_t)f->nb * nc_cb(f->c, B) * f->pool.oh;
+		work = (double)f->nb * f->ohw * f->c * f->pool.kh * f->pool.kw;
+		break;
+	default:
+		j.items = (int64_t)f->nb * nc_cb(f->c, B);
+		work = (double)f->nb * f->hw * f->c;
+		break;
+	}
+	if (work < 65536.0)
+		nt = 1;
+	if (nt > j.items)
+		nt = (int)j.items;
+	mi_pool_run(nt, nc_thread, &j);
+	return 0;
+}
+
+static void nc_fini(struct mi_graph *g, struct mi_node *n)
+{
+	struct nc_node *f = n->priv;
+
+	unfuse(g, n, f);
+	if (f->phys_t >= 0)
+		g->tensors[f->phys_t].phys_bytes = 0;
+	mi_cpu_free((void *)f->p.wp);
+	mi_cpu_free((void *)f->p.bias);
+	free(f);
+}
+
+/* Pack weights, set layouts; node n becomes f's. */
+static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
+		  const char *blk)
+{
+	const int B = f->k->b;
+	int xs = f->kind == NC_MUL ? 1 - f->slot2 : 0;
+	struct mi_tensor *x = mi_in(g, n, xs), *y = mi_out(g, n, 0);
+
+	memcpy(f->xdims, x->dims, sizeof(f->xdims));
+	f->xblk = blk[n->inputs[xs]];
+	f->yblk = blk[n->outputs[0]];
+	f->bblk = f->slot2 >= 0 && n->inputs[f->slot2] >= 0 ?
+			  blk[n->inputs[f->slot2]] : 0;
+	if (f->yblk) {
+		f->phys_t = n->outputs[0];
+		y->phys_bytes = (size_t)img_size(f->m, y->dims[2] * y->dims[3],
+						 1, B) * f->nb * sizeof(float);
+	}
+	if (f->kind == NC_CONV || f->kind == NC_DW) {
+		struct mi_tensor *w = mi_in(g, n, 1), *bs = mi_in(g, n, 2);
+
+		f->p.wp = mi_nc_pack_weights(B, f->kind == NC_DW, f->m, f->c,
+					     f->p.kh, f->p.kw, w->data);
+		f->p.bias = mi_nc_pack_bias(B, f->m, bs ? bs->data : NULL);
+		if (!f->p.wp || !f->p.bias)
+			return -ENOMEM;
+		f->p.xblk = f->xblk;
+		f->p.yblk = f->yblk;
+		f->p.rblk = f->bblk;
+		f->p.act = f->act;
+		f->p.lo = f->lo;
+		f->p.hi = f->hi;
+		if (f->kind == NC_CONV && f->p.kh == 1 && f->p.kw == 1 &&
+		    f->p.sh == 1 && f->p.sw == 1 && !f->p.pt && !f->p.pl &&
+		    f->p.oh == f->p.h && f->p.ow == f->p.w) {
+			/* one row of h*w pixels: no row tails */
+			f->flat = 1;
+			f->p.w = f->p.ow = f->p.h * f->p.w;
+			f->p.h = f->p.oh = 1;
+		}
+	}
+	return 0;
+}
+
+int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
+{
+	const char *env = getenv("MI_CPU_NCHWC");
+	int *kind = NULL, err = 0;
+	struct nc_node **fs = NULL;
+	char *blk = NULL;
+	bool changed;
+
+	if (env && !strcmp(env, "0"))
+		return 0;
+	kind = calloc(g->nnodes + 1, sizeof(*kind));
+	fs = calloc(g->nnodes + 1, sizeof(*fs));
+	blk = calloc(g->ntensors + 1, 1);
+	if (!kind || !fs || !blk) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int p = 0; p < g->norder; p++) {
+		int ni = g->order[p];
+		struct mi_node *n = &g->nodes[ni];
+		struct nc_node *f = calloc(1, sizeof(*f));
+
+		if (!f) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if (n->dead || !(kind[ni] = classify(g, n, f))) {
+			free(f);
+			continue;
+		}
+		f->kind = kind[ni];
+		f->k = mi_nc_kern_get(isa);
+		f->nthreads = nthreads;
+		f->phys_t = -1;
+		f->orig_out = n->outputs[0];
+		f->orig_ninputs = n->ninputs;
+		f->hdr.run = nc_run;
+		f->hdr.fini = nc_fini;
+		fs[ni] = f;
+		if ((kind[ni] == NC_CONV || kind[ni] == NC_DW) &&
+		    !getenv("MI_CPU_NOFUSE")) {
+			err = fuse(g, n, f);
+			if (err)
+				goto out;
+		}
+		if (kind[ni] == NC_ADD) {
+			/* a following activation */
+			int c[2];
+			struct mi_tensor *tt = mi_out(g, n, 0);
+
+			if (!(tt->flags & MI_TF_OUTPUT) &&
+			    consumers(g, n->outputs[0], c, 2) == 1 &&
+			    !g->nodes[c[0]].priv &&
+			    g->nodes[c[0]].noutputs == 1 &&
+			    same_shape(mi_out(g, &g->nodes[c[0]], 0), tt) &&
+			    (f->act = act_of(g, &g->nodes[c[0]], &f->lo,
+					     &f->hi)) > 0)
+				absorb(g, n, f, c[0]);
+			else
+				f->act = MI_ACT_NONE;
+			f->slot2 = 1;
+		}
+	}
+	do {
+		changed = false;
+		for (int t = 0; t < g->ntensors; t++)
+			blk[t] = tensor_blocked(g, t, kind, fs);
+		for (int i = 0; i < g->nnodes; i++) {
+			struct mi_node *n = &g->nodes[i];
+			bool drop = false;
+
+			if (!kind[i])
+				continue;
+			switch (kind[i]) {
+			case NC_CONV:
+				drop = !blk[n->inputs[0]] && !blk[n->outputs[0]];
+				break;
+			case NC_MUL:
+				drop = !blk[n->inputs[1 - fs[i]->slot2]];
+				break;
+			case NC_ADD:
+				drop = !blk[n->inputs[0]] || !blk[n->inputs[1]];
+				break;
+			default:
+				drop = !blk[n->inputs[0]];
+				break;
+			}
+			if (drop) {
+				kind[i] = NC_NONE;
+				changed = true;
+			}
+		}
+	} while (changed);
+	/* unfuse the dropped ones first (their absorbed nodes come back) */
+	for (int i = g->nnodes - 1; i >= 0; i--)
+		if (fs[i] && !kind[i]) {
+			unfuse(g, &g->nodes[i], fs[i]);
+			free(fs[i]);
+			fs[i] = NULL;
+		}
+	for (int i = 0; i < g->nnodes; i++) {
+		if (!fs[i])
+			continue;
+		g->nodes[i].priv = fs[i];
+		err = finish(g, &g->nodes[i], fs[i], blk);
+		fs[i] = NULL;
+		if (err)
+			goto out;
+	}
+out:
+	if (fs)
+		for (int i = g->nnodes - 1; i >= 0; i--)
+			if (fs[i]) {
+				unfuse(g, &g->nodes[i], fs[i]);
+				free(fs[i]);
+			}
+	free(kind);
+	free(fs);
+	free(blk);
+	return err;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Blocked channel layout (NCHWc) kernels, private to lib/cpu/.
+ *
+ * A blocked tensor [N, C, H, W] is stored as [N, ceil(C/B), H, W, B] with
+ * B = the ISA's vector width in floats (16 avx512, 8 avx2, 4 generic):
+ * one vector holds B channels of one pixel.  The lanes of the last block
+ * past C ("pad lanes") hold unspecified finite-or-not values: every
+ * kernel computes them like real lanes but no kernel lets them reach a
+ * real channel (direct convolutions only read input channels < C).
+ *
+ * Kernels take a layout flag per tensor (1 blocked, 0 NCHW) where both
+ * are cheap: a direct convolution reads its input one scalar at a time
+ * (broadcast), so it reads NCHW as easily as NCHWc, which makes the first
+ * convolution of a chain its reorder; outputs and residuals in NCHW are
+ * written / read lane by lane (chain ends).  Depthwise, pooling and the
+ * channel scale need a blocked input.
+ *
+ * Each kernel covers a sub-range of the work (channel blocks, output
+ * rows) so that the caller splits it over the thread pool.
+ */
+#ifndef MI_CPU_NCHWC_H
+#define MI_CPU_NCHWC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/cpu.h"
+
+/* One image of a convolution (direct, groups 1) or depthwise conv. */
+struct mi_nc_conv {
+	int c, h, w;       /* input channels and map */
+	int m, oh, ow;     /* output channels and map */
+	int kh, kw, sh, sw, dh, dw, pt, pl;
+	int xblk, yblk, rblk; /* layouts of input, output, residual */
+	/* weights: groups 1: [mb][kh][kw][c][B]; depthwise: [cb][kh][kw][B],
+	 * zero past m / c (mb = ceil(m / B)) */
+	const float *wp;
+	const float *bias; /* mb * B floats (zeros past m) */
+	int act;
+	float lo, hi;
+};
+
+struct mi_nc_kern {
+	int b; /* block (floats per vector) */
+	int ob; /* output channel blocks per conv tile */
+	/* Direct conv: output blocks [mb0, mb1), output rows [oy0, oy1),
+	 * columns [ox0, ox1).  res may be NULL. */
+	void (*conv)(const struct mi_nc_conv *p, const float *x,
+		     const float *res, float *y, int mb0, int mb1, int oy0,
+		     int oy1, int ox0, int ox1);
+	/* Depthwise (c == m, one tap set per channel): blocks [cb0, cb1),
+	 * rows [oy0, oy1); input blocked. */
+	void (*dw)(const struct mi_nc_conv *p, const float *x,
+		   const float *res, float *y, int cb0, int cb1, int oy0,
+		   int oy1);
+	/* NCHW x [c][hw] -> blocked y, blocks [cb0, cb1) (pad lanes 0). */
+	void (*to_blk)(const float *x, int c, int64_t hw, float *y, int cb0,
+		       int cb1);
+	/* blocked x -> NCHW y [c][hw], blocks [cb0, cb1). */
+	void (*from_blk)(const float *x, int c, int64_t hw, float *y,
+			 int cb0, int cb1);
+	/* Global average pool of blocked x (blocks [cb0, cb1)) into NCHW
+	 * y[c]: mean over hw (accumulated in double). */
+	void (*gap)(const float *x, int c, int64_t hw, float *y, int cb0,
+		    int cb1);
+	/* y = x * s[channel] (squeeze-excitation), x blocked, s[c] NCHW;
+	 * y in layout yblk. */
+	void (*chmul)(const float *x, const float *s, int c, int64_t hw,
+		      float *y, int yblk, int cb0, int cb1);
+	/* y = act(a + b), a and b blocked, y in layout yblk. */
+	void (*add)(const float *a, const float *b, int c, int64_t hw,
+		    float *y, int yblk, int act, float lo, float hi, int cb0,
+		    int cb1);
+	/* Max / average pool (struct mi_pool2d semantics, any stride,
+	 * kernel <= 16x16), blocked x, y in layout yblk. */
+	void (*pool)(const struct mi_pool2d *p, int c, const float *x,
+		     float *y, int yblk, int cb0, int cb1, int oy0, int oy1);
+};
+
+const struct mi_nc_kern *mi_nc_kern_get(int isa);
+extern const struct mi_nc_kern mi_nc_kern_generic, mi_nc_kern_avx2,
+	mi_nc_kern_avx512;
+
+/* Pack weights for struct mi_nc_conv (B floats per block); returns a
+ * mi_cpu_alloc()ed buffer or NULL.  w: [m][c][kh][kw] (groups 1) or
+ * [c][1][kh][kw] (dw = 1). */
+float *mi_nc_pack_weights(int b, int dw, int m, int c, int kh, int kw,
+			  const float *w);
+float *mi_nc_pack_bias(int b, int m, const float *bias);
+
+/* Planner pass (nchwc.c): runs chains of Conv / depthwise / pooling /
+ * channel-scale / Add nodes in the blocked layout. */
+struct mi_graph;
+int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa);
+
+#endif /* MI_CPU_NCHWC_H */

@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NCHWc kernel bodies shared by every ISA (see nchwc.h), included by
+ * kern_{generic,avx2,avx512}.c right after kern_impl.h: VW is the block,
+ * KMR x KNV the register tile of the direct convolution (output
+ * positions x output channel blocks, as the GEMM micro-kernel).
+ */
+#include "cpu/nchwc.h"
+
+#if VW == 16
+#define NTAB mi_nc_kern_avx512
+#elif VW == 8
+#define NTAB mi_nc_kern_avx2
+#else
+#define NTAB mi_nc_kern_generic
+#endif
+
+#define NC_R KMR
+#define NC_OB KNV
+/* depthwise: output positions per tile */
+#define ND_R 8
+
+/* Vector of channels [cb*VW, cb*VW + VW) at position pos of a [c][hw]
+ * tensor in layout blk (NCHW lanes past c read as 0). */
+static inline vf nc_ld(const float *t, int blk, int cb, int64_t hw,
+		       int64_t pos, int c)
+{
+	vf v;
+	int l, n;
+
+	if (blk)
+		return vld(t + ((int64_t)cb * hw + pos) * VW);
+	v = vset1(0.0f);
+	n = c - cb * VW < VW ? c - cb * VW : VW;
+	for (l = 0; l < n; l++)
+		v[l] = t[((int64_t)cb * VW + l) * hw + pos];
+	return v;
+}
+
+static inline void nc_st(float *t, int blk, int cb, int64_t hw, int64_t pos,
+			 int c, vf v)
+{
+	int l, n;
+
+	if (blk) {
+		vst(t + ((int64_t)cb * hw + pos) * VW, v);
+		return;
+	}
+	n = c - cb * VW < VW ? c - cb * VW : VW;
+	for (l = 0; l < n; l++)
+		t[((int64_t)cb * VW + l) * hw + pos] = v[l];
+}
+
+/*
+ * Direct convolution tile: R0 consecutive output positions of row oy
+ * starting at ox, OB0 output blocks from mb; taps ky in [ky0, ky1),
+ * kx in [kx0, kx1) (all valid for every position of the tile).  The
+ * input is read by scalar broadcasts, so NCHW and NCHWc differ only in
+ * strides: channel ic sits at (ic / VW) * cbs + (ic % VW) * ls, pixel
+ * (iy, ix) at (iy * w + ix) * ps.
+ */
+static inline __attribute__((always_inline)) void
+ncc_tile(const int OB0, const int R0, const struct mi_nc_conv *p,
+	 const float *x, const float *res, float *y, int mb, int oy, int ox,
+	 int ky0, int ky1, int kx0, int kx1)
+{
+	const int OB = OB0 > NC_OB ? NC_OB : OB0;
+	const int R = R0 > NC_R ? NC_R : R0;
+	const int64_t hw = (int64_t)p->h * p->w, ohw = (int64_t)p->oh * p->ow;
+	const ptrdiff_t ps = p->xblk ? VW : 1;
+	const ptrdiff_t ls = p->xblk ? 1 : hw;
+	const ptrdiff_t cbs = hw * VW;
+	const ptrdiff_t rstep = p->sw * ps;
+	const ptrdiff_t wos = (ptrdiff_t)p->kh * p->kw * p->c * VW;
+	const int c = p->c;
+	vf acc[NC_R][NC_OB];
+	int r, o, ky, kx, icb, l;
+
+	UNROLL_MR for (r = 0; r < R; r++)
+		UNROLL_NV for (o = 0; o < OB; o++)
+			acc[r][o] = vld(p->bias + (mb + o) * VW);
+	for (ky = ky0; ky < ky1; ky++) {
+		int iy = oy * p->sh - p->pt + ky * p->dh;
+
+		for (kx = kx0; kx < kx1; kx++) {
+			int ix = ox * p->sw - p->pl + kx * p->dw;
+			const float *xp = x + ((ptrdiff_t)iy * p->w + ix) * ps;
+			const float *wt = p->wp + mb * wos +
+					  (ptrdiff_t)(ky * p->kw + kx) * c * VW;
+
+			for (icb = 0; icb * VW < c; icb++) {
+				const float *xb = xp + icb * cbs;
+				const float *wb = wt + (ptrdiff_t)icb * VW * VW;
+				int n = c - icb * VW < VW ? c - icb * VW : VW;
+
+				for (l = 0; l < n; l++) {
+					vf wv[NC_OB];
+					const float *xl = xb + l * ls;
+
+					UNROLL_NV for (o = 0; o < OB; o++)
+						wv[o] = vld(wb + l * VW + o * wos);
+					UNROLL_MR for (r = 0; r < R; r++) {
+						vf xv = vset1(xl[r * rstep]);
+
+						UNROLL_NV for (o = 0; o < OB; o++)
+							acc[r][o] += xv * wv[o];
+					}
+				}
+			}
+		}
+	}
+	UNROLL_MR for (r = 0; r < R; r++) {
+		int64_t pos = (int64_t)oy * p->ow + ox + r;
+
+		UNROLL_NV for (o = 0; o < OB; o++) {
+			vf v = acc[r][o];
+
+			if (res)
+				v += nc_ld(res, p->rblk, mb + o, ohw, pos, p->m);
+			v = vact(p->act, v, p->lo, p->hi);
+			nc_st(y, p->yblk, mb + o, ohw, pos, p->m, v);
+		}
+	}
+}
+
+#define NCC_ARGS                                                          \
+	const struct mi_nc_conv *p, const float *x, const float *res,       \
+		float *y, int mb, int oy, int ox, int ky0, int ky1, int kx0, \
+		int kx1
+#define NCC_INST(OB)                                                      \
+	static void ncc_##OB##_r(NCC_ARGS)                                \
+	{                                                                 \
+		ncc_tile(OB, NC_R, p, x, res, y, mb, oy, ox, ky0, ky1, kx0, \
+			 kx1);                                            \
+	}                                                                 \
+	static void ncc_##OB##_1(NCC_ARGS)                                \
+	{                                                                 \
+		ncc_tile(OB, 1, p, x, res, y, mb, oy, ox, ky0, ky1, kx0,   \
+			 kx1);                                            \
+	}
+NCC_INST(1) NCC_INST(2) NCC_INST(3) NCC_INST(4)
+
+typedef void (*ncc_fn)(NCC_ARGS);
+static const ncc_fn ncc_tab[4][2] = {
+	{ ncc_1_1, ncc_1_r }, { ncc_2_1, ncc_2_r },
+	{ ncc_3_1, ncc_3_r }, { ncc_4_1, ncc_4_r },
+};
+
+/* Valid tap range [*k0, *k1) for output coordinate o. */
+static inline void nc_taps(int o, int s, int pad, int d, int k, int in,
+			   int *k0, int *k1)
+{
+	int i0 = o * s - pad, a = 0, b = k;
+
+	while (a < k && i0 + a * d < 0)
+		a++;
+	while (b > a && i0 + (b - 1) * d >= in)
+		b--;
+	*k0 = a;
+	*k1 = b;
+}
+
+/* Interior output columns [*l, *r): every tap in range. */
+static inline void nc_interior(int s, int pad, int d, int k, int in, int on,
+			       int *l, int *r)
+{
+	int a = 0, b = on;
+
+	while (a < on && a * s - pad < 0)
+		a++;
+	while (b > a && (b - 1) * s - pad + (k - 1) * d >= in)
+		b--;
+	*l = a;
+	*r = b > a ? b : a;
+}
+
+static void nc_conv(const struct mi_nc_conv *p, const float *x,
+		    const float *res, float *y, int mb0, int mb1, int oy0,
+		    int oy1, int ox0, int ox1)
+{
+	int oy, ox, mb, oxl, oxr;
+
+	nc_interior(p->sw, p->pl, p->dw, p->kw, p->w, p->ow, &oxl, &oxr);
+	for (oy = oy0; oy < oy1; oy++) {
+		int ky0, ky1;
+
+		nc_taps(oy, p->sh, p->pt, p->dh, p->kh, p->h, &ky0, &ky1);
+		for (ox = ox0; ox < ox1;) {
+			int run = 1, full = ox >= oxl && ox < oxr;
+			int kx0 = 0, kx1 = p->kw;
+
+			if (full && ox + NC_R <= oxr && ox + NC_R <= ox1)
+				run = NC_R;
+			if (!full)
+				nc_taps(ox, p->sw, p->pl, p->dw, p->kw, p->w,
+					&kx0, &kx1);
+			for (mb = mb0; mb < mb1; mb += NC_OB) {
+				int ob = mb1 - mb < NC_OB ? mb1 - mb : NC_OB;
+
+				ncc_tab[ob - 1][run > 1](p, x, res, y, mb, oy, ox,
+							 ky0, ky1, kx0, kx1);
+			}
+			ox += run;
+		}
+	}
+}
+
+/* Depthwise tile: R0 positions of row oy from ox, channel block cb. */
+static inline __attribute__((always_inline)) void
+ncd_tile(const int R0, const struct mi_nc_conv *p, const float *x,
+	 const float *res, float *y, int cb, int oy, int ox, int ky0,
+	 int ky1, int kx0, int kx1)
+{
+	const int R = R0 > ND_R ? ND_R : R0;
+	const int64_t ohw = (int64_t)p->oh * p->ow;
+	const float *xc = x + (int64_t)cb * p->h * p->w * VW;
+	const float *wc = p->wp + (int64_t)cb * p->kh * p->kw * VW;
+	const ptrdiff_t rstep = (ptrdiff_t)p->sw * VW;
+	vf acc[ND_R], b = vld(p->bias + cb * VW);
+	int r, ky, kx;
+
+	UNROLL_MR for (r = 0; r < R; r++)
+		acc[r] = b;
+	for (ky = ky0; ky < ky1; ky++) {
+		int iy = oy * p->sh - p->pt + ky * p->dh;
+		const float *xr = xc + (ptrdiff_t)iy * p->w * VW;
+
+		for (kx = kx0; kx < kx1; kx++) {
+			int ix = ox * p->sw - p->pl + kx * p->dw;
+			const float *xp = xr + (ptrdiff_t)ix * VW;
+			vf wv = vld(wc + (ky * p->kw + kx) * VW);
+
+			UNROLL_MR for (r = 0; r < R; r++)
+				acc[r] += wv * vld(xp + r * rstep);
+		}
+	}
+	UNROLL_MR for (r = 0; r < R; r++) {
+		int64_t pos = (int64_t)oy * p->ow + ox + r;
+		vf v = acc[r];
+
+		if (res)
+			v += nc_ld(res, p->rblk, cb, ohw, pos, p->m);
+		v = vact(p->act, v, p->lo, p->hi);
+		nc_st(y, p->yblk, cb, ohw, pos, p->m, v);
+	}
+}
+
+#define NCD_ARGS                                                          \
+	const struct mi_nc_conv *p, const float *x, const float *res,       \
+		float *y, int cb, int oy, int ox, int ky0, int ky1, int kx0, \
+		int kx1
+#define NCD_INST(R)                                                       \
+	static void ncd_##R(NCD_ARGS)                                     \
+	{                                                                 \
+		ncd_tile(R, p, x, res, y, cb, oy, ox, ky0, ky1, kx0, kx1); \
+	}
+NCD_INST(1) NCD_INST(2) NCD_INST(4) NCD_INST(8)
+
+static void nc_dw(const struct mi_nc_conv *p, const float *x,
+		  const float *res, float *y, int cb0, int cb1, int oy0,
+		  int oy1)
+{
+	int cb, oy, ox, oxl, oxr;
+
+	nc_interior(p->sw, p->pl, p->dw, p->kw, p->w, p->ow, &oxl, &oxr);
+	for (cb = cb0; cb < cb1; cb++)
+		for (oy = oy0; oy < oy1; oy++) {
+			int ky0, ky1, kx0, kx1;
+
+			nc_taps(oy, p->sh, p->pt, p->dh, p->kh, p->h, &ky0, &ky1);
+			for (ox = 0; ox < oxl && ox < p->ow; ox++) {
+				nc_taps(ox, p->sw, p->pl, p->dw, p->kw, p->w,
+					&kx0, &kx1);
+				ncd_1(p, x, res, y, cb, oy, ox, ky0, ky1, kx0, kx1);
+			}
+			for (; ox + 8 <= oxr; ox += 8)
+				ncd_8(p, x, res, y, cb, oy, ox, ky0, ky1, 0, p->kw);
+			if (ox + 4 <= oxr) {
+				ncd_4(p, x, res, y, cb, oy, ox, ky0, ky1, 0, p->kw);
+				ox += 4;
+			}
+			if (ox + 2 <= oxr) {
+				ncd_2(p, x, res, y, cb, oy, ox, ky0, ky1, 0, p->kw);
+				ox += 2;
+			}
+			for (; ox < p->ow; ox++) {
+				kx0 = 0, kx1 = p->kw;
+				if (ox >= oxr)
+					nc_taps(ox, p->sw, p->pl, p->dw, p->kw,
+						p->w, &kx0, &kx1);
+				ncd_1(p, x, res, y, cb, oy, ox, ky0, ky1, kx0, kx1);
+			}
+		}
+}
+
+static void nc_to_blk(const float *x, int c, int64_t hw, float *y, int cb0,
+		      int cb1)
+{
+	for (int cb = cb0; cb < cb1; cb++)
+		for (int64_t i = 0; i < hw; i++)
+			vst(y + ((int64_t)cb * hw + i) * VW,
+			    nc_ld(x, 0, cb, hw, i, c));
+}
+
+static void nc_from_blk(const float *x, int c, int64_t hw, float *y,
+			int cb0, int cb1)
+{
+	for (int cb = cb0; cb < cb1; cb++) {
+		int n = c - cb * VW < VW ? c - cb * VW : VW;
+
+		for (int l = 0; l < n; l++) {
+			const float *s = x + (int64_t)cb * hw * VW + l;
+			float *d = y + ((int64_t)cb * VW + l) * hw;
+
+			for (int64_t i = 0; i < hw; i++)
+				d[i] = s[i * VW];
+		}
+	}
+}
+
+/* Chunks of 64 pixels summed in float vectors, chunks added in double
+ * (the reference sums in double; see k_sum). */
+static void nc_gap(const float *x, int c, int64_t hw, float *y, int cb0,
+		   int cb1)
+{
+	for (int cb = cb0; cb < cb1; cb++) {
+		const float *xc = x + (int64_t)cb * hw * VW;
+		double s[VW] = { 0 };
+		int n = c - cb * VW < VW ? c - cb * VW : VW, l;
+		int64_t i = 0;
+
+		while (i < hw) {
+			int64_t e = i + 64 < hw ? i + 64 : hw;
+			vf a0 = vset1(0.0f), a1 = a0;
+
+			for (; i + 1 < e; i += 2) {
+				a0 += vld(xc + i * VW);
+				a1 += vld(xc + (i + 1) * VW);
+			}
+			if (i < e)
+				a0 += vld(xc + i++ * VW);
+			a0 += a1;
+			for (l = 0; l < VW; l++)
+				s[l] += a0[l];
+		}
+		for (l = 0; l < n; l++)
+			y[cb * VW + l] = (float)(s[l] / (double)hw);
+	}
+}
+
+static void nc_chmul(const float *x, const float *s, int c, int64_t hw,
+		     float *y, int yblk, int cb0, int cb1)
+{
+	for (int cb = cb0; cb < cb1; cb++) {
+		int n = c - cb * VW < VW ? c - cb * VW : VW;
+		vf sv = n == VW ? vld(s + cb * VW) : vld_part(s + cb * VW, n);
+		const float *xc = x + (int64_t)cb * hw * VW;
+
+		if (yblk) {
+			float *yc = y + (int64_t)cb * hw * VW;
+
+			for (int64_t i = 0; i < hw; i++)
+				vst(yc + i * VW, vld(xc + i * VW) * sv);
+		} else {
+			for (int64_t i = 0; i < hw; i++)
+				nc_st(y, 0, cb, hw, i, c, vld(xc + i * VW) * sv);
+		}
+	}
+}
+
+static void nc_add(const float *a, const float *b, int c, int64_t hw,
+		   float *y, int yblk, int act, float lo, float hi, int cb0,
+		   int cb1)
+{
+	for (int cb = cb0; cb < cb1; cb++) {
+		int64_t o = (int64_t)cb * hw * VW;
+
+		for (int64_t i = 0; i < hw; i++) {
+			vf v = vact(act, vld(a + o + i * VW) + vld(b + o + i * VW),
+				    lo, hi);
+
+			nc_st(y, yblk, cb, hw, i, c, v);
+		}
+	}
+}
+
+static void nc_pool(const struct mi_pool2d *p, int c, const float *x,
+		    float *y, int yblk, int cb0, int cb1, int oy0, int oy1)
+{
+	const int64_t ihw = (int64_t)p->ih * p->iw, ohw = (int64_t)p->oh * p->ow;
+
+	for (int cb = cb0; cb < cb1; cb++) {
+		const float *xc = x + (int64_t)cb * ihw * VW;
+
+		for (int oy = oy0; oy < oy1; oy++) {
+			int ky0, ky1, ry0 = oy * p->s - p->pt, ry1 = ry0 + p->kh;
+			float rrow = 1.0f;
+
+			nc_taps(oy, p->s, p->pt, 1, p->kh, p->ih, &ky0, &ky1);
+			if (p->avg) {
+				int lo = p->include_pad ? ry0 : (ry0 > 0 ? ry0 : 0);
+				int hi = p->include_pad ? p->ih + p->pb : p->ih;
+
+				ry1 = ry1 < hi ? ry1 : hi;
+				rrow = ry1 > lo ? 1.0f / (ry1 - lo) : 0.0f;
+			}
+			for (int ox = 0; ox < p->ow; ox++) {
+				int kx0, kx1, rx0 = ox * p->s - p->pl;
+				int rx1 = rx0 + p->kw;
+				vf acc = vset1(p->avg ? 0.0f : -__builtin_inff());
+
+				nc_taps(ox, p->s, p->pl, 1, p->kw, p->iw, &kx0,
+					&kx1);
+				for (int ky = ky0; ky < ky1; ky++) {
+					const float *xr = xc +
+						((int64_t)(oy * p->s - p->pt + ky) *
+							 p->iw + rx0) * VW;
+
+					if (p->avg)
+						for (int kx = kx0; kx < kx1; kx++)
+							acc += vld(xr + kx * VW);
+					else
+						for (int kx = kx0; kx < kx1; kx++)
+							acc = vmax(acc, vld(xr + kx * VW));
+				}
+				if (p->avg) {
+					int lo = p->include_pad ? rx0 :
+						 (rx0 > 0 ? rx0 : 0);
+					int hi = p->include_pad ? p->iw + p->pr :
+								  p->iw;
+
+					rx1 = rx1 < hi ? rx1 : hi;
+					acc *= rrow * (rx1 > lo ? 1.0f / (rx1 - lo) :
+								  0.0f);
+				}
+				nc_st(y, yblk, cb, ohw, (int64_t)oy * p->ow + ox, c,
+				      acc);
+			}
+		}
+	}
+}
+
+const struct mi_nc_kern NTAB = {
+	.b = VW,
+	.ob = NC_OB,
+	.conv = nc_conv,
+	.dw = nc_dw,
+	.to_blk = nc_to_blk,
+	.from_blk = nc_from_blk,
+	.gap = nc_gap,
+	.chmul = nc_chmul,
+	.add = nc_add,
+	.pool = nc_pool,
+};

@@ -15,8 +15,11 @@
 #define NTAB mi_nc_kern_generic
 #endif
 
-#define NC_R KMR
+/* register tile: up to NC_ACC accumulators, NC_OB output blocks x up
+ * to NC_R positions (fewer blocks -> more positions) */
 #define NC_OB KNV
+#define NC_ACC (KMR * KNV)
+#define NC_R 12
 /* depthwise: output positions per tile */
 #define ND_R 8
 
@@ -65,7 +68,7 @@ ncc_tile(const int OB0, const int R0, const struct mi_nc_conv *p,
 	 int ky0, int ky1, int kx0, int kx1)
 {
 	const int OB = OB0 > NC_OB ? NC_OB : OB0;
-	const int R = R0 > NC_R ? NC_R : R0;
+	const int R = R0 * OB > NC_ACC ? NC_ACC / OB : R0;
 	const int64_t hw = (int64_t)p->h * p->w, ohw = (int64_t)p->oh * p->ow;
 	const ptrdiff_t ps = p->xblk ? VW : 1;
 	const ptrdiff_t ls = p->xblk ? 1 : hw;
@@ -73,7 +76,7 @@ ncc_tile(const int OB0, const int R0, const struct mi_nc_conv *p,
 	const ptrdiff_t rstep = p->sw * ps;
 	const ptrdiff_t wos = (ptrdiff_t)p->kh * p->kw * p->c * VW;
 	const int c = p->c;
-	vf acc[NC_R][NC_OB];
+	vf acc[NC_ACC][NC_OB];
 	int r, o, ky, kx, icb, l;
 
 	UNROLL_MR for (r = 0; r < R; r++)
@@ -127,23 +130,28 @@ ncc_tile(const int OB0, const int R0, const struct mi_nc_conv *p,
 	const struct mi_nc_conv *p, const float *x, const float *res,       \
 		float *y, int mb, int oy, int ox, int ky0, int ky1, int kx0, \
 		int kx1
-#define NCC_INST(OB)                                                      \
-	static void ncc_##OB##_r(NCC_ARGS)                                \
+#define NCC_INST(OB, R)                                                   \
+	static void ncc_##OB##_##R(NCC_ARGS)                              \
 	{                                                                 \
-		ncc_tile(OB, NC_R, p, x, res, y, mb, oy, ox, ky0, ky1, kx0, \
-			 kx1);                                            \
-	}                                                                 \
-	static void ncc_##OB##_1(NCC_ARGS)                                \
-	{                                                                 \
-		ncc_tile(OB, 1, p, x, res, y, mb, oy, ox, ky0, ky1, kx0,   \
+		ncc_tile(OB, R, p, x, res, y, mb, oy, ox, ky0, ky1, kx0,   \
 			 kx1);                                            \
 	}
-NCC_INST(1) NCC_INST(2) NCC_INST(3) NCC_INST(4)
+#if NC_OB > 4
+#error "instance table covers NC_OB <= 4"
+#endif
+#define NCC_ROW(OB)                                                       \
+	NCC_INST(OB, 1) NCC_INST(OB, 2) NCC_INST(OB, 3) NCC_INST(OB, 4)    \
+	NCC_INST(OB, 5) NCC_INST(OB, 6) NCC_INST(OB, 7) NCC_INST(OB, 8)    \
+	NCC_INST(OB, 9) NCC_INST(OB, 10) NCC_INST(OB, 11) NCC_INST(OB, 12)
+NCC_ROW(1) NCC_ROW(2) NCC_ROW(3) NCC_ROW(4)
 
 typedef void (*ncc_fn)(NCC_ARGS);
-static const ncc_fn ncc_tab[4][2] = {
-	{ ncc_1_1, ncc_1_r }, { ncc_2_1, ncc_2_r },
-	{ ncc_3_1, ncc_3_r }, { ncc_4_1, ncc_4_r },
+#define NCC_TROW(OB)                                                      \
+	{ ncc_##OB##_1, ncc_##OB##_2, ncc_##OB##_3, ncc_##OB##_4,          \
+	  ncc_##OB##_5, ncc_##OB##_6, ncc_##OB##_7, ncc_##OB##_8,          \
+	  ncc_##OB##_9, ncc_##OB##_10, ncc_##OB##_11, ncc_##OB##_12 }
+static const ncc_fn ncc_tab[4][12] = {
+	NCC_TROW(1), NCC_TROW(2), NCC_TROW(3), NCC_TROW(4),
 };
 
 /* Valid tap range [*k0, *k1) for output coordinate o. */
@@ -185,22 +193,27 @@ static void nc_conv(const struct mi_nc_conv *p, const float *x,
 		int ky0, ky1;
 
 		nc_taps(oy, p->sh, p->pt, p->dh, p->kh, p->h, &ky0, &ky1);
-		for (ox = ox0; ox < ox1;) {
-			int run = 1, full = ox >= oxl && ox < oxr;
-			int kx0 = 0, kx1 = p->kw;
+		for (mb = mb0; mb < mb1; mb += NC_OB) {
+			int ob = mb1 - mb < NC_OB ? mb1 - mb : NC_OB;
+			int rmax = NC_ACC / ob < NC_R ? NC_ACC / ob : NC_R;
 
-			if (full && ox + NC_R <= oxr && ox + NC_R <= ox1)
-				run = NC_R;
-			if (!full)
-				nc_taps(ox, p->sw, p->pl, p->dw, p->kw, p->w,
-					&kx0, &kx1);
-			for (mb = mb0; mb < mb1; mb += NC_OB) {
-				int ob = mb1 - mb < NC_OB ? mb1 - mb : NC_OB;
+			for (ox = ox0; ox < ox1;) {
+				int run = 1, kx0 = 0, kx1 = p->kw;
 
-				ncc_tab[ob - 1][run > 1](p, x, res, y, mb, oy, ox,
+				if (ox >= oxl && ox < oxr) {
+					/* balanced tiles: 7 = 4 + 3, not 6 + 1 */
+					int left = oxr < ox1 ? oxr - ox : ox1 - ox;
+					int nt = (left + rmax - 1) / rmax;
+
+					run = (left + nt - 1) / nt;
+				} else {
+					nc_taps(ox, p->sw, p->pl, p->dw, p->kw,
+						p->w, &kx0, &kx1);
+				}
+				ncc_tab[ob - 1][run - 1](p, x, res, y, mb, oy, ox,
 							 ky0, ky1, kx0, kx1);
+				ox += run;
 			}
-			ox += run;
 		}
 	}
 }

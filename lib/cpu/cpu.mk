@@ -7,6 +7,7 @@ CPU_LIBA := $(O)/libmetainfer.a
 CPU_TEST_KERNELS := $(O)/lib/cpu/tests/test-cpu-kernels
 CPU_TEST_PLAN := $(O)/lib/cpu/tests/test-cpu-plan
 CPU_TEST_XFORM := $(O)/lib/cpu/tests/test-xform
+CPU_TEST_NCHWC := $(O)/lib/cpu/tests/test-nchwc
 CPU_BENCH := $(O)/mi-cpu-bench
 CPU_TFLAGS = $(CFLAGS_COMMON) -pthread
 # the library's other parts (ops, importer) need these when linked statically
@@ -24,6 +25,10 @@ $(CPU_TEST_XFORM): lib/cpu/tests/test-xform.c $(CPU_LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPU_TFLAGS) $< -o $@ $(CPU_LIBA) $(CPU_LDLIBS)
 
+$(CPU_TEST_NCHWC): lib/cpu/tests/test-nchwc.c $(CPU_LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPU_TFLAGS) $< -o $@ $(CPU_LIBA) $(CPU_LDLIBS)
+
 $(CPU_BENCH): lib/cpu/tests/mi-cpu-bench.c $(CPU_LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPU_TFLAGS) $< -o $@ $(CPU_LIBA) $(CPU_LDLIBS)
@@ -31,12 +36,14 @@ $(CPU_BENCH): lib/cpu/tests/mi-cpu-bench.c $(CPU_LIBA)
 # Every ISA path: generic always, avx2/avx512 where the CPU has them (an
 # unsupported request falls back to the native path with a warning).
 .PHONY: check-cpu bench-cpu
-check-cpu: $(CPU_TEST_KERNELS) $(CPU_TEST_PLAN) $(CPU_TEST_XFORM) $(O)/metainfer
+check-cpu: $(CPU_TEST_KERNELS) $(CPU_TEST_PLAN) $(CPU_TEST_XFORM) \
+	$(CPU_TEST_NCHWC) $(O)/metainfer
 	@set -eo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	for isa in generic avx2 avx512; do \
 		MI_CPU_ISA=$$isa $(CPU_TEST_KERNELS) | tail -n 20; \
 		MI_CPU_ISA=$$isa $(CPU_TEST_PLAN) | tail -n 20; \
 		MI_CPU_ISA=$$isa $(CPU_TEST_XFORM) | tail -n 20; \
+		MI_CPU_ISA=$$isa $(CPU_TEST_NCHWC) | tail -n 20; \
 		MI_CPU_ISA=$$isa $(PYTHON) lib/cpu/tests/xform-models.py \
 			$(O)/metainfer "$$tmp/$$isa" | tail -n 1; \
 	done
@@ -45,5 +52,6 @@ bench-cpu: $(CPU_BENCH)
 	$(CPU_BENCH) -t 1
 	$(CPU_BENCH) -t 2
 
-ALL += $(CPU_TEST_KERNELS) $(CPU_TEST_PLAN) $(CPU_TEST_XFORM) $(CPU_BENCH)
+ALL += $(CPU_TEST_KERNELS) $(CPU_TEST_PLAN) $(CPU_TEST_XFORM) $(CPU_TEST_NCHWC) \
+	$(CPU_BENCH)
 CHECKS += check-cpu

@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: MIT
+/*
+ * NCHWc (blocked channel layout) kernels and planner pass.
+ *
+ * Kernels: direct conv, depthwise, pooling, global average pool, channel
+ * scale, Add and the reorders against the scalar references on random
+ * shapes (channel counts that are not multiples of the block, strides,
+ * pads, dilations, every layout combination, residual, activations);
+ * outputs are pre-filled with NaN so an unwritten element fails.
+ * Planner: small graphs (chains, chain boundaries, graph outputs inside a
+ * chain, SE block, residuals) planned, run and compared with the
+ * reference ops of lib/ops; mi_cpu_plan_fini() must restore the graph,
+ * and re-planning must work.  Run once per ISA (MI_CPU_ISA) by check-cpu.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ops/ops.h"
+#include "cpu/cpu.h"
+#include "cpu/cpu_plan.h"
+#include "cpu/nchwc.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		checks++;                                                  \
+		if (!(cond)) {                                             \
+			failures++;                                        \
+			printf("FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
+			printf(__VA_ARGS__);                               \
+			printf("\n");                                      \
+		}                                                          \
+	} while (0)
+
+static unsigned int seed = 4242;
+
+static unsigned int rnd(unsigned int n)
+{
+	seed = seed * 1103515245u + 12345u;
+	return (seed >> 8) % n;
+}
+
+static float rfl(void)
+{
+	return (float)rnd(20001) / 10000.0f - 1.0f;
+}
+
+static float *rbuf(size_t n)
+{
+	float *p = mi_cpu_alloc((n ? n : 1) * sizeof(float));
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = rfl();
+	return p;
+}
+
+static float *nanbuf(size_t n)
+{
+	float *p = mi_cpu_alloc((n ? n : 1) * sizeof(float));
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = NAN;
+	return p;
+}
+
+static double nerr(const float *y, const float *ref, int64_t n)
+{
+	double md = 0, mr = 0;
+
+	for (int64_t i = 0; i < n; i++) {
+		double d = fabs((double)y[i] - ref[i]);
+
+		md = d > md || isnan(d) ? d : md;
+		mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
+	}
+	return md / (mr > 1e-6 ? mr : 1e-6);
+}
+
+static const struct mi_nc_kern *K;
+static int B;
+
+static int cb(int c)
+{
+	return (c + B - 1) / B;
+}
+
+/* NCHW [c][hw] -> layout blk (fresh buffer) */
+static float *to_layout(const float *x, int c, int64_t hw, int blk)
+{
+	float *y;
+
+	if (!blk) {
+		y = mi_cpu_alloc(c * hw * sizeof(float) + 4);
+		memcpy(y, x, c * hw * sizeof(float));
+		return y;
+	}
+	y = nanbuf((size_t)cb(c) * B * hw);
+	K->to_blk(x, c, hw, y, 0, cb(c));
+	return y;
+}
+
+static float *from_layout(const float *y, int c, int64_t hw, int blk)
+{
+	float *o = nanbuf((size_t)c * hw);
+
+	if (blk)
+		K->from_blk(y, c, hw, o, 0, cb(c));
+	else
+		memcpy(o, y, c * hw * sizeof(float));
+	return o;
+}
+
+static const int chans[] = { 1, 3, 17, 24, 40, 88 };
+
+static void pick_act(int *act, float *lo, float *hi)
+{
+	*act = (int)rnd(MI_ACT_COUNT);
+	*lo = -0.3f;
+	*hi = 0.4f;
+	if (*act == MI_ACT_HSWISH)
+		*lo = 1.0f / 6.0f, *hi = 0.5f;
+}
+
+/* Direct conv (dw = 0) or depthwise (dw = 1) with edge tiles. */
+static void conv_case(int dw, int it)
+{
+	struct mi_conv_shape s = { .n = 1, .group = 1 };
+	struct mi_nc_conv p = { 0 };
+	float *x, *w, *bias, *res = NULL, *ref, *xl, *rl = NULL, *y, *yo;
+	int xblk = dw ? 1 : (int)rnd(2), yblk = (int)rnd(2);
+	int rblk = (int)rnd(2), act, mb;
+	float lo, hi;
+	int64_t ohw;
+	double e;
+
+	s.c = chans[rnd(sizeof(chans) / sizeof(chans[0]) - (dw ? 0 : 1))];
+	s.m = dw ? s.c : chans[rnd(sizeof(chans) / sizeof(chans[0]))];
+	if (dw)
+		s.group = s.c;
+	s.kh = s.kw = dw ? 3 + 2 * (int)rnd(3) : 1 + 2 * (int)rnd(3);
+	if (!rnd(4))
+		s.kw = 1 + (int)rnd(3);
+	s.sh = 1 + (int)rnd(2);
+	s.sw = rnd(3) ? s.sh : 3 - s.sh;
+	s.dh = s.dw = rnd(4) ? 1 : 2;
+	s.h = 1 + (int)rnd(15);
+	s.w = 1 + (int)rnd(20);
+	s.pt = (int)rnd(s.kh);
+	s.pl = (int)rnd(s.kw);
+	s.pb = (int)rnd(s.kh);
+	s.pr = (int)rnd(s.kw);
+	s.oh = (s.h + s.pt + s.pb - ((s.kh - 1) * s.dh + 1)) / s.sh + 1;
+	s.ow = (s.w + s.pl + s.pr - ((s.kw - 1) * s.dw + 1)) / s.sw + 1;
+	if (s.oh < 1 || s.ow < 1)
+		return;
+	ohw = (int64_t)s.oh * s.ow;
+	pick_act(&act, &lo, &hi);
+	x = rbuf((size_t)s.c * s.h * s.w);
+	w = rbuf((size_t)s.m * (s.c / s.group) * s.kh * s.kw);
+	bias = rnd(2) ? rbuf(s.m) : NULL;
+	if (rnd(2)) {
+		res = rbuf((size_t)s.m * ohw);
+		rl = to_layout(res, s.m, ohw, rblk);
+	}
+	ref = nanbuf((size_t)s.m * ohw);
+	mi_conv_ref(&s, x, w, bias, res, act, lo, hi, ref);
+	xl = to_layout(x, s.c, (int64_t)s.h * s.w, xblk);
+	p = (struct mi_nc_conv){
+		.c = s.c, .h = s.h, .w = s.w, .m = s.m, .oh = s.oh, .ow = s.ow,
+		.kh = s.kh, .kw = s.kw, .sh = s.sh, .sw = s.sw, .dh = s.dh,
+		.dw = s.dw, .pt = s.pt, .pl = s.pl, .xblk = xblk,
+		.yblk = yblk, .rblk = rblk, .act = act, .lo = lo, .hi = hi,
+	};
+	p.wp = mi_nc_pack_weights(B, dw, s.m, s.c, s.kh, s.kw, w);
+	p.bias = mi_nc_pack_bias(B, s.m, bias);
+	mb = cb(s.m);
+	y = nanbuf(yblk ? (size_t)mb * B * ohw : (size_t)s.m * ohw);
+	if (dw) {
+		/* split like the planner: block ranges x row ranges */
+		int r = s.oh / 2;
+
+		K->dw(&p, xl, rl, y, 0, mb, 0, r);
+		K->dw(&p, xl, rl, y, 0, mb, r, s.oh);
+	} else if (it & 1) {
+		int m1 = mb / 2, c1 = s.ow / 2;
+
+		K->conv(&p, xl, rl, y, 0, m1, 0, s.oh, 0, s.ow);
+		K->conv(&p, xl, rl, y, m1, mb, 0, s.oh, 0, c1);
+		K->conv(&p, xl, rl, y, m1, mb, 0, s.oh, c1, s.ow);
+	} else {
+		K->conv(&p, xl, rl, y, 0, mb, 0, s.oh, 0, s.ow);
+	}
+	yo = from_layout(y, s.m, ohw, yblk);
+	e = nerr(yo, ref, (int64_t)s.m * ohw);
+	CHECK(e < 2e-5,
+	      "%s c%d m%d %dx%d k%dx%d s%d,%d d%d p%d,%d,%d,%d act%d res%d lay %d%d%d: err %g",
+	      dw ? "dw" : "conv", s.c, s.m, s.h, s.w, s.kh, s.kw, s.sh, s.sw,
+	      s.dh, s.pt, s.pl, s.pb, s.pr, act, !!res, xblk, yblk, rblk, e);
+	mi_cpu_free(x);
+	mi_cpu_free(w);
+	mi_cpu_free(bias);
+	mi_cpu_free(res);
+	mi_cpu_free(rl);
+	mi_cpu_free(ref);
+	mi_cpu_free(xl);
+	mi_cpu_free(y);
+	mi_cpu_free(yo);
+	mi_cpu_free((void *)p.wp);
+	mi_cpu_free((void *)p.bias);
+}
+
+static void pool_case(void)
+{
+	struct mi_pool2d p = { 0 };
+	int c = chans[rnd(6)], yblk = (int)rnd(2);
+	float *x, *xl, *ref, *y, *yo;
+	int64_t ihw, ohw;
+	double e;
+
+	p.kh = 1 + (int)rnd(4);
+	p.kw = 1 + (int)rnd(4);
+	p.s = 1 + (int)rnd(2);
+	p.ih = p.kh + (int)rnd(12);
+	p.iw = p.kw + (int)rnd(12);
+	p.pt = (int)rnd(p.kh);
+	p.pl = (int)rnd(p.kw);
+	p.pb = (int)rnd(p.kh);
+	p.pr = (int)rnd(p.kw);
+	p.avg = (int)rnd(2);
+	p.include_pad = (int)rnd(2);
+	p.oh = (p.ih + p.pt + p.pb - p.kh) / p.s + 1;
+	p.ow = (p.iw + p.pl + p.pr - p.kw) / p.s + 1;
+	if (rnd(3) == 0) {
+		/* ceil_mode overhang: one more output when it starts inside */
+		if ((p.oh) * p.s - p.pt < p.ih)
+			p.oh++;
+		if ((p.ow) * p.s - p.pl < p.iw)
+			p.ow++;
+	}
+	ihw = (int64_t)p.ih * p.iw;
+	ohw = (int64_t)p.oh * p.ow;
+	x = rbuf((size_t)c * ihw);
+	ref = nanbuf((size_t)c * ohw);
+	for (int i = 0; i < c; i++)
+		mi_pool_ref(&p, x + i * ihw, ref + i * ohw);
+	xl = to_layout(x, c, ihw, 1);
+	y = nanbuf(yblk ? (size_t)cb(c) * B * ohw : (size_t)c * ohw);
+	K->pool(&p, c, xl, y, yblk, 0, cb(c), 0, p.oh / 2);
+	K->pool(&p, c, xl, y, yblk, 0, cb(c), p.oh / 2, p.oh);
+	yo = from_layout(y, c, ohw, yblk);
+	e = nerr(yo, ref, c * ohw);
+	CHECK(e < 1e-6, "%s c%d %dx%d k%dx%d s%d p%d,%d,%d,%d inc%d -> %dx%d: err %g",
+	      p.avg ? "avg" : "max", c, p.ih, p.iw, p.kh, p.kw, p.s, p.pt,
+	      p.pl, p.pb, p.pr, p.include_pad, p.oh, p.ow, e);
+	mi_cpu_free(x);
+	mi_cpu_free(xl);
+	mi_cpu_free(ref);
+	mi_cpu_free(y);
+	mi_cpu_free(yo);
+}
+
+/* GAP, channel scale, Add(+act), reorder round trip */
+static void misc_case(void)
+{
+	int c = chans[rnd(6)], yblk = (int)rnd(2), act;
+	int64_t hw = 1 + rnd(150), n = c * hw;
+	float *a = rbuf(n), *b = rbuf(n), *s = rbuf(c), *al, *bl, *y, *yo;
+	float *ref = nanbuf(n), *g = nanbuf(c + 1), lo, hi;
+	struct mi_epi ep = { 0 };
+
+	pick_act(&act, &lo, &hi);
+	ep.act = act, ep.lo = lo, ep.hi = hi;
+	al = to_layout(a, c, hw, 1);
+	bl = to_layout(b, c, hw, 1);
+	yo = from_layout(al, c, hw, 1);
+	CHECK(!memcmp(yo, a, n * sizeof(float)), "reorder round trip c%d", c);
+	mi_cpu_free(yo);
+	/* GAP */
+	K->gap(al, c, hw, g, 0, cb(c));
+	for (int i = 0; i < c; i++) {
+		double acc = 0;
+
+		for (int64_t j = 0; j < hw; j++)
+			acc += a[i * hw + j];
+		ref[i] = (float)(acc / hw);
+	}
+	CHECK(nerr(g, ref, c) < 1e-6, "gap c%d hw%lld: %g", c, (long long)hw,
+	      nerr(g, ref, c));
+	CHECK(isnan(g[c]), "gap wrote past c");
+	/* channel scale */
+	y = nanbuf(yblk ? (size_t)cb(c) * B * hw : n);
+	K->chmul(al, s, c, hw, y, yblk, 0, cb(c));
+	yo = from_layout(y, c, hw, yblk);
+	for (int64_t i = 0; i < n; i++)
+		ref[i] = a[i] * s[i / hw];
+	CHECK(nerr(yo, ref, n) < 1e-6, "chmul c%d: %g", c, nerr(yo, ref, n));
+	mi_cpu_free(y);
+	mi_cpu_free(yo);
+	/* Add + act */
+	y = nanbuf(yblk ? (size_t)cb(c) * B * hw : n);
+	K->add(al, bl, c, hw, y, yblk, act, lo, hi, 0, cb(c));
+	yo = from_layout(y, c, hw, yblk);
+	for (int64_t i = 0; i < n; i++)
+		ref[i] = mi_epi_scalar(&ep, a[i] + b[i], 0, 0);
+	CHECK(nerr(yo, ref, n) < 1e-6, "add c%d act%d: %g", c, act,
+	      nerr(yo, ref, n));
+	mi_cpu_free(y);
+	mi_cpu_free(yo);
+	mi_cpu_free(a);
+	mi_cpu_free(b);
+	mi_cpu_free(s);
+	mi_cpu_free(al);
+	mi_cpu_free(bl);
+	mi_cpu_free(ref);
+	mi_cpu_free(g);
+}
+
+/* ---- planner ------------------------------------------------------------ */
+static int tensor(struct mi_graph *g, const char *name, int64_t d0, int64_t d1,
+		  int64_t d2, int64_t d3, unsigned int flags, bool fill)
+{
+	int t = mi_graph_add_tensor(g, name);
+	struct mi_tensor *x = &g->tensors[t];
+	int64_t dims[4] = { d0, d1, d2, d3 };
+
+	mi_tensor_set_shape(x, MI_DT_FLOAT, 4, dims);
+	if (fill) {
+		mi_tensor_alloc(x);
+		for (int64_t i = 0; i < mi_tensor_numel(x); i++)
+			((float *)x->data)[i] = rfl() * 0.5f;
+	}
+	x->flags |= flags;
+	return t;
+}
+
+static int node(struct mi_graph *g, const char *op, int nin, const int *in,
+		int out)
+{
+	int nd = mi_graph_add_node(g, op, op, in, nin, &out, 1);
+
+	g->nodes[nd].def = mi_op_find(op, "");
+	return nd;
+}
+
+/* Conv node: x -> y with random weights/bias; returns the node. */
+static int conv(struct mi_graph *g, int x, int c, int m, int k, int s,
+		int group, int y)
+{
+	int w = tensor(g, "w", m, c / group, k, k,
+		       MI_TF_CONST | MI_TF_INITIALIZER, true);
+	int b = tensor(g, "b", 1, 1, 1, m, MI_TF_CONST | MI_TF_INITIALIZER,
+		       true);
+	int64_t pads[4] = { k / 2, k / 2, k / 2, k / 2 };
+	int64_t st[2] = { s, s };
+	int nd;
+
+	mi_tensor_set_shape(&g->tensors[b], MI_DT_FLOAT, 1, (int64_t[]){ m });
+	nd = node(g, "Conv", 3, (int[]){ x, w, b }, y);
+	mi_node_set_ints(&g->nodes[nd], "pads", pads, 4);
+	mi_node_set_ints(&g->nodes[nd], "strides", st, 2);
+	if (group > 1) {
+		struct mi_node *n = &g->nodes[nd];
+
+		n->attrs = realloc(n->attrs, (n->nattrs + 1) * sizeof(*n->attrs));
+		memset(&n->attrs[n->nattrs], 0, sizeof(*n->attrs));
+		n->attrs[n->nattrs].name = strdup("group");
+		n->attrs[n->nattrs].type = MI_ATTR_INT;
+		n->attrs[n->nattrs].i = group;
+		n->nattrs++;
+	}
+	return nd;
+}
+
+/* Run the graph's live nodes in order (fast kernels where planned),
+ * NaN-filled outputs; copy every graph output into outs[i]. */
+static int run_graph(struct mi_graph *g, float **outs)
+{
+	for (int p = 0; p < g->norder; p++) {
+		struct mi_node *n = &g->nodes[g->order[p]];
+		struct mi_tensor *y = mi_out(g, n, 0);
+		int err;
+
+		if (!y->data) {
+			if (mi_tensor_alloc(y))
+				return -1;
+			for (size_t i = 0; i < y->nbytes / 4; i++)
+				((float *)y->data)[i] = NAN;
+		}
+		err = n->priv ? mi_cpu_node_run(g, n) : n->def->run(g, n);
+		if (err)
+			return err;
+	}
+	for (int i = 0; i < g->noutputs; i++) {
+		struct mi_tensor *t = &g->tensors[g->outputs[i]];
+		size_t nb = mi_tensor_numel(t) * sizeof(float);
+
+		outs[i] = malloc(nb);
+		memcpy(outs[i], t->data, nb);
+	}
+	return 0;
+}
+
+static void free_activations(struct mi_graph *g)
+{
+	for (int i = 0; i < g->ntensors; i++) {
+		struct mi_tensor *t = &g->tensors[i];
+
+		if (!(t->flags & (MI_TF_CONST | MI_TF_INPUT)))
+			mi_tensor_free_data(t);
+	}
+}
+
+static int count_planned(const struct mi_graph *g)
+{
+	int c = 0;
+
+	for (int i = 0; i < g->nnodes; i++)
+		c += !g->nodes[i].dead && g->nodes[i].priv != NULL;
+	return c;
+}
+
+/*
+ * Inverted residual with squeeze-excitation, plus a graph output inside
+ * the chain and a MaxPool:
+ *   x -> Conv1x1 + Relu -> dw3x3 s1 + HardSwish -(t2)-> GAP -> Conv1x1
+ *   (on 1x1) -> Sigmoid -> Mul(t2, s) -> Conv1x1 -> Add(x) -> MaxPool
+ *   -> y; outputs y and the GAP's, or (out_mid) y and t2
+ */
+static void test_chain(int c, int e, int hw, int nthreads, bool out_mid)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = nthreads };
+	int x, t0, t1, t1a, t2, gp, sq, sg, t3, t4, t5, y;
+	int ncv1, ndw, nmul, nadd, npool, nrelu, nhs;
+	float *fast[2] = { 0 }, *ref[2] = { 0 };
+	int64_t ks[2] = { 3, 3 }, st[2] = { 2, 2 }, pads[4] = { 1, 1, 1, 1 };
+	int ysz = hw / 2 + (hw & 1);
+
+	mi_graph_init(&g);
+	g.opset = 17;
+	x = tensor(&g, "x", 1, c, hw, hw, MI_TF_INPUT, true);
+	t0 = tensor(&g, "t0", 1, e, hw, hw, 0, false);
+	t1 = tensor(&g, "t1", 1, e, hw, hw, 0, false);
+	t1a = tensor(&g, "t1a", 1, e, hw, hw, 0, false);
+	t2 = tensor(&g, "t2", 1, e, hw, hw, 0, false);
+	gp = tensor(&g, "gp", 1, e, 1, 1, 0, false);
+	sq = tensor(&g, "sq", 1, e, 1, 1, 0, false);
+	sg = tensor(&g, "sg", 1, e, 1, 1, 0, false);
+	t3 = tensor(&g, "t3", 1, e, hw, hw, 0, false);
+	t4 = tensor(&g, "t4", 1, c, hw, hw, 0, false);
+	t5 = tensor(&g, "t5", 1, c, hw, hw, 0, false);
+	y = tensor(&g, "y", 1, c, ysz, ysz, 0, false);
+	ncv1 = conv(&g, x, c, e, 1, 1, 1, t0);
+	nrelu = node(&g, "Relu", 1, (int[]){ t0 }, t1);
+	ndw = conv(&g, t1, e, e, 3, 1, e, t1a);
+	nhs = node(&g, "HardSwish", 1, (int[]){ t1a }, t2);
+	node(&g, "GlobalAveragePool", 1, (int[]){ t2 }, gp);
+	conv(&g, gp, e, e, 1, 1, 1, sq);
+	node(&g, "Sigmoid", 1, (int[]){ sq }, sg);
+	nmul = node(&g, "Mul", 2, (int[]){ t2, sg }, t3);
+	conv(&g, t3, e, c, 1, 1, 1, t4);
+	nadd = node(&g, "Add", 2, (int[]){ t4, x }, t5);
+	npool = node(&g, "MaxPool", 1, (int[]){ t5 }, y);
+	mi_node_set_ints(&g.nodes[npool], "kernel_shape", ks, 2);
+	mi_node_set_ints(&g.nodes[npool], "strides", st, 2);
+	mi_node_set_ints(&g.nodes[npool], "pads", pads, 4);
+	g.outputs = malloc(2 * sizeof(int));
+	g.noutputs = 2;
+	g.outputs[0] = y;
+	g.outputs[1] = out_mid ? t2 : gp;
+	g.tensors[y].flags |= MI_TF_OUTPUT;
+	g.tensors[g.outputs[1]].flags |= MI_TF_OUTPUT;
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	for (int round = 0; round < 2; round++) {
+		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		CHECK(g.nodes[ncv1].priv && g.nodes[ndw].priv &&
+			      g.nodes[nmul].priv && g.nodes[npool].priv,
+		      "chain not planned (c%d e%d)", c, e);
+		CHECK(g.nodes[nrelu].dead && g.nodes[nhs].dead &&
+			      g.nodes[nadd].dead,
+		      "act / residual not fused");
+		CHECK(g.tensors[t1].phys_bytes >=
+			      (size_t)(e + B - 1) / B * B * hw * hw * 4,
+		      "t1 not blocked (phys %zu)", g.tensors[t1].phys_bytes);
+		CHECK(!g.tensors[y].phys_bytes && !g.tensors[gp].phys_bytes,
+		      "graph output / GAP output blocked");
+		CHECK(!g.tensors[t2].phys_bytes == out_mid,
+		      "t2 blocked %zu, graph output %d", g.tensors[t2].phys_bytes,
+		      out_mid);
+		CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
+		mi_cpu_plan_fini(&g);
+		CHECK(!g.nodes[nrelu].dead && !g.nodes[nhs].dead &&
+			      !g.nodes[nadd].dead && !count_planned(&g),
+		      "fini did not restore the graph");
+		CHECK(!g.tensors[t1].phys_bytes, "fini left phys_bytes");
+		CHECK(g.nodes[ncv1].outputs[0] == t0 &&
+			      g.nodes[ncv1].ninputs == 3,
+		      "conv not restored");
+		free_activations(&g);
+		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		CHECK(!run_graph(&g, ref), "reference run: %s", g.err);
+		for (int i = 0; i < 2 && fast[0] && ref[0]; i++) {
+			int64_t n = mi_tensor_numel(&g.tensors[g.outputs[i]]);
+			double er = nerr(fast[i], ref[i], n);
+
+			CHECK(er < 1e-5, "chain c%d e%d hw%d t%d output %d: err %g",
+			      c, e, hw, nthreads, i, er);
+		}
+		for (int i = 0; i < 2; i++) {
+			free(fast[i]);
+			free(ref[i]);
+			fast[i] = ref[i] = NULL;
+		}
+		free_activations(&g);
+	}
+	mi_graph_fini(&g);
+}
+
+/* A Conv feeding only NCHW ops stays off the blocked path. */
+static void test_lone_conv(void)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = 1 };
+	int x, t, y, cv;
+
+	mi_graph_init(&g);
+	g.opset = 17;
+	x = tensor(&g, "x", 1, 8, 9, 9, MI_TF_INPUT, true);
+	t = tensor(&g, "t", 1, 16, 9, 9, 0, false);
+	y = tensor(&g, "y", 1, 16, 9, 9, 0, false);
+	cv = conv(&g, x, 8, 16, 3, 1, 1, t);
+	node(&g, "Softmax", 1, (int[]){ t }, y);
+	g.outputs = malloc(sizeof(int));
+	g.noutputs = 1;
+	g.outputs[0] = y;
+	g.tensors[y].flags |= MI_TF_OUTPUT;
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(g.nodes[cv].priv, "conv not planned");
+	CHECK(!g.tensors[t].phys_bytes, "lone conv output blocked");
+	mi_cpu_plan_fini(&g);
+	mi_graph_fini(&g);
+}
+
+int main(void)
+{
+	int it;
+
+	K = mi_nc_kern_get(mi_cpu_isa());
+	B = K->b;
+	printf("test-nchwc: isa=%s block=%d\n", mi_cpu_isa_name(mi_cpu_isa()),
+	       B);
+	for (it = 0; it < 150; it++)
+		conv_case(0, it);
+	for (it = 0; it < 100; it++)
+		conv_case(1, it);
+	for (it = 0; it < 100; it++)
+		pool_case();
+	for (it = 0; it < 40; it++)
+		misc_case();
+	test_chain(3, 24, 9, 1, false);
+	test_chain(17, 40, 14, 2, false);
+	test_chain(16, 88, 7, 2, true);
+	test_lone_conv();
+	printf("test-nchwc: %d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}

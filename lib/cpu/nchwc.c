@@ -26,7 +26,7 @@
  * each node's fini.
  *
  * Which convolutions: a 3x3 stride-1 conv that the Winograd kernel takes
- * (see wino_pays in plan.c) stays NCHW (Winograd is ~2x the direct
+ * (mi_cpu_wino_pays, plan.c) stays NCHW (Winograd is ~2x the direct
  * convolution's FLOP rate there); every other conv is marked.
  * MI_CPU_NCHWC=0 disables the pass.
  */
@@ -203,16 +203,6 @@ static int conv_shape(struct mi_graph *g, struct mi_node *n,
 	return -EOPNOTSUPP;
 }
 
-/* Winograd's territory (plan.c's rule): stays NCHW. */
-static bool wino_shape(const struct mi_conv_shape *s)
-{
-	int tiles = ((s->oh + 3) / 4) * ((s->ow + 3) / 4);
-
-	return s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 &&
-	       s->dh == 1 && s->dw == 1 && s->c >= 16 && s->m >= 16 &&
-	       tiles >= 40;
-}
-
 /*
  * Direct convolution vs the NCHW kernels (build/mi-cpu-bench -f nchwc,
  * AVX-512, 1 thread): faster everywhere except (a) Winograd's shapes and
@@ -226,7 +216,7 @@ static bool direct_pays(const struct mi_conv_shape *s,
 {
 	int64_t mt = s->m < k->ob * k->b ? s->m : k->ob * k->b;
 
-	if (wino_shape(s))
+	if (mi_cpu_wino_pays(s))
 		return false;
 	return (int64_t)s->kh * s->kw * s->c * mt * 4 <= (1 << 20);
 }

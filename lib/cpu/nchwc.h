@@ -89,6 +89,9 @@ float *mi_nc_pack_weights(int b, int dw, int m, int c, int kh, int kw,
 			  const float *w);
 float *mi_nc_pack_bias(int b, int m, const float *bias);
 
+/* plan.c: would the NCHW planner run this conv with Winograd? */
+int mi_cpu_wino_pays(const struct mi_conv_shape *s);
+
 /* Planner pass (nchwc.c): runs chains of Conv / depthwise / pooling /
  * channel-scale / Add nodes in the blocked layout. */
 struct mi_graph;

@@ -89,6 +89,12 @@ static int wino_pays(const struct mi_conv_shape *s)
 	return s->c >= 16 && s->m >= 16 && tiles >= 16;
 }
 
+/* The NCHWc pass leaves Winograd's convs to this planner. */
+int mi_cpu_wino_pays(const struct mi_conv_shape *s)
+{
+	return wino_pays(s) && mi_conv_supports(MI_CONV_WINOGRAD, s);
+}
+
 static const struct variant *pick_conv(const struct mi_conv_shape *s, int isa)
 {
 	size_t i;

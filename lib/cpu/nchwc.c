@@ -540,14 +540,23 @@ static bool produces_blocked(int kind)
 	       kind == NC_ADD || kind == NC_POOL;
 }
 
+static int nc_cb(int c, int b)
+{
+	return (c + b - 1) / b;
+}
+
 static bool tensor_blocked(struct mi_graph *g, int t, const int *kind,
-			   struct nc_node **fs)
+			   struct nc_node **fs, int b)
 {
 	struct mi_tensor *tt = &g->tensors[t];
 	int uses = 0;
 
 	if (tt->producer < 0 || !produces_blocked(kind[tt->producer]) ||
-	    (tt->flags & MI_TF_OUTPUT))
+	    (tt->flags & MI_TF_OUTPUT) || tt->ndim != 4)
+		return false;
+	/* padding at most half the channels (8 of 16: half of every vector
+	 * and of the tensor's memory wasted) */
+	if (2 * nc_cb((int)tt->dims[1], b) * b > 3 * tt->dims[1])
 		return false;
 	for (int i = 0; i < g->nnodes; i++) {
 		struct mi_node *n = &g->nodes[i];
@@ -573,11 +582,6 @@ struct nc_job {
 	int64_t items;
 	int pad; /* conv: the padding copy */
 };
-
-static int nc_cb(int c, int b)
-{
-	return (c + b - 1) / b;
-}
 
 /* Per-image element counts of the tensors in their layouts. */
 static int64_t img_size(int c, int64_t hw, int blk, int b)
@@ -926,7 +930,8 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 	do {
 		changed = false;
 		for (int t = 0; t < g->ntensors; t++)
-			blk[t] = tensor_blocked(g, t, kind, fs);
+			blk[t] = tensor_blocked(g, t, kind, fs,
+						 mi_nc_kern_get(isa)->b);
 		for (int i = 0; i < g->nnodes; i++) {
 			struct mi_node *n = &g->nodes[i];
 			bool drop = false;

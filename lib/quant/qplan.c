@@ -67,6 +67,7 @@ struct qnode {
 	uint8_t *lut8;    /* the same followed by its QuantizeLinear: byte -> byte */
 	struct qact se_y; /* SE Mul: output quantization */
 	int64_t se_c, se_hw; /* SE Mul: channels (N * C) and pixels per channel */
+	bool se_c4;          /* SE Mul: writes the C4 layout for its int8 conv */
 	struct qcat *cat; /* Concat */
 	int *cat_orig;    /* Concat: original inputs */
 	int nthreads; /* planned with */
@@ -1288,6 +1289,67 @@ static void qse_item(void *arg, int c, int tid)
 	}
 }
 
+/* n <= 64 outputs of channel c from pixel p0 (tab: its table or NULL) */
+static void qse_part(const struct qnode *q, const uint8_t *x, float sv, const uint8_t *tab,
+		     int n, uint8_t *y)
+{
+	int i = 0;
+
+	if (tab) {
+		if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
+			i = (int)lut8_vbmi(x, tab, n, y);
+		for (; i < n; i++)
+			y[i] = tab[x[i]];
+		return;
+	}
+	float v[64];
+
+	for (int k = 0; k < n; k++)
+		v[k] = q->lut[x[k]] * sv;
+	mi_quantize_f32(v, n, q->se_y.scale, q->se_y.zp, q->se_y.dtype, y);
+}
+
+/* C4 output: channels 4c4..4c4+3 interleaved ([C/4][H*W][4] per image) */
+static void qse_item_c4(void *arg, int c4, int tid)
+{
+	const struct qse_job *j = arg;
+	const struct qnode *q = j->q;
+	int64_t hw = q->se_hw;
+	uint8_t tabs[4][256], part[4][64] __attribute__((aligned(16))), out[64 * 4];
+	bool use_tab = hw >= 256;
+
+	for (int k = 0; k < 4 && use_tab; k++) {
+		float v[256], sv = j->s[4 * c4 + k];
+
+		for (int b = 0; b < 256; b++)
+			v[b] = q->lut[b] * sv;
+		mi_quantize_f32(v, 256, q->se_y.scale, q->se_y.zp, q->se_y.dtype, tabs[k]);
+	}
+	for (int64_t p0 = 0; p0 < hw; p0 += 64) {
+		int n = hw - p0 < 64 ? (int)(hw - p0) : 64;
+		uint8_t *dst = j->y + ((size_t)c4 * hw + p0) * 4;
+
+		for (int k = 0; k < 4; k++)
+			qse_part(q, j->x + (size_t)(4 * c4 + k) * hw + p0, j->s[4 * c4 + k],
+				 use_tab ? tabs[k] : NULL, n, part[k]);
+		/* 16 pixels x 4 channels per round: byte, then word interleave */
+		for (int x = 0; x < n; x += 16) {
+			__m128i c0 = _mm_load_si128((const __m128i *)(part[0] + x));
+			__m128i c1 = _mm_load_si128((const __m128i *)(part[1] + x));
+			__m128i c2 = _mm_load_si128((const __m128i *)(part[2] + x));
+			__m128i c3 = _mm_load_si128((const __m128i *)(part[3] + x));
+			__m128i a0 = _mm_unpacklo_epi8(c0, c1), a1 = _mm_unpackhi_epi8(c0, c1);
+			__m128i b0 = _mm_unpacklo_epi8(c2, c3), b1 = _mm_unpackhi_epi8(c2, c3);
+
+			_mm_storeu_si128((__m128i *)(out + x * 4), _mm_unpacklo_epi16(a0, b0));
+			_mm_storeu_si128((__m128i *)(out + x * 4 + 16), _mm_unpackhi_epi16(a0, b0));
+			_mm_storeu_si128((__m128i *)(out + x * 4 + 32), _mm_unpacklo_epi16(a1, b1));
+			_mm_storeu_si128((__m128i *)(out + x * 4 + 48), _mm_unpackhi_epi16(a1, b1));
+		}
+		memcpy(dst, out, (size_t)n * 4);
+	}
+}
+
 static int qse_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
@@ -1295,7 +1357,10 @@ static int qse_run(struct mi_graph *g, struct mi_node *n)
 			     mi_out(g, n, 0)->data };
 
 	cur_threads = q->nthreads;
-	pool_for((int)q->se_c, qse_item, &j);
+	if (q->se_c4)
+		pool_for((int)(q->se_c / 4), qse_item_c4, &j);
+	else
+		pool_for((int)q->se_c, qse_item, &j);
 	return 0;
 }
 
@@ -1518,6 +1583,26 @@ static void plan_c4(struct mi_graph *g)
 		    qp->cv.s.oc % 4 || (!qp->cv.depthwise && (qp->cv.s.oc / qp->cv.s.group) % 4))
 			continue;
 		qp->ep.out_c4 = true;
+		qc->in_c4 = true;
+	}
+	/* SE gate Muls feeding an int8 conv (elementwise: any layout) */
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *p = &g->nodes[i], *c;
+		struct qnode *qp = p->priv, *qc;
+		int ci;
+
+		if (p->dead || !mi_quant_node_is(p) || qp->hdr.run != qse_run ||
+		    mi_out(g, p, 0)->dims[1] % 4)
+			continue;
+		ci = mi_graph_sole_consumer(g, p->outputs[0]);
+		if (ci < 0)
+			continue;
+		c = &g->nodes[ci];
+		qc = c->priv;
+		if (!mi_quant_node_is(c) || !qc->is_conv || c->inputs[0] != p->outputs[0] ||
+		    qc->cv.depthwise || (qc->cv.s.c / qc->cv.s.group) % 4)
+			continue;
+		qp->se_c4 = true;
 		qc->in_c4 = true;
 	}
 }

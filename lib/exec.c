@@ -265,6 +265,8 @@ static void plan_concat_inplace(struct mi_model *m, int *host, size_t *hoff)
 			size_t b = (size_t)off[k] * sizeof(float);
 
 			if (!x || x->dtype != MI_DT_FLOAT || b % 16 ||
+			    x->phys_bytes > (size_t)mi_tensor_numel(x) * 4 ||
+			    mi_out(g, n, 0)->phys_bytes ||
 			    (x->flags & (MI_TF_CONST | MI_TF_INPUT | MI_TF_OUTPUT |
 					 MI_TF_SHAPEVAL)))
 				continue;

@@ -308,8 +308,9 @@ static int classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 
 		if (!same_shape(x, y) || s->dims[0] != x->dims[0] ||
 		    s->dims[1] != x->dims[1] || s->dims[2] != 1 ||
-		    s->dims[3] != 1 || f->hw < 2)
+		    s->dims[3] != 1 || f->ohw < 2)
 			return NC_NONE;
+		f->hw = f->ohw;
 		f->slot2 = 1 - xs;
 		return NC_MUL;
 	}

@@ -23,6 +23,26 @@
 /* depthwise: output positions per tile */
 #define ND_R 8
 
+/* vact (vec.h), inlined into the unrolled tile epilogues */
+static inline __attribute__((always_inline)) vf nc_act(int act, vf x,
+							float lo, float hi)
+{
+	switch (act) {
+	case MI_ACT_RELU:
+		return vmax(x, vset1(0.0f));
+	case MI_ACT_CLIP:
+		return vmin(vmax(x, vset1(lo)), vset1(hi));
+	case MI_ACT_HSWISH:
+		return x * vmin(vmax(x * lo + hi, vset1(0.0f)), vset1(1.0f));
+	case MI_ACT_SIGMOID:
+		return vrcp(1.0f + vexp(-x));
+	case MI_ACT_SILU:
+		return x * vrcp(1.0f + vexp(-x));
+	default:
+		return x;
+	}
+}
+
 /* Vector of channels [cb*VW, cb*VW + VW) at position pos of a [c][hw]
  * tensor in layout blk (NCHW lanes past c read as 0). */
 static inline vf nc_ld(const float *t, int blk, int cb, int64_t hw,
@@ -120,7 +140,7 @@ ncc_tile(const int OB0, const int R0, const struct mi_nc_conv *p,
 
 			if (res)
 				v += nc_ld(res, p->rblk, mb + o, ohw, pos, p->m);
-			v = vact(p->act, v, p->lo, p->hi);
+			v = nc_act(p->act, v, p->lo, p->hi);
 			nc_st(y, p->yblk, mb + o, ohw, pos, p->m, v);
 		}
 	}
@@ -253,7 +273,7 @@ ncd_tile(const int R0, const struct mi_nc_conv *p, const float *x,
 
 		if (res)
 			v += nc_ld(res, p->rblk, cb, ohw, pos, p->m);
-		v = vact(p->act, v, p->lo, p->hi);
+		v = nc_act(p->act, v, p->lo, p->hi);
 		nc_st(y, p->yblk, cb, ohw, pos, p->m, v);
 	}
 }
@@ -389,7 +409,7 @@ static void nc_add(const float *a, const float *b, int c, int64_t hw,
 		int64_t o = (int64_t)cb * hw * VW;
 
 		for (int64_t i = 0; i < hw; i++) {
-			vf v = vact(act, vld(a + o + i * VW) + vld(b + o + i * VW),
+			vf v = nc_act(act, vld(a + o + i * VW) + vld(b + o + i * VW),
 				    lo, hi);
 
 			nc_st(y, yblk, cb, hw, i, c, v);

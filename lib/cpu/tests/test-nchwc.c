@@ -461,7 +461,9 @@ static void test_chain(int c, int e, int hw, int nthreads, bool out_mid)
 	node(&g, "GlobalAveragePool", 1, (int[]){ t2 }, gp);
 	conv(&g, gp, e, e, 1, 1, 1, sq);
 	node(&g, "Sigmoid", 1, (int[]){ sq }, sg);
-	nmul = node(&g, "Mul", 2, (int[]){ t2, sg }, t3);
+	/* either operand order */
+	nmul = node(&g, "Mul", 2, hw & 1 ? (int[]){ sg, t2 } : (int[]){ t2, sg },
+		    t3);
 	conv(&g, t3, e, c, 1, 1, 1, t4);
 	nadd = node(&g, "Add", 2, (int[]){ t4, x }, t5);
 	npool = node(&g, "MaxPool", 1, (int[]){ t5 }, y);

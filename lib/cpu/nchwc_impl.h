@@ -287,7 +287,12 @@ ncd_tile(const int R0, const struct mi_nc_conv *p, const float *x,
 	{                                                                 \
 		ncd_tile(R, p, x, res, y, cb, oy, ox, ky0, ky1, kx0, kx1); \
 	}
-NCD_INST(1) NCD_INST(2) NCD_INST(4) NCD_INST(8)
+NCD_INST(1) NCD_INST(2) NCD_INST(3) NCD_INST(4)
+NCD_INST(5) NCD_INST(6) NCD_INST(7) NCD_INST(8)
+
+typedef void (*ncd_fn)(NCD_ARGS);
+static const ncd_fn ncd_tab[8] = { ncd_1, ncd_2, ncd_3, ncd_4,
+				   ncd_5, ncd_6, ncd_7, ncd_8 };
 
 static void nc_dw(const struct mi_nc_conv *p, const float *x,
 		  const float *res, float *y, int cb0, int cb1, int oy0,
@@ -306,15 +311,14 @@ static void nc_dw(const struct mi_nc_conv *p, const float *x,
 					&kx0, &kx1);
 				ncd_1(p, x, res, y, cb, oy, ox, ky0, ky1, kx0, kx1);
 			}
-			for (; ox + 8 <= oxr; ox += 8)
-				ncd_8(p, x, res, y, cb, oy, ox, ky0, ky1, 0, p->kw);
-			if (ox + 4 <= oxr) {
-				ncd_4(p, x, res, y, cb, oy, ox, ky0, ky1, 0, p->kw);
-				ox += 4;
-			}
-			if (ox + 2 <= oxr) {
-				ncd_2(p, x, res, y, cb, oy, ox, ky0, ky1, 0, p->kw);
-				ox += 2;
+			/* balanced tiles of <= ND_R positions (7 = 4 + 3) */
+			while (ox < oxr) {
+				int left = oxr - ox, nt = (left + ND_R - 1) / ND_R;
+				int run = (left + nt - 1) / nt;
+
+				ncd_tab[run - 1](p, x, res, y, cb, oy, ox, ky0, ky1, 0,
+						 p->kw);
+				ox += run;
 			}
 			for (; ox < p->ow; ox++) {
 				kx0 = 0, kx1 = p->kw;

@@ -941,7 +941,15 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 				continue;
 			switch (kind[i]) {
 			case NC_CONV:
+				/* at a chain boundary a 1x1 stride-1 conv reads
+				 * or writes NCHW lane by lane where the NCHW
+				 * GEMM streams it (ResNet-50, ShuffleNet ran
+				 * slower): chains need more than that */
 				drop = !blk[n->inputs[0]] && !blk[n->outputs[0]];
+				if (fs[i]->p.kh == 1 && fs[i]->p.kw == 1 &&
+				    fs[i]->p.sh == 1 && fs[i]->p.sw == 1 &&
+				    (!blk[n->inputs[0]] || !blk[n->outputs[0]]))
+					drop = true;
 				break;
 			case NC_MUL:
 				drop = !blk[n->inputs[1 - fs[i]->slot2]];

@@ -426,7 +426,7 @@ static int count_planned(const struct mi_graph *g)
 /*
  * Inverted residual with squeeze-excitation, plus a graph output inside
  * the chain and a MaxPool:
- *   x -> Conv1x1 + Relu -> dw3x3 s1 + HardSwish -(t2)-> GAP -> Conv1x1
+ *   x -> Conv5x5 + Relu -> dw3x3 s1 + HardSwish -(t2)-> GAP -> Conv1x1
  *   (on 1x1) -> Sigmoid -> Mul(t2, s) -> Conv1x1 -> Add(x) -> MaxPool
  *   -> y; outputs y and the GAP's, or (out_mid) y and t2
  */
@@ -454,7 +454,7 @@ static void test_chain(int c, int e, int hw, int nthreads, bool out_mid)
 	t4 = tensor(&g, "t4", 1, c, hw, hw, 0, false);
 	t5 = tensor(&g, "t5", 1, c, hw, hw, 0, false);
 	y = tensor(&g, "y", 1, c, ysz, ysz, 0, false);
-	ncv1 = conv(&g, x, c, e, 1, 1, 1, t0);
+	ncv1 = conv(&g, x, c, e, 5, 1, 1, t0);
 	nrelu = node(&g, "Relu", 1, (int[]){ t0 }, t1);
 	ndw = conv(&g, t1, e, e, 3, 1, e, t1a);
 	nhs = node(&g, "HardSwish", 1, (int[]){ t1a }, t2);

@@ -409,11 +409,12 @@ static bool mi_queue_idle(struct mi_queue *q)
  * @mdev: device
  *
  * Waits (bounded) for jobs already handed to the queues to be cleaned up,
- * then stops the scheduler threads.  Jobs still queued in contexts are
- * dropped when their context is destroyed.
+ * stops the scheduler threads and frees the jobs they left behind.  Jobs
+ * still queued in contexts are dropped when their context is destroyed.
  */
 void mi_queues_fini(struct mi_device *mdev)
 {
+	struct drm_sched_job *sj, *tmp;
 	u32 i;
 	int tries;
 
@@ -425,6 +426,19 @@ void mi_queues_fini(struct mi_device *mdev)
 		for (tries = 0; tries < 2000 && !mi_queue_idle(q); tries++)
 			usleep_range(1000, 2000);
 		drm_sched_fini(&q->sched);
+		/*
+		 * The scheduler thread is gone.  Jobs it had not cleaned up
+		 * yet (finished, free_job still pending: on a starved machine
+		 * the thread can lag by seconds) are freed here, else each
+		 * would keep mi_jobs_wait_all() and so module unload waiting
+		 * forever.  Their fences are signalled: mi_queues_kill()
+		 * failed whatever the backend still held.
+		 */
+		list_for_each_entry_safe(sj, tmp, &q->sched.pending_list,
+					 list) {
+			list_del_init(&sj->list);
+			mi_sched_free_job(sj);
+		}
 		q->sched_ready = false;
 	}
 }

@@ -83,7 +83,7 @@ int mi_wino_init(struct mi_conv *cv, const float *w)
 		return -ENOMEM;
 	}
 	cv->nwp = NXI;
-	/* U[xi][m][c] = (G g G^T), G of F(4,3) */
+	/* U[xi][m][c] = (G g G^T), G of F(4,3) with points 0,1,-1,1/2,-2 */
 	for (int m = 0; m < s->m; m++)
 		for (int c = 0; c < s->c; c++) {
 			const float *k = w + ((size_t)m * s->c + c) * 9;
@@ -92,21 +92,21 @@ int mi_wino_init(struct mi_conv *cv, const float *w)
 			for (int j = 0; j < 3; j++) {
 				double g0 = k[j], g1 = k[3 + j], g2 = k[6 + j];
 
-				t[0][j] = g0 / 4;
-				t[1][j] = -(g0 + g1 + g2) / 6;
-				t[2][j] = -(g0 - g1 + g2) / 6;
-				t[3][j] = g0 / 24 + g1 / 12 + g2 / 6;
-				t[4][j] = g0 / 24 - g1 / 12 + g2 / 6;
+				t[0][j] = g0;
+				t[1][j] = (g0 + g1 + g2) / 6;
+				t[2][j] = (-g0 + g1 - g2) / 6;
+				t[3][j] = -(16 * g0 + 8 * g1 + 4 * g2) / 15;
+				t[4][j] = g0 / 30 - g1 / 15 + 2 * g2 / 15;
 				t[5][j] = g2;
 			}
 			for (int i = 0; i < 6; i++) {
 				double g0 = t[i][0], g1 = t[i][1], g2 = t[i][2];
 
-				r[i][0] = g0 / 4;
-				r[i][1] = -(g0 + g1 + g2) / 6;
-				r[i][2] = -(g0 - g1 + g2) / 6;
-				r[i][3] = g0 / 24 + g1 / 12 + g2 / 6;
-				r[i][4] = g0 / 24 - g1 / 12 + g2 / 6;
+				r[i][0] = g0;
+				r[i][1] = (g0 + g1 + g2) / 6;
+				r[i][2] = (-g0 + g1 - g2) / 6;
+				r[i][3] = -(16 * g0 + 8 * g1 + 4 * g2) / 15;
+				r[i][4] = g0 / 30 - g1 / 15 + 2 * g2 / 15;
 				r[i][5] = g2;
 			}
 			for (int i = 0; i < 6; i++)

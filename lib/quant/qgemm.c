@@ -1421,6 +1421,24 @@ static void dw_item(void *arg, int c, int tid)
 		j->k.epi(acc, s->oh * s->ow, 1, s->oh * s->ow, j->ep, c, yc, 0);
 }
 
+/*
+ * Four channels per work item, each padded and then convolved by the same
+ * thread: one pool dispatch per depthwise node instead of two (no barrier
+ * between the copy and its only reader), the padded plane is still in
+ * this core's cache, and with a C4 output the four channels that share
+ * every output cache line are written by one thread (no false sharing).
+ */
+static void dw_quad_item(void *arg, int item, int tid)
+{
+	struct conv_job *j = arg;
+	int c1 = item * 4 + 4 < j->cv->s.c ? item * 4 + 4 : j->cv->s.c;
+
+	for (int c = item * 4; c < c1; c++) {
+		dw_prep_item(arg, c, tid);
+		dw_item(arg, c, tid);
+	}
+}
+
 int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		 int zx, const struct mi_qepi *ep, void *y, void *ws,
 		 unsigned int flags)
@@ -1453,8 +1471,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	j.ws = j.xi + ((conv_xi_bytes(cv) + 63) & ~(size_t)63);
 	j.ws_per = conv_ws_per_thread(cv);
 	if (cv->depthwise) {
-		par_for(s->c, dw_prep_item, &j);
-		par_for(s->c, dw_item, &j);
+		par_for((s->c + 3) / 4, dw_quad_item, &j);
 	} else {
 		j.npanel = (s->oh * s->ow + MI_QNR - 1) / MI_QNR;
 		if (!j.in_direct)

@@ -925,6 +925,10 @@ static int qadd_run(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
+/* Per-thread row buffer of the int8 MaxPool: whole cache lines, so two
+ * threads never write the same line (false sharing). */
+#define QPOOL_TMP(w) ((((size_t)(w) + 64) + 63) & ~(size_t)63)
+
 struct qpool_job {
 	const struct qnode *q;
 	const uint8_t *x;
@@ -937,7 +941,7 @@ static void qpool_item(void *arg, int i, int tid)
 	const struct mi_qpool_shape *s = &j->q->pool;
 
 	mi_qmaxpool_plane(j->x + (size_t)i * s->h * s->w, s, j->q->pool_s8,
-			  (uint8_t *)j->q->sh->ws + (size_t)tid * (s->w + 64),
+			  (uint8_t *)j->q->sh->ws + (size_t)tid * QPOOL_TMP(s->w),
 			  j->y + (size_t)i * s->oh * s->ow);
 }
 
@@ -1054,8 +1058,8 @@ static int try_qpool(struct mi_graph *g, struct mi_node *n)
 		.dw = (int)sp.dil[1], .pt = (int)sp.pad_begin[0], .pl = (int)sp.pad_begin[1],
 	};
 	q->pool_s8 = a.dtype == MI_DT_INT8;
-	if ((int64_t)(q->pool.w + 64) * 64 > shared_need)
-		shared_need = (int64_t)(q->pool.w + 64) * 64;
+	if ((int64_t)QPOOL_TMP(q->pool.w) * 64 > shared_need)
+		shared_need = (int64_t)QPOOL_TMP(q->pool.w) * 64;
 	n->priv = q;
 	rewire_n(g, n, &a.t, 1, &c);
 	return 0;

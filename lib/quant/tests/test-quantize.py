@@ -150,11 +150,11 @@ def export_se(path, stride):
                       input_names=["input"], output_names=["y"])
 
 
-def mi_run(model, x, tmp, env=None, tag="o"):
+def mi_run(model, x, tmp, env=None, tag="o", threads=1):
     inp = os.path.join(tmp, "x.npy")
     out = os.path.join(tmp, tag + ".npy")
     np.save(inp, x)
-    run([MI, "run", model, "--input", inp, "--output", out, "--threads", "1"], env)
+    run([MI, "run", model, "--input", inp, "--output", out, "--threads", str(threads)], env)
     return np.load(out)
 
 
@@ -209,6 +209,9 @@ def main():
         same = all(np.array_equal(outs["generic"][i], outs[isa][i])
                    for isa in ("avx2", "avx512") for i in range(3))
         check(same, f"{name}: int8 outputs identical on generic/avx2/avx512")
+        two = [mi_run(q, x, tmp, threads=2) for x in inputs[:3]]
+        check(all(np.array_equal(outs["avx512"][i], two[i]) for i in range(3)),
+              f"{name}: int8 outputs identical at 1 and 2 threads")
         fast = [mi_run(q, x, tmp) for x in inputs]
         slow = [mi_run(q, x, tmp, {"MI_NO_INT8": "1"}) for x in inputs]
         c = min(cos(f, r_) for f, r_ in zip(fast, ref))
@@ -263,6 +266,9 @@ def main():
     gen = [mi_run(qa, x, tmp, {"MI_CPU_ISA": "generic"}) for x in inputs[:3]]
     check(all(np.array_equal(a, b) for a, b in zip(fast, gen)),
           "act: int8 outputs identical on generic/avx512")
+    two = [mi_run(qa, x, tmp, threads=2) for x in inputs[:3]]
+    check(all(np.array_equal(a, b) for a, b in zip(fast, two)),
+          "act: int8 outputs identical at 1 and 2 threads")
     c = min(cos(f, r_) for f, r_ in zip(fast, refa))
     check(c >= 0.99, f"act: cosine(int8, fp32) min {c:.6f} >= 0.99")
     cs = min(cos(f, s_) for f, s_ in zip(fast, slow))

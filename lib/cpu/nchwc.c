@@ -317,81 +317,7 @@ static int classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 	return NC_NONE;
 }
 
-/* ---- fusion (as plan.c's) --------------------------------------------- */
-static bool reaches(struct mi_graph *g, int t, int target, char *seen)
-{
-	int p = g->tensors[t].producer;
-
-	if (p < 0 || seen[p])
-		return false;
-	if (p == target)
-		return true;
-	seen[p] = 1;
-	for (int j = 0; j < g->nodes[p].ninputs; j++) {
-		int x = g->nodes[p].inputs[j];
-
-		if (x >= 0 && reaches(g, x, target, seen))
-			return true;
-	}
-	return false;
-}
-
-static int consumers(const struct mi_graph *g, int t, int *list, int max)
-{
-	int cnt = 0;
-
-	for (int i = 0; i < g->nnodes; i++) {
-		const struct mi_node *n = &g->nodes[i];
-
-		if (n->dead)
-			continue;
-		for (int j = 0; j < n->ninputs; j++)
-			if (n->inputs[j] == t) {
-				if (cnt < max)
-					list[cnt] = i;
-				cnt++;
-			}
-	}
-	return cnt;
-}
-
-static int act_of(struct mi_graph *g, struct mi_node *c, float *lo, float *hi)
-{
-	if (is_op(c, "Relu"))
-		return MI_ACT_RELU;
-	if (is_op(c, "Sigmoid"))
-		return MI_ACT_SIGMOID;
-	if (is_op(c, "HardSwish")) {
-		*lo = 1.0f / 6.0f;
-		*hi = 0.5f;
-		return MI_ACT_HSWISH;
-	}
-	if (is_op(c, "Clip")) {
-		struct mi_tensor *tmin = mi_in(g, c, 1), *tmax = mi_in(g, c, 2);
-
-		*lo = -FLT_MAX;
-		*hi = FLT_MAX;
-		if (c->ninputs > 1 || g->opset >= 11) {
-			if ((tmin && (!is_const(tmin) ||
-				      tmin->dtype != MI_DT_FLOAT ||
-				      mi_tensor_numel(tmin) != 1)) ||
-			    (tmax && (!is_const(tmax) ||
-				      tmax->dtype != MI_DT_FLOAT ||
-				      mi_tensor_numel(tmax) != 1)))
-				return -1;
-			if (tmin)
-				*lo = *(const float *)tmin->data;
-			if (tmax)
-				*hi = *(const float *)tmax->data;
-		} else {
-			*lo = mi_attr_float(c, "min", -FLT_MAX);
-			*hi = mi_attr_float(c, "max", FLT_MAX);
-		}
-		return MI_ACT_CLIP;
-	}
-	return -1;
-}
-
+/* ---- fusion (plan.c's helpers: mi_cpu_reaches/consumers/act_of) ------- */
 static void absorb(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		   int ci)
 {
@@ -431,7 +357,7 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 
 		if (tt->flags & MI_TF_OUTPUT)
 			break;
-		nc = consumers(g, t, cons, 2);
+		nc = mi_cpu_consumers(g, t, cons, 2);
 		if (nc == 2) {
 			/* x * sigmoid(x) */
 			struct mi_node *c0 = &g->nodes[cons[0]],
@@ -463,7 +389,7 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 		    !same_shape(mi_out(g, c, 0), tt) ||
 		    mi_out(g, c, 0)->dtype != MI_DT_FLOAT)
 			break;
-		act = act_of(g, c, &lo, &hi);
+		act = mi_cpu_act_of(g, c, &lo, &hi);
 		if (act > 0) {
 			f->act = act;
 			f->lo = lo;
@@ -482,7 +408,7 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 			seen = calloc(g->nnodes + 1, 1);
 			if (!seen)
 				return -ENOMEM;
-			cyc = reaches(g, other, ni, seen);
+			cyc = mi_cpu_reaches(g, other, ni, seen);
 			free(seen);
 			if (cyc)
 				break;
@@ -916,11 +842,11 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 			struct mi_tensor *tt = mi_out(g, n, 0);
 
 			if (!(tt->flags & MI_TF_OUTPUT) &&
-			    consumers(g, n->outputs[0], c, 2) == 1 &&
+			    mi_cpu_consumers(g, n->outputs[0], c, 2) == 1 &&
 			    !g->nodes[c[0]].priv &&
 			    g->nodes[c[0]].noutputs == 1 &&
 			    same_shape(mi_out(g, &g->nodes[c[0]], 0), tt) &&
-			    (f->act = act_of(g, &g->nodes[c[0]], &f->lo,
+			    (f->act = mi_cpu_act_of(g, &g->nodes[c[0]], &f->lo,
 					     &f->hi)) > 0)
 				absorb(g, n, f, c[0]);
 			else

@@ -22,6 +22,7 @@
 #ifndef MI_CPU_NCHWC_H
 #define MI_CPU_NCHWC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -92,9 +93,20 @@ float *mi_nc_pack_bias(int b, int m, const float *bias);
 /* plan.c: would the NCHW planner run this conv with Winograd? */
 int mi_cpu_wino_pays(const struct mi_conv_shape *s);
 
+/* plan.c's fusion helpers, shared with the NCHWc pass.  Is node target an
+ * ancestor of tensor t through live nodes (seen: one byte per node, zeroed
+ * by the caller)?  The live consumers of tensor t (count; the first max in
+ * list).  The activation of node c (MI_ACT_*, with its Clip bounds or
+ * HardSwish constants in lo/hi), or -1 when it is not one the kernels fuse. */
+struct mi_graph;
+struct mi_node;
+bool mi_cpu_reaches(struct mi_graph *g, int t, int target, char *seen);
+int mi_cpu_consumers(const struct mi_graph *g, int t, int *list, int max);
+int mi_cpu_act_of(struct mi_graph *g, struct mi_node *c, float *lo,
+		  float *hi);
+
 /* Planner pass (nchwc.c): runs chains of Conv / depthwise / pooling /
  * channel-scale / Add nodes in the blocked layout. */
-struct mi_graph;
 int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa);
 
 #endif /* MI_CPU_NCHWC_H */

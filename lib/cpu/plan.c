@@ -471,7 +471,7 @@ static int setup_pool(struct mi_graph *g, struct mi_node *n,
 
 /* ---- fusion --------------------------------------------------------------- */
 /* Is node `target` an ancestor of tensor t (through live nodes)? */
-static bool reaches(struct mi_graph *g, int t, int target, char *seen)
+bool mi_cpu_reaches(struct mi_graph *g, int t, int target, char *seen)
 {
 	int p = g->tensors[t].producer;
 
@@ -483,13 +483,13 @@ static bool reaches(struct mi_graph *g, int t, int target, char *seen)
 	for (int j = 0; j < g->nodes[p].ninputs; j++) {
 		int x = g->nodes[p].inputs[j];
 
-		if (x >= 0 && reaches(g, x, target, seen))
+		if (x >= 0 && mi_cpu_reaches(g, x, target, seen))
 			return true;
 	}
 	return false;
 }
 
-static int count_consumers(const struct mi_graph *g, int t, int *list, int max)
+int mi_cpu_consumers(const struct mi_graph *g, int t, int *list, int max)
 {
 	int cnt = 0;
 
@@ -509,7 +509,8 @@ static int count_consumers(const struct mi_graph *g, int t, int *list, int max)
 }
 
 /* Activation of consumer node c, or -1 if it is not one we fuse. */
-static int act_of(struct mi_graph *g, struct mi_node *c, float *lo, float *hi)
+int mi_cpu_act_of(struct mi_graph *g, struct mi_node *c, float *lo,
+		  float *hi)
 {
 	if (is_op(c, "Relu"))
 		return MI_ACT_RELU;
@@ -594,7 +595,7 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
 
 		if (tt->flags & MI_TF_OUTPUT)
 			break;
-		nc = count_consumers(g, t, cons, 2);
+		nc = mi_cpu_consumers(g, t, cons, 2);
 		if (nc == 2) {
 			/* x * sigmoid(x) */
 			struct mi_node *c0 = &g->nodes[cons[0]],
@@ -625,7 +626,7 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
 		if (c->noutputs != 1 || !same_shape(mi_out(g, c, 0), tt) ||
 		    mi_out(g, c, 0)->dtype != MI_DT_FLOAT)
 			break;
-		act = act_of(g, c, &lo, &hi);
+		act = mi_cpu_act_of(g, c, &lo, &hi);
 		if (act > 0) {
 			f->act = act;
 			f->lo = lo;
@@ -661,7 +662,7 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
 
 				if (!seen)
 					return -ENOMEM;
-				cyc = reaches(g, other, ni, seen);
+				cyc = mi_cpu_reaches(g, other, ni, seen);
 				free(seen);
 				if (cyc)
 					break;

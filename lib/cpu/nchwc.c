@@ -359,23 +359,10 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 			break;
 		nc = mi_cpu_consumers(g, t, cons, 2);
 		if (nc == 2) {
-			/* x * sigmoid(x) */
-			struct mi_node *c0 = &g->nodes[cons[0]],
-				       *c1 = &g->nodes[cons[1]], *sg, *mul;
-			int sgi, muli, u;
+			int sgi, muli;
 
-			if (is_op(c0, "Sigmoid") && is_op(c1, "Mul"))
-				sg = c0, mul = c1, sgi = cons[0], muli = cons[1];
-			else if (is_op(c1, "Sigmoid") && is_op(c0, "Mul"))
-				sg = c1, mul = c0, sgi = cons[1], muli = cons[0];
-			else
-				break;
-			u = sg->outputs[0];
-			if (sg->priv || mul->priv || mul->ninputs != 2 ||
-			    !((mul->inputs[0] == t && mul->inputs[1] == u) ||
-			      (mul->inputs[1] == t && mul->inputs[0] == u)) ||
-			    mi_graph_sole_consumer(g, u) != muli ||
-			    !same_shape(mi_out(g, mul, 0), tt))
+			if (!mi_cpu_silu_pair(g, t, cons, &sgi, &muli) ||
+			    g->nodes[sgi].priv || g->nodes[muli].priv)
 				break;
 			f->act = MI_ACT_SILU;
 			absorb(g, n, f, sgi);

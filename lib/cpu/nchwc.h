@@ -104,6 +104,8 @@ bool mi_cpu_reaches(struct mi_graph *g, int t, int target, char *seen);
 int mi_cpu_consumers(const struct mi_graph *g, int t, int *list, int max);
 int mi_cpu_act_of(struct mi_graph *g, struct mi_node *c, float *lo,
 		  float *hi);
+bool mi_cpu_silu_pair(struct mi_graph *g, int t, const int cons[2], int *sgi,
+		      int *muli);
 
 /* Planner pass (nchwc.c): runs chains of Conv / depthwise / pooling /
  * channel-scale / Add nodes in the blocked layout. */

@@ -547,6 +547,29 @@ int mi_cpu_act_of(struct mi_graph *g, struct mi_node *c, float *lo,
 	return -1;
 }
 
+/* Are the two consumers cons[] of tensor t the pair of x * Sigmoid(x)
+ * (SiLU), the Sigmoid read by the Mul alone?  *sgi / *muli: their nodes. */
+bool mi_cpu_silu_pair(struct mi_graph *g, int t, const int cons[2], int *sgi,
+		      int *muli)
+{
+	struct mi_node *c0 = &g->nodes[cons[0]], *c1 = &g->nodes[cons[1]];
+	struct mi_node *sg, *mul;
+	int u;
+
+	if (is_op(c0, "Sigmoid") && is_op(c1, "Mul"))
+		sg = c0, mul = c1, *sgi = cons[0], *muli = cons[1];
+	else if (is_op(c1, "Sigmoid") && is_op(c0, "Mul"))
+		sg = c1, mul = c0, *sgi = cons[1], *muli = cons[0];
+	else
+		return false;
+	u = sg->outputs[0];
+	return mul->ninputs == 2 &&
+	       ((mul->inputs[0] == t && mul->inputs[1] == u) ||
+		(mul->inputs[1] == t && mul->inputs[0] == u)) &&
+	       mi_graph_sole_consumer(g, u) == *muli &&
+	       same_shape(mi_out(g, mul, 0), &g->tensors[t]);
+}
+
 static void absorb(struct mi_graph *g, struct mi_node *n, struct fast_node *f,
 		   int ci)
 {
@@ -597,23 +620,9 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
 			break;
 		nc = mi_cpu_consumers(g, t, cons, 2);
 		if (nc == 2) {
-			/* x * sigmoid(x) */
-			struct mi_node *c0 = &g->nodes[cons[0]],
-				       *c1 = &g->nodes[cons[1]], *sg, *mul;
-			int sgi, muli, u;
+			int sgi, muli;
 
-			if (is_op(c0, "Sigmoid") && is_op(c1, "Mul"))
-				sg = c0, mul = c1, sgi = cons[0], muli = cons[1];
-			else if (is_op(c1, "Sigmoid") && is_op(c0, "Mul"))
-				sg = c1, mul = c0, sgi = cons[1], muli = cons[0];
-			else
-				break;
-			u = sg->outputs[0];
-			if (mul->ninputs != 2 ||
-			    !((mul->inputs[0] == t && mul->inputs[1] == u) ||
-			      (mul->inputs[1] == t && mul->inputs[0] == u)) ||
-			    mi_graph_sole_consumer(g, u) != muli ||
-			    !same_shape(mi_out(g, mul, 0), tt))
+			if (!mi_cpu_silu_pair(g, t, cons, &sgi, &muli))
 				break;
 			f->act = MI_ACT_SILU;
 			absorb(g, n, f, sgi);

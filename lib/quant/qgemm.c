@@ -269,6 +269,120 @@ tile_vnni(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 #undef MI_Q_ST
 }
 
+/*
+ * The VNNI tile with the uint8/int8 requantization fused in (full tiles
+ * only: 8 rows x 32 pixels).  The accumulators start at comp (the same
+ * exact int32 sum), the float part is epi_avx512's, operation for
+ * operation; the clamped values q - zy lie in the output type's range
+ * (rq_fits), so the saturating packs below are exact.  Output: planar
+ * rows at out + r * ldo, or C4 (rows 4j..4j+3 interleaved at
+ * out + j * ldo * 4; oc0 % 4 == 0).
+ */
+static bool rq_fits(const struct mi_qepi *ep)
+{
+	float lo = ep->mode == MI_QOUT_U8 ? 0.0f : -128.0f;
+	float hi = ep->mode == MI_QOUT_U8 ? 255.0f : 127.0f;
+
+	return (ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8) &&
+	       ep->flo >= lo - (float)ep->zy && ep->fhi <= hi - (float)ep->zy &&
+	       ep->zy >= -128 && ep->zy <= 255;
+}
+
+typedef void (*tile_rq_fn)(const int8_t *a, const uint8_t *b, size_t ldb,
+			   int k4, const struct mi_qepi *ep, int oc0,
+			   uint8_t *out, ptrdiff_t ldo);
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+tile_vnni_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
+	     const struct mi_qepi *ep, int oc0, uint8_t *out, ptrdiff_t ldo)
+{
+	const int32_t *cp = ep->comp + oc0;
+	const float *mp = ep->mult + oc0;
+	__m512i c00 = _mm512_set1_epi32(cp[0]), c01 = c00;
+	__m512i c10 = _mm512_set1_epi32(cp[1]), c11 = c10;
+	__m512i c20 = _mm512_set1_epi32(cp[2]), c21 = c20;
+	__m512i c30 = _mm512_set1_epi32(cp[3]), c31 = c30;
+	__m512i c40 = _mm512_set1_epi32(cp[4]), c41 = c40;
+	__m512i c50 = _mm512_set1_epi32(cp[5]), c51 = c50;
+	__m512i c60 = _mm512_set1_epi32(cp[6]), c61 = c60;
+	__m512i c70 = _mm512_set1_epi32(cp[7]), c71 = c70;
+
+	for (int kq = 0; kq < k4; kq++) {
+		__m512i b0 = _mm512_loadu_si512((const void *)b);
+		__m512i b1 = _mm512_loadu_si512((const void *)(b + 64));
+		const int32_t *ap = (const int32_t *)(const void *)a;
+		__m512i w;
+
+#define MI_Q_ROW(r, x0, x1)                                                   \
+	w = _mm512_set1_epi32(ap[r]);                                         \
+	x0 = _mm512_dpbusd_epi32(x0, b0, w);                                  \
+	x1 = _mm512_dpbusd_epi32(x1, b1, w)
+		MI_Q_ROW(0, c00, c01);
+		MI_Q_ROW(1, c10, c11);
+		MI_Q_ROW(2, c20, c21);
+		MI_Q_ROW(3, c30, c31);
+		MI_Q_ROW(4, c40, c41);
+		MI_Q_ROW(5, c50, c51);
+		MI_Q_ROW(6, c60, c61);
+		MI_Q_ROW(7, c70, c71);
+#undef MI_Q_ROW
+		a += MI_QMR * 4;
+		b += ldb;
+	}
+	__m512 lo = _mm512_set1_ps(ep->flo), hi = _mm512_set1_ps(ep->fhi);
+	__m512i zy = _mm512_set1_epi16((short)ep->zy);
+	bool u8 = ep->mode == MI_QOUT_U8;
+	/* two rows' (or four channels') int32 -> 16-bit pairs -> bytes */
+#define MI_Q_RQ(x, r)                                                         \
+	_mm512_cvtps_epi32(_mm512_min_ps(                                     \
+		_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(x),            \
+					    _mm512_set1_ps(mp[r])),           \
+			      lo),                                            \
+		hi))
+#define MI_Q_PK(x, y, z, v) /* bytes, per 128-bit lane: x y z v (4 each) */   \
+	({                                                                    \
+		__m512i p0_ = _mm512_add_epi16(_mm512_packs_epi32(x, y), zy); \
+		__m512i p1_ = _mm512_add_epi16(_mm512_packs_epi32(z, v), zy); \
+		u8 ? _mm512_packus_epi16(p0_, p1_) :                          \
+		     _mm512_packs_epi16(p0_, p1_);                            \
+	})
+	if (ep->out_c4) {
+		/* per lane: ch0 px0-3, ch1 px0-3, ... -> px0 ch0-3, px1 ... */
+		const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(
+			0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+		uint8_t *o1 = out + ldo * 4;
+
+		_mm512_storeu_si512(out, _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c00, 0), MI_Q_RQ(c10, 1),
+								      MI_Q_RQ(c20, 2), MI_Q_RQ(c30, 3)), tr));
+		_mm512_storeu_si512(out + 64, _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c01, 0), MI_Q_RQ(c11, 1),
+									   MI_Q_RQ(c21, 2), MI_Q_RQ(c31, 3)), tr));
+		_mm512_storeu_si512(o1, _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c40, 4), MI_Q_RQ(c50, 5),
+								     MI_Q_RQ(c60, 6), MI_Q_RQ(c70, 7)), tr));
+		_mm512_storeu_si512(o1 + 64, _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c41, 4), MI_Q_RQ(c51, 5),
+									  MI_Q_RQ(c61, 6), MI_Q_RQ(c71, 7)), tr));
+	} else {
+		/* per lane dwords: row r px 4L.., row r px 16+4L.., row r+1 ... */
+		const __m512i pm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13,
+						     2, 6, 10, 14, 3, 7, 11, 15);
+		__m512i v;
+
+#define MI_Q_ST2(r, x0, x1, y0, y1)                                           \
+	v = _mm512_permutexvar_epi32(pm, MI_Q_PK(MI_Q_RQ(x0, r), MI_Q_RQ(x1, r), \
+						 MI_Q_RQ(y0, (r) + 1),        \
+						 MI_Q_RQ(y1, (r) + 1)));      \
+	_mm256_storeu_si256((void *)(out + (r) * ldo), _mm512_castsi512_si256(v)); \
+	_mm256_storeu_si256((void *)(out + ((r) + 1) * ldo),                  \
+			    _mm512_extracti64x4_epi64(v, 1))
+		MI_Q_ST2(0, c00, c01, c10, c11);
+		MI_Q_ST2(2, c20, c21, c30, c31);
+		MI_Q_ST2(4, c40, c41, c50, c51);
+		MI_Q_ST2(6, c60, c61, c70, c71);
+#undef MI_Q_ST2
+	}
+#undef MI_Q_PK
+#undef MI_Q_RQ
+}
+
 /* ---- epilogues: rows x np accumulators -> output ----------------------- */
 
 typedef void (*epi_fn)(const int32_t *acc, int ldacc, int rows, int np,
@@ -464,17 +578,18 @@ epi_avx512(const int32_t *acc, int ldacc, int rows, int np,
 struct kernels {
 	tile_fn tile;
 	epi_fn epi;
+	tile_rq_fn tile_rq; /* NULL: tile + epi */
 };
 
 static struct kernels kernels_for(int isa)
 {
 	switch (isa) {
 	case MI_QISA_AVX512:
-		return (struct kernels){ tile_vnni, epi_avx512 };
+		return (struct kernels){ tile_vnni, epi_avx512, tile_vnni_rq };
 	case MI_QISA_AVX2:
-		return (struct kernels){ tile_avx2, epi_avx2 };
+		return (struct kernels){ tile_avx2, epi_avx2, NULL };
 	default:
-		return (struct kernels){ tile_generic, epi_generic };
+		return (struct kernels){ tile_generic, epi_generic, NULL };
 	}
 }
 
@@ -878,12 +993,21 @@ static void conv_gemm_item(void *arg, int item, int tid)
 		ldb = MI_QNR * 4;
 	}
 	size_t es = out_elem(j->ep->mode);
+	bool rq = j->k.tile_rq && np == MI_QNR && rq_fits(j->ep);
 
 	for (int blk = 0; blk < w->nblk; blk++) {
 		int o0 = blk * MI_QMR;
 		int rows = w->ocg - o0 < MI_QMR ? w->ocg - o0 : MI_QMR;
 		int oc0 = g * w->ocg + o0;
 
+		if (rq && rows == MI_QMR && (!j->ep->out_c4 || !(oc0 % 4))) {
+			j->k.tile_rq(w->packed + (size_t)(g * w->nblk + blk) * w->k4 * MI_QMR * 4,
+				     b, ldb, w->k4, j->ep, oc0,
+				     j->ep->out_c4 ? j->y + ((size_t)(oc0 / 4) * npix + p0) * 4 :
+						     j->y + (size_t)oc0 * npix + p0,
+				     npix);
+			continue;
+		}
 		j->k.tile(w->packed + (size_t)(g * w->nblk + blk) * w->k4 * MI_QMR * 4,
 			  b, ldb, w->k4, acc);
 		j->k.epi(acc, MI_QNR, rows, np, j->ep, oc0,

@@ -4,7 +4,10 @@
  * ISA path, 1 thread, uint8 output.  Prints milliseconds per call (thread
  * CPU time, so other load on the machine matters less) and GMAC/s.
  *
- *   build/lib/quant/tests/bench-qconv [seconds-per-shape]
+ *   build/lib/quant/tests/bench-qconv [seconds-per-shape [isa]]
+ *
+ * isa: generic|avx2|avx512 runs that path only.  Shapes marked c4 read
+ * and write the C4 layout, as the planner chains int8 convs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,17 +31,27 @@ static double cpu_now(void)
 
 int main(int argc, char **argv)
 {
-	static const struct { int c, hw, oc, k, s, g; } L[] = {
-		{ 64, 56, 64, 3, 1, 1 },   { 128, 28, 128, 3, 1, 1 },
-		{ 256, 14, 256, 3, 1, 1 }, { 512, 7, 512, 3, 1, 1 },
-		{ 64, 56, 256, 1, 1, 1 },  { 256, 56, 64, 1, 1, 1 },
-		{ 96, 112, 96, 3, 2, 96 }, { 144, 56, 144, 3, 1, 144 },
-		{ 3, 224, 64, 7, 2, 1 },
+	static const struct { int c, hw, oc, k, s, g, c4; } L[] = {
+		{ 64, 56, 64, 3, 1, 1, 0 },   { 128, 28, 128, 3, 1, 1, 0 },
+		{ 256, 14, 256, 3, 1, 1, 0 }, { 512, 7, 512, 3, 1, 1, 0 },
+		{ 64, 56, 256, 1, 1, 1, 0 },  { 256, 56, 64, 1, 1, 1, 0 },
+		{ 96, 112, 96, 3, 2, 96, 0 }, { 144, 56, 144, 3, 1, 144, 0 },
+		{ 3, 224, 64, 7, 2, 1, 0 },
+		/* mobile nets: narrow 1x1 and small 3x3, C4 in and out */
+		{ 16, 112, 96, 1, 1, 1, 1 }, { 96, 56, 24, 1, 1, 1, 1 },
+		{ 32, 28, 192, 1, 1, 1, 1 }, { 16, 55, 64, 3, 1, 1, 1 },
 	};
 	double secs = argc > 1 ? atof(argv[1]) : 0.3;
+	int only = -1;
 
+	if (argc > 2)
+		only = !strcmp(argv[2], "generic") ? MI_QISA_GENERIC :
+		       !strcmp(argv[2], "avx2")	   ? MI_QISA_AVX2 :
+						     MI_QISA_AVX512;
 	printf("%-11s %-26s %10s %10s\n", "isa", "layer", "ms", "GMAC/s");
 	for (int isa = MI_QISA_GENERIC; isa <= mi_quant_isa_max(); isa++) {
+		if (only >= 0 && isa != only)
+			continue;
 		mi_quant_set_isa(isa);
 		for (size_t i = 0; i < sizeof(L) / sizeof(L[0]); i++) {
 			struct mi_qconv_shape s = {
@@ -61,25 +74,26 @@ int main(int argc, char **argv)
 			float *mult = malloc(s.oc * 4);
 			void *ws = aligned_alloc(64, (mi_qconv_workspace(&cv) + 63) & ~(size_t)63);
 			struct mi_qepi ep = { .mode = MI_QOUT_U8, .comp = comp, .mult = mult,
-					      .flo = 0, .fhi = 255 };
+					      .flo = 0, .fhi = 255, .out_c4 = L[i].c4 };
+			unsigned int fl = L[i].c4 ? MI_QCONV_IN_C4 : 0;
 
 			memset(x, 3, (size_t)s.c * s.h * s.w);
 			for (int o = 0; o < s.oc; o++)
 				mult[o] = 0.001f;
-			mi_qconv_run(&cv, x, false, 3, &ep, y, ws, 0);
+			mi_qconv_run(&cv, x, false, 3, &ep, y, ws, fl);
 			int it = 0;
 			double t0 = cpu_now(), t;
 
 			do {
-				mi_qconv_run(&cv, x, false, 3, &ep, y, ws, 0);
+				mi_qconv_run(&cv, x, false, 3, &ep, y, ws, fl);
 				it++;
 				t = cpu_now();
 			} while (t - t0 < secs);
 			double macs = (double)s.oc * s.oh * s.ow * (s.c / s.group) * s.kh * s.kw;
 			char name[64];
 
-			snprintf(name, sizeof(name), "c%d %dx%d oc%d k%d s%d g%d", s.c, s.h, s.w,
-				 s.oc, s.kh, s.sh, s.group);
+			snprintf(name, sizeof(name), "c%d %dx%d oc%d k%d s%d g%d%s", s.c, s.h, s.w,
+				 s.oc, s.kh, s.sh, s.group, L[i].c4 ? " c4" : "");
 			printf("%-11s %-26s %10.3f %10.1f\n", mi_quant_isa_name(isa), name,
 			       (t - t0) / it * 1e3, macs * it / (t - t0) / 1e9);
 			mi_qconv_fini(&cv);

@@ -271,7 +271,7 @@ tile_vnni(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 
 /*
  * The VNNI tile with the uint8/int8 requantization fused in (full tiles
- * only: 8 rows x 32 pixels).  The accumulators start at comp (the same
+ * of 8 rows, np <= 32 pixels).  The accumulators start at comp (the same
  * exact int32 sum), the float part is epi_avx512's, operation for
  * operation; the clamped values q - zy lie in the output type's range
  * (rq_fits), so the saturating packs below are exact.  Output: planar
@@ -289,13 +289,18 @@ static bool rq_fits(const struct mi_qepi *ep)
 }
 
 typedef void (*tile_rq_fn)(const int8_t *a, const uint8_t *b, size_t ldb,
-			   int k4, const struct mi_qepi *ep, int oc0,
+			   int k4, const struct mi_qepi *ep, int oc0, int np,
 			   uint8_t *out, ptrdiff_t ldo);
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
 tile_vnni_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
-	     const struct mi_qepi *ep, int oc0, uint8_t *out, ptrdiff_t ldo)
+	     const struct mi_qepi *ep, int oc0, int np, uint8_t *out,
+	     ptrdiff_t ldo)
 {
+	/* the first np of the 32 pixels are stored */
+	__mmask32 m32 = np >= 32 ? ~(__mmask32)0 : ((__mmask32)1 << np) - 1;
+	__mmask16 mlo = (__mmask16)m32, mhi = (__mmask16)(m32 >> 16);
+
 	const int32_t *cp = ep->comp + oc0;
 	const float *mp = ep->mult + oc0;
 	__m512i c00 = _mm512_set1_epi32(cp[0]), c01 = c00;
@@ -352,14 +357,18 @@ tile_vnni_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 			0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
 		uint8_t *o1 = out + ldo * 4;
 
-		_mm512_storeu_si512(out, _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c00, 0), MI_Q_RQ(c10, 1),
-								      MI_Q_RQ(c20, 2), MI_Q_RQ(c30, 3)), tr));
-		_mm512_storeu_si512(out + 64, _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c01, 0), MI_Q_RQ(c11, 1),
-									   MI_Q_RQ(c21, 2), MI_Q_RQ(c31, 3)), tr));
-		_mm512_storeu_si512(o1, _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c40, 4), MI_Q_RQ(c50, 5),
-								     MI_Q_RQ(c60, 6), MI_Q_RQ(c70, 7)), tr));
-		_mm512_storeu_si512(o1 + 64, _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c41, 4), MI_Q_RQ(c51, 5),
-									  MI_Q_RQ(c61, 6), MI_Q_RQ(c71, 7)), tr));
+		_mm512_mask_storeu_epi32(out, mlo, _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c00, 0), MI_Q_RQ(c10, 1),
+									       MI_Q_RQ(c20, 2), MI_Q_RQ(c30, 3)), tr));
+		_mm512_mask_storeu_epi32(o1, mlo, _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c40, 4), MI_Q_RQ(c50, 5),
+									      MI_Q_RQ(c60, 6), MI_Q_RQ(c70, 7)), tr));
+		if (mhi) {
+			_mm512_mask_storeu_epi32(out + 64, mhi,
+						 _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c01, 0), MI_Q_RQ(c11, 1),
+									     MI_Q_RQ(c21, 2), MI_Q_RQ(c31, 3)), tr));
+			_mm512_mask_storeu_epi32(o1 + 64, mhi,
+						 _mm512_shuffle_epi8(MI_Q_PK(MI_Q_RQ(c41, 4), MI_Q_RQ(c51, 5),
+									     MI_Q_RQ(c61, 6), MI_Q_RQ(c71, 7)), tr));
+		}
 	} else {
 		/* per lane dwords: row r px 4L.., row r px 16+4L.., row r+1 ... */
 		const __m512i pm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13,
@@ -370,9 +379,9 @@ tile_vnni_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 	v = _mm512_permutexvar_epi32(pm, MI_Q_PK(MI_Q_RQ(x0, r), MI_Q_RQ(x1, r), \
 						 MI_Q_RQ(y0, (r) + 1),        \
 						 MI_Q_RQ(y1, (r) + 1)));      \
-	_mm256_storeu_si256((void *)(out + (r) * ldo), _mm512_castsi512_si256(v)); \
-	_mm256_storeu_si256((void *)(out + ((r) + 1) * ldo),                  \
-			    _mm512_extracti64x4_epi64(v, 1))
+	_mm256_mask_storeu_epi8(out + (r) * ldo, m32, _mm512_castsi512_si256(v)); \
+	_mm256_mask_storeu_epi8(out + ((r) + 1) * ldo, m32,                   \
+				_mm512_extracti64x4_epi64(v, 1))
 		MI_Q_ST2(0, c00, c01, c10, c11);
 		MI_Q_ST2(2, c20, c21, c30, c31);
 		MI_Q_ST2(4, c40, c41, c50, c51);
@@ -993,7 +1002,7 @@ static void conv_gemm_item(void *arg, int item, int tid)
 		ldb = MI_QNR * 4;
 	}
 	size_t es = out_elem(j->ep->mode);
-	bool rq = j->k.tile_rq && np == MI_QNR && rq_fits(j->ep);
+	bool rq = j->k.tile_rq && rq_fits(j->ep);
 
 	for (int blk = 0; blk < w->nblk; blk++) {
 		int o0 = blk * MI_QMR;
@@ -1002,7 +1011,7 @@ static void conv_gemm_item(void *arg, int item, int tid)
 
 		if (rq && rows == MI_QMR && (!j->ep->out_c4 || !(oc0 % 4))) {
 			j->k.tile_rq(w->packed + (size_t)(g * w->nblk + blk) * w->k4 * MI_QMR * 4,
-				     b, ldb, w->k4, j->ep, oc0,
+				     b, ldb, w->k4, j->ep, oc0, np,
 				     j->ep->out_c4 ? j->y + ((size_t)(oc0 / 4) * npix + p0) * 4 :
 						     j->y + (size_t)oc0 * npix + p0,
 				     npix);

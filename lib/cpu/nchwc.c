@@ -70,6 +70,12 @@ struct nc_node {
 	int act;
 	float lo, hi;
 	int nthreads;
+	/* 1x1 conv that also runs its depthwise consumer (see fuse_xdw) */
+	struct nc_node *xdw;
+	int xdw_node, xdw_t; /* the depthwise node, the tensor between */
+	int xg;              /* groups of expanded channel blocks */
+	int xrows, xbands;   /* depthwise output rows per band, bands */
+	size_t xslice;       /* floats of one thread's band buffer */
 	/* undo */
 	int orig_out, orig_ninputs;
 	int *orig_inputs;
@@ -616,6 +622,88 @@ static void nc_thread(void *ctx, int t, int nt)
 	}
 }
 
+/*
+ * 1x1 conv + depthwise conv in one pass (fuse_xdw): an item is (image,
+ * band of depthwise output rows, group of expanded channel blocks).  It
+ * computes the expanded channels of the group for the input rows the band
+ * needs into the thread's buffer (blocked, L2-sized), then the depthwise
+ * rows from there: the expanded tensor never goes to memory, and each
+ * thread reads only its own groups' weights.  Both kernels run unchanged
+ * on re-based parameters: the group's channels start at block 0 (weights,
+ * bias and depthwise output offset), the buffer holds input rows
+ * [i0, i1) (the depthwise sees a map of i1 - i0 rows and top pad pt + i0;
+ * rows outside [i0, i1) are padding or not needed by the band).
+ */
+struct nc_xjob {
+	const struct nc_node *f;
+	const float *x;
+	float *y;
+	struct mi_work w;
+};
+
+static void nc_xdw_thread(void *ctx, int t, int nt)
+{
+	struct nc_xjob *j = ctx;
+	const struct nc_node *f = j->f, *d = f->xdw;
+	const struct mi_nc_kern *k = f->k;
+	const int B = k->b, cbe = nc_cb(f->m, B);
+	const int H = d->p.h, W = d->p.w;
+	const int64_t xi = img_size(f->c, (int64_t)H * W, f->xblk, B);
+	const int64_t ohw = (int64_t)d->p.oh * d->p.ow;
+	const int64_t yi = img_size(d->m, ohw, d->yblk, B);
+	float *buf = f->ws->buf + (size_t)t * f->xslice;
+	int64_t b, e, i;
+
+	while (mi_work_claim(&j->w, &b, &e))
+		for (i = b; i < e; i++) {
+			int g = (int)(i % f->xg);
+			int band = (int)(i / f->xg % f->xbands);
+			int n = (int)(i / ((int64_t)f->xg * f->xbands));
+			int g0 = g * cbe / f->xg, g1 = (g + 1) * cbe / f->xg;
+			int r0 = band * f->xrows;
+			int r1 = r0 + f->xrows < d->p.oh ? r0 + f->xrows : d->p.oh;
+			int i0 = r0 * d->p.sh - d->p.pt;
+			int i1 = (r1 - 1) * d->p.sh - d->p.pt +
+				 (d->p.kh - 1) * d->p.dh + 1;
+			struct mi_nc_conv pa = f->p, pd = d->p;
+
+			i0 = i0 > 0 ? i0 : 0;
+			i1 = i1 < H ? i1 : H;
+			i1 = i1 > i0 ? i1 : i0;
+			pa.ow = (i1 - i0) * W;
+			pa.m = f->m - g0 * B < (g1 - g0) * B ? f->m - g0 * B :
+							       (g1 - g0) * B;
+			pa.wp += (size_t)g0 * f->p.kh * f->p.kw * f->p.c * B;
+			pa.bias += (size_t)g0 * B;
+			pa.yblk = 1;
+			if (pa.ow)
+				k->conv(&pa, j->x + n * xi + (int64_t)i0 * W *
+							    (f->xblk ? B : 1),
+					NULL, buf, 0, g1 - g0, 0, 1, 0, pa.ow);
+			pd.h = i1 - i0;
+			pd.pt = d->p.pt + i0;
+			pd.c = pd.m = d->m - g0 * B;
+			pd.wp += (size_t)g0 * d->p.kh * d->p.kw * B;
+			pd.bias += (size_t)g0 * B;
+			k->dw(&pd, buf, NULL, j->y + n * yi + (int64_t)g0 * B * ohw,
+			      0, g1 - g0, r0, r1);
+		}
+}
+
+static void nc_xdw_run(const struct nc_node *f, const float *x, float *y)
+{
+	const struct nc_node *d = f->xdw;
+	struct nc_xjob j = { .f = f, .x = x, .y = y };
+	int64_t items = (int64_t)f->nb * f->xbands * f->xg;
+	double work = (double)f->nb * f->p.ow * f->m * f->c +
+		      (double)f->nb * d->p.oh * d->p.ow * d->c * d->p.kh * d->p.kw;
+	int nt = work < 65536.0 ? 1 : f->nthreads;
+
+	nt = nt < items ? nt : (int)items;
+	mi_work_init(&j.w, items, nt > 1 ? mi_work_grain(items, nt, 4) : items);
+	mi_pool_run(nt, nc_xdw_thread, &j);
+}
+
 static int nc_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct nc_node *f = n->priv;
@@ -634,6 +722,10 @@ static int nc_run(struct mi_graph *g, struct mi_node *n)
 	j.x = x->data;
 	j.b = b ? b->data : NULL;
 	j.y = y->data;
+	if (f->xdw) {
+		nc_xdw_run(f, x->data, y->data);
+		return 0;
+	}
 	if (f->kind == NC_CONV) {
 		int64_t xi = img_size(f->c, (int64_t)f->h0 * f->w0, f->xblk, B);
 		int64_t yi = img_size(f->m, (int64_t)f->p.oh * f->p.ow, f->yblk, B);
@@ -692,6 +784,17 @@ static void nc_fini(struct mi_graph *g, struct mi_node *n)
 {
 	struct nc_node *f = n->priv;
 
+	if (f->xdw) {
+		struct mi_node *d = &g->nodes[f->xdw_node];
+
+		g->tensors[n->outputs[0]].producer = f->xdw_node;
+		d->dead = false;
+		n->outputs[0] = f->xdw_t;
+		d->priv = f->xdw;
+		nc_fini(g, d);
+		d->priv = NULL;
+		f->xdw = NULL;
+	}
 	unfuse(g, n, f);
 	if (f->phys_t >= 0)
 		g->tensors[f->phys_t].phys_bytes = 0;
@@ -771,6 +874,96 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		}
 	}
 	return 0;
+}
+
+/*
+ * A 1x1 conv whose blocked output is read only by a depthwise conv (the
+ * expansion of an inverted residual) runs that depthwise conv too, band
+ * by band (nc_xdw_thread).  Groups of XDW_GROUP channels; bands as tall
+ * as fit XDW_BUF floats of buffer per group, unless the rows recomputed
+ * at band edges would add more than a quarter to the 1x1 conv (then
+ * nothing is fused).  MI_CPU_XDW=0 disables it, MI_CPU_XDW_ROWS=n forces
+ * n output rows per band (tests).
+ */
+#define XDW_GROUP 64
+#define XDW_BUF (96 * 1024)
+
+static int xdw_in_rows(const struct mi_nc_conv *d, int rows)
+{
+	int r = (rows - 1) * d->sh + (d->kh - 1) * d->dh + 1;
+
+	return r < d->h ? r : d->h;
+}
+
+static bool plan_xdw(struct nc_node *f, const struct nc_node *d,
+		     int nthreads)
+{
+	const char *env = getenv("MI_CPU_XDW_ROWS");
+	const int B = f->k->b, cbe = nc_cb(f->m, B);
+	int gb = XDW_GROUP / B > f->k->ob ? XDW_GROUP / B : f->k->ob;
+	int gmax, rows, bands;
+
+	f->xg = (cbe + gb - 1) / gb;
+	gmax = (cbe + f->xg - 1) / f->xg;
+	if (env && atoi(env) > 0) {
+		rows = atoi(env);
+	} else {
+		for (rows = d->p.oh; rows > 1; rows--)
+			if ((int64_t)xdw_in_rows(&d->p, rows) * d->p.w * gmax * B <=
+			    XDW_BUF)
+				break;
+	}
+	rows = rows < d->p.oh ? rows : d->p.oh;
+	bands = (d->p.oh + rows - 1) / rows;
+	rows = (d->p.oh + bands - 1) / bands;
+	if (!(env && atoi(env) > 0) &&
+	    4 * (int64_t)bands * xdw_in_rows(&d->p, rows) > 5 * (int64_t)d->p.h)
+		return false;
+	f->xrows = rows;
+	f->xbands = bands;
+	f->xslice = ((size_t)xdw_in_rows(&d->p, rows) * d->p.w * gmax * B + 15) &
+		    ~(size_t)15;
+	(void)nthreads;
+	return true;
+}
+
+static void fuse_xdw(struct mi_graph *g, struct nc_ws *ws, int nthreads)
+{
+	const char *env = getenv("MI_CPU_XDW");
+
+	if (env && !strcmp(env, "0"))
+		return;
+	for (int ni = 0; ni < g->nnodes; ni++) {
+		struct mi_node *n = &g->nodes[ni], *dn;
+		const struct mi_cpu_kernel_hdr *h = n->priv;
+		struct nc_node *f = n->priv, *d;
+		int t = n->outputs[0], c;
+
+		if (n->dead || !h || h->run != nc_run || f->kind != NC_CONV ||
+		    !f->flat || f->pad || f->slot2 >= 0 || !f->yblk || f->xdw ||
+		    (g->tensors[t].flags & MI_TF_OUTPUT) ||
+		    mi_cpu_consumers(g, t, &c, 1) != 1)
+			continue;
+		dn = &g->nodes[c];
+		h = dn->priv;
+		d = dn->priv;
+		if (!h || h->run != nc_run || d->kind != NC_DW || d->slot2 >= 0 ||
+		    dn->inputs[0] != t || d->nb != f->nb || d->c != f->m ||
+		    (int64_t)d->p.h * d->p.w != f->p.ow ||
+		    !plan_xdw(f, d, nthreads))
+			continue;
+		f->xdw = d;
+		f->xdw_node = c;
+		f->xdw_t = t;
+		dn->priv = NULL;
+		dn->dead = true;
+		n->outputs[0] = dn->outputs[0];
+		g->tensors[n->outputs[0]].producer = ni;
+		if (f->xslice * nthreads > ws->floats)
+			ws->floats = f->xslice * nthreads;
+		f->ws = ws;
+		ws->refs++;
+	}
 }
 
 int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
@@ -896,6 +1089,7 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 		if (err)
 			goto out;
 	}
+	fuse_xdw(g, ws, nthreads);
 	if (ws->refs) {
 		ws->buf = mi_cpu_alloc(ws->floats * sizeof(float));
 		if (!ws->buf)

@@ -523,6 +523,92 @@ static void test_chain(int c, int e, int hw, int nthreads, bool out_mid)
 	mi_graph_fini(&g);
 }
 
+/*
+ * Expansion 1x1 conv + depthwise conv run as one node (nchwc.c fuse_xdw):
+ *   x -> Conv3x3 -> Conv1x1 (c -> e) + Relu -> dw kxk stride s + HardSwish
+ *   -> y (graph output, NCHW), or (pool) -> MaxPool 2x2 -> y (the
+ * depthwise output blocked).  rows > 0 forces that many depthwise output
+ * rows per band (MI_CPU_XDW_ROWS), so band edges, padding rows and
+ * channel groups all get hit.
+ */
+static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
+		     int rows, bool pool)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = nthreads };
+	int oh = (hw + 2 * (k / 2) - k) / s + 1;
+	int x, t0, t1, t1r, t2, t2h, y, npw, ndw, nrelu, nhs;
+	float *fast[1] = { 0 }, *ref[1] = { 0 };
+	char rs[16];
+
+	snprintf(rs, sizeof(rs), "%d", rows);
+	if (rows > 0)
+		setenv("MI_CPU_XDW_ROWS", rs, 1);
+	mi_graph_init(&g);
+	g.opset = 17;
+	x = tensor(&g, "x", 1, c, hw, hw, MI_TF_INPUT, true);
+	t0 = tensor(&g, "t0", 1, c, hw, hw, 0, false);
+	t1 = tensor(&g, "t1", 1, e, hw, hw, 0, false);
+	t1r = tensor(&g, "t1r", 1, e, hw, hw, 0, false);
+	t2 = tensor(&g, "t2", 1, e, oh, oh, 0, false);
+	t2h = tensor(&g, "t2h", 1, e, oh, oh, 0, false);
+	conv(&g, x, c, c, 3, 1, 1, t0);
+	npw = conv(&g, t0, c, e, 1, 1, 1, t1);
+	nrelu = node(&g, "Relu", 1, (int[]){ t1 }, t1r);
+	ndw = conv(&g, t1r, e, e, k, s, e, t2);
+	nhs = node(&g, "HardSwish", 1, (int[]){ t2 }, t2h);
+	if (pool) {
+		int64_t ks[2] = { 2, 2 };
+
+		y = tensor(&g, "y", 1, e, oh - 1, oh - 1, 0, false);
+		mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1,
+					       (int[]){ t2h }, y)],
+				 "kernel_shape", ks, 2);
+	} else {
+		y = t2h;
+	}
+	g.outputs = malloc(sizeof(int));
+	g.noutputs = 1;
+	g.outputs[0] = y;
+	g.tensors[y].flags |= MI_TF_OUTPUT;
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	for (int round = 0; round < 2; round++) {
+		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		CHECK(g.nodes[npw].priv && g.nodes[ndw].dead &&
+			      !g.nodes[ndw].priv && g.nodes[nrelu].dead &&
+			      g.nodes[nhs].dead && g.nodes[npw].outputs[0] == t2h,
+		      "xdw c%d e%d hw%d k%d s%d: pair not fused", c, e, hw, k, s);
+		CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
+		mi_cpu_plan_fini(&g);
+		CHECK(!g.nodes[ndw].dead && !g.nodes[nrelu].dead &&
+			      !g.nodes[nhs].dead && !count_planned(&g) &&
+			      g.nodes[npw].outputs[0] == t1 &&
+			      g.nodes[ndw].outputs[0] == t2 &&
+			      g.tensors[t1].producer == npw &&
+			      g.tensors[t2h].producer == nhs &&
+			      !g.tensors[t2].phys_bytes,
+		      "xdw: fini did not restore the graph");
+		free_activations(&g);
+		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		CHECK(!run_graph(&g, ref), "reference run: %s", g.err);
+		if (fast[0] && ref[0]) {
+			double er = nerr(fast[0], ref[0],
+					 mi_tensor_numel(&g.tensors[y]));
+
+			CHECK(er < 1e-5,
+			      "xdw c%d e%d hw%d k%d s%d t%d rows %d pool %d: err %g",
+			      c, e, hw, k, s, nthreads, rows, pool, er);
+		}
+		free(fast[0]);
+		free(ref[0]);
+		fast[0] = ref[0] = NULL;
+		free_activations(&g);
+	}
+	mi_graph_fini(&g);
+	unsetenv("MI_CPU_XDW_ROWS");
+}
+
 /* A Conv feeding only NCHW ops stays off the blocked path. */
 static void test_lone_conv(void)
 {
@@ -568,6 +654,12 @@ int main(void)
 	test_chain(3, 24, 9, 1, false);
 	test_chain(17, 40, 14, 2, false);
 	test_chain(16, 88, 7, 2, true);
+	test_xdw(16, 88, 12, 3, 1, 2, 0, false);
+	test_xdw(12, 200, 11, 3, 2, 3, 2, true);
+	test_xdw(16, 40, 9, 5, 1, 2, 1, false);
+	test_xdw(24, 88, 13, 3, 2, 1, 3, true);
+	test_xdw(24, 72, 10, 5, 2, 2, 2, false);
+	test_xdw(32, 136, 15, 3, 1, 3, 4, true);
 	test_lone_conv();
 	printf("test-nchwc: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

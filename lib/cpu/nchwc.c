@@ -41,7 +41,7 @@
 #include "cpu/cpu_plan.h"
 #include "cpu/nchwc.h"
 
-enum { NC_NONE, NC_CONV, NC_DW, NC_GAP, NC_MUL, NC_ADD, NC_POOL };
+enum { NC_NONE, NC_CONV, NC_DW, NC_GAP, NC_MUL, NC_ADD, NC_POOL, NC_CAT };
 
 #define NC_MAX_ABSORB 4
 
@@ -267,6 +267,31 @@ static int pool_shape(struct mi_graph *g, struct mi_node *n,
 	return NC_POOL;
 }
 
+/*
+ * A channel Concat of 4-D tensors whose channel counts are all multiples
+ * of the block is the same bytes in NCHW and in NCHWc (per image, input
+ * k's blocks follow the blocks before it): the NCHW Concat kernel (and
+ * the in-place Concat of exec.c) serves blocked tensors unchanged, so the
+ * node passes the layout through and is not claimed (NC_CAT).
+ */
+static bool concat_blocks(struct mi_graph *g, struct mi_node *n, int b)
+{
+	struct mi_tensor *y = mi_out(g, n, 0);
+	int64_t axis = mi_attr_int(n, "axis", 0), c = 0;
+
+	if (n->ninputs < 1 || (axis != 1 && axis != -3))
+		return false;
+	for (int i = 0; i < n->ninputs; i++) {
+		struct mi_tensor *x = mi_in(g, n, i);
+
+		if (!f32_4d(x) || x->dims[1] % b || x->dims[0] != y->dims[0] ||
+		    x->dims[2] != y->dims[2] || x->dims[3] != y->dims[3])
+			return false;
+		c += x->dims[1];
+	}
+	return c == y->dims[1];
+}
+
 /* Kind of node n (or NC_NONE); fills f's shape fields. */
 static int classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 {
@@ -293,6 +318,8 @@ static int classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 		f->m = s.m;
 		return kind;
 	}
+	if (is_op(n, "Concat"))
+		return concat_blocks(g, n, f->k->b) ? NC_CAT : NC_NONE;
 	a = mi_in(g, n, 0);
 	if (!f32_4d(a))
 		return NC_NONE;
@@ -448,6 +475,7 @@ static bool accepts(int kind, const struct nc_node *f, int j)
 	case NC_MUL:
 		return j != f->slot2;
 	case NC_ADD:
+	case NC_CAT:
 		return true;
 	default:
 		return false;
@@ -457,7 +485,7 @@ static bool accepts(int kind, const struct nc_node *f, int j)
 static bool produces_blocked(int kind)
 {
 	return kind == NC_CONV || kind == NC_DW || kind == NC_MUL ||
-	       kind == NC_ADD || kind == NC_POOL;
+	       kind == NC_ADD || kind == NC_POOL || kind == NC_CAT;
 }
 
 static int nc_cb(int c, int b)
@@ -1063,6 +1091,11 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 			case NC_ADD:
 				drop = !blk[n->inputs[0]] || !blk[n->inputs[1]];
 				break;
+			case NC_CAT:
+				drop = !blk[n->outputs[0]];
+				for (int j = 0; j < n->ninputs; j++)
+					drop |= !blk[n->inputs[j]];
+				break;
 			default:
 				drop = !blk[n->inputs[0]];
 				break;
@@ -1081,6 +1114,11 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 			fs[i] = NULL;
 		}
 	for (int i = 0; i < g->nnodes; i++) {
+		if (fs[i] && kind[i] == NC_CAT) {
+			/* passes the layout through, run by the NCHW kernel */
+			free(fs[i]);
+			fs[i] = NULL;
+		}
 		if (!fs[i])
 			continue;
 		g->nodes[i].priv = fs[i];

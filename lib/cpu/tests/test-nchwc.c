@@ -609,6 +609,72 @@ static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
 	unsetenv("MI_CPU_XDW_ROWS");
 }
 
+/*
+ * Channel Concat between blocked nodes (nchwc.c concat_blocks): batch nb,
+ *   x -> Conv3x3 (c -> a) + Conv3x3 (c -> b) -> Concat(axis 1) -> Conv1x1
+ *   -> MaxPool 2x2 -> y.
+ * With a and b multiples of the block the Concat keeps the blocked
+ * layout (its inputs and the 1x1's are blocked); otherwise everything
+ * around it stays NCHW.  Both must match the reference.
+ */
+static void test_concat(int c, int a, int b, int nb, int hw, int nthreads)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = nthreads };
+	int x, ta, tb, tc, t1, y, na, npw, ncat;
+	float *fast[1] = { 0 }, *ref[1] = { 0 };
+	int64_t ks[2] = { 2, 2 };
+	bool blocked = a % B == 0 && b % B == 0;
+
+	mi_graph_init(&g);
+	g.opset = 17;
+	x = tensor(&g, "x", nb, c, hw, hw, MI_TF_INPUT, true);
+	ta = tensor(&g, "ta", nb, a, hw, hw, 0, false);
+	tb = tensor(&g, "tb", nb, b, hw, hw, 0, false);
+	tc = tensor(&g, "tc", nb, a + b, hw, hw, 0, false);
+	t1 = tensor(&g, "t1", nb, c, hw, hw, 0, false);
+	y = tensor(&g, "y", nb, c, hw - 1, hw - 1, 0, false);
+	na = conv(&g, x, c, a, 3, 1, 1, ta);
+	conv(&g, x, c, b, 3, 1, 1, tb);
+	ncat = node(&g, "Concat", 2, (int[]){ ta, tb }, tc);
+	mi_node_set_int(&g.nodes[ncat], "axis", 1);
+	npw = conv(&g, tc, a + b, c, 1, 1, 1, t1);
+	mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1, (int[]){ t1 }, y)],
+			 "kernel_shape", ks, 2);
+	g.outputs = malloc(sizeof(int));
+	g.noutputs = 1;
+	g.outputs[0] = y;
+	g.tensors[y].flags |= MI_TF_OUTPUT;
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	for (int round = 0; round < 2; round++) {
+		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		CHECK((g.nodes[na].priv && g.nodes[npw].priv &&
+		       g.tensors[ta].phys_bytes && g.tensors[t1].phys_bytes) ==
+			      blocked,
+		      "concat a%d b%d: blocked chain %d", a, b, blocked);
+		CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
+		mi_cpu_plan_fini(&g);
+		CHECK(!g.tensors[ta].phys_bytes && !count_planned(&g),
+		      "concat: fini did not restore the graph");
+		free_activations(&g);
+		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		CHECK(!run_graph(&g, ref), "reference run: %s", g.err);
+		if (fast[0] && ref[0]) {
+			double er = nerr(fast[0], ref[0],
+					 mi_tensor_numel(&g.tensors[y]));
+
+			CHECK(er < 1e-5, "concat c%d a%d b%d n%d t%d: err %g", c,
+			      a, b, nb, nthreads, er);
+		}
+		free(fast[0]);
+		free(ref[0]);
+		fast[0] = ref[0] = NULL;
+		free_activations(&g);
+	}
+	mi_graph_fini(&g);
+}
+
 /* A Conv feeding only NCHW ops stays off the blocked path. */
 static void test_lone_conv(void)
 {
@@ -660,6 +726,9 @@ int main(void)
 	test_xdw(24, 88, 13, 3, 2, 1, 3, true);
 	test_xdw(24, 72, 10, 5, 2, 2, 2, false);
 	test_xdw(32, 136, 15, 3, 1, 3, 4, true);
+	test_concat(16, 2 * B, 3 * B, 1, 9, 2);
+	test_concat(24, 4 * B, B, 2, 7, 3);
+	test_concat(16, 2 * B, B + B / 2, 1, 8, 2);
 	test_lone_conv();
 	printf("test-nchwc: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

@@ -70,6 +70,24 @@ int mi_quant_isa(void)
 	return isa_cur;
 }
 
+/* AVX-512 VBMI (vpermb) for the depthwise rows; tests turn it off to
+ * cover the AVX-512 path without it. */
+static int vbmi_cur = -1;
+
+int mi_quant_set_vbmi(int on)
+{
+	__builtin_cpu_init();
+	vbmi_cur = on && __builtin_cpu_supports("avx512vbmi");
+	return vbmi_cur;
+}
+
+static bool have_vbmi(void)
+{
+	if (vbmi_cur < 0)
+		mi_quant_set_vbmi(1);
+	return vbmi_cur;
+}
+
 const char *mi_quant_isa_name(int isa)
 {
 	switch (isa) {
@@ -1471,6 +1489,69 @@ dwk_chan_avx512(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, i
 		dwk_chan_body(xp, wp, w, kh, kw, oh, ow, sh, 2, acc, rq, rowstep);
 }
 
+/*
+ * A whole depthwise channel (any kernel up to 7x7, stride 1 or 2, no
+ * dilation) with vpermb + vpdpbusd: dword lane i of the permuted row holds
+ * the input bytes i*sw + 4g .. i*sw + 4g + 3, so one vpdpbusd with the
+ * broadcast weights (w[ky][4g..4g+3], zero past kw) adds four taps of 16
+ * outputs (uint8 x int8 into int32: exact).  Requantization fused (rq,
+ * uint8/int8 out) or int32 rows into acc.  Same sums as dwk_chan_body.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) static void
+dw_chan_vbmi(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh, int ow,
+	     int sh, int sw, int32_t *acc, struct dw_rq *rq, size_t rowstep)
+{
+	struct dw_rqv v = { 0 };
+	uint8_t *out0 = rq ? rq->out : NULL;
+	__m512i idx[2], wv[MI_QDW_KMAX][2];
+	int ng = (kw + 3) / 4;
+
+	dw_rqv_set(&v, rq);
+	for (int g = 0; g < ng; g++) {
+		uint8_t ix[64];
+
+		for (int b = 0; b < 64; b++)
+			ix[b] = (uint8_t)((b / 4) * sw + 4 * g + b % 4);
+		idx[g] = _mm512_loadu_si512(ix);
+		for (int ky = 0; ky < kh; ky++) {
+			uint32_t d = 0;
+
+			for (int t = 0; t < 4 && 4 * g + t < kw; t++)
+				d |= (uint32_t)(uint8_t)w[ky * kw + 4 * g + t] << (8 * t);
+			wv[ky][g] = _mm512_set1_epi32((int)d);
+		}
+	}
+	for (int x = 0; x < ow; x += 16) {
+		int n = ow - x >= 16 ? 16 : ow - x;
+		__mmask16 m = (__mmask16)((1u << n) - 1);
+		int need = (n - 1) * sw + kw; /* input bytes read: <= 37 */
+		__mmask64 lm = ((__mmask64)1 << need) - 1;
+
+		for (int oy = 0; oy < oh; oy++) {
+			const uint8_t *r = xp + (size_t)oy * sh * wp + (size_t)x * sw;
+			__m512i a0 = _mm512_setzero_si512(), a1 = a0;
+
+			for (int ky = 0; ky < kh; ky++) {
+				__m512i row = _mm512_maskz_loadu_epi8(lm, r + (size_t)ky * wp);
+
+				if (ky & 1)
+					a1 = _mm512_dpbusd_epi32(a1, _mm512_permutexvar_epi8(idx[0], row),
+								 wv[ky][0]);
+				else
+					a0 = _mm512_dpbusd_epi32(a0, _mm512_permutexvar_epi8(idx[0], row),
+								 wv[ky][0]);
+				if (ng > 1)
+					a1 = _mm512_dpbusd_epi32(a1, _mm512_permutexvar_epi8(idx[1], row),
+								 wv[ky][1]);
+			}
+			if (rq)
+				rq->out = out0 + (size_t)oy * rowstep;
+			dw_store(acc ? acc + (size_t)oy * ow : NULL, x, m, _mm512_add_epi32(a0, a1),
+				 rq, &v);
+		}
+	}
+}
+
 static void dw_prep_item(void *arg, int c, int tid)
 {
 	struct conv_job *j = arg;
@@ -1518,6 +1599,15 @@ static void dw_item(void *arg, int c, int tid)
 
 	bool fused = j->dw_isa == MI_QISA_AVX512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) &&
 		     (j->ep->mode == MI_QOUT_U8 || j->ep->mode == MI_QOUT_S8);
+
+	if (fused && s->dh == 1 && have_vbmi()) {
+		struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo, j->ep->fhi,
+				    j->ep->zy, yc, j->ep->out_c4 };
+
+		dw_chan_vbmi(xp, j->wp, cv->dww + (size_t)c * s->kh * s->kw, s->kh, s->kw, s->oh,
+			     s->ow, s->sh, s->sw, NULL, &rq, rowstep);
+		return;
+	}
 
 	if (s->kh != 3 || s->kw != 3) {
 		const uint8_t *rows[MI_QDW_KMAX];

@@ -40,6 +40,9 @@ int mi_quant_set_isa(int isa);
 const char *mi_quant_isa_name(int isa);
 /* Highest ISA the CPU supports (ignores MI_CPU_ISA). */
 int mi_quant_isa_max(void);
+/* Use AVX-512 VBMI where the CPU has it (default on; tests switch it off
+ * to cover the AVX-512 kernels without it).  Returns the setting. */
+int mi_quant_set_vbmi(int on);
 
 /* Parallel-for used by the kernels (default: serial).  Calls
  * fn(arg, i, tid) for every i in [0, n), tid in [0, nthreads). */

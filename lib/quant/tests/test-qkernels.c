@@ -219,7 +219,14 @@ static int test_conv(int iter)
 
 		for (size_t i = 0; i < ny; i++)
 			ref_out(&rep, (int)(i / ((size_t)s.oh * s.ow)), acc[i], yr, i);
-		for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
+		/* every ISA; AVX-512 with and without VBMI (depthwise rows) */
+		for (int path = 0; path <= mi_quant_isa_max() + 1; path++) {
+			int isa = path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
+			bool vbmi = path > mi_quant_isa_max();
+
+			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
+				continue;
+			mi_quant_set_vbmi(vbmi);
 			mi_quant_set_isa(isa);
 			memset(yk, 0xcd, ny * es);
 			if (mi_qconv_run(&cv, xin, x_signed, zx, &ep, yk, NULL,
@@ -242,8 +249,9 @@ static int test_conv(int iter)
 				while (!memcmp(yr + i * es, yk + i * es, es))
 					i++;
 				fprintf(stderr,
-					"FAIL conv iter %d isa %s mode %d%s%s: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
-					iter, mi_quant_isa_name(isa), mode, in_c4 ? " in-c4" : "",
+					"FAIL conv iter %d isa %s%s mode %d%s%s: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
+					iter, mi_quant_isa_name(isa), vbmi ? "+vbmi" : "", mode,
+					in_c4 ? " in-c4" : "",
 					ep.out_c4 ? " out-c4" : "", s.c, s.oc, s.group,
 					s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt,
 					s.pl, s.pb, s.pr, cv.depthwise ? "dw" : cv.direct1x1 ? "1x1" : "im2col", i);

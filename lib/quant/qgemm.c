@@ -688,6 +688,81 @@ static void gemm_item(void *arg, int item, int tid)
 	}
 }
 
+/*
+ * Few rows (a classifier's Gemm on one image): a GEMV per row, the packed
+ * weights streamed once.  One 64-byte load holds two k4 steps of a block's
+ * 8 rows; the row's matching 2 x 4 activation bytes are broadcast to the
+ * two halves, so vpdpbusd does 64 multiply-adds with no padding to the
+ * 32-pixel panel the tile kernel needs.
+ */
+#define GEMV_MAX_M 4
+#define GEMV_BLK 64 /* blocks per epilogue call */
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+gemv_vnni(const struct mi_qweights *w, const uint8_t *a, int b0, int b1, int32_t *acc)
+{
+	const __m512i sel = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+	int k4 = w->k4, kfull = w->k / 4;
+
+	for (int b = b0; b < b1; b++) {
+		const int8_t *wp = w->packed + (size_t)b * k4 * MI_QMR * 4;
+		__m512i s0 = _mm512_setzero_si512(), s1 = s0;
+		__m256i t = _mm256_setzero_si256();
+		int kq = 0;
+
+		for (; kq + 4 <= kfull; kq += 4) {
+			__m512i x0 = _mm512_permutexvar_epi32(
+				sel, _mm512_castsi128_si512(_mm_loadl_epi64((const void *)(a + kq * 4))));
+			__m512i x1 = _mm512_permutexvar_epi32(
+				sel, _mm512_castsi128_si512(_mm_loadl_epi64((const void *)(a + kq * 4 + 8))));
+
+			s0 = _mm512_dpbusd_epi32(s0, x0, _mm512_loadu_si512((const void *)(wp + kq * 32)));
+			s1 = _mm512_dpbusd_epi32(s1, x1,
+						 _mm512_loadu_si512((const void *)(wp + kq * 32 + 64)));
+		}
+		for (; kq < k4; kq++) {
+			uint32_t d = 0;
+
+			memcpy(&d, a + kq * 4, kq < kfull ? 4 : w->k - kq * 4);
+			t = _mm256_dpbusd_epi32(t, _mm256_set1_epi32((int)d),
+						_mm256_loadu_si256((const void *)(wp + kq * 32)));
+		}
+		s0 = _mm512_add_epi32(s0, s1);
+		t = _mm256_add_epi32(t, _mm256_add_epi32(_mm512_castsi512_si256(s0),
+							 _mm512_extracti64x4_epi64(s0, 1)));
+		_mm256_storeu_si256((void *)(acc + (b - b0) * MI_QMR), t);
+	}
+}
+
+struct gemv_job {
+	const struct mi_qweights *w;
+	const uint8_t *a;
+	int lda, ldy, nchunk, bpc;
+	const struct mi_qepi *ep;
+	void *y;
+	epi_fn epi;
+};
+
+static void gemv_item(void *arg, int item, int tid)
+{
+	struct gemv_job *j = arg;
+	const struct mi_qweights *w = j->w;
+	int row = item / j->nchunk, chunk = item % j->nchunk;
+	int b0 = chunk * j->bpc, b1 = b0 + j->bpc < w->nblk ? b0 + j->bpc : w->nblk;
+	size_t es = out_elem(j->ep->mode);
+	int32_t acc[GEMV_BLK * MI_QMR];
+
+	for (int c0 = b0; c0 < b1; c0 += GEMV_BLK) {
+		int c1 = c0 + GEMV_BLK < b1 ? c0 + GEMV_BLK : b1;
+		int oc0 = c0 * MI_QMR, noc = (c1 * MI_QMR < w->ocg ? c1 * MI_QMR : w->ocg) - oc0;
+
+		gemv_vnni(w, j->a + (size_t)row * j->lda, c0, c1, acc);
+		/* one pixel, noc rows: out[r] */
+		j->epi(acc, 1, noc, 1, j->ep, oc0,
+		       (uint8_t *)j->y + ((size_t)row * j->ldy + oc0) * es, 1);
+	}
+}
+
 static size_t gemm_ws_per(const struct mi_qweights *w)
 {
 	return ((size_t)w->k4 * MI_QNR * 4 + MI_QMR * MI_QNR * 8 + 63) & ~(size_t)63;
@@ -711,6 +786,16 @@ int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
 
 	if (w->group != 1 || m <= 0)
 		return -EINVAL;
+	if (m <= GEMV_MAX_M && mi_quant_isa() == MI_QISA_AVX512) {
+		struct gemv_job v = { .w = w, .a = a, .lda = lda, .ldy = ldy, .ep = ep, .y = y,
+				      .epi = j.k.epi };
+
+		v.nchunk = 2 * par_threads < w->nblk ? 2 * par_threads : w->nblk;
+		v.bpc = (w->nblk + v.nchunk - 1) / v.nchunk;
+		v.nchunk = (w->nblk + v.bpc - 1) / v.bpc;
+		par_for(m * v.nchunk, gemv_item, &v);
+		return 0;
+	}
 	/* split the output channels too when there are few panels */
 	j.nchunk = npanel >= 2 * par_threads ? 1 : 2 * par_threads;
 	if (j.nchunk > w->nblk)

@@ -277,7 +277,7 @@ static int test_conv(int iter)
 
 static int test_gemm(int iter)
 {
-	int m = rndi(1, 70), n = rndi(1, 40), k = rndi(1, 90);
+	int m = rnd() % 4 ? rndi(1, 70) : rndi(1, 5), n = rndi(1, 40), k = rndi(1, 90);
 	int lda = k + rndi(0, 3), ldy = n + rndi(0, 2);
 	int8_t *w = malloc((size_t)n * k);
 	uint8_t *a = malloc((size_t)m * lda);

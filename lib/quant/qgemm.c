@@ -1582,10 +1582,14 @@ dwk_chan_avx512(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, i
  * outputs (uint8 x int8 into int32: exact).  Requantization fused (rq,
  * uint8/int8 out) or int32 rows into acc.  Same sums as dwk_chan_body.
  */
+/* The input plane is read unpadded (h x iw, pads pt/pl): masked loads
+ * fill the pad bytes with the zero point zx, so no padded copy is made. */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) static void
-dw_chan_vbmi(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh, int ow,
-	     int sh, int sw, int32_t *acc, struct dw_rq *rq, size_t rowstep)
+dw_chan_vbmi(const uint8_t *src, int h, int iw, int pt, int pl, uint8_t zx, const int8_t *w,
+	     int kh, int kw, int oh, int ow, int sh, int sw, int32_t *acc, struct dw_rq *rq,
+	     size_t rowstep)
 {
+	const __m512i zxv = _mm512_set1_epi8((char)zx);
 	struct dw_rqv v = { 0 };
 	uint8_t *out0 = rq ? rq->out : NULL;
 	__m512i idx[2], wv[MI_QDW_KMAX][2];
@@ -1610,14 +1614,21 @@ dw_chan_vbmi(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int 
 		int n = ow - x >= 16 ? 16 : ow - x;
 		__mmask16 m = (__mmask16)((1u << n) - 1);
 		int need = (n - 1) * sw + kw; /* input bytes read: <= 37 */
-		__mmask64 lm = ((__mmask64)1 << need) - 1;
+		int start = x * sw - pl;      /* input column of byte 0 */
+		int lo = start < 0 ? -start : 0, hi = iw - start < need ? iw - start : need;
+		/* bytes lo..hi-1 lie inside the row; the rest are padding */
+		__mmask64 lm = hi > lo ? (((__mmask64)1 << hi) - 1) & ~(((__mmask64)1 << lo) - 1) : 0;
 
 		for (int oy = 0; oy < oh; oy++) {
-			const uint8_t *r = xp + (size_t)oy * sh * wp + (size_t)x * sw;
 			__m512i a0 = _mm512_setzero_si512(), a1 = a0;
 
 			for (int ky = 0; ky < kh; ky++) {
-				__m512i row = _mm512_maskz_loadu_epi8(lm, r + (size_t)ky * wp);
+				int iy = oy * sh + ky - pt;
+				__m512i row = zxv;
+
+				if (iy >= 0 && iy < h)
+					row = _mm512_mask_loadu_epi8(zxv, lm,
+								     src + (ptrdiff_t)iy * iw + start);
 
 				if (ky & 1)
 					a1 = _mm512_dpbusd_epi32(a1, _mm512_permutexvar_epi8(idx[0], row),
@@ -1667,6 +1678,16 @@ static void dw_prep_item(void *arg, int c, int tid)
 	}
 }
 
+/* The channel runs dw_chan_vbmi on the unpadded input (no dw_prep_item). */
+static bool dw_direct(const struct conv_job *j)
+{
+	const struct mi_qconv_shape *s = &j->cv->s;
+
+	return j->dw_isa == MI_QISA_AVX512 && have_vbmi() && !j->flip && s->dw == 1 &&
+	       s->dh == 1 && (s->sw == 1 || s->sw == 2) &&
+	       (j->ep->mode == MI_QOUT_U8 || j->ep->mode == MI_QOUT_S8);
+}
+
 static void dw_item(void *arg, int c, int tid)
 {
 	struct conv_job *j = arg;
@@ -1685,12 +1706,13 @@ static void dw_item(void *arg, int c, int tid)
 	bool fused = j->dw_isa == MI_QISA_AVX512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) &&
 		     (j->ep->mode == MI_QOUT_U8 || j->ep->mode == MI_QOUT_S8);
 
-	if (fused && s->dh == 1 && have_vbmi()) {
+	if (dw_direct(j)) {
 		struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo, j->ep->fhi,
 				    j->ep->zy, yc, j->ep->out_c4 };
 
-		dw_chan_vbmi(xp, j->wp, cv->dww + (size_t)c * s->kh * s->kw, s->kh, s->kw, s->oh,
-			     s->ow, s->sh, s->sw, NULL, &rq, rowstep);
+		dw_chan_vbmi(j->xsrc + (size_t)c * s->h * s->w, s->h, s->w, s->pt, s->pl, j->zx,
+			     cv->dww + (size_t)c * s->kh * s->kw, s->kh, s->kw, s->oh, s->ow, s->sh,
+			     s->sw, NULL, &rq, rowstep);
 		return;
 	}
 
@@ -1772,8 +1794,11 @@ static void dw_quad_item(void *arg, int item, int tid)
 	struct conv_job *j = arg;
 	int c1 = item * 4 + 4 < j->cv->s.c ? item * 4 + 4 : j->cv->s.c;
 
+	bool direct = dw_direct(j);
+
 	for (int c = item * 4; c < c1; c++) {
-		dw_prep_item(arg, c, tid);
+		if (!direct)
+			dw_prep_item(arg, c, tid);
 		dw_item(arg, c, tid);
 	}
 }

@@ -1064,6 +1064,24 @@ static void conv_prep_item(void *arg, int item, int tid)
 	}
 }
 
+/* dst[i] = src[2 * i] for n 4-byte pixels (im2col of a stride-2 run). */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
+copy_s2_avx512(uint8_t *dst, const uint8_t *src, int n)
+{
+	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24,
+					       26, 28, 30);
+
+	for (int i = 0; i < n; i += 16) {
+		int k = n - i < 16 ? n - i : 16; /* reads 2k - 1 pixels */
+		__mmask32 m = ((__mmask32)1 << (2 * k - 1)) - 1;
+		__m512i lo = _mm512_maskz_loadu_epi32((__mmask16)m, src + (size_t)i * 8);
+		__m512i hi = _mm512_maskz_loadu_epi32((__mmask16)(m >> 16), src + (size_t)i * 8 + 64);
+
+		_mm512_mask_storeu_epi32(dst + (size_t)i * 4, (__mmask16)(((uint32_t)1 << k) - 1),
+					 _mm512_permutex2var_epi32(lo, even, hi));
+	}
+}
+
 /* One (group, pixel panel): im2col into the panel, all output blocks. */
 static void conv_gemm_item(void *arg, int item, int tid)
 {
@@ -1125,6 +1143,8 @@ static void conv_gemm_item(void *arg, int item, int tid)
 
 					if (s->sw == 1) {
 						memcpy(dst, src, run_len[r] * 4);
+					} else if (s->sw == 2 && j->dw_isa == MI_QISA_AVX512) {
+						copy_s2_avx512(dst, src, run_len[r]);
 					} else {
 						for (int i = 0; i < run_len[r]; i++)
 							memcpy(dst + i * 4, src + (size_t)i * s->sw * 4, 4);

@@ -40,6 +40,7 @@ int main(int argc, char **argv)
 		/* mobile nets: narrow 1x1 and small 3x3, C4 in and out */
 		{ 16, 112, 96, 1, 1, 1, 1 }, { 96, 56, 24, 1, 1, 1, 1 },
 		{ 32, 28, 192, 1, 1, 1, 1 }, { 16, 55, 64, 3, 1, 1, 1 },
+		{ 3, 224, 64, 3, 2, 1, 0 },
 	};
 	double secs = argc > 1 ? atof(argv[1]) : 0.3;
 	int only = -1;

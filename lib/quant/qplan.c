@@ -1562,6 +1562,45 @@ static int try_qconcat(struct mi_graph *g, struct mi_node *n)
  * writes it in C4 layout and the consumer skips its reorder pass (a 1x1
  * consumer reads it directly).  MI_QUANT_C4=0 disables this.
  */
+/* Every reader of t is an int8 conv that can take it in C4 layout (as its
+ * input 0 only); t is not a graph output.  mark: set their in_c4. */
+static bool c4_readers(struct mi_graph *g, int t, bool mark)
+{
+	int n = 0;
+
+	if (g->tensors[t].flags & MI_TF_OUTPUT)
+		return false;
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *c = &g->nodes[i];
+		struct qnode *qc = c->priv;
+		bool reads = false;
+
+		if (c->dead)
+			continue;
+		for (int k = 0; k < c->ninputs; k++)
+			reads |= c->inputs[k] == t;
+		if (!reads)
+			continue;
+		if (!mi_quant_node_is(c) || !qc->is_conv || c->inputs[0] != t || c->ninputs != 1 ||
+		    qc->cv.depthwise || (qc->cv.s.c / qc->cv.s.group) % 4)
+			return false;
+		if (mark)
+			qc->in_c4 = true;
+		n++;
+	}
+	return n > 0;
+}
+
+/* p is an int8 conv that can write its output in C4 layout. */
+static bool c4_writer(const struct mi_node *p)
+{
+	const struct qnode *qp = p->priv;
+
+	return !p->dead && mi_quant_node_is(p) && qp->is_conv &&
+	       (qp->ep.mode == MI_QOUT_U8 || qp->ep.mode == MI_QOUT_S8) && !(qp->cv.s.oc % 4) &&
+	       (qp->cv.depthwise || !((qp->cv.s.oc / qp->cv.s.group) % 4));
+}
+
 static void plan_c4(struct mi_graph *g)
 {
 	const char *e = getenv("MI_QUANT_C4");
@@ -1569,25 +1608,45 @@ static void plan_c4(struct mi_graph *g)
 	if (e && *e == '0')
 		return;
 	for (int i = 0; i < g->nnodes; i++) {
-		struct mi_node *p = &g->nodes[i], *c;
-		struct qnode *qp = p->priv, *qc;
-		int t, ci;
+		struct mi_node *p = &g->nodes[i];
 
-		if (p->dead || !mi_quant_node_is(p) || !qp->is_conv ||
-		    (qp->ep.mode != MI_QOUT_U8 && qp->ep.mode != MI_QOUT_S8))
+		if (!c4_writer(p) || !c4_readers(g, p->outputs[0], false))
 			continue;
-		t = p->outputs[0];
-		ci = mi_graph_sole_consumer(g, t);
-		if (ci < 0)
+		((struct qnode *)p->priv)->ep.out_c4 = true;
+		c4_readers(g, p->outputs[0], true);
+	}
+	/*
+	 * A channel Concat of int8 conv outputs read only by int8 convs: in C4
+	 * layout (per image [C/4][H*W][4]) each input is still one contiguous
+	 * block of the output when its channel count is a multiple of 4, so
+	 * qcat_run copies the same blocks; producers write C4, readers read it.
+	 */
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *n = &g->nodes[i];
+		struct qnode *q = n->priv;
+		int prod[QCAT_MAX];
+		bool ok;
+
+		if (n->dead || !mi_quant_node_is(n) || q->hdr.run != qcat_run || q->cat->axis != 1 ||
+		    mi_out(g, n, 0)->ndim != 4 || !c4_readers(g, n->outputs[0], false))
 			continue;
-		c = &g->nodes[ci];
-		qc = c->priv;
-		if (!mi_quant_node_is(c) || !qc->is_conv || c->inputs[0] != t ||
-		    qc->cv.depthwise || (qc->cv.s.c / qc->cv.s.group) % 4 ||
-		    qp->cv.s.oc % 4 || (!qp->cv.depthwise && (qp->cv.s.oc / qp->cv.s.group) % 4))
+		ok = true;
+		for (int k = 0; k < n->ninputs && ok; k++) {
+			int t = n->inputs[k];
+
+			prod[k] = -1;
+			for (int j = 0; j < g->nnodes; j++)
+				if (!g->nodes[j].dead && g->nodes[j].outputs[0] == t)
+					prod[k] = j;
+			ok = prod[k] >= 0 && c4_writer(&g->nodes[prod[k]]) &&
+			     !((struct qnode *)g->nodes[prod[k]].priv)->ep.out_c4 &&
+			     mi_graph_sole_consumer(g, t) == i;
+		}
+		if (!ok)
 			continue;
-		qp->ep.out_c4 = true;
-		qc->in_c4 = true;
+		for (int k = 0; k < n->ninputs; k++)
+			((struct qnode *)g->nodes[prod[k]].priv)->ep.out_c4 = true;
+		c4_readers(g, n->outputs[0], true);
 	}
 	/* SE gate Muls feeding an int8 conv (elementwise: any layout) */
 	for (int i = 0; i < g->nnodes; i++) {

@@ -150,6 +150,40 @@ def export_se(path, stride):
                       input_names=["input"], output_names=["y"])
 
 
+def export_fire(path):
+    """SqueezeNet-like fire modules: a squeeze conv read by two convs
+    (C4 with two readers), their Concat read by a conv (C4 Concat), and a
+    Concat with channel counts that are not multiples of 4 (planar)."""
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(17)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+            self.sq = nn.Conv2d(16, 8, 1)
+            self.e1 = nn.Conv2d(8, 16, 1)
+            self.e3 = nn.Conv2d(8, 12, 3, padding=1)
+            self.sq2 = nn.Conv2d(28, 8, 1)
+            self.f1 = nn.Conv2d(8, 6, 1)
+            self.f3 = nn.Conv2d(8, 10, 3, padding=1)
+            self.out = nn.Conv2d(16, 8, 3)
+
+        def forward(self, x):
+            r = nn.functional.relu
+            x = r(self.c1(x))
+            s = r(self.sq(x))
+            x = torch.cat([r(self.e1(s)), r(self.e3(s))], 1)
+            s = r(self.sq2(x))
+            x = torch.cat([r(self.f1(s)), r(self.f3(s))], 1)
+            return self.out(x)
+
+    torch.onnx.export(Net().eval(), torch.zeros(2, 3, 20, 20), path, opset_version=13,
+                      input_names=["input"], output_names=["y"])
+
+
 def mi_run(model, x, tmp, env=None, tag="o", threads=1):
     inp = os.path.join(tmp, "x.npy")
     out = os.path.join(tmp, tag + ".npy")
@@ -304,6 +338,26 @@ def main():
             o = np.load(os.path.join(tmp, "ort.npy")) if not r.returncode else None
             d = float(np.abs(o - fast).max() / (np.abs(o).max() + 1e-12)) if o is not None else 1
             check(d < 1e-6, f"se{stride}: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
+
+    # C4 between convs with two readers and through a Concat: same bytes as
+    # the planar path, the generic ISA, 2 threads and ORT
+    ff = os.path.join(tmp, "fire.onnx")
+    qf = os.path.join(tmp, "fire.int8.onnx")
+    export_fire(ff)
+    run([MI, "quantize", ff, "--calib-random", "8", "-o", qf])
+    fast = mi_run(qf, inputs[0], tmp)
+    planar = mi_run(qf, inputs[0], tmp, {"MI_QUANT_C4": "0"})
+    gen = mi_run(qf, inputs[0], tmp, {"MI_CPU_ISA": "generic"})
+    two = mi_run(qf, inputs[0], tmp, threads=2)
+    check(np.array_equal(fast, planar) and np.array_equal(fast, gen) and np.array_equal(fast, two),
+          "fire: C4 squeeze/Concat == planar output == generic ISA == 2 threads")
+    if have_ort:
+        np.save(os.path.join(tmp, "x.npy"), inputs[0])
+        r = run(["node", ORT_JS, qf, "--input", os.path.join(tmp, "x.npy"),
+                 "--output", os.path.join(tmp, "ort.npy")], ok=False)
+        o = np.load(os.path.join(tmp, "ort.npy")) if not r.returncode else None
+        d = float(np.abs(o - fast).max() / (np.abs(o).max() + 1e-12)) if o is not None else 1
+        check(d < 1e-6, f"fire: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
 
     # bad input: one line, non-zero exit, no crash
     bad = os.path.join(tmp, "bad.onnx")

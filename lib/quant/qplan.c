@@ -1562,43 +1562,137 @@ static int try_qconcat(struct mi_graph *g, struct mi_node *n)
  * writes it in C4 layout and the consumer skips its reorder pass (a 1x1
  * consumer reads it directly).  MI_QUANT_C4=0 disables this.
  */
-/* Every reader of t is an int8 conv that can take it in C4 layout (as its
- * input 0 only); t is not a graph output.  mark: set their in_c4. */
-static bool c4_readers(struct mi_graph *g, int t, bool mark)
-{
-	int n = 0;
-
-	if (g->tensors[t].flags & MI_TF_OUTPUT)
-		return false;
-	for (int i = 0; i < g->nnodes; i++) {
-		struct mi_node *c = &g->nodes[i];
-		struct qnode *qc = c->priv;
-		bool reads = false;
-
-		if (c->dead)
-			continue;
-		for (int k = 0; k < c->ninputs; k++)
-			reads |= c->inputs[k] == t;
-		if (!reads)
-			continue;
-		if (!mi_quant_node_is(c) || !qc->is_conv || c->inputs[0] != t || c->ninputs != 1 ||
-		    qc->cv.depthwise || (qc->cv.s.c / qc->cv.s.group) % 4)
-			return false;
-		if (mark)
-			qc->in_c4 = true;
-		n++;
-	}
-	return n > 0;
-}
-
 /* p is an int8 conv that can write its output in C4 layout. */
 static bool c4_writer(const struct mi_node *p)
 {
 	const struct qnode *qp = p->priv;
 
-	return !p->dead && mi_quant_node_is(p) && qp->is_conv &&
-	       (qp->ep.mode == MI_QOUT_U8 || qp->ep.mode == MI_QOUT_S8) && !(qp->cv.s.oc % 4) &&
-	       (qp->cv.depthwise || !((qp->cv.s.oc / qp->cv.s.group) % 4));
+	return qp->is_conv && (qp->ep.mode == MI_QOUT_U8 || qp->ep.mode == MI_QOUT_S8) &&
+	       !(qp->cv.s.oc % 4) && (qp->cv.depthwise || !((qp->cv.s.oc / qp->cv.s.group) % 4));
+}
+
+/* c, an int8 conv, can read its input (t) in C4 layout. */
+static bool c4_reader(const struct mi_node *c, int t)
+{
+	const struct qnode *qc = c->priv;
+
+	return qc->is_conv && c->ninputs == 1 && c->inputs[0] == t && !qc->cv.depthwise &&
+	       !((qc->cv.s.c / qc->cv.s.group) % 4);
+}
+
+/* How a node can take part in the C4 layout: a conv (writer and/or reader),
+ * or a node indifferent to the layout as long as all its quantized inputs
+ * and its output share it: int8 Add of equal shapes, byte table, channel
+ * Concat (each input a contiguous block of every image in both layouts
+ * when channel counts are multiples of 4). */
+enum { C4_NONE, C4_CONV, C4_SAME };
+
+static int c4_role(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+
+	if (n->dead || !mi_quant_node_is(n))
+		return C4_NONE;
+	if (q->is_conv)
+		return C4_CONV;
+	if (q->hdr.run == qadd_run) {
+		const struct mi_tensor *y = mi_out(g, n, 0);
+
+		for (int k = 0; k < n->ninputs; k++) {
+			const struct mi_tensor *x = mi_in(g, n, k);
+
+			if (x->ndim != y->ndim || memcmp(x->dims, y->dims, y->ndim * sizeof(y->dims[0])))
+				return C4_NONE;
+		}
+		return C4_SAME;
+	}
+	if ((q->hdr.run == qlut_run && q->lut8) || (q->hdr.run == qcat_run && q->cat->axis == 1))
+		return C4_SAME;
+	return C4_NONE;
+}
+
+/*
+ * Which int8 activations are stored in C4 layout: the largest set of 4-D
+ * tensors (channels a multiple of 4, not graph outputs) whose producer
+ * writes C4 and whose readers all read it, where a layout-indifferent node
+ * keeps its inputs and output in one layout.  Found by removing tensors
+ * that break a rule until none does.
+ */
+static void plan_c4_tensors(struct mi_graph *g)
+{
+	int nt = g->ntensors;
+	bool *ok = calloc(nt, sizeof(bool));
+	int *prod = malloc(nt * sizeof(int));
+	bool changed = true;
+
+	if (!ok || !prod) {
+		free(ok);
+		free(prod);
+		return;
+	}
+	for (int t = 0; t < nt; t++) {
+		const struct mi_tensor *x = &g->tensors[t];
+
+		prod[t] = -1;
+		ok[t] = x->ndim == 4 && mi_tensor_shape_known(x) && !(x->dims[1] % 4) &&
+			!(x->flags & MI_TF_OUTPUT) &&
+			(x->dtype == MI_DT_UINT8 || x->dtype == MI_DT_INT8);
+	}
+	for (int i = 0; i < g->nnodes; i++)
+		if (!g->nodes[i].dead && c4_role(g, &g->nodes[i]) != C4_NONE)
+			prod[g->nodes[i].outputs[0]] = i;
+	for (int t = 0; t < nt; t++)
+		if (ok[t] && (prod[t] < 0 || (c4_role(g, &g->nodes[prod[t]]) == C4_CONV &&
+					      !c4_writer(&g->nodes[prod[t]]))))
+			ok[t] = false;
+	while (changed) {
+		changed = false;
+		for (int i = 0; i < g->nnodes; i++) {
+			struct mi_node *n = &g->nodes[i];
+			int role = c4_role(g, n);
+			bool all = role == C4_SAME && ok[n->outputs[0]];
+
+			if (n->dead)
+				continue;
+			for (int k = 0; k < n->ninputs; k++) {
+				int t = n->inputs[k];
+
+				if (!ok[t] && role == C4_SAME)
+					all = false;
+				if (ok[t] && (role == C4_NONE || (role == C4_CONV && !c4_reader(n, t)))) {
+					ok[t] = false; /* a reader that needs the planar layout */
+					changed = true;
+				}
+			}
+			if (role != C4_SAME || all)
+				continue;
+			for (int k = 0; k < n->ninputs; k++)
+				changed |= ok[n->inputs[k]];
+			changed |= ok[n->outputs[0]];
+			for (int k = 0; k < n->ninputs; k++)
+				ok[n->inputs[k]] = false;
+			ok[n->outputs[0]] = false;
+		}
+	}
+	int nc4 = 0;
+
+	for (int t = 0; t < nt; t++)
+		nc4 += ok[t];
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *n = &g->nodes[i];
+		struct qnode *q = n->priv;
+
+		if (c4_role(g, n) != C4_CONV)
+			continue;
+		if (ok[n->outputs[0]])
+			q->ep.out_c4 = true;
+		if (ok[n->inputs[0]])
+			q->in_c4 = true;
+	}
+	if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+		fprintf(stderr, "metainfer: int8: %d activations in C4 layout\n", nc4);
+	free(ok);
+	free(prod);
 }
 
 static void plan_c4(struct mi_graph *g)
@@ -1607,47 +1701,7 @@ static void plan_c4(struct mi_graph *g)
 
 	if (e && *e == '0')
 		return;
-	for (int i = 0; i < g->nnodes; i++) {
-		struct mi_node *p = &g->nodes[i];
-
-		if (!c4_writer(p) || !c4_readers(g, p->outputs[0], false))
-			continue;
-		((struct qnode *)p->priv)->ep.out_c4 = true;
-		c4_readers(g, p->outputs[0], true);
-	}
-	/*
-	 * A channel Concat of int8 conv outputs read only by int8 convs: in C4
-	 * layout (per image [C/4][H*W][4]) each input is still one contiguous
-	 * block of the output when its channel count is a multiple of 4, so
-	 * qcat_run copies the same blocks; producers write C4, readers read it.
-	 */
-	for (int i = 0; i < g->nnodes; i++) {
-		struct mi_node *n = &g->nodes[i];
-		struct qnode *q = n->priv;
-		int prod[QCAT_MAX];
-		bool ok;
-
-		if (n->dead || !mi_quant_node_is(n) || q->hdr.run != qcat_run || q->cat->axis != 1 ||
-		    mi_out(g, n, 0)->ndim != 4 || !c4_readers(g, n->outputs[0], false))
-			continue;
-		ok = true;
-		for (int k = 0; k < n->ninputs && ok; k++) {
-			int t = n->inputs[k];
-
-			prod[k] = -1;
-			for (int j = 0; j < g->nnodes; j++)
-				if (!g->nodes[j].dead && g->nodes[j].outputs[0] == t)
-					prod[k] = j;
-			ok = prod[k] >= 0 && c4_writer(&g->nodes[prod[k]]) &&
-			     !((struct qnode *)g->nodes[prod[k]].priv)->ep.out_c4 &&
-			     mi_graph_sole_consumer(g, t) == i;
-		}
-		if (!ok)
-			continue;
-		for (int k = 0; k < n->ninputs; k++)
-			((struct qnode *)g->nodes[prod[k]].priv)->ep.out_c4 = true;
-		c4_readers(g, n->outputs[0], true);
-	}
+	plan_c4_tensors(g);
 	/* SE gate Muls feeding an int8 conv (elementwise: any layout) */
 	for (int i = 0; i < g->nnodes; i++) {
 		struct mi_node *p = &g->nodes[i], *c;

@@ -184,6 +184,35 @@ def export_fire(path):
                       input_names=["input"], output_names=["y"])
 
 
+def export_res(path):
+    """Residual blocks: conv outputs through int8 Add (+Relu) and a
+    HardSwish table into convs: the residual stream stays in C4 layout."""
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(19)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+            self.a = nn.Conv2d(16, 16, 3, padding=1)
+            self.b = nn.Conv2d(16, 16, 1)
+            self.d = nn.Conv2d(16, 16, 3, padding=1)
+            self.e = nn.Conv2d(16, 16, 1)
+            self.out = nn.Conv2d(16, 8, 1)
+
+        def forward(self, x):
+            r = nn.functional.relu
+            x = r(self.c1(x))
+            x = r(self.b(r(self.a(x))) + x)
+            x = self.e(nn.functional.hardswish(self.d(x))) + x
+            return self.out(x)
+
+    torch.onnx.export(Net().eval(), torch.zeros(2, 3, 20, 20), path, opset_version=13,
+                      input_names=["input"], output_names=["y"])
+
+
 def mi_run(model, x, tmp, env=None, tag="o", threads=1):
     inp = os.path.join(tmp, "x.npy")
     out = os.path.join(tmp, tag + ".npy")
@@ -358,6 +387,24 @@ def main():
         o = np.load(os.path.join(tmp, "ort.npy")) if not r.returncode else None
         d = float(np.abs(o - fast).max() / (np.abs(o).max() + 1e-12)) if o is not None else 1
         check(d < 1e-6, f"fire: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
+
+    rf = os.path.join(tmp, "res.onnx")
+    qr = os.path.join(tmp, "res.int8.onnx")
+    export_res(rf)
+    run([MI, "quantize", rf, "--calib-random", "8", "-o", qr])
+    fast = mi_run(qr, inputs[0], tmp)
+    planar = mi_run(qr, inputs[0], tmp, {"MI_QUANT_C4": "0"})
+    gen = mi_run(qr, inputs[0], tmp, {"MI_CPU_ISA": "generic"})
+    two = mi_run(qr, inputs[0], tmp, threads=2)
+    check(np.array_equal(fast, planar) and np.array_equal(fast, gen) and np.array_equal(fast, two),
+          "res: C4 through Add/table == planar output == generic ISA == 2 threads")
+    if have_ort:
+        np.save(os.path.join(tmp, "x.npy"), inputs[0])
+        r = run(["node", ORT_JS, qr, "--input", os.path.join(tmp, "x.npy"),
+                 "--output", os.path.join(tmp, "ort.npy")], ok=False)
+        o = np.load(os.path.join(tmp, "ort.npy")) if not r.returncode else None
+        d = float(np.abs(o - fast).max() / (np.abs(o).max() + 1e-12)) if o is not None else 1
+        check(d < 1e-6, f"res: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
 
     # bad input: one line, non-zero exit, no crash
     bad = os.path.join(tmp, "bad.onnx")

@@ -61,6 +61,8 @@ struct qtensor {
 	int nch;        /* channels (caxis >= 0) */
 	double *csum;   /* per-channel sums over the calibration runs */
 	double ccount;  /* values summed per channel */
+	bool fp32;      /* --min-cosine: left unquantized */
+	double sens;    /* --min-cosine: error with only this tensor quantized */
 };
 
 struct qnode {
@@ -74,6 +76,8 @@ struct qnode {
 	int act_node; /* Relu/Clip node absorbed into the output point, or -1 */
 	const char *oname; /* the node's output name (the planner may rewire
 			    * the IR node during calibration) */
+	bool wfp32;   /* --min-cosine: weight (so the node) left in fp32 */
+	double sens;  /* --min-cosine: error with only this weight quantized */
 };
 
 struct qctx {
@@ -89,9 +93,18 @@ struct qctx {
 	bool bias_correct; /* fold the weight rounding's mean shift into the bias */
 	double percentile; /* 0 = min/max */
 	bool mse;          /* ranges minimizing the quantization error */
+	double min_cos;    /* --min-cosine target (0 = all int8) */
+	int nthreads;
+	const char *path;  /* the fp32 model */
+	void *src;         /* its bytes (read once) */
+	size_t srclen;
+	float **ref;       /* fp32 outputs of each calibration run, concatenated */
+	int64_t nref;      /* floats per run */
+	int nrefruns;
 };
 
 #define HIST_BINS 2048
+#define MINCOS_INPUTS 64 /* --min-cosine with --calib-random: inputs judged */
 
 static int consumers(const struct mi_graph *g, int t, int *only)
 {
@@ -1022,7 +1035,8 @@ static void to_qlinear(struct qctx *c, struct pb *p, Onnx__NodeProto **orig, siz
 		const struct wq *w = &wqs[k];
 		int qo = c->qt_of[qn->out], qa = c->qt_of[qn->act];
 
-		if (qn->wkind == 1 || qo < 0 || qa < 0 || !w->q)
+		if (qn->wkind == 1 || qo < 0 || qa < 0 || !w->q || c->qt[qo].fp32 ||
+		    c->qt[qa].fp32)
 			continue;
 		if (qn->act_node >= 0 && c->qt[qo].zp != 0)
 			continue; /* Relu/Clip not implied by saturation */
@@ -1290,11 +1304,10 @@ static void push_init(struct pb *p, Onnx__TensorProto *t)
  * already folded into the convolutions), the model header (IR version,
  * opsets, producer, metadata) from the original file.
  */
-static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
+static int rewrite(struct qctx *c, const char *in_path, const char *out_path,
+		   uint8_t **bufp, size_t *lenp)
 {
 	struct mi_graph *g = c->g;
-	void *buf = NULL;
-	size_t len = 0;
 	Onnx__ModelProto *mp;
 	Onnx__GraphProto *gp;
 	struct pb p = { 0 };
@@ -1302,11 +1315,12 @@ static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
 	bool *need = NULL;
 	int err;
 
-	err = mi_read_file(in_path, (size_t)4 << 30, &buf, &len);
-	if (err)
-		return QERR("%s: cannot read: %s", in_path, strerror(-err)) ? err : 0;
-	mp = onnx__model_proto__unpack(NULL, len, buf);
-	free(buf);
+	if (!c->src) {
+		err = mi_read_file(in_path, (size_t)4 << 30, &c->src, &c->srclen);
+		if (err)
+			return QERR("%s: cannot read: %s", in_path, strerror(-err)) ? err : 0;
+	}
+	mp = onnx__model_proto__unpack(NULL, c->srclen, c->src);
 	if (!mp || !mp->graph)
 		return QERR("%s: not a valid ONNX model", in_path) ? -EINVAL : 0;
 	int64_t opset = opset_of(mp);
@@ -1349,9 +1363,10 @@ static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
 		gp->output[gp->n_output++] = value_info(&p, &g->tensors[g->outputs[i]]);
 	/* weight DQs first (they depend on initializers only) */
 	for (int k = 0; k < c->nnodes; k++)
-		quantize_weight(c, &p, &c->nodes[k], &wqs[k]);
+		if (!c->nodes[k].wfp32)
+			quantize_weight(c, &p, &c->nodes[k], &wqs[k]);
 	for (int i = 0; i < c->nqt; i++)
-		if (g->tensors[c->qt[i].t].flags & MI_TF_INPUT)
+		if ((g->tensors[c->qt[i].t].flags & MI_TF_INPUT) && !c->qt[i].fp32)
 			emit_qdq(c, &p, i);
 	for (int o = 0; o < g->norder && !p.err; o++) {
 		struct mi_node *n = &g->nodes[g->order[o]];
@@ -1379,7 +1394,7 @@ static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
 				rename_str(&p, &pn->input[a], wqs[k].dq);
 			} else if (k >= 0 && a == 2 && wqs[k].bdq) {
 				rename_str(&p, &pn->input[a], wqs[k].bdq);
-			} else if (c->qt_of[t] >= 0) {
+			} else if (c->qt_of[t] >= 0 && !c->qt[c->qt_of[t]].fp32) {
 				char *dq = xfmt(&p, g->tensors[t].name, "_dequantized");
 
 				if (dq) {
@@ -1394,7 +1409,8 @@ static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
 		for (int j = 0; j < n->noutputs; j++) {
 			int t = n->outputs[j];
 
-			if (c->qt_of[t] >= 0 && !(g->tensors[t].flags & MI_TF_INPUT))
+			if (c->qt_of[t] >= 0 && !(g->tensors[t].flags & MI_TF_INPUT) &&
+			    !c->qt[c->qt_of[t]].fp32)
 				emit_qdq(c, &p, c->qt_of[t]);
 		}
 	}
@@ -1431,6 +1447,12 @@ static int rewrite(struct qctx *c, const char *in_path, const char *out_path)
 		goto out;
 	}
 	onnx__model_proto__pack(mp, ob);
+	if (bufp) {
+		*bufp = ob;
+		*lenp = sz;
+		ob = NULL;
+		goto out;
+	}
 	f = fopen(out_path, "wb");
 	if (!f || fwrite(ob, 1, sz, f) != sz) {
 		err = QERR("%s: cannot write: %s", out_path, strerror(errno)) ? -EIO : 0;
@@ -1461,6 +1483,246 @@ out:
 	return err;
 }
 
+/* ---- --min-cosine: mixed precision ------------------------------------ */
+
+/*
+ * Run the model as rewritten now (written to memory, loaded and run by the
+ * library's fast kernels) on the first nruns inputs of ev.  With c->ref
+ * unset, keep its float outputs (concatenated per run) as the reference;
+ * otherwise return the minimum and mean over the runs of the outputs'
+ * cosine similarity with the reference.
+ */
+static int eval_model(struct qctx *c, struct calib *ev, int nruns, double *cmin,
+		      double *cmean)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	struct mi_model_opts mo = { .nthreads = c->nthreads };
+	struct mi_model *m = NULL;
+	struct mi_value *outs;
+	bool keep = !c->ref;
+	int err = rewrite(c, c->path, NULL, &buf, &len);
+
+	if (err)
+		return err;
+	err = mi_model_load_buffer(buf, len, NULL, "quantized model", &mo, &m);
+	free(buf);
+	if (err < 0)
+		return QERR("--min-cosine: %s", mi_last_error()) ? err : 0;
+	outs = calloc(c->orig_noutputs + 1, sizeof(*outs));
+	if (keep && outs) {
+		c->ref = calloc(nruns, sizeof(*c->ref));
+		c->nrefruns = nruns;
+	}
+	if (!outs || (keep && !c->ref)) {
+		free(outs);
+		mi_model_free(m);
+		return -ENOMEM;
+	}
+	*cmin = 1;
+	*cmean = 0;
+	for (int r = 0; r < nruns && !err; r++) {
+		double dot = 0, na = 0, nb = 0, cs;
+		int64_t k = 0;
+		int ni = 0;
+
+		while (ni < c->g->ninputs && ev->runs[r][ni].data)
+			ni++;
+		err = mi_model_run(m, ev->runs[r], ni, outs, c->orig_noutputs);
+		if (err < 0) {
+			err = QERR("--min-cosine: run %d: %s", r, mi_last_error()) ? err : 0;
+			break;
+		}
+		err = 0;
+		for (int i = 0; i < c->orig_noutputs; i++)
+			k += outs[i].dtype == MI_DT_FLOAT ? (int64_t)(outs[i].nbytes / 4) : 0;
+		if (keep) {
+			if (r > 0 && k != c->nref) {
+				err = QERR("--min-cosine: outputs change size between inputs") ?
+					      -EINVAL : 0;
+				break;
+			}
+			c->nref = k;
+			c->ref[r] = malloc((k + 1) * sizeof(float));
+			if (!c->ref[r]) {
+				err = -ENOMEM;
+				break;
+			}
+		} else if (k != c->nref) {
+			err = QERR("--min-cosine: the quantized model's outputs differ in size") ?
+				      -EINVAL : 0;
+			break;
+		}
+		k = 0;
+		for (int i = 0; i < c->orig_noutputs; i++) {
+			const float *y = outs[i].data;
+			int64_t n = outs[i].nbytes / 4;
+
+			if (outs[i].dtype != MI_DT_FLOAT)
+				continue;
+			if (keep)
+				memcpy(c->ref[r] + k, y, n * sizeof(float));
+			for (int64_t j = 0; j < n; j++) {
+				double x = y[j], b = c->ref[r][k + j];
+
+				dot += x * b;
+				na += x * x;
+				nb += b * b;
+			}
+			k += n;
+		}
+		cs = na > 0 && nb > 0 ? dot / sqrt(na * nb) : na == nb ? 1.0 : 0.0;
+		*cmin = fmin(*cmin, cs);
+		*cmean += cs / nruns;
+	}
+	free(outs);
+	mi_model_free(m);
+	return err;
+}
+
+/* A unit of --min-cosine's search: an activation tensor or a weight. */
+struct unit {
+	bool weight; /* c->nodes[idx]'s weight, else c->qt[idx] */
+	int idx;
+	double sens; /* error (1 - mean cosine) with only this unit in int8 */
+	double cost; /* multiply-adds that leave int8 with it */
+	double rank;
+};
+
+static int cmp_unit(const void *a, const void *b)
+{
+	const struct unit *x = a, *y = b;
+
+	return x->rank < y->rank ? 1 : x->rank > y->rank ? -1 : x->idx - y->idx;
+}
+
+static void set_unit(struct qctx *c, const struct unit *u, bool fp32)
+{
+	if (u->weight)
+		c->nodes[u->idx].wfp32 = fp32;
+	else
+		c->qt[u->idx].fp32 = fp32;
+}
+
+/* The first k units (the best to leave in fp32 first) in fp32, the rest
+ * int8; a node whose input stays fp32 runs in fp32, so its weight does too
+ * (no speed to keep, only error). */
+static void set_prefix(struct qctx *c, const struct unit *u, int nu, int k)
+{
+	for (int i = 0; i < nu; i++)
+		set_unit(c, &u[i], i < k);
+	for (int i = 0; i < c->nnodes; i++) {
+		int qa = c->qt_of[c->nodes[i].act];
+
+		if (qa >= 0 && c->qt[qa].fp32)
+			c->nodes[i].wfp32 = true;
+	}
+}
+
+/* Multiply-adds of quantizable node k (weight elements x output positions). */
+static double node_macs(const struct qctx *c, int k)
+{
+	const struct mi_tensor *w = &c->g->tensors[c->nodes[k].weight];
+	const struct mi_tensor *y = &c->g->tensors[c->g->nodes[c->nodes[k].node].outputs[0]];
+	double wn = (double)mi_tensor_numel(w), yn = (double)mi_tensor_numel(y);
+	double noc = (double)w->dims[c->nodes[k].waxis];
+
+	if (!mi_tensor_shape_known(y) || yn <= 0 || noc <= 0)
+		return wn;
+	return wn * (yn / noc);
+}
+
+/*
+ * Accuracy-aware mixed precision.  Each unit's error alone is measured
+ * (the model with only that tensor or weight quantized, on up to 8
+ * evaluation inputs); units are ranked by error per multiply-add they
+ * would take out of int8, and the shortest prefix of that ranking whose
+ * fp32 leaves the minimum cosine over all evaluation inputs >= c->min_cos
+ * is found by bisection (errors of separate units are close to additive).
+ */
+static int mixed_precision(struct qctx *c, struct calib *ev)
+{
+	int nu = 0, nsens = ev->nruns < 8 ? ev->nruns : 8, lo, hi, err;
+	struct unit *u = calloc(c->nnodes + c->nqt + 1, sizeof(*u));
+	double cmin, cmean, best = 0, macs = 0;
+
+	if (!u)
+		return -ENOMEM;
+	for (int i = 0; i < c->nqt; i++)
+		u[nu++] = (struct unit){ .weight = false, .idx = i };
+	for (int i = 0; i < c->nnodes; i++) {
+		double m = node_macs(c, i);
+		int qa = c->qt_of[c->nodes[i].act];
+
+		u[nu++] = (struct unit){ .weight = true, .idx = i, .cost = m };
+		if (qa >= 0)
+			u[qa].cost += m; /* the nodes it feeds leave int8 too */
+		macs += m;
+	}
+	/* the reference: everything in fp32 */
+	for (int i = 0; i < nu; i++)
+		set_unit(c, &u[i], true);
+	err = eval_model(c, ev, ev->nruns, &cmin, &cmean);
+	for (int i = 0; i < nu; i++)
+		set_unit(c, &u[i], false);
+	if (!err)
+		err = eval_model(c, ev, ev->nruns, &cmin, &cmean);
+	if (err)
+		goto out;
+	printf("min-cosine: all int8: cosine min %.5f mean %.5f over %d inputs\n", cmin, cmean,
+	       ev->nruns);
+	if (cmin >= c->min_cos)
+		goto out;
+	for (int i = 0; i < nu; i++)
+		set_unit(c, &u[i], true);
+	for (int i = 0; i < nu && !err; i++) {
+		set_unit(c, &u[i], false);
+		err = eval_model(c, ev, nsens, &cmin, &cmean);
+		u[i].sens = fmax(1 - cmean, 0);
+		/* + 1% of the model: a tensor's Q/DQ passes cost too */
+		u[i].rank = u[i].sens / (u[i].cost + 0.01 * macs + 1);
+		set_unit(c, &u[i], true);
+	}
+	if (err)
+		goto out;
+	qsort(u, nu, sizeof(*u), cmp_unit);
+	/* f(0) < target; f(nu) (all fp32) is taken to pass */
+	lo = 0;
+	hi = nu;
+	while (hi - lo > 1) {
+		int mid = (lo + hi) / 2;
+
+		set_prefix(c, u, nu, mid);
+		err = eval_model(c, ev, ev->nruns, &cmin, &cmean);
+		if (err)
+			goto out;
+		if (cmin >= c->min_cos) {
+			hi = mid;
+			best = cmin;
+		} else {
+			lo = mid;
+		}
+	}
+	set_prefix(c, u, nu, hi);
+	if (hi == nu)
+		err = eval_model(c, ev, ev->nruns, &best, &cmean);
+	int nt = 0, nw = 0;
+	double left = 0;
+
+	for (int i = 0; i < c->nqt; i++)
+		nt += c->qt[i].fp32;
+	for (int i = 0; i < c->nnodes; i++) {
+		nw += c->nodes[i].wfp32;
+		left += c->nodes[i].wfp32 ? node_macs(c, i) : 0;
+	}
+	printf("min-cosine: %d of %d activation tensors and %d of %d weights (%.1f%% of the "
+	       "multiply-adds) left in fp32: cosine min %.5f\n",
+	       nt, c->nqt, nw, c->nnodes, macs > 0 ? 100 * left / macs : 0.0, best);
+out:
+	free(u);
+	return err;
+}
+
 /* ---- command line ------------------------------------------------------ */
 
 static void usage(FILE *f)
@@ -1469,7 +1731,7 @@ static void usage(FILE *f)
 		"usage: metainfer quantize MODEL.onnx (--calib DIR | --calib-random N) -o OUT.onnx\n"
 		"                          [--format qdq|qlinear] [--per-channel|--per-tensor]\n"
 		"                          [--range mse|minmax | --percentile P] [--no-bias-correction]\n"
-		"                          [--seed S] [--threads N]\n"
+		"                          [--min-cosine C] [--seed S] [--threads N]\n"
 		"\n"
 		"Post-training static int8 quantization: uint8 asymmetric activations\n"
 		"(ranges calibrated by running the fp32 model), int8 symmetric weights of\n"
@@ -1490,6 +1752,11 @@ static void usage(FILE *f)
 		"                       (e.g. 99.99) instead of min/max\n"
 		"  --no-bias-correction keep biases as they are (default: add the mean output\n"
 		"                       shift that weight rounding causes, from calibration)\n"
+		"  --min-cosine C       mixed precision: leave the tensors and weights whose\n"
+		"                       quantization costs most accuracy in fp32, as few as\n"
+		"                       give an output cosine similarity >= C with the fp32\n"
+		"                       model on every calibration input (e.g. 0.99; with\n"
+		"                       --calib-random on at least 64 inputs drawn alike)\n"
 		"  --seed S             seed of --calib-random (default 1234)\n"
 		"  --threads N          threads for the calibration runs\n");
 }
@@ -1508,13 +1775,14 @@ int mi_quant_main(int argc, char **argv)
 		{ "range", required_argument, NULL, 'R' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "min-cosine", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *calib = NULL, *out = NULL, *model;
 	long nrandom = 0, seed = 1234, threads = 0;
 	struct qctx c = { .per_channel = true, .bias_correct = true, .mse = true };
-	struct calib cal = { 0 };
+	struct calib cal = { 0 }, ev = { 0 };
 	int opt, err, rc = 1;
 	char *end;
 
@@ -1573,6 +1841,11 @@ int mi_quant_main(int argc, char **argv)
 			if (*end || threads < 0 || threads > 1024)
 				return QERR("--threads: '%s' is not a thread count", optarg);
 			break;
+		case 'm':
+			c.min_cos = strtod(optarg, &end);
+			if (*end || !(c.min_cos > 0 && c.min_cos <= 1))
+				return QERR("--min-cosine: '%s' is not in (0, 1]", optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1593,6 +1866,8 @@ int mi_quant_main(int argc, char **argv)
 	if (err < 0)
 		return QERR("%s", mi_last_error());
 	c.g = &c.m->g;
+	c.path = model;
+	c.nthreads = (int)threads;
 	/* BatchNorm into Conv/Gemm, Identity/Dropout away: what runs fast */
 	err = mi_pass_fold_batchnorm(c.g);
 	if (err >= 0)
@@ -1629,7 +1904,19 @@ int mi_quant_main(int argc, char **argv)
 		QERR("%s: %s", model, c.g->err);
 		goto out;
 	}
-	err = rewrite(&c, model, out);
+	if (c.min_cos > 0 && !calib) {
+		/* judged on more inputs than the calibration's: the first
+		 * nrandom are the calibration inputs, the rest new */
+		err = calib_random(&c, nrandom > MINCOS_INPUTS ? (int)nrandom : MINCOS_INPUTS,
+				   seed, &ev);
+		if (!err)
+			err = mixed_precision(&c, &ev);
+	} else if (c.min_cos > 0) {
+		err = mixed_precision(&c, &cal);
+	}
+	if (err)
+		goto out;
+	err = rewrite(&c, model, out, NULL, NULL);
 	if (err)
 		goto out;
 	int nq = 0;
@@ -1642,12 +1929,17 @@ int mi_quant_main(int argc, char **argv)
 	rc = 0;
 out:
 	calib_free(&cal, !calib);
+	calib_free(&ev, true);
 	for (int i = 0; i < c.nqt; i++) {
 		free(c.qt[i].hist);
 		free(c.qt[i].csum);
 	}
 	free(c.qt);
 	free(c.qt_of);
+	for (int r = 0; c.ref && r < c.nrefruns; r++)
+		free(c.ref[r]);
+	free(c.ref);
+	free(c.src);
 	free(c.nodes);
 	mi_model_free(c.m);
 	return rc;

@@ -77,6 +77,8 @@ struct qnode {
 	const char *oname; /* the node's output name (the planner may rewire
 			    * the IR node during calibration) */
 	bool wfp32;   /* --min-cosine: weight (so the node) left in fp32 */
+	bool fp32_out_slow; /* an fp32 output would run its activation
+			     * (SiLU, HardSwish, ...) unfused: go fp32 whole */
 	double sens;  /* --min-cosine: error with only this weight quantized */
 };
 
@@ -104,7 +106,7 @@ struct qctx {
 };
 
 #define HIST_BINS 2048
-#define MINCOS_INPUTS 64 /* --min-cosine with --calib-random: inputs judged */
+#define MINCOS_INPUTS 200 /* --min-cosine with --calib-random: inputs judged */
 
 static int consumers(const struct mi_graph *g, int t, int *only)
 {
@@ -1605,18 +1607,49 @@ static void set_unit(struct qctx *c, const struct unit *u, bool fp32)
 }
 
 /* The first k units (the best to leave in fp32 first) in fp32, the rest
- * int8; a node whose input stays fp32 runs in fp32, so its weight does too
- * (no speed to keep, only error). */
+ * int8.  A node whose input stays fp32 runs in fp32, so its weight does too
+ * (no speed to keep, only error); so does a node whose fp32 output would
+ * feed an activation the int8 kernels fuse only from quantized data (the
+ * fp32 kernels fuse it into the convolution). */
 static void set_prefix(struct qctx *c, const struct unit *u, int nu, int k)
 {
 	for (int i = 0; i < nu; i++)
 		set_unit(c, &u[i], i < k);
 	for (int i = 0; i < c->nnodes; i++) {
-		int qa = c->qt_of[c->nodes[i].act];
+		int qa = c->qt_of[c->nodes[i].act], qo = c->qt_of[c->nodes[i].out];
 
-		if (qa >= 0 && c->qt[qa].fp32)
+		if ((qa >= 0 && c->qt[qa].fp32) ||
+		    (qo >= 0 && c->qt[qo].fp32 && c->nodes[i].fp32_out_slow))
 			c->nodes[i].wfp32 = true;
 	}
+}
+
+/* Does node k's raw output feed an op other than those that read fp32
+ * data as fast as quantized data (Relu/Clip are absorbed already)? */
+static bool out_feeds_act(const struct qctx *c, int k)
+{
+	static const char *const fine[] = { "Conv", "Gemm", "MatMul", "Add", "MaxPool",
+					    "Concat", "GlobalAveragePool", "Flatten",
+					    "Reshape", NULL };
+	const struct mi_graph *g = c->g;
+	int y = c->nodes[k].out;
+
+	if (c->nodes[k].act_node >= 0)
+		return false;
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct mi_node *n = &g->nodes[i];
+		bool reads = false, ok = false;
+
+		if (n->dead)
+			continue;
+		for (int j = 0; j < n->ninputs; j++)
+			reads |= n->inputs[j] == y;
+		for (int f = 0; reads && fine[f]; f++)
+			ok |= !strcmp(n->op_type, fine[f]);
+		if (reads && !ok)
+			return true;
+	}
+	return false;
 }
 
 /* Multiply-adds of quantizable node k (weight elements x output positions). */
@@ -1654,9 +1687,14 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 		double m = node_macs(c, i);
 		int qa = c->qt_of[c->nodes[i].act];
 
+		int qo = c->qt_of[c->nodes[i].out];
+
 		u[nu++] = (struct unit){ .weight = true, .idx = i, .cost = m };
 		if (qa >= 0)
 			u[qa].cost += m; /* the nodes it feeds leave int8 too */
+		c->nodes[i].fp32_out_slow = out_feeds_act(c, i);
+		if (qo >= 0 && c->nodes[i].fp32_out_slow)
+			u[qo].cost += m; /* and so does its producer */
 		macs += m;
 	}
 	/* the reference: everything in fp32 */
@@ -1669,7 +1707,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 		err = eval_model(c, ev, ev->nruns, &cmin, &cmean);
 	if (err)
 		goto out;
-	printf("min-cosine: all int8: cosine min %.5f mean %.5f over %d inputs\n", cmin, cmean,
+	printf("min-cosine: all int8: cosine min %.6f mean %.6f over %d inputs\n", cmin, cmean,
 	       ev->nruns);
 	if (cmin >= c->min_cos)
 		goto out;
@@ -1716,7 +1754,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 		left += c->nodes[i].wfp32 ? node_macs(c, i) : 0;
 	}
 	printf("min-cosine: %d of %d activation tensors and %d of %d weights (%.1f%% of the "
-	       "multiply-adds) left in fp32: cosine min %.5f\n",
+	       "multiply-adds) left in fp32: cosine min %.6f\n",
 	       nt, c->nqt, nw, c->nnodes, macs > 0 ? 100 * left / macs : 0.0, best);
 out:
 	free(u);
@@ -1756,7 +1794,7 @@ static void usage(FILE *f)
 		"                       quantization costs most accuracy in fp32, as few as\n"
 		"                       give an output cosine similarity >= C with the fp32\n"
 		"                       model on every calibration input (e.g. 0.99; with\n"
-		"                       --calib-random on at least 64 inputs drawn alike)\n"
+		"                       --calib-random on at least 200 inputs drawn alike)\n"
 		"  --seed S             seed of --calib-random (default 1234)\n"
 		"  --threads N          threads for the calibration runs\n");
 }

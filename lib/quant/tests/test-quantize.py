@@ -314,6 +314,43 @@ def main():
           any(dflt[k] < mm_[k] for k in sc),
           f"--range mse clips activation ranges within min/max ({len(sc)} scales)")
 
+    # --min-cosine: mixed precision.  A target the all-int8 model meets
+    # changes nothing; a stricter one (a quarter of its error) leaves some,
+    # not all, tensors/weights in fp32, and reaches the target.
+    q0 = os.path.join(tmp, "qdq-per-channel.onnx")
+    fast = [mi_run(q0, x, tmp) for x in inputs]
+    c0 = min(cos(f, r_) for f, r_ in zip(fast, ref))
+    qe = os.path.join(tmp, "mc-easy.onnx")
+    r = run([MI, "quantize", fp32, "--calib-random", "16", "-o", qe, "--min-cosine", "0.5"])
+    with open(q0, "rb") as f0, open(qe, "rb") as f1:
+        check(f0.read() == f1.read() and "all int8" in r.stdout,
+              "--min-cosine 0.5: the all-int8 model, unchanged")
+    target = 1 - (1 - c0) / 4
+    qm = os.path.join(tmp, "mc.onnx")
+    r = run([MI, "quantize", fp32, "--calib-random", "16", "-o", qm,
+             "--min-cosine", "%.9f" % target])
+    mm = re.search(r"left in fp32: cosine min ([0-9.]+)", r.stdout)
+    check(mm is not None and float(mm.group(1)) >= target,
+          f"--min-cosine {target:.9f}: reached on the quantizer's inputs ({mm.group(0) if mm else r.stdout.strip()})")
+    ops0 = [n.op_type for n in onnx.load(q0).graph.node]
+    ops = [n.op_type for n in onnx.load(qm).graph.node]
+    nq0, nq = ops0.count("QuantizeLinear"), ops.count("QuantizeLinear")
+    nw0 = sum(1 for t in onnx.load(q0).graph.initializer if t.data_type == onnx.TensorProto.INT8)
+    nw = sum(1 for t in onnx.load(qm).graph.initializer if t.data_type == onnx.TensorProto.INT8)
+    check(0 < nq < nq0 or 0 < nw < nw0,
+          f"--min-cosine: mixed precision ({nq} of {nq0} QuantizeLinear, {nw} of {nw0} int8 weights)")
+    mix = [mi_run(qm, x, tmp) for x in inputs]
+    c = min(cos(f, r_) for f, r_ in zip(mix, ref))
+    check(c >= 1 - (1 - c0) / 2,
+          f"--min-cosine: 1 - cosine on other inputs {1 - c:.2e} (all int8 {1 - c0:.2e}): at least halved")
+    if have_ort:
+        np.save(os.path.join(tmp, "x.npy"), inputs[0])
+        r = run(["node", ORT_JS, qm, "--input", os.path.join(tmp, "x.npy"),
+                 "--output", os.path.join(tmp, "ort.npy")], ok=False)
+        o = np.load(os.path.join(tmp, "ort.npy")) if not r.returncode else None
+        d = float(np.abs(o - mix[0]).max() / (np.abs(o).max() + 1e-12)) if o is not None else 1
+        check(d < 1e-5, f"--min-cosine: ONNX Runtime on the same file vs metainfer: max rel diff {d:.1e}")
+
     # 5x5/7x7 depthwise kernels, Sigmoid/SiLU/HardSwish/HardSigmoid tables
     fa = os.path.join(tmp, "act.onnx")
     qa = os.path.join(tmp, "act.int8.onnx")
@@ -418,6 +455,7 @@ def main():
         ([MI, "quantize", fp32, "--calib-random", "2"], "no output"),
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--format", "x"], "bad format"),
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--range", "x"], "bad range"),
+        ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--min-cosine", "1.5"], "bad min-cosine"),
     ]:
         r = run(args, ok=False)
         lines = [l for l in r.stderr.splitlines() if l.strip()]

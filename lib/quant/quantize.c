@@ -1489,13 +1489,14 @@ out:
 
 /*
  * Run the model as rewritten now (written to memory, loaded and run by the
- * library's fast kernels) on the first nruns inputs of ev.  With c->ref
- * unset, keep its float outputs (concatenated per run) as the reference;
- * otherwise return the minimum and mean over the runs of the outputs'
- * cosine similarity with the reference.
+ * library's fast kernels) on the first nruns inputs of ev (or inputs
+ * sel[0..nruns-1]).  With c->ref unset, keep its float outputs
+ * (concatenated per input) as the reference; otherwise return the minimum
+ * and mean over the runs of the outputs' cosine similarity with the
+ * reference, and each run's in per (if not NULL).
  */
-static int eval_model(struct qctx *c, struct calib *ev, int nruns, double *cmin,
-		      double *cmean)
+static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *sel,
+		      double *cmin, double *cmean, double *per)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
@@ -1523,10 +1524,10 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, double *cmin,
 	}
 	*cmin = 1;
 	*cmean = 0;
-	for (int r = 0; r < nruns && !err; r++) {
+	for (int rr = 0; rr < nruns && !err; rr++) {
 		double dot = 0, na = 0, nb = 0, cs;
 		int64_t k = 0;
-		int ni = 0;
+		int ni = 0, r = sel ? sel[rr] : rr;
 
 		while (ni < c->g->ninputs && ev->runs[r][ni].data)
 			ni++;
@@ -1576,6 +1577,8 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, double *cmin,
 		cs = na > 0 && nb > 0 ? dot / sqrt(na * nb) : na == nb ? 1.0 : 0.0;
 		*cmin = fmin(*cmin, cs);
 		*cmean += cs / nruns;
+		if (per)
+			per[rr] = cs;
 	}
 	free(outs);
 	mi_model_free(m);
@@ -1673,14 +1676,28 @@ static double node_macs(const struct qctx *c, int k)
  * fp32 leaves the minimum cosine over all evaluation inputs >= c->min_cos
  * is found by bisection (errors of separate units are close to additive).
  */
+static int cmp_run(const void *a, const void *b)
+{
+	const double *x = *(const double *const *)a, *y = *(const double *const *)b;
+
+	return *x < *y ? -1 : *x > *y ? 1 : 0;
+}
+
 static int mixed_precision(struct qctx *c, struct calib *ev)
 {
 	int nu = 0, nsens = ev->nruns < 8 ? ev->nruns : 8, lo, hi, err;
 	struct unit *u = calloc(c->nnodes + c->nqt + 1, sizeof(*u));
 	double cmin, cmean, best = 0, macs = 0;
+	double *per = calloc(ev->nruns + 1, sizeof(double));
+	const double **ord = calloc(ev->nruns + 1, sizeof(*ord));
+	int sel[8];
 
-	if (!u)
+	if (!u || !per || !ord) {
+		free(u);
+		free(per);
+		free(ord);
 		return -ENOMEM;
+	}
 	for (int i = 0; i < c->nqt; i++)
 		u[nu++] = (struct unit){ .weight = false, .idx = i };
 	for (int i = 0; i < c->nnodes; i++) {
@@ -1700,13 +1717,20 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 	/* the reference: everything in fp32 */
 	for (int i = 0; i < nu; i++)
 		set_unit(c, &u[i], true);
-	err = eval_model(c, ev, ev->nruns, &cmin, &cmean);
+	err = eval_model(c, ev, ev->nruns, NULL, &cmin, &cmean, NULL);
 	for (int i = 0; i < nu; i++)
 		set_unit(c, &u[i], false);
 	if (!err)
-		err = eval_model(c, ev, ev->nruns, &cmin, &cmean);
+		err = eval_model(c, ev, ev->nruns, NULL, &cmin, &cmean, per);
 	if (err)
 		goto out;
+	/* sensitivities on the inputs the all-int8 model does worst on: the
+	 * minimum is what has to rise */
+	for (int r = 0; r < ev->nruns; r++)
+		ord[r] = &per[r];
+	qsort(ord, ev->nruns, sizeof(*ord), cmp_run);
+	for (int i = 0; i < nsens; i++)
+		sel[i] = (int)(ord[i] - per);
 	printf("min-cosine: all int8: cosine min %.6f mean %.6f over %d inputs\n", cmin, cmean,
 	       ev->nruns);
 	if (cmin >= c->min_cos)
@@ -1715,7 +1739,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 		set_unit(c, &u[i], true);
 	for (int i = 0; i < nu && !err; i++) {
 		set_unit(c, &u[i], false);
-		err = eval_model(c, ev, nsens, &cmin, &cmean);
+		err = eval_model(c, ev, nsens, sel, &cmin, &cmean, NULL);
 		u[i].sens = fmax(1 - cmean, 0);
 		/* + 1% of the model: a tensor's Q/DQ passes cost too */
 		u[i].rank = u[i].sens / (u[i].cost + 0.01 * macs + 1);
@@ -1731,7 +1755,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 		int mid = (lo + hi) / 2;
 
 		set_prefix(c, u, nu, mid);
-		err = eval_model(c, ev, ev->nruns, &cmin, &cmean);
+		err = eval_model(c, ev, ev->nruns, NULL, &cmin, &cmean, NULL);
 		if (err)
 			goto out;
 		if (cmin >= c->min_cos) {
@@ -1743,7 +1767,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 	}
 	set_prefix(c, u, nu, hi);
 	if (hi == nu)
-		err = eval_model(c, ev, ev->nruns, &best, &cmean);
+		err = eval_model(c, ev, ev->nruns, NULL, &best, &cmean, NULL);
 	int nt = 0, nw = 0;
 	double left = 0;
 
@@ -1758,6 +1782,8 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 	       nt, c->nqt, nw, c->nnodes, macs > 0 ? 100 * left / macs : 0.0, best);
 out:
 	free(u);
+	free(per);
+	free(ord);
 	return err;
 }
 

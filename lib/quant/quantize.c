@@ -1731,7 +1731,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 	qsort(ord, ev->nruns, sizeof(*ord), cmp_run);
 	for (int i = 0; i < nsens; i++)
 		sel[i] = (int)(ord[i] - per);
-	printf("min-cosine: all int8: cosine min %.6f mean %.6f over %d inputs\n", cmin, cmean,
+	printf("min-cosine: all int8: cosine min %.9f mean %.9f over %d inputs\n", cmin, cmean,
 	       ev->nruns);
 	if (cmin >= c->min_cos)
 		goto out;
@@ -1778,7 +1778,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 		left += c->nodes[i].wfp32 ? node_macs(c, i) : 0;
 	}
 	printf("min-cosine: %d of %d activation tensors and %d of %d weights (%.1f%% of the "
-	       "multiply-adds) left in fp32: cosine min %.6f\n",
+	       "multiply-adds) left in fp32: cosine min %.9f\n",
 	       nt, c->nqt, nw, c->nnodes, macs > 0 ? 100 * left / macs : 0.0, best);
 out:
 	free(u);

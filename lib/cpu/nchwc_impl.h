@@ -421,17 +421,82 @@ static void nc_add(const float *a, const float *b, int c, int64_t hw,
 	}
 }
 
+/* One output position of a pooling window, clipped to the map. */
+static inline void ncp_one(const struct mi_pool2d *p, int c, const float *xc,
+			   float *y, int yblk, int cb, int oy, int ox, int ky0,
+			   int ky1, float rrow)
+{
+	const int64_t ohw = (int64_t)p->oh * p->ow;
+	int kx0, kx1, rx0 = ox * p->s - p->pl, rx1 = rx0 + p->kw;
+	vf acc = vset1(p->avg ? 0.0f : -__builtin_inff());
+
+	nc_taps(ox, p->s, p->pl, 1, p->kw, p->iw, &kx0, &kx1);
+	for (int ky = ky0; ky < ky1; ky++) {
+		const float *xr = xc + ((int64_t)(oy * p->s - p->pt + ky) * p->iw +
+					rx0) * VW;
+
+		if (p->avg)
+			for (int kx = kx0; kx < kx1; kx++)
+				acc += vld(xr + kx * VW);
+		else
+			for (int kx = kx0; kx < kx1; kx++)
+				acc = vmax(acc, vld(xr + kx * VW));
+	}
+	if (p->avg) {
+		int lo = p->include_pad ? rx0 : (rx0 > 0 ? rx0 : 0);
+		int hi = p->include_pad ? p->iw + p->pr : p->iw;
+
+		rx1 = rx1 < hi ? rx1 : hi;
+		acc *= rrow * (rx1 > lo ? 1.0f / (rx1 - lo) : 0.0f);
+	}
+	nc_st(y, yblk, cb, ohw, (int64_t)oy * p->ow + ox, c, acc);
+}
+
+/*
+ * Positions [ox0, ox1) of row oy whose whole KH x KW window lies in the
+ * map (xr: the window's top row at column 0): fixed trip counts, no tap
+ * clipping; the average divides as ncp_one does (rrow * 1 / KW).
+ */
+static inline __attribute__((always_inline)) void
+ncp_interior(const int KH, const int KW, const int AVG,
+	     const struct mi_pool2d *p, int c, const float *xr, float *y,
+	     int yblk, int cb, int oy, int ox0, int ox1)
+{
+	const int64_t ohw = (int64_t)p->oh * p->ow, rs = (int64_t)p->iw * VW;
+	const int64_t step = (int64_t)p->s * VW;
+	const vf scale = vset1((1.0f / KH) * (1.0f / KW));
+	const float *xp = xr + (int64_t)(ox0 * p->s - p->pl) * VW;
+	int ox, ky, kx;
+
+	for (ox = ox0; ox < ox1; ox++, xp += step) {
+		vf acc = vld(xp);
+
+		UNROLL_NV for (ky = 0; ky < KH; ky++)
+			UNROLL_NV for (kx = !ky; kx < KW; kx++) {
+				vf v = vld(xp + ky * rs + kx * VW);
+
+				acc = AVG ? acc + v : vmax(acc, v);
+			}
+		if (AVG)
+			acc *= scale;
+		nc_st(y, yblk, cb, ohw, (int64_t)oy * p->ow + ox, c, acc);
+	}
+}
+
 static void nc_pool(const struct mi_pool2d *p, int c, const float *x,
 		    float *y, int yblk, int cb0, int cb1, int oy0, int oy1)
 {
-	const int64_t ihw = (int64_t)p->ih * p->iw, ohw = (int64_t)p->oh * p->ow;
+	const int64_t ihw = (int64_t)p->ih * p->iw;
+	int oxl, oxr;
 
+	nc_interior(p->s, p->pl, 1, p->kw, p->iw, p->ow, &oxl, &oxr);
 	for (int cb = cb0; cb < cb1; cb++) {
 		const float *xc = x + (int64_t)cb * ihw * VW;
 
 		for (int oy = oy0; oy < oy1; oy++) {
 			int ky0, ky1, ry0 = oy * p->s - p->pt, ry1 = ry0 + p->kh;
 			float rrow = 1.0f;
+			int ox = 0, fast = 0;
 
 			nc_taps(oy, p->s, p->pt, 1, p->kh, p->ih, &ky0, &ky1);
 			if (p->avg) {
@@ -441,38 +506,33 @@ static void nc_pool(const struct mi_pool2d *p, int c, const float *x,
 				ry1 = ry1 < hi ? ry1 : hi;
 				rrow = ry1 > lo ? 1.0f / (ry1 - lo) : 0.0f;
 			}
-			for (int ox = 0; ox < p->ow; ox++) {
-				int kx0, kx1, rx0 = ox * p->s - p->pl;
-				int rx1 = rx0 + p->kw;
-				vf acc = vset1(p->avg ? 0.0f : -__builtin_inff());
+			if (ky0 == 0 && ky1 == p->kh && oxl < oxr) {
+				const float *xr = xc + (int64_t)ry0 * p->iw * VW;
 
-				nc_taps(ox, p->s, p->pl, 1, p->kw, p->iw, &kx0,
-					&kx1);
-				for (int ky = ky0; ky < ky1; ky++) {
-					const float *xr = xc +
-						((int64_t)(oy * p->s - p->pt + ky) *
-							 p->iw + rx0) * VW;
-
-					if (p->avg)
-						for (int kx = kx0; kx < kx1; kx++)
-							acc += vld(xr + kx * VW);
-					else
-						for (int kx = kx0; kx < kx1; kx++)
-							acc = vmax(acc, vld(xr + kx * VW));
-				}
-				if (p->avg) {
-					int lo = p->include_pad ? rx0 :
-						 (rx0 > 0 ? rx0 : 0);
-					int hi = p->include_pad ? p->iw + p->pr :
-								  p->iw;
-
-					rx1 = rx1 < hi ? rx1 : hi;
-					acc *= rrow * (rx1 > lo ? 1.0f / (rx1 - lo) :
-								  0.0f);
-				}
-				nc_st(y, yblk, cb, ohw, (int64_t)oy * p->ow + ox, c,
-				      acc);
+				for (; ox < oxl; ox++)
+					ncp_one(p, c, xc, y, yblk, cb, oy, ox, ky0,
+						ky1, rrow);
+				fast = 1;
+				if (p->kh == 3 && p->kw == 3 && !p->avg)
+					ncp_interior(3, 3, 0, p, c, xr, y, yblk, cb,
+						     oy, oxl, oxr);
+				else if (p->kh == 2 && p->kw == 2 && !p->avg)
+					ncp_interior(2, 2, 0, p, c, xr, y, yblk, cb,
+						     oy, oxl, oxr);
+				else if (p->kh == 3 && p->kw == 3)
+					ncp_interior(3, 3, 1, p, c, xr, y, yblk, cb,
+						     oy, oxl, oxr);
+				else if (p->kh == 2 && p->kw == 2)
+					ncp_interior(2, 2, 1, p, c, xr, y, yblk, cb,
+						     oy, oxl, oxr);
+				else
+					fast = 0;
+				if (fast)
+					ox = oxr;
 			}
+			for (; ox < p->ow; ox++)
+				ncp_one(p, c, xc, y, yblk, cb, oy, ox, ky0, ky1,
+					rrow);
 		}
 	}
 }

@@ -529,6 +529,7 @@ struct nc_job {
 	float *y;
 	int64_t items;
 	int pad; /* conv: the padding copy */
+	struct mi_work w;
 };
 
 /* Per-image element counts of the tensors in their layouts. */
@@ -537,15 +538,14 @@ static int64_t img_size(int c, int64_t hw, int blk, int b)
 	return (blk ? (int64_t)nc_cb(c, b) * b : c) * hw;
 }
 
-static void nc_thread(void *ctx, int t, int nt)
+/* Items [b, e) of job j (run on nt threads). */
+static void nc_range(const struct nc_job *j, int64_t b, int64_t e, int nt)
 {
-	const struct nc_job *j = ctx;
 	const struct nc_node *f = j->f;
 	const struct mi_nc_kern *k = f->k;
 	const int B = k->b;
-	int64_t b, e, i;
+	int64_t i;
 
-	mi_chunk(j->items, t, nt, &b, &e);
 	if (f->kind == NC_CONV && j->pad) {
 		/* items: planes of the input image */
 		int esz = f->xblk ? B : 1;
@@ -648,6 +648,31 @@ static void nc_thread(void *ctx, int t, int nt)
 				       f->hi, c, c + 1);
 		}
 	}
+}
+
+/* Items are claimed dynamically (a late or descheduled thread leaves its
+ * share to the others), about NC_PER ranges per thread. */
+#define NC_PER 4
+
+static void nc_thread(void *ctx, int t, int nt)
+{
+	struct nc_job *j = ctx;
+	int64_t b, e;
+
+	if (nt == 1) {
+		nc_range(j, 0, j->items, 1);
+		return;
+	}
+	while (mi_work_claim(&j->w, &b, &e))
+		nc_range(j, b, e, nt);
+}
+
+static void nc_launch(struct nc_job *j, int nt)
+{
+	nt = nt < j->items ? nt : (int)j->items;
+	nt = nt > 1 ? nt : 1;
+	mi_work_init(&j->w, j->items, mi_work_grain(j->items, nt, NC_PER));
+	mi_pool_run(nt, nc_thread, j);
 }
 
 /*
@@ -774,14 +799,11 @@ static int nc_run(struct mi_graph *g, struct mi_node *n)
 				pj.pad = 1;
 				pj.y = f->ws->buf;
 				pj.items = f->xblk ? nc_cb(f->c, B) : f->c;
-				mi_pool_run(work < 65536.0 || pj.items < 2 ? 1 :
-					    (nt < pj.items ? nt : (int)pj.items),
-					    nc_thread, &pj);
+				nc_launch(&pj, work < 65536.0 ? 1 : nt);
 				j.x = f->ws->buf;
 			}
 			j.items = items;
-			mi_pool_run(work < 65536.0 ? 1 :
-				    (nt < items ? nt : (int)items), nc_thread, &j);
+			nc_launch(&j, work < 65536.0 ? 1 : nt);
 		}
 		return 0;
 	}
@@ -800,11 +822,7 @@ static int nc_run(struct mi_graph *g, struct mi_node *n)
 		work = (double)f->nb * f->hw * f->c;
 		break;
 	}
-	if (work < 65536.0)
-		nt = 1;
-	if (nt > j.items)
-		nt = (int)j.items;
-	mi_pool_run(nt, nc_thread, &j);
+	nc_launch(&j, work < 65536.0 ? 1 : nt);
 	return 0;
 }
 

@@ -1630,6 +1630,53 @@ dw_chan_vbmi(const uint8_t *src, int h, int iw, int pt, int pl, uint8_t zx, cons
 			wv[ky][g] = _mm512_set1_epi32((int)d);
 		}
 	}
+	if (ow <= 8) {
+		/* narrow maps (7x7): two output rows per vector, lanes 0-7 from
+		 * row oy's input rows and lanes 8-15 from row oy+1's (vpermi2b) */
+		__m512i idx2[2];
+		__mmask16 m = (__mmask16)((1u << ow) - 1);
+		int need = (ow - 1) * sw + kw, start = -pl;
+		int lo = start < 0 ? -start : 0, hi = iw - start < need ? iw - start : need;
+		__mmask64 lm = hi > lo ? (((__mmask64)1 << hi) - 1) & ~(((__mmask64)1 << lo) - 1) : 0;
+
+		for (int g = 0; g < ng; g++) {
+			uint8_t ix[64];
+
+			for (int b = 0; b < 64; b++)
+				ix[b] = (uint8_t)((b / 32) * 64 + (b / 4 % 8) * sw + 4 * g + b % 4);
+			idx2[g] = _mm512_loadu_si512(ix);
+		}
+		for (int oy = 0; oy < oh; oy += 2) {
+			__m512i a0 = _mm512_setzero_si512(), a1 = a0;
+
+			for (int ky = 0; ky < kh; ky++) {
+				int iy0 = oy * sh + ky - pt, iy1 = iy0 + sh;
+				__m512i r0 = zxv, r1 = zxv;
+
+				if (iy0 >= 0 && iy0 < h)
+					r0 = _mm512_mask_loadu_epi8(zxv, lm, src + (ptrdiff_t)iy0 * iw + start);
+				if (oy + 1 < oh && iy1 >= 0 && iy1 < h)
+					r1 = _mm512_mask_loadu_epi8(zxv, lm, src + (ptrdiff_t)iy1 * iw + start);
+				if (ky & 1)
+					a1 = _mm512_dpbusd_epi32(a1, _mm512_permutex2var_epi8(r0, idx2[0], r1),
+								 wv[ky][0]);
+				else
+					a0 = _mm512_dpbusd_epi32(a0, _mm512_permutex2var_epi8(r0, idx2[0], r1),
+								 wv[ky][0]);
+				if (ng > 1)
+					a1 = _mm512_dpbusd_epi32(a1, _mm512_permutex2var_epi8(r0, idx2[1], r1),
+								 wv[ky][1]);
+			}
+			a0 = _mm512_add_epi32(a0, a1);
+			for (int i = 0; i < 2 && oy + i < oh; i++) {
+				if (rq)
+					rq->out = out0 + (size_t)(oy + i) * rowstep;
+				dw_store(acc ? acc + (size_t)(oy + i) * ow : NULL, 0, m,
+					 i ? _mm512_shuffle_i64x2(a0, a0, 0xee) : a0, rq, &v);
+			}
+		}
+		return;
+	}
 	for (int x = 0; x < ow; x += 16) {
 		int n = ow - x >= 16 ? 16 : ow - x;
 		__mmask16 m = (__mmask16)((1u << n) - 1);

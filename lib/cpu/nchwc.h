@@ -42,6 +42,19 @@ struct mi_nc_conv {
 	float lo, hi;
 };
 
+/* Maps narrower than this are convolved in tiles that run across rows
+ * (whole register tiles instead of row tails), in bands of rows. */
+#define MI_NC_FLAT_W 20
+static inline int mi_nc_band_rows(int oh, int ow)
+{
+	int bands;
+
+	if (ow >= MI_NC_FLAT_W)
+		return 1;
+	bands = (oh * ow + 47) / 48;
+	return (oh + bands - 1) / bands;
+}
+
 struct mi_nc_kern {
 	int b; /* block (floats per vector) */
 	int ob; /* output channel blocks per conv tile */

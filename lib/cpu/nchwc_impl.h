@@ -174,6 +174,141 @@ static const ncc_fn ncc_tab[4][12] = {
 	NCC_TROW(1), NCC_TROW(2), NCC_TROW(3), NCC_TROW(4),
 };
 
+/*
+ * Direct convolution tile over R0 consecutive output positions of the
+ * flattened map (q0 .. q0 + R0 - 1, rows oy * ow + ox, possibly
+ * crossing rows), OB0 output blocks from mb; every tap of every
+ * position in range (the planner pads the input).  Small maps (7x7,
+ * 14x14) then fill whole tiles instead of 4 + 3 per row, and a tile of
+ * few blocks x many positions reads fewer weight bytes per FMA (the
+ * weights of large convs stream from L2 once per tile).
+ */
+static inline __attribute__((always_inline)) void
+ncq_tile(const int OB0, const int R0, const struct mi_nc_conv *p,
+	 const float *x, const float *res, float *y, int mb, int64_t q0)
+{
+	const int OB = OB0 > NC_OB ? NC_OB : OB0;
+	const int R = R0 * OB > NC_ACC ? NC_ACC / OB : R0;
+	const int64_t ohw = (int64_t)p->oh * p->ow;
+	const ptrdiff_t ps = p->xblk ? VW : 1;
+	const ptrdiff_t ls = p->xblk ? 1 : (ptrdiff_t)p->h * p->w;
+	const ptrdiff_t cbs = (ptrdiff_t)p->h * p->w * VW;
+	const ptrdiff_t wos = (ptrdiff_t)p->kh * p->kw * p->c * VW;
+	const int c = p->c, cfull = c / VW;
+	ptrdiff_t off[NC_ACC];
+	vf acc[NC_ACC][NC_OB];
+	int r, o, ky, kx, icb, l;
+	int oy = (int)(q0 / p->ow), ox = (int)(q0 % p->ow);
+
+	UNROLL_MR for (r = 0; r < R; r++) {
+		off[r] = ((ptrdiff_t)(oy * p->sh - p->pt) * p->w +
+			  ox * p->sw - p->pl) * ps;
+		if (++ox == p->ow) {
+			ox = 0;
+			oy++;
+		}
+	}
+	UNROLL_MR for (r = 0; r < R; r++)
+		UNROLL_NV for (o = 0; o < OB; o++)
+			acc[r][o] = vld(p->bias + (mb + o) * VW);
+	for (ky = 0; ky < p->kh; ky++) {
+		for (kx = 0; kx < p->kw; kx++) {
+			const float *xp = x + ((ptrdiff_t)ky * p->dh * p->w +
+					       (ptrdiff_t)kx * p->dw) * ps;
+			const float *wt = p->wp + mb * wos +
+					  (ptrdiff_t)(ky * p->kw + kx) * c * VW;
+
+			for (icb = 0; icb <= cfull; icb++) {
+				const float *xb = xp + icb * cbs;
+				const float *wb = wt + (ptrdiff_t)icb * VW * VW;
+				int n = icb < cfull ? VW : c - cfull * VW;
+
+				for (l = 0; l < n; l++) {
+					vf wv[NC_OB];
+					const float *xl = xb + l * ls;
+
+					UNROLL_NV for (o = 0; o < OB; o++)
+						wv[o] = vld(wb + l * VW + o * wos);
+					UNROLL_MR for (r = 0; r < R; r++) {
+						vf xv = vset1(xl[off[r]]);
+
+						UNROLL_NV for (o = 0; o < OB; o++)
+							acc[r][o] += xv * wv[o];
+					}
+				}
+			}
+		}
+	}
+	UNROLL_MR for (r = 0; r < R; r++) {
+		int64_t pos = q0 + r;
+
+		UNROLL_NV for (o = 0; o < OB; o++) {
+			vf v = acc[r][o];
+
+			if (res)
+				v += nc_ld(res, p->rblk, mb + o, ohw, pos, p->m);
+			v = nc_act(p->act, v, p->lo, p->hi);
+			nc_st(y, p->yblk, mb + o, ohw, pos, p->m, v);
+		}
+	}
+}
+
+#define NCQ_ARGS                                                          \
+	const struct mi_nc_conv *p, const float *x, const float *res,       \
+		float *y, int mb, int64_t q0
+#define NCQ_INST(OB, R)                                                   \
+	static void ncq_##OB##_##R(NCQ_ARGS)                              \
+	{                                                                 \
+		ncq_tile(OB, R, p, x, res, y, mb, q0);                    \
+	}
+#define NCQ_ROW(OB)                                                       \
+	NCQ_INST(OB, 1) NCQ_INST(OB, 2) NCQ_INST(OB, 3) NCQ_INST(OB, 4)    \
+	NCQ_INST(OB, 5) NCQ_INST(OB, 6) NCQ_INST(OB, 7) NCQ_INST(OB, 8)    \
+	NCQ_INST(OB, 9) NCQ_INST(OB, 10) NCQ_INST(OB, 11) NCQ_INST(OB, 12)
+NCQ_ROW(1) NCQ_ROW(2) NCQ_ROW(3) NCQ_ROW(4)
+
+typedef void (*ncq_fn)(NCQ_ARGS);
+#define NCQ_TROW(OB)                                                      \
+	{ ncq_##OB##_1, ncq_##OB##_2, ncq_##OB##_3, ncq_##OB##_4,          \
+	  ncq_##OB##_5, ncq_##OB##_6, ncq_##OB##_7, ncq_##OB##_8,          \
+	  ncq_##OB##_9, ncq_##OB##_10, ncq_##OB##_11, ncq_##OB##_12 }
+static const ncq_fn ncq_tab[4][12] = {
+	NCQ_TROW(1), NCQ_TROW(2), NCQ_TROW(3), NCQ_TROW(4),
+};
+
+/* Flattened positions [q0, q1), blocks [mb0, mb1): chunks of about
+ * NCQ_CHUNK positions (their input stays cached while every block group
+ * sweeps it), balanced tiles within a chunk. */
+#define NCQ_CHUNK 96
+/* Rows narrower than this run as flattened tiles (row tails of >= 10%
+ * of the register tile otherwise; mi_nc_flat_w() for the planner). */
+#define NCQ_MAXW MI_NC_FLAT_W
+static void nc_conv_flat(const struct mi_nc_conv *p, const float *x,
+			 const float *res, float *y, int mb0, int mb1,
+			 int64_t q0, int64_t q1)
+{
+	int64_t nch = (q1 - q0 + NCQ_CHUNK - 1) / NCQ_CHUNK;
+	int64_t csz = (q1 - q0 + nch - 1) / nch;
+
+	for (int64_t qc = q0; qc < q1; qc += csz) {
+		int64_t qe = qc + csz < q1 ? qc + csz : q1;
+
+		for (int mb = mb0; mb < mb1; mb += NC_OB) {
+			int ob = mb1 - mb < NC_OB ? mb1 - mb : NC_OB;
+			int rmax = NC_ACC / ob < NC_R ? NC_ACC / ob : NC_R;
+			int64_t q = qc;
+
+			while (q < qe) {
+				int64_t left = qe - q, nt = (left + rmax - 1) / rmax;
+				int run = (int)((left + nt - 1) / nt);
+
+				ncq_tab[ob - 1][run - 1](p, x, res, y, mb, q);
+				q += run;
+			}
+		}
+	}
+}
+
 /* Valid tap range [*k0, *k1) for output coordinate o. */
 static inline void nc_taps(int o, int s, int pad, int d, int k, int in,
 			   int *k0, int *k1)
@@ -206,9 +341,20 @@ static void nc_conv(const struct mi_nc_conv *p, const float *x,
 		    const float *res, float *y, int mb0, int mb1, int oy0,
 		    int oy1, int ox0, int ox1)
 {
-	int oy, ox, mb, oxl, oxr;
+	int oy, ox, mb, oxl, oxr, oyl, oyr;
 
 	nc_interior(p->sw, p->pl, p->dw, p->kw, p->w, p->ow, &oxl, &oxr);
+	nc_interior(p->sh, p->pt, p->dh, p->kh, p->h, p->oh, &oyl, &oyr);
+	if (p->ow < NCQ_MAXW && oy0 >= oyl && oy1 <= oyr && oy1 > oy0 &&
+	    ((oy1 - oy0 == 1 && ox0 >= oxl && ox1 <= oxr) ||
+	     (ox0 == 0 && ox1 == p->ow && oxl == 0 && oxr == p->ow))) {
+		/* every tap in range: tiles run across rows */
+		if (ox1 > ox0)
+			nc_conv_flat(p, x, res, y, mb0, mb1,
+				     (int64_t)oy0 * p->ow + ox0,
+				     (int64_t)(oy1 - 1) * p->ow + ox1);
+		return;
+	}
 	for (oy = oy0; oy < oy1; oy++) {
 		int ky0, ky1;
 

@@ -78,10 +78,11 @@ static const struct variant *find_variant(const char *op)
 }
 
 /* Winograd pays when the 36 GEMMs behind it are big enough to amortize
- * the transforms: enough 4x4 tiles to fill the micro-kernel's vector
- * width: 13x13 and 14x14 maps (16 tiles) still beat im2col (1.4-1.9 vs
- * 2.1-2.5 ms for 256 channels, build/mi-cpu-bench -f resnet18), 7x7 maps
- * (4 tiles) are 4x slower; and long GEMMs (K = input channels >= 128).
+ * the transforms: enough 4x4 tiles (>= 17x17 maps): on 13x13 and 14x14
+ * maps (16 tiles) the NCHWc direct conv, whose tiles run across rows
+ * there, is faster (256 channels, 1 thread, per-node CPU time in
+ * ResNet-18: 2.0 vs 2.3 ms), 7x7 maps (4 tiles) are 4x slower; and long
+ * GEMMs (K = input channels >= 128).
  * Below 128 input channels the other paths were as fast per node
  * (--profile, 1 thread: ResNet 64->64 @56x56 2.0-3.4 ms either way,
  * inception_v3 32->32/64 @109x109 3-6 vs 4-5 ms), while F(4x4,3x3)'s
@@ -92,7 +93,7 @@ static int wino_pays(const struct mi_conv_shape *s)
 {
 	int tiles = ((s->oh + 3) / 4) * ((s->ow + 3) / 4);
 
-	return s->c >= 128 && s->m >= 16 && tiles >= 16;
+	return s->c >= 128 && s->m >= 16 && tiles >= 25;
 }
 
 /* The NCHWc pass leaves Winograd's convs to this planner. */

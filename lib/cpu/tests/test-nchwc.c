@@ -210,7 +210,8 @@ static void conv_case(int dw, int it, int planned)
 		K->dw(&p, xl, rl, y, 0, mb, r, s.oh);
 	} else if (planned && it % 3 == 1) {
 		/* padded: row by row, the interior columns on their own */
-		int a = s.pl ? (s.pl + s.sw - 1) / s.sw : 0;
+		int a = (s.pl + s.sw - 1) / s.sw < s.ow ?
+				(s.pl + s.sw - 1) / s.sw : s.ow;
 		int b = a + (int)rnd(s.ow - a + 1);
 
 		for (int r0 = 0; r0 < s.oh; r0++) {

@@ -76,6 +76,12 @@ struct nc_node {
 	int xg;              /* groups of expanded channel blocks */
 	int xrows, xbands;   /* depthwise output rows per band, bands */
 	size_t xslice;       /* floats of one thread's band buffer */
+	/* 1x1 conv that also applies the channel scale Mul before it
+	 * (fuse_semul): weights scaled per image into p.wp, from wsrc */
+	struct nc_node *sem;
+	int sem_node, sem_slot; /* the Mul node; the scale's input slot */
+	int *sem_inputs, sem_ninputs; /* inputs before */
+	const float *wsrc;
 	/* undo */
 	int orig_out, orig_ninputs;
 	int *orig_inputs;
@@ -763,6 +769,23 @@ static void nc_xdw_run(const struct nc_node *f, const float *x, float *y)
 	mi_pool_run(nt, nc_xdw_thread, &j);
 }
 
+/* p.wp = wsrc with input channel ic scaled by s[ic] (fuse_semul). */
+static void scale_weights(const struct nc_node *f, const float *s)
+{
+	const int B = f->k->b, c = f->c, mb = nc_cb(f->m, B);
+	float *w = (float *)f->p.wp;
+
+	for (int o = 0; o < mb; o++)
+		for (int ic = 0; ic < c; ic++) {
+			const float *a = f->wsrc + ((size_t)o * c + ic) * B;
+			float *d = w + ((size_t)o * c + ic) * B;
+			float sc = s[ic];
+
+			for (int l = 0; l < B; l++)
+				d[l] = a[l] * sc;
+		}
+}
+
 static int nc_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct nc_node *f = n->priv;
@@ -798,6 +821,9 @@ static int nc_run(struct mi_graph *g, struct mi_node *n)
 		work = (double)f->p.oh * f->p.ow * f->m * f->c * f->p.kh *
 		       f->p.kw;
 		for (int i = 0; i < f->nb; i++) {
+			if (f->sem)
+				scale_weights(f, (const float *)mi_in(g, n,
+						f->sem_slot)->data + (int64_t)i * f->c);
 			j.x = x0 + i * xi;
 			j.b = r0 ? r0 + i * ri : NULL;
 			j.y = (float *)y->data + i * yi;
@@ -848,6 +874,20 @@ static void nc_fini(struct mi_graph *g, struct mi_node *n)
 		nc_fini(g, d);
 		d->priv = NULL;
 		f->xdw = NULL;
+	}
+	if (f->sem) {
+		struct mi_node *mn = &g->nodes[f->sem_node];
+
+		mn->dead = false;
+		free(n->inputs);
+		n->inputs = f->sem_inputs;
+		n->ninputs = f->sem_ninputs;
+		mn->priv = f->sem;
+		nc_fini(g, mn);
+		mn->priv = NULL;
+		f->sem = NULL;
+		mi_cpu_free((void *)f->p.wp);
+		f->p.wp = f->wsrc;
 	}
 	unfuse(g, n, f);
 	if (f->phys_t >= 0)
@@ -1020,6 +1060,68 @@ static void fuse_xdw(struct mi_graph *g, struct nc_ws *ws, int nthreads)
 	}
 }
 
+/*
+ * The squeeze-excitation scale Mul(x, s) read only by a 1x1 conv folds
+ * into that conv: W (s * x) = (W diag(s)) x, so the conv scales a copy of
+ * its weights by s (per image, c * m multiplies) and reads x, instead of
+ * a pass that writes and rereads the whole scaled map.  Done where the
+ * weights are at most half the map (m <= hw / 2).  MI_CPU_SEFOLD=0
+ * disables it.
+ */
+static int fuse_semul(struct mi_graph *g)
+{
+	const char *env = getenv("MI_CPU_SEFOLD");
+
+	if (env && !strcmp(env, "0"))
+		return 0;
+	for (int ni = 0; ni < g->nnodes; ni++) {
+		struct mi_node *n = &g->nodes[ni], *mn;
+		const struct mi_cpu_kernel_hdr *h = n->priv;
+		struct nc_node *f = n->priv, *m;
+		int t = n->ninputs > 0 ? n->inputs[0] : -1, pr, c, *in;
+		size_t wn;
+		float *wsc;
+
+		if (n->dead || !h || h->run != nc_run || f->kind != NC_CONV ||
+		    !f->flat || f->pad || f->xdw || f->sem || t < 0 ||
+		    2 * (int64_t)f->m > f->p.ow ||
+		    (g->tensors[t].flags & MI_TF_OUTPUT) ||
+		    (pr = g->tensors[t].producer) < 0 ||
+		    mi_cpu_consumers(g, t, &c, 1) != 1)
+			continue;
+		mn = &g->nodes[pr];
+		h = mn->priv;
+		m = mn->priv;
+		if (mn->dead || !h || h->run != nc_run || m->kind != NC_MUL ||
+		    m->nb != f->nb || m->c != f->c || !m->xblk)
+			continue;
+		wn = (size_t)nc_cb(f->m, f->k->b) * f->c * f->k->b;
+		wsc = mi_cpu_alloc(wn * sizeof(float));
+		in = malloc((n->ninputs + 1) * sizeof(int));
+		if (!wsc || !in) {
+			mi_cpu_free(wsc);
+			free(in);
+			return -ENOMEM;
+		}
+		memcpy(in, n->inputs, n->ninputs * sizeof(int));
+		in[0] = mn->inputs[1 - m->slot2];
+		in[n->ninputs] = mn->inputs[m->slot2];
+		f->sem = m;
+		f->sem_node = pr;
+		f->sem_slot = n->ninputs;
+		f->sem_inputs = n->inputs;
+		f->sem_ninputs = n->ninputs;
+		n->inputs = in;
+		n->ninputs++;
+		f->wsrc = f->p.wp;
+		f->p.wp = wsc;
+		f->xblk = f->p.xblk = 1;
+		mn->priv = NULL;
+		mn->dead = true;
+	}
+	return 0;
+}
+
 int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 {
 	const char *env = getenv("MI_CPU_NCHWC");
@@ -1154,7 +1256,8 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 			goto out;
 	}
 	fuse_xdw(g, ws, nthreads);
-	if (ws->refs) {
+	err = fuse_semul(g);
+	if (!err && ws->refs) {
 		ws->buf = mi_cpu_alloc(ws->floats * sizeof(float));
 		if (!ws->buf)
 			err = -ENOMEM;

@@ -535,8 +535,10 @@ static void test_chain(int c, int e, int hw, int nthreads, bool out_mid)
 	for (int round = 0; round < 2; round++) {
 		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
 		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		/* the Mul runs planned, or folded into the 1x1 after it */
 		CHECK(g.nodes[ncv1].priv && g.nodes[ndw].priv &&
-			      g.nodes[nmul].priv && g.nodes[npool].priv,
+			      (g.nodes[nmul].priv || g.nodes[nmul].dead) &&
+			      g.nodes[npool].priv,
 		      "chain not planned (c%d e%d)", c, e);
 		CHECK(g.nodes[nrelu].dead && g.nodes[nhs].dead &&
 			      g.nodes[nadd].dead,
@@ -730,6 +732,80 @@ static void test_concat(int c, int a, int b, int nb, int hw, int nthreads)
 	mi_graph_fini(&g);
 }
 
+/*
+ * Squeeze-excitation scale folded into the next 1x1 conv (nchwc.c
+ * fuse_semul), batch nb (the scale differs per image):
+ *   x -> Conv3x3 (c -> e) -(t1)-> GAP -> Conv1x1 (1x1 map) -> Sigmoid -> s;
+ *   Mul(t1, s) -> Conv1x1 (e -> m) -> MaxPool 2x2 -> y.
+ * Folded when m <= hw * hw / 2, else the Mul runs on its own.
+ */
+static void test_semul(int c, int e, int m, int hw, int nb, int nthreads)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = nthreads };
+	int x, t1, gp, sq, sg, t3, t4, y, nmul, npw;
+	float *fast[1] = { 0 }, *ref[1] = { 0 };
+	int64_t ks[2] = { 2, 2 };
+	bool fold = 2 * m <= hw * hw;
+
+	mi_graph_init(&g);
+	g.opset = 17;
+	x = tensor(&g, "x", nb, c, hw, hw, MI_TF_INPUT, true);
+	t1 = tensor(&g, "t1", nb, e, hw, hw, 0, false);
+	gp = tensor(&g, "gp", nb, e, 1, 1, 0, false);
+	sq = tensor(&g, "sq", nb, e, 1, 1, 0, false);
+	sg = tensor(&g, "sg", nb, e, 1, 1, 0, false);
+	t3 = tensor(&g, "t3", nb, e, hw, hw, 0, false);
+	t4 = tensor(&g, "t4", nb, m, hw, hw, 0, false);
+	y = tensor(&g, "y", nb, m, hw - 1, hw - 1, 0, false);
+	conv(&g, x, c, e, 3, 1, 1, t1);
+	node(&g, "GlobalAveragePool", 1, (int[]){ t1 }, gp);
+	conv(&g, gp, e, e, 1, 1, 1, sq);
+	node(&g, "Sigmoid", 1, (int[]){ sq }, sg);
+	nmul = node(&g, "Mul", 2, nb & 1 ? (int[]){ sg, t1 } : (int[]){ t1, sg },
+		    t3);
+	npw = conv(&g, t3, e, m, 1, 1, 1, t4);
+	mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1, (int[]){ t4 }, y)],
+			 "kernel_shape", ks, 2);
+	g.outputs = malloc(sizeof(int));
+	g.noutputs = 1;
+	g.outputs[0] = y;
+	g.tensors[y].flags |= MI_TF_OUTPUT;
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	for (int round = 0; round < 2; round++) {
+		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		CHECK(g.nodes[npw].priv && g.tensors[t1].phys_bytes,
+		      "semul: chain not blocked");
+		CHECK((g.nodes[nmul].dead && !g.nodes[nmul].priv &&
+		       g.nodes[npw].inputs[0] == t1 && g.nodes[npw].ninputs == 4) ==
+			      fold,
+		      "semul e%d m%d hw%d: folded %d, expected %d", e, m, hw,
+		      g.nodes[nmul].dead, fold);
+		CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
+		mi_cpu_plan_fini(&g);
+		CHECK(!g.nodes[nmul].dead && !count_planned(&g) &&
+			      g.nodes[npw].inputs[0] == t3 &&
+			      g.nodes[npw].ninputs == 3,
+		      "semul: fini did not restore the graph");
+		free_activations(&g);
+		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		CHECK(!run_graph(&g, ref), "reference run: %s", g.err);
+		if (fast[0] && ref[0]) {
+			double er = nerr(fast[0], ref[0],
+					 mi_tensor_numel(&g.tensors[y]));
+
+			CHECK(er < 1e-5, "semul c%d e%d m%d hw%d n%d t%d: err %g",
+			      c, e, m, hw, nb, nthreads, er);
+		}
+		free(fast[0]);
+		free(ref[0]);
+		fast[0] = ref[0] = NULL;
+		free_activations(&g);
+	}
+	mi_graph_fini(&g);
+}
+
 /* A Conv feeding only NCHW ops stays off the blocked path. */
 static void test_lone_conv(void)
 {
@@ -784,6 +860,9 @@ int main(void)
 	test_concat(16, 2 * B, 3 * B, 1, 9, 2);
 	test_concat(24, 4 * B, B, 2, 7, 3);
 	test_concat(16, 2 * B, B + B / 2, 1, 8, 2);
+	test_semul(16, 40, 24, 8, 2, 2);
+	test_semul(24, 88, 16, 7, 1, 3);
+	test_semul(16, 32, 24, 5, 2, 2);
 	test_lone_conv();
 	for (it = 0; it < 120; it++)
 		conv_case(0, it, 1);

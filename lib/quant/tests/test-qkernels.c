@@ -441,6 +441,17 @@ static int test_pool(int iter)
 	return fails;
 }
 
+/* A parallel-for that runs the items in reverse order on one thread but
+ * hands out thread ids 0..fake_threads-1: the kernels' work splitting and
+ * per-thread workspaces are exercised without real threads. */
+static int fake_threads = 3;
+
+static void fake_for(int n, mi_qpar_fn fn, void *arg)
+{
+	for (int i = n - 1; i >= 0; i--)
+		fn(arg, i, i % fake_threads);
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 300, fails = 0;
@@ -448,6 +459,9 @@ int main(int argc, char **argv)
 	printf("int8 kernels: ISA paths generic..%s\n",
 	       mi_quant_isa_name(mi_quant_isa_max()));
 	for (int i = 0; i < n; i++) {
+		/* every other case as if on 2 or 3 threads */
+		fake_threads = 2 + i % 4 / 2;
+		mi_quant_set_parallel(i % 2 ? fake_for : NULL, fake_threads);
 		fails += test_conv(i);
 		fails += test_gemm(i);
 		fails += test_qdq(i);

@@ -945,13 +945,27 @@ static void qpool_item(void *arg, int i, int tid)
 			  j->y + (size_t)i * s->oh * s->ow);
 }
 
+/* C4 layout (in_c4: input and output): one quad plane of 4 channels. */
+static void qpool_item_c4(void *arg, int i, int tid)
+{
+	const struct qpool_job *j = arg;
+	const struct mi_qpool_shape *s = &j->q->pool;
+
+	mi_qmaxpool_plane_c4(j->x + (size_t)i * s->h * s->w * 4, s, j->q->pool_s8,
+			     (uint8_t *)j->q->sh->ws + (size_t)tid * QPOOL_TMP(4 * s->w),
+			     j->y + (size_t)i * s->oh * s->ow * 4);
+}
+
 static int qpool_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct mi_tensor *x = mi_in(g, n, 0);
 	struct qpool_job j = { n->priv, x->data, mi_out(g, n, 0)->data };
 
 	cur_threads = j.q->nthreads;
-	pool_for((int)(x->dims[0] * x->dims[1]), qpool_item, &j);
+	if (j.q->in_c4)
+		pool_for((int)(x->dims[0] * x->dims[1] / 4), qpool_item_c4, &j);
+	else
+		pool_for((int)(x->dims[0] * x->dims[1]), qpool_item, &j);
 	return 0;
 }
 
@@ -1058,8 +1072,8 @@ static int try_qpool(struct mi_graph *g, struct mi_node *n)
 		.dw = (int)sp.dil[1], .pt = (int)sp.pad_begin[0], .pl = (int)sp.pad_begin[1],
 	};
 	q->pool_s8 = a.dtype == MI_DT_INT8;
-	if ((int64_t)QPOOL_TMP(q->pool.w) * 64 > shared_need)
-		shared_need = (int64_t)QPOOL_TMP(q->pool.w) * 64;
+	if ((int64_t)QPOOL_TMP(4 * q->pool.w) * 64 > shared_need) /* room for C4 rows */
+		shared_need = (int64_t)QPOOL_TMP(4 * q->pool.w) * 64;
 	n->priv = q;
 	rewire_n(g, n, &a.t, 1, &c);
 	return 0;
@@ -1582,8 +1596,9 @@ static bool c4_reader(const struct mi_node *c, int t)
 
 /* How a node can take part in the C4 layout: a conv (writer and/or reader),
  * or a node indifferent to the layout as long as all its quantized inputs
- * and its output share it: int8 Add of equal shapes, byte table, channel
- * Concat (each input a contiguous block of every image in both layouts
+ * and its output share it: int8 Add of equal shapes, byte table, MaxPool
+ * (mi_qmaxpool_plane_c4), channel Concat (each input a contiguous block of
+ * every image in both layouts
  * when channel counts are multiples of 4). */
 enum { C4_NONE, C4_CONV, C4_SAME };
 
@@ -1606,7 +1621,8 @@ static int c4_role(struct mi_graph *g, struct mi_node *n)
 		}
 		return C4_SAME;
 	}
-	if ((q->hdr.run == qlut_run && q->lut8) || (q->hdr.run == qcat_run && q->cat->axis == 1))
+	if ((q->hdr.run == qlut_run && q->lut8) || (q->hdr.run == qcat_run && q->cat->axis == 1) ||
+	    q->hdr.run == qpool_run)
 		return C4_SAME;
 	return C4_NONE;
 }
@@ -1682,6 +1698,10 @@ static void plan_c4_tensors(struct mi_graph *g)
 		struct mi_node *n = &g->nodes[i];
 		struct qnode *q = n->priv;
 
+		if (n->dead || !mi_quant_node_is(n))
+			continue;
+		if (q->hdr.run == qpool_run && ok[n->outputs[0]])
+			q->in_c4 = true; /* and writes C4 */
 		if (c4_role(g, n) != C4_CONV)
 			continue;
 		if (ok[n->outputs[0]])

@@ -65,5 +65,9 @@ struct mi_qpool_shape {
 /* MaxPool of one uint8 (or int8) plane; tmp: w bytes. */
 void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8,
 		       uint8_t *tmp, uint8_t *y);
+/* The same on one C4 quad plane ([H][W][4] bytes, 4 channels); tmp: 4w
+ * bytes. */
+void mi_qmaxpool_plane_c4(const uint8_t *x, const struct mi_qpool_shape *s, bool s8,
+			  uint8_t *tmp, uint8_t *y);
 
 #endif /* MI_QUANT_IMPL_H */

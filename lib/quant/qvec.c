@@ -372,3 +372,83 @@ void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8
 		}
 	}
 }
+
+/* Horizontal pass of the C4 MaxPool, AVX-512: 16 output pixels (4 bytes,
+ * one per channel) per step, each tap's pixels gathered by index; taps
+ * outside the row keep the neutral value. */
+__attribute__((target("avx512f,avx512bw"))) static void
+hmax_c4_avx512(const uint8_t *t, const struct mi_qpool_shape *s, bool s8, uint8_t *y)
+{
+	const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+					       15);
+	const __m512i neutral = _mm512_set1_epi8(s8 ? (char)0x80 : 0);
+	const __m512i wv = _mm512_set1_epi32(s->w);
+
+	for (int ox = 0; ox < s->ow; ox += 16) {
+		__mmask16 m = s->ow - ox >= 16 ? 0xffff : (__mmask16)((1u << (s->ow - ox)) - 1);
+		__m512i base = _mm512_mullo_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(ox)),
+						  _mm512_set1_epi32(s->sw));
+		__m512i acc = neutral;
+
+		for (int kx = 0; kx < s->kw; kx++) {
+			__m512i ix = _mm512_add_epi32(base, _mm512_set1_epi32(kx * s->dw - s->pl));
+			__mmask16 ok = m & _mm512_cmpge_epi32_mask(ix, _mm512_setzero_si512()) &
+				       _mm512_cmplt_epi32_mask(ix, wv);
+			__m512i v = _mm512_mask_i32gather_epi32(neutral, ok, ix, (const void *)t, 4);
+
+			acc = s8 ? _mm512_max_epi8(acc, v) : _mm512_max_epu8(acc, v);
+		}
+		_mm512_mask_storeu_epi32(y + (size_t)ox * 4, m, acc);
+	}
+}
+
+void mi_qmaxpool_plane_c4(const uint8_t *x, const struct mi_qpool_shape *s, bool s8,
+			  uint8_t *tmp, uint8_t *y)
+{
+	int w4 = s->w * 4;
+	bool v = mi_quant_isa() >= MI_QISA_AVX2, v512 = mi_quant_isa() >= MI_QISA_AVX512;
+
+	for (int oy = 0; oy < s->oh; oy++) {
+		uint8_t *yr = y + (size_t)oy * s->ow * 4;
+		bool any = false;
+
+		for (int ky = 0; ky < s->kh; ky++) {
+			int iy = oy * s->sh - s->pt + ky * s->dh;
+
+			if (iy < 0 || iy >= s->h)
+				continue;
+			if (!any)
+				memcpy(tmp, x + (size_t)iy * w4, w4);
+			else if (v512)
+				vmax_avx512(tmp, x + (size_t)iy * w4, w4, s8);
+			else if (v)
+				vmax_avx2(tmp, x + (size_t)iy * w4, w4, s8);
+			else
+				vmax_c(tmp, x + (size_t)iy * w4, w4, s8);
+			any = true;
+		}
+		if (!any) {
+			memset(yr, s8 ? 0x80 : 0, (size_t)s->ow * 4);
+			continue;
+		}
+		if (v512) {
+			hmax_c4_avx512(tmp, s, s8, yr);
+			continue;
+		}
+		for (int ox = 0; ox < s->ow; ox++)
+			for (int c = 0; c < 4; c++) {
+				int m = s8 ? -128 : 0;
+
+				for (int kx = 0; kx < s->kw; kx++) {
+					int ix = ox * s->sw - s->pl + kx * s->dw;
+
+					if (ix < 0 || ix >= s->w)
+						continue;
+					int e = s8 ? (int8_t)tmp[ix * 4 + c] : tmp[ix * 4 + c];
+
+					m = e > m ? e : m;
+				}
+				yr[ox * 4 + c] = (uint8_t)m;
+			}
+	}
+}

@@ -380,6 +380,61 @@ static int test_qdq(int iter)
 }
 
 /* uint8/int8 MaxPool plane vs a direct loop over the window */
+/* Scalar MaxPool of one plane (the reference). */
+static void ref_pool(const uint8_t *x, const struct mi_qpool_shape *s, bool s8, uint8_t *y)
+{
+	for (int oy = 0; oy < s->oh; oy++)
+		for (int ox = 0; ox < s->ow; ox++) {
+			int m = s8 ? -128 : 0;
+
+			for (int ky = 0; ky < s->kh; ky++)
+				for (int kx = 0; kx < s->kw; kx++) {
+					int iy = oy * s->sh - s->pt + ky * s->dh;
+					int ix = ox * s->sw - s->pl + kx * s->dw;
+
+					if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w)
+						continue;
+					int e = s8 ? (int8_t)x[iy * s->w + ix] : x[iy * s->w + ix];
+
+					m = e > m ? e : m;
+				}
+			y[oy * s->ow + ox] = (uint8_t)m;
+		}
+}
+
+/* The C4 MaxPool on 4 random planes interleaved vs ref_pool per plane. */
+static int test_pool_c4(int iter, const struct mi_qpool_shape *s, bool s8)
+{
+	size_t hw = (size_t)s->h * s->w, ohw = (size_t)s->oh * s->ow;
+	uint8_t *x = malloc(hw * 4), *x4 = malloc(hw * 4), *yr = malloc(ohw * 4);
+	uint8_t *y4 = malloc(ohw * 4), *tmp = malloc(4 * s->w + 64);
+	int fails = 0;
+
+	for (size_t i = 0; i < hw * 4; i++)
+		x[i] = (uint8_t)rnd();
+	for (int c = 0; c < 4; c++) {
+		ref_pool(x + c * hw, s, s8, yr + c * ohw);
+		for (size_t p = 0; p < hw; p++)
+			x4[p * 4 + c] = x[c * hw + p];
+	}
+	for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
+		mi_quant_set_isa(isa);
+		memset(y4, 0x5a, ohw * 4);
+		mi_qmaxpool_plane_c4(x4, s, s8, tmp, y4);
+		for (size_t i = 0; i < ohw * 4; i++)
+			if (y4[i] != yr[(i % 4) * ohw + i / 4]) {
+				fprintf(stderr,
+					"FAIL maxpool c4 iter %d isa %s %dx%d k %dx%d s %d,%d d %d,%d p %d,%d %s at %zu\n",
+					iter, mi_quant_isa_name(isa), s->h, s->w, s->kh, s->kw, s->sh,
+					s->sw, s->dh, s->dw, s->pt, s->pl, s8 ? "s8" : "u8", i);
+				fails++;
+				break;
+			}
+	}
+	free(x), free(x4), free(yr), free(y4), free(tmp);
+	return fails;
+}
+
 static int test_pool(int iter)
 {
 	struct mi_qpool_shape s;
@@ -438,7 +493,7 @@ static int test_pool(int iter)
 		}
 	}
 	free(x), free(yr), free(yk), free(tmp);
-	return fails;
+	return fails + test_pool_c4(iter, &s, s8);
 }
 
 /* A parallel-for that runs the items in reverse order on one thread but

@@ -151,9 +151,10 @@ def export_se(path, stride):
 
 
 def export_fire(path):
-    """SqueezeNet-like fire modules: a squeeze conv read by two convs
-    (C4 with two readers), their Concat read by a conv (C4 Concat), and a
-    Concat with channel counts that are not multiples of 4 (planar)."""
+    """SqueezeNet-like fire modules after a MaxPool: a squeeze conv read by
+    two convs (C4 with two readers), their Concat read by a conv (C4
+    Concat), and a Concat with channel counts that are not multiples of 4
+    (planar).  The MaxPool runs on C4 too."""
     import torch
     import torch.nn as nn
 
@@ -173,7 +174,7 @@ def export_fire(path):
 
         def forward(self, x):
             r = nn.functional.relu
-            x = r(self.c1(x))
+            x = nn.functional.max_pool2d(r(self.c1(x)), 3, 2, ceil_mode=True)
             s = r(self.sq(x))
             x = torch.cat([r(self.e1(s)), r(self.e3(s))], 1)
             s = r(self.sq2(x))
@@ -416,7 +417,7 @@ def main():
     gen = mi_run(qf, inputs[0], tmp, {"MI_CPU_ISA": "generic"})
     two = mi_run(qf, inputs[0], tmp, threads=2)
     check(np.array_equal(fast, planar) and np.array_equal(fast, gen) and np.array_equal(fast, two),
-          "fire: C4 squeeze/Concat == planar output == generic ISA == 2 threads")
+          "fire: C4 MaxPool/squeeze/Concat == planar output == generic ISA == 2 threads")
     if have_ort:
         np.save(os.path.join(tmp, "x.npy"), inputs[0])
         r = run(["node", ORT_JS, qf, "--input", os.path.join(tmp, "x.npy"),

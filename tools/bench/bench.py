@@ -6,7 +6,8 @@ For each model and thread count, runs `metainfer run MODEL --bench N` and
 `node tools/bench/ort-run.js MODEL --bench N` alternately for several
 rounds (the order flips every round), takes each engine's median of the
 per-run medians, and records each process's peak RSS (ru_maxrss from
-wait4).  Then int8: `metainfer quantize MODEL --calib-random 16` once per
+wait4).  Then int8: `metainfer quantize MODEL --calib-random 16
+--min-cosine 0.99` (--quantize-args) once per
 model, metainfer on the int8 model vs ORT fp32 (from the fp32 rounds) and
 ORT on the same QDQ model, plus the cosine similarity of metainfer's int8
 outputs with PyTorch's fp32 outputs over seeded inputs
@@ -290,6 +291,10 @@ def main():
     ap.add_argument("--cosine-dist", default=env("BENCH_COSINE_DIST",
                                                  "uniform"),
                     choices=("uniform", "normal"))
+    ap.add_argument("--quantize-args",
+                    default=env("BENCH_QUANTIZE_ARGS", "--min-cosine 0.99"),
+                    help="more `metainfer quantize` options (default: "
+                         "mixed precision to the cosine target)")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--write", default="",
                     help="write the report (markdown) to this file")
@@ -398,8 +403,8 @@ def run_int8(args, models, threads, mi, ort, iters_used, int8, cosine, log):
         if not (os.path.exists(dst) and
                 os.path.getmtime(dst) >= os.path.getmtime(src) and
                 os.path.getmtime(dst) >= os.path.getmtime(args.metainfer)):
-            cmd = [args.metainfer, "quantize", src, "--calib-random", "16",
-                   "-o", dst]
+            cmd = ([args.metainfer, "quantize", src, "--calib-random", "16"] +
+                   shlex.split(args.quantize_args) + ["-o", dst])
             rc, out, _, secs = run_measured(cmd, args.timeout)
             log.write("$ %s\n%s\n" % (" ".join(cmd), out.strip()))
             if rc != 0 or not os.path.exists(dst):
@@ -585,7 +590,7 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
             L.append("")
         else:
             L.append("int8 models from `metainfer quantize MODEL.onnx "
-                     "--calib-random 16 -o MODEL.int8.onnx`. metainfer int8, "
+                     "--calib-random 16 %s-o MODEL.int8.onnx`. metainfer int8, "
                      "ORT fp32 (the original model) and ORT on the int8 QDQ "
                      "model run alternately, as above. Speed-up = ORT "
                      "fp32 ms / metainfer int8 ms (target >= 1.8 on the "
@@ -598,7 +603,8 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
                      "inputs (what a constant output would score), and the "
                      "centered cosine subtracts the mean fp32 output from "
                      "both sides so only the input-dependent part counts."
-                     % (args.cosine_n, "uniform in [-1, 1), the "
+                     % (args.quantize_args + " " if args.quantize_args else "",
+                        args.cosine_n, "uniform in [-1, 1), the "
                         "distribution --calib-random calibrates with"
                         if args.cosine_dist == "uniform" else
                         "standard normal"))

@@ -405,7 +405,8 @@ def run_int8(args, models, threads, mi, ort, iters_used, int8, cosine, log):
                 os.path.getmtime(dst) >= os.path.getmtime(args.metainfer)):
             cmd = ([args.metainfer, "quantize", src, "--calib-random", "16"] +
                    shlex.split(args.quantize_args) + ["-o", dst])
-            rc, out, _, secs = run_measured(cmd, args.timeout)
+            # --min-cosine runs the model a few hundred times
+            rc, out, _, secs = run_measured(cmd, max(args.timeout, 1800))
             log.write("$ %s\n%s\n" % (" ".join(cmd), out.strip()))
             if rc != 0 or not os.path.exists(dst):
                 last = out.strip().splitlines()[-1:] or ["?"]

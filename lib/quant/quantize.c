@@ -1986,7 +1986,7 @@ int mi_quant_main(int argc, char **argv)
 	int nq = 0;
 
 	for (int i = 0; i < c.nnodes; i++)
-		nq += c.nodes[i].node >= 0;
+		nq += c.nodes[i].node >= 0 && !c.nodes[i].wfp32;
 	printf("quantized %d nodes (%s weights, %d activation tensors, %d calibration runs, %s) -> %s\n",
 	       nq, c.per_channel ? "per-channel" : "per-tensor", c.nqt, cal.nruns,
 	       c.qlinear ? "qlinear" : "qdq", out);

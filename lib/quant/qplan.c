@@ -506,7 +506,12 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 	const struct mi_qconv_shape *s = &q->cv.s;
 	int64_t macs = (int64_t)s->oc * s->oh * s->ow * (s->c / s->group) * s->kh * s->kw;
 
-	cur_threads = macs < QPAR_MIN_MACS ? 1 : q->nthreads;
+	/* A depthwise multiply-add costs ~30x a dense one (one channel per
+	 * vector, latency-bound): count it 16x, or its nodes of 0.05-0.1 ms
+	 * all stay on one thread. */
+	int64_t work = q->cv.depthwise ? macs * 16 : macs;
+
+	cur_threads = work < QPAR_MIN_MACS ? 1 : q->nthreads;
 	size_t xs = (size_t)s->c * s->h * s->w;
 	size_t ys = (size_t)s->oc * s->oh * s->ow * (q->ep.mode >= MI_QOUT_S32 ? 4 : 1);
 	int64_t nb = x->dims[0];

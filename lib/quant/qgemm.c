@@ -111,6 +111,14 @@ static void serial_for(int n, mi_qpar_fn fn, void *arg)
 static mi_qparallel_for par_for = serial_for;
 static int par_threads = 1;
 
+/* Threads the next kernel call will get (0: par_threads); per caller thread. */
+static __thread int call_threads;
+
+void mi_quant_set_call_threads(int n)
+{
+	call_threads = n;
+}
+
 void mi_quant_set_parallel(mi_qparallel_for pf, int nthreads)
 {
 	par_for = pf ? pf : serial_for;
@@ -938,6 +946,7 @@ struct conv_job {
 	uint8_t *xi;
 	size_t hp, wp;
 	int npanel;
+	int nchunk, bpc; /* output blocks split in nchunk chunks of bpc */
 	const struct mi_qepi *ep;
 	uint8_t *y;
 	struct kernels k;
@@ -1089,7 +1098,9 @@ static void conv_gemm_item(void *arg, int item, int tid)
 	const struct mi_qconv *cv = j->cv;
 	const struct mi_qconv_shape *s = &cv->s;
 	const struct mi_qweights *w = &cv->w;
-	int g = item / j->npanel, panel = item % j->npanel;
+	int chunk = item % j->nchunk;
+	int g = item / j->nchunk / j->npanel, panel = item / j->nchunk % j->npanel;
+	int blk0 = chunk * j->bpc, blk1 = blk0 + j->bpc < cv->w.nblk ? blk0 + j->bpc : cv->w.nblk;
 	int npix = s->oh * s->ow;
 	int p0 = panel * MI_QNR, np = npix - p0 < MI_QNR ? npix - p0 : MI_QNR;
 	uint8_t *pb = j->ws + tid * j->ws_per;
@@ -1158,7 +1169,7 @@ static void conv_gemm_item(void *arg, int item, int tid)
 	size_t es = out_elem(j->ep->mode);
 	bool rq = j->k.tile_rq && rq_fits(j->ep);
 
-	for (int blk = 0; blk < w->nblk; blk++) {
+	for (int blk = blk0; blk < blk1; blk++) {
 		int o0 = blk * MI_QMR;
 		int rows = w->ocg - o0 < MI_QMR ? w->ocg - o0 : MI_QMR;
 		int oc0 = g * w->ocg + o0;
@@ -1907,7 +1918,20 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		j.npanel = (s->oh * s->ow + MI_QNR - 1) / MI_QNR;
 		if (!j.in_direct)
 			par_for(s->group * cv->c4, conv_prep_item, &j);
-		par_for(s->group * j.npanel, conv_gemm_item, &j);
+		/* few pixel panels for the threads (7x7 and 14x14 maps): each
+		 * panel's output blocks are split in chunks too (a chunk redoes
+		 * the panel's im2col) */
+		int items = s->group * j.npanel, nt = call_threads > 0 ? call_threads : par_threads;
+
+		j.nchunk = 1;
+		j.bpc = cv->w.nblk;
+		if (nt > 1 && items < 4 * nt) {
+			j.nchunk = (4 * nt + items - 1) / items;
+			j.nchunk = j.nchunk < cv->w.nblk ? j.nchunk : cv->w.nblk;
+			j.bpc = (cv->w.nblk + j.nchunk - 1) / j.nchunk;
+			j.nchunk = (cv->w.nblk + j.bpc - 1) / j.bpc;
+		}
+		par_for(items * j.nchunk, conv_gemm_item, &j);
 	}
 	free(own);
 	return 0;

@@ -512,6 +512,7 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 	int64_t work = q->cv.depthwise ? macs * 16 : macs;
 
 	cur_threads = work < QPAR_MIN_MACS ? 1 : q->nthreads;
+	mi_quant_set_call_threads(cur_threads);
 	size_t xs = (size_t)s->c * s->h * s->w;
 	size_t ys = (size_t)s->oc * s->oh * s->ow * (q->ep.mode >= MI_QOUT_S32 ? 4 : 1);
 	int64_t nb = x->dims[0];

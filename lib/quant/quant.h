@@ -49,6 +49,9 @@ int mi_quant_set_vbmi(int on);
 typedef void (*mi_qpar_fn)(void *arg, int i, int tid);
 typedef void (*mi_qparallel_for)(int n, mi_qpar_fn fn, void *arg);
 void mi_quant_set_parallel(mi_qparallel_for pf, int nthreads);
+/* Threads the parallel-for will really use for the calls that follow from
+ * this thread (a node run on fewer threads than planned); 0: nthreads. */
+void mi_quant_set_call_threads(int n);
 
 /* ---- packed weights --------------------------------------------------- */
 #define MI_QMR 8  /* output channels per micro-tile */

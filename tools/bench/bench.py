@@ -292,7 +292,9 @@ def main():
                                                  "uniform"),
                     choices=("uniform", "normal"))
     ap.add_argument("--quantize-args",
-                    default=env("BENCH_QUANTIZE_ARGS", "--min-cosine 0.99"),
+                    # an empty BENCH_QUANTIZE_ARGS means none (all int8)
+                    default=os.environ.get("BENCH_QUANTIZE_ARGS",
+                                           "--min-cosine 0.99"),
                     help="more `metainfer quantize` options (default: "
                          "mixed precision to the cosine target)")
     ap.add_argument("--timeout", type=int, default=600)
@@ -399,7 +401,10 @@ def run_int8(args, models, threads, mi, ort, iters_used, int8, cosine, log):
     qmodels = {}
     for m in models:
         src = os.path.join(args.models_dir, m + ".onnx")
-        dst = os.path.join(qdir, m + ".int8.onnx")
+        # the file name carries the options, so changing them re-quantizes
+        tag = re.sub(r"[^A-Za-z0-9.]+", "_", args.quantize_args).strip("_")
+        dst = os.path.join(qdir, m + (".int8.%s.onnx" % tag if tag
+                                      else ".int8.onnx"))
         if not (os.path.exists(dst) and
                 os.path.getmtime(dst) >= os.path.getmtime(src) and
                 os.path.getmtime(dst) >= os.path.getmtime(args.metainfer)):

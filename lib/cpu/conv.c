@@ -363,6 +363,8 @@ void mi_conv_run(const struct mi_conv *cv, const float *x, float *y,
 		};
 		int nt = dw_threads(s, cv->nthreads);
 
+		if (nt < 1) /* empty batch: no plane to write */
+			return;
 		j.ws_thread = cv->ws_size / nt;
 		mi_work_init(&j.work, (int64_t)s->n * s->c,
 			     mi_work_grain((int64_t)s->n * s->c, nt, 4));

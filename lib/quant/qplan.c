@@ -534,6 +534,8 @@ static int gemm_run(struct mi_graph *g, struct mi_node *n)
 	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
 	int64_t m = mi_tensor_numel(x) / q->k;
 
+	if (m == 0) /* empty batch: nothing to write */
+		return 0;
 	cur_threads = m * q->k * q->w.ocg < QPAR_MIN_MACS ? 1 : q->nthreads;
 	int err = mi_qgemm(&q->w, x->data, (int)m, (int)q->k, &q->ep, y->data, q->w.ocg,
 			   q->sh->ws);

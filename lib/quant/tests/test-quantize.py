@@ -222,6 +222,18 @@ def mi_run(model, x, tmp, env=None, tag="o", threads=1):
     return np.load(out)
 
 
+def ort_rel_diff(model, x, ours, tmp):
+    """max |ORT - ours| / max |ORT| for ONNX Runtime on the same file and
+    input; 1 when ONNX Runtime fails to run it."""
+    inp, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "ort.npy")
+    np.save(inp, x)
+    r = run(["node", ORT_JS, model, "--input", inp, "--output", out], ok=False)
+    if r.returncode:
+        return 1.0
+    o = np.load(out)
+    return float(np.abs(o - ours).max() / (np.abs(o).max() + 1e-12))
+
+
 def cos(a, b):
     a = a.ravel().astype(np.float64)
     b = b.ravel().astype(np.float64)
@@ -393,11 +405,7 @@ def main():
         # Runtime computes on the same QDQ file (on EfficientNet-B0 both agree
         # bit for bit, while the reference QDQ ops' fp32 sums round a few
         # requantization ties differently and a deep random net amplifies it)
-        np.save(os.path.join(tmp, "x.npy"), inputs[0])
-        r = run(["node", ORT_JS, qa, "--input", os.path.join(tmp, "x.npy"),
-                 "--output", os.path.join(tmp, "ort.npy")], ok=False)
-        o = np.load(os.path.join(tmp, "ort.npy")) if not r.returncode else None
-        d = float(np.abs(o - fast[0]).max() / (np.abs(o).max() + 1e-12)) if o is not None else 1
+        d = ort_rel_diff(qa, inputs[0], fast[0], tmp)
         check(d < 1e-6, f"act: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
 
     # SE gate Mul writing C4: same bytes as the planar path and as ORT
@@ -412,10 +420,7 @@ def main():
         check(np.array_equal(fast, planar) and np.array_equal(fast, gen),
               f"se{stride}: gate Mul with C4 output == planar output == generic ISA")
         if have_ort:
-            r = run(["node", ORT_JS, qs, "--input", os.path.join(tmp, "x.npy"),
-                     "--output", os.path.join(tmp, "ort.npy")], ok=False)
-            o = np.load(os.path.join(tmp, "ort.npy")) if not r.returncode else None
-            d = float(np.abs(o - fast).max() / (np.abs(o).max() + 1e-12)) if o is not None else 1
+            d = ort_rel_diff(qs, inputs[0], fast, tmp)
             check(d < 1e-6, f"se{stride}: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
 
     # C4 between convs with two readers and through a Concat: same bytes as
@@ -431,11 +436,7 @@ def main():
     check(np.array_equal(fast, planar) and np.array_equal(fast, gen) and np.array_equal(fast, two),
           "fire: C4 MaxPool/squeeze/Concat == planar output == generic ISA == 2 threads")
     if have_ort:
-        np.save(os.path.join(tmp, "x.npy"), inputs[0])
-        r = run(["node", ORT_JS, qf, "--input", os.path.join(tmp, "x.npy"),
-                 "--output", os.path.join(tmp, "ort.npy")], ok=False)
-        o = np.load(os.path.join(tmp, "ort.npy")) if not r.returncode else None
-        d = float(np.abs(o - fast).max() / (np.abs(o).max() + 1e-12)) if o is not None else 1
+        d = ort_rel_diff(qf, inputs[0], fast, tmp)
         check(d < 1e-6, f"fire: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
 
     rf = os.path.join(tmp, "res.onnx")
@@ -449,11 +450,7 @@ def main():
     check(np.array_equal(fast, planar) and np.array_equal(fast, gen) and np.array_equal(fast, two),
           "res: C4 through Add/table == planar output == generic ISA == 2 threads")
     if have_ort:
-        np.save(os.path.join(tmp, "x.npy"), inputs[0])
-        r = run(["node", ORT_JS, qr, "--input", os.path.join(tmp, "x.npy"),
-                 "--output", os.path.join(tmp, "ort.npy")], ok=False)
-        o = np.load(os.path.join(tmp, "ort.npy")) if not r.returncode else None
-        d = float(np.abs(o - fast).max() / (np.abs(o).max() + 1e-12)) if o is not None else 1
+        d = ort_rel_diff(qr, inputs[0], fast, tmp)
         check(d < 1e-6, f"res: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
 
     # bad input: one line, non-zero exit, no crash

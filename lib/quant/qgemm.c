@@ -250,6 +250,38 @@ tile_avx2(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 	}
 }
 
+/* one VNNI row step of the 8x32 tile: row r's 4 int8 weights x 4 uint8 pixels */
+#define MI_Q_ROW(r, x0, x1)                                                   \
+	w = _mm512_set1_epi32(ap[r]);                                         \
+	x0 = _mm512_dpbusd_epi32(x0, b0, w);                                  \
+	x1 = _mm512_dpbusd_epi32(x1, b1, w)
+
+/*
+ * The k loop of the 8x32 VNNI tile, shared by the plain and the fused
+ * requantization tiles: a (8 rows x 4 int8 per k4 step), b (32 pixels x 4
+ * uint8 per step, ldb bytes apart) into the accumulators c00..c71.
+ */
+#define MI_QVNNI_KLOOP()                                                      \
+do {                                                                          \
+	for (int kq = 0; kq < k4; kq++) {                                     \
+		__m512i b0 = _mm512_loadu_si512((const void *)b);             \
+		__m512i b1 = _mm512_loadu_si512((const void *)(b + 64));      \
+		const int32_t *ap = (const int32_t *)(const void *)a;         \
+		__m512i w;                                                    \
+                                                                              \
+		MI_Q_ROW(0, c00, c01);                                        \
+		MI_Q_ROW(1, c10, c11);                                        \
+		MI_Q_ROW(2, c20, c21);                                        \
+		MI_Q_ROW(3, c30, c31);                                        \
+		MI_Q_ROW(4, c40, c41);                                        \
+		MI_Q_ROW(5, c50, c51);                                        \
+		MI_Q_ROW(6, c60, c61);                                        \
+		MI_Q_ROW(7, c70, c71);                                        \
+		a += MI_QMR * 4;                                              \
+		b += ldb;                                                     \
+	}                                                                     \
+} while (0)
+
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
 tile_vnni(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 	  int32_t *acc)
@@ -259,28 +291,7 @@ tile_vnni(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 	__m512i c40 = c00, c41 = c00, c50 = c00, c51 = c00;
 	__m512i c60 = c00, c61 = c00, c70 = c00, c71 = c00;
 
-	for (int kq = 0; kq < k4; kq++) {
-		__m512i b0 = _mm512_loadu_si512((const void *)b);
-		__m512i b1 = _mm512_loadu_si512((const void *)(b + 64));
-		const int32_t *ap = (const int32_t *)(const void *)a;
-		__m512i w;
-
-#define MI_Q_ROW(r, x0, x1)                                                   \
-	w = _mm512_set1_epi32(ap[r]);                                         \
-	x0 = _mm512_dpbusd_epi32(x0, b0, w);                                  \
-	x1 = _mm512_dpbusd_epi32(x1, b1, w)
-		MI_Q_ROW(0, c00, c01);
-		MI_Q_ROW(1, c10, c11);
-		MI_Q_ROW(2, c20, c21);
-		MI_Q_ROW(3, c30, c31);
-		MI_Q_ROW(4, c40, c41);
-		MI_Q_ROW(5, c50, c51);
-		MI_Q_ROW(6, c60, c61);
-		MI_Q_ROW(7, c70, c71);
-#undef MI_Q_ROW
-		a += MI_QMR * 4;
-		b += ldb;
-	}
+	MI_QVNNI_KLOOP();
 #define MI_Q_ST(r, x0, x1)                                                    \
 	_mm512_storeu_si512((void *)(acc + (r) * MI_QNR), x0);                \
 	_mm512_storeu_si512((void *)(acc + (r) * MI_QNR + 16), x1)
@@ -338,28 +349,7 @@ tile_vnni_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 	__m512i c60 = _mm512_set1_epi32(cp[6]), c61 = c60;
 	__m512i c70 = _mm512_set1_epi32(cp[7]), c71 = c70;
 
-	for (int kq = 0; kq < k4; kq++) {
-		__m512i b0 = _mm512_loadu_si512((const void *)b);
-		__m512i b1 = _mm512_loadu_si512((const void *)(b + 64));
-		const int32_t *ap = (const int32_t *)(const void *)a;
-		__m512i w;
-
-#define MI_Q_ROW(r, x0, x1)                                                   \
-	w = _mm512_set1_epi32(ap[r]);                                         \
-	x0 = _mm512_dpbusd_epi32(x0, b0, w);                                  \
-	x1 = _mm512_dpbusd_epi32(x1, b1, w)
-		MI_Q_ROW(0, c00, c01);
-		MI_Q_ROW(1, c10, c11);
-		MI_Q_ROW(2, c20, c21);
-		MI_Q_ROW(3, c30, c31);
-		MI_Q_ROW(4, c40, c41);
-		MI_Q_ROW(5, c50, c51);
-		MI_Q_ROW(6, c60, c61);
-		MI_Q_ROW(7, c70, c71);
-#undef MI_Q_ROW
-		a += MI_QMR * 4;
-		b += ldb;
-	}
+	MI_QVNNI_KLOOP();
 	__m512 lo = _mm512_set1_ps(ep->flo), hi = _mm512_set1_ps(ep->fhi);
 	__m512i zy = _mm512_set1_epi16((short)ep->zy);
 	bool u8 = ep->mode == MI_QOUT_U8;

@@ -163,6 +163,10 @@ int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
 			}
 			w->wsum[g * ocg + o] = sum;
 		}
+	if (w->k4 >= 16 && w->nblk >= 2 && mi_quant_amx() && mi_qamx_pack(w)) {
+		mi_qweights_free(w);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -170,6 +174,7 @@ void mi_qweights_free(struct mi_qweights *w)
 {
 	free(w->packed);
 	free(w->wsum);
+	free(w->amx);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -329,27 +334,19 @@ typedef void (*tile_rq_fn)(const int8_t *a, const uint8_t *b, size_t ldb,
 			   int k4, const struct mi_qepi *ep, int oc0, int np,
 			   uint8_t *out, ptrdiff_t ldo);
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
-tile_vnni_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
-	     const struct mi_qepi *ep, int oc0, int np, uint8_t *out,
-	     ptrdiff_t ldo)
+/* The requantization and stores of an 8 x 32 tile held in c00..c71 (row r,
+ * pixels 0-15 and 16-31), comp already added. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), always_inline)) static inline void
+rq_store_8x32(__m512i c00, __m512i c01, __m512i c10, __m512i c11, __m512i c20, __m512i c21,
+	      __m512i c30, __m512i c31, __m512i c40, __m512i c41, __m512i c50, __m512i c51,
+	      __m512i c60, __m512i c61, __m512i c70, __m512i c71, const struct mi_qepi *ep,
+	      int oc0, int np, uint8_t *out, ptrdiff_t ldo)
 {
 	/* the first np of the 32 pixels are stored */
 	__mmask32 m32 = np >= 32 ? ~(__mmask32)0 : ((__mmask32)1 << np) - 1;
 	__mmask16 mlo = (__mmask16)m32, mhi = (__mmask16)(m32 >> 16);
 
-	const int32_t *cp = ep->comp + oc0;
 	const float *mp = ep->mult + oc0;
-	__m512i c00 = _mm512_set1_epi32(cp[0]), c01 = c00;
-	__m512i c10 = _mm512_set1_epi32(cp[1]), c11 = c10;
-	__m512i c20 = _mm512_set1_epi32(cp[2]), c21 = c20;
-	__m512i c30 = _mm512_set1_epi32(cp[3]), c31 = c30;
-	__m512i c40 = _mm512_set1_epi32(cp[4]), c41 = c40;
-	__m512i c50 = _mm512_set1_epi32(cp[5]), c51 = c50;
-	__m512i c60 = _mm512_set1_epi32(cp[6]), c61 = c60;
-	__m512i c70 = _mm512_set1_epi32(cp[7]), c71 = c70;
-
-	MI_QVNNI_KLOOP();
 	__m512 lo = _mm512_set1_ps(ep->flo), hi = _mm512_set1_ps(ep->fhi);
 	__m512i zy = _mm512_set1_epi16((short)ep->zy);
 	bool u8 = ep->mode == MI_QOUT_U8;
@@ -406,6 +403,42 @@ tile_vnni_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 	}
 #undef MI_Q_PK
 #undef MI_Q_RQ
+}
+
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+tile_vnni_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
+	     const struct mi_qepi *ep, int oc0, int np, uint8_t *out,
+	     ptrdiff_t ldo)
+{
+	const int32_t *cp = ep->comp + oc0;
+	__m512i c00 = _mm512_set1_epi32(cp[0]), c01 = c00;
+	__m512i c10 = _mm512_set1_epi32(cp[1]), c11 = c10;
+	__m512i c20 = _mm512_set1_epi32(cp[2]), c21 = c20;
+	__m512i c30 = _mm512_set1_epi32(cp[3]), c31 = c30;
+	__m512i c40 = _mm512_set1_epi32(cp[4]), c41 = c40;
+	__m512i c50 = _mm512_set1_epi32(cp[5]), c51 = c50;
+	__m512i c60 = _mm512_set1_epi32(cp[6]), c61 = c60;
+	__m512i c70 = _mm512_set1_epi32(cp[7]), c71 = c70;
+
+	MI_QVNNI_KLOOP();
+	rq_store_8x32(c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71,
+		      ep, oc0, np, out, ldo);
+}
+
+/* The same from int32 sums acc[8][ldacc] (without comp): the AMX tiles. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void
+rq_acc_avx512(const int32_t *acc, int ldacc, const struct mi_qepi *ep, int oc0, int np,
+	      uint8_t *out, ptrdiff_t ldo)
+{
+#define MI_Q_LD(r, h)                                                         \
+	_mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + (r) * ldacc + (h) * 16)), \
+			 _mm512_set1_epi32(ep->comp[oc0 + (r)]))
+	rq_store_8x32(MI_Q_LD(0, 0), MI_Q_LD(0, 1), MI_Q_LD(1, 0), MI_Q_LD(1, 1), MI_Q_LD(2, 0),
+		      MI_Q_LD(2, 1), MI_Q_LD(3, 0), MI_Q_LD(3, 1), MI_Q_LD(4, 0), MI_Q_LD(4, 1),
+		      MI_Q_LD(5, 0), MI_Q_LD(5, 1), MI_Q_LD(6, 0), MI_Q_LD(6, 1), MI_Q_LD(7, 0),
+		      MI_Q_LD(7, 1), ep, oc0, np, out, ldo);
+#undef MI_Q_LD
 }
 
 /* ---- epilogues: rows x np accumulators -> output ----------------------- */
@@ -915,7 +948,8 @@ static size_t conv_ws_per_thread(const struct mi_qconv *cv)
 {
 	if (cv->depthwise)
 		return ((size_t)cv->s.oh * cv->s.ow * 4 + 64 + 63) & ~(size_t)63;
-	return ((size_t)cv->w.k4 * MI_QNR * 4 + MI_QMR * MI_QNR * 4 + 63) &
+	/* panel, then 32 x 32 sums (the AMX tiles; VNNI uses 8 x 32) */
+	return ((size_t)cv->w.k4 * MI_QNR * 4 + 4 * MI_QMR * MI_QNR * 4 + 63) &
 	       ~(size_t)63;
 }
 
@@ -945,6 +979,7 @@ struct conv_job {
 	int dw_isa;
 	bool in_c4;     /* xsrc is C4 */
 	bool in_direct; /* 1x1: read xsrc directly, no reorder */
+	bool amx;       /* AMX tiles for pairs of output blocks */
 };
 
 /* Interleave one row of 4 planar channels (NULL: the fill byte) into
@@ -1164,19 +1199,28 @@ static void conv_gemm_item(void *arg, int item, int tid)
 		int rows = w->ocg - o0 < MI_QMR ? w->ocg - o0 : MI_QMR;
 		int oc0 = g * w->ocg + o0;
 
+		/* AMX: 16 or 32 channels' sums at a time (an even number of
+		 * blocks), each block then takes its 8 rows */
+		bool amx = j->amx && blk - blk0 < blk1 - blk0 - (blk1 - blk0) % 2;
+		const int32_t *ab = amx ? acc + (blk - blk0) % 4 * MI_QMR * MI_QNR : acc;
+		const int8_t *wb = w->packed + (size_t)(g * w->nblk + blk) * w->k4 * MI_QMR * 4;
+		uint8_t *yc4 = j->y + ((size_t)(oc0 / 4) * npix + p0) * 4;
+
+		if (amx && (blk - blk0) % 4 == 0)
+			mi_qamx_tile(w, g, o0, blk + 4 <= blk1 ? 2 : 1, b, ldb, acc);
 		if (rq && rows == MI_QMR && (!j->ep->out_c4 || !(oc0 % 4))) {
-			j->k.tile_rq(w->packed + (size_t)(g * w->nblk + blk) * w->k4 * MI_QMR * 4,
-				     b, ldb, w->k4, j->ep, oc0, np,
-				     j->ep->out_c4 ? j->y + ((size_t)(oc0 / 4) * npix + p0) * 4 :
-						     j->y + (size_t)oc0 * npix + p0,
-				     npix);
+			uint8_t *yo = j->ep->out_c4 ? yc4 : j->y + (size_t)oc0 * npix + p0;
+
+			if (amx)
+				rq_acc_avx512(ab, MI_QNR, j->ep, oc0, np, yo, npix);
+			else
+				j->k.tile_rq(wb, b, ldb, w->k4, j->ep, oc0, np, yo, npix);
 			continue;
 		}
-		j->k.tile(w->packed + (size_t)(g * w->nblk + blk) * w->k4 * MI_QMR * 4,
-			  b, ldb, w->k4, acc);
-		j->k.epi(acc, MI_QNR, rows, np, j->ep, oc0,
-			 j->ep->out_c4 ? j->y + ((size_t)(oc0 / 4) * npix + p0) * 4 + oc0 % 4 :
-					 j->y + ((size_t)oc0 * npix + p0) * es,
+		if (!amx)
+			j->k.tile(wb, b, ldb, w->k4, acc);
+		j->k.epi(ab, MI_QNR, rows, np, j->ep, oc0,
+			 j->ep->out_c4 ? yc4 + oc0 % 4 : j->y + ((size_t)oc0 * npix + p0) * es,
 			 npix);
 	}
 }
@@ -1889,6 +1933,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		.k = kernels_for(isa), .dw_isa = isa,
 		.in_c4 = flags & MI_QCONV_IN_C4,
 		.in_direct = (flags & MI_QCONV_IN_C4) && cv->direct1x1 && !x_signed,
+		.amx = isa == MI_QISA_AVX512 && cv->w.amx && mi_quant_amx(),
 	};
 	void *own = NULL;
 

@@ -43,6 +43,13 @@ int mi_quant_isa_max(void);
 /* Use AVX-512 VBMI where the CPU has it (default on; tests switch it off
  * to cover the AVX-512 kernels without it).  Returns the setting. */
 int mi_quant_set_vbmi(int on);
+/* AMX-INT8 tiles for the dense conv/GEMM tiles (lib/quant/qamx.c): used on
+ * the AVX-512 path where the CPU has AMX-TILE + AMX-INT8 and Linux grants
+ * the tile state (arch_prctl, once per process).  MI_QUANT_AMX=0 turns it
+ * off; mi_quant_set_amx() sets it for the weights packed and the runs that
+ * follow (tests).  Returns the setting (0 without AMX). */
+int mi_quant_set_amx(int on);
+bool mi_quant_amx(void);
 
 /* Parallel-for used by the kernels (default: serial).  Calls
  * fn(arg, i, tid) for every i in [0, n), tid in [0, nthreads). */
@@ -66,6 +73,12 @@ struct mi_qweights {
 	int group, ocg, k, k4, nblk; /* nblk = ceil(ocg / 8) */
 	int8_t *packed;
 	int32_t *wsum;     /* [group * ocg] sum over k */
+	/* AMX tiles (NULL unless mi_quant_amx() at pack time and k4 >= 16):
+	 * [group][kc][nblk * 8][64] int8, kc = ceil(k4 / 16) chunks of 16
+	 * k4 rows; the last chunk starts at row k4 - 16 and holds zeros for
+	 * the rows the previous chunk covered. */
+	int8_t *amx;
+	int kc;
 };
 
 /* w(g, o, k) callback gives weight k of output channel o of group g. */
@@ -73,6 +86,13 @@ typedef int (*mi_qw_get)(const void *ctx, int g, int o, int k);
 int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
 		     mi_qw_get get, const void *ctx);
 void mi_qweights_free(struct mi_qweights *w);
+/* AMX (qamx.c): pack w->amx from w->packed; acc[nr * 16][32] = the
+ * tiles of output channels o0.. (o0 % 8 == 0, 16 * nr rows within
+ * nblk * 8) of group g over a B panel (k4 rows of 32 pixels x 4 bytes,
+ * ldb bytes apart, all readable). */
+int mi_qamx_pack(struct mi_qweights *w);
+void mi_qamx_tile(const struct mi_qweights *w, int g, int o0, int nr,
+		  const uint8_t *b, size_t ldb, int32_t *acc);
 
 /* ---- epilogue ----------------------------------------------------------- */
 enum mi_qout_mode {

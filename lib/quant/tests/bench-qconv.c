@@ -6,8 +6,9 @@
  *
  *   build/lib/quant/tests/bench-qconv [seconds-per-shape [isa]]
  *
- * isa: generic|avx2|avx512 runs that path only.  Shapes marked c4 read
- * and write the C4 layout, as the planner chains int8 convs.
+ * isa: generic|avx2|avx512|amx runs that path only (avx512: VNNI tiles,
+ * amx: AMX tiles where the CPU has them).  Shapes marked c4 read and
+ * write the C4 layout, as the planner chains int8 convs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,15 @@ int main(int argc, char **argv)
 		{ 16, 112, 96, 1, 1, 1, 1 }, { 96, 56, 24, 1, 1, 1, 1 },
 		{ 32, 28, 192, 1, 1, 1, 1 }, { 16, 55, 64, 3, 1, 1, 1 },
 		{ 3, 224, 64, 3, 2, 1, 0 },
+		/* 1x1 convs of the bottlenecks and inverted residuals, C4 */
+		{ 64, 56, 256, 1, 1, 1, 1 },  { 256, 56, 64, 1, 1, 1, 1 },
+		{ 1024, 14, 256, 1, 1, 1, 1 }, { 256, 14, 1024, 1, 1, 1, 1 },
+		{ 2048, 7, 512, 1, 1, 1, 1 }, { 512, 7, 2048, 1, 1, 1, 1 },
+		{ 24, 56, 144, 1, 1, 1, 1 },  { 144, 56, 24, 1, 1, 1, 1 },
+		{ 64, 14, 384, 1, 1, 1, 1 },  { 384, 14, 64, 1, 1, 1, 1 },
+		{ 160, 7, 960, 1, 1, 1, 1 },  { 960, 7, 160, 1, 1, 1, 1 },
+		{ 64, 56, 64, 3, 1, 1, 1 },   { 256, 14, 256, 3, 1, 1, 1 },
+		{ 512, 7, 512, 3, 1, 1, 1 },  { 128, 56, 128, 3, 2, 1, 1 },
 	};
 	double secs = argc > 1 ? atof(argv[1]) : 0.3;
 	int only = -1;
@@ -48,12 +58,18 @@ int main(int argc, char **argv)
 	if (argc > 2)
 		only = !strcmp(argv[2], "generic") ? MI_QISA_GENERIC :
 		       !strcmp(argv[2], "avx2")	   ? MI_QISA_AVX2 :
-						     MI_QISA_AVX512;
+		       !strcmp(argv[2], "avx512")  ? MI_QISA_AVX512 :
+						     MI_QISA_AVX512 + 1;
 	printf("%-11s %-26s %10s %10s\n", "isa", "layer", "ms", "GMAC/s");
-	for (int isa = MI_QISA_GENERIC; isa <= mi_quant_isa_max(); isa++) {
-		if (only >= 0 && isa != only)
+	/* path MI_QISA_AVX512 + 1: AVX-512 with the AMX tiles */
+	for (int path = MI_QISA_GENERIC; path <= MI_QISA_AVX512 + 1; path++) {
+		int isa = path > MI_QISA_AVX512 ? MI_QISA_AVX512 : path;
+
+		if ((only >= 0 && path != only) || isa > mi_quant_isa_max() ||
+		    (path > MI_QISA_AVX512 && !mi_quant_set_amx(1)))
 			continue;
 		mi_quant_set_isa(isa);
+		mi_quant_set_amx(path > MI_QISA_AVX512);
 		for (size_t i = 0; i < sizeof(L) / sizeof(L[0]); i++) {
 			struct mi_qconv_shape s = {
 				.c = L[i].c, .h = L[i].hw, .w = L[i].hw, .oc = L[i].oc,
@@ -95,7 +111,8 @@ int main(int argc, char **argv)
 
 			snprintf(name, sizeof(name), "c%d %dx%d oc%d k%d s%d g%d%s", s.c, s.h, s.w,
 				 s.oc, s.kh, s.sh, s.group, L[i].c4 ? " c4" : "");
-			printf("%-11s %-26s %10.3f %10.1f\n", mi_quant_isa_name(isa), name,
+			printf("%-11s %-26s %10.3f %10.1f\n",
+			       path > MI_QISA_AVX512 ? "amx" : mi_quant_isa_name(isa), name,
 			       (t - t0) / it * 1e3, macs * it / (t - t0) / 1e9);
 			mi_qconv_fini(&cv);
 			free(x);

@@ -99,7 +99,7 @@ static void make_epi(struct mi_qepi *ep, int mode, int oc, int32_t *comp,
 static int test_conv(int iter)
 {
 	struct mi_qconv_shape s;
-	int dwise = iter % 5 == 0, one = iter % 5 == 1;
+	int dwise = iter % 5 == 0, one = iter % 5 == 1 || iter % 10 == 3;
 
 	memset(&s, 0, sizeof(s));
 	s.group = dwise ? 0 : (rnd() % 4 == 0 ? rndi(2, 3) : 1);
@@ -111,13 +111,20 @@ static int test_conv(int iter)
 			s.kh = rndi(1, 7);
 			s.kw = rndi(2, 7);
 		}
+	} else if (iter % 5 == 3) {
+		/* deep K and several 16-channel tiles (the AMX tiles: K in
+		 * chunks of 64, the last one overlapping) */
+		s.c = s.group * rndi(16, 140 / s.group);
+		s.oc = s.group * rndi(9, 72 / s.group);
+		s.kh = one ? 1 : rndi(1, 3);
+		s.kw = one ? 1 : rndi(1, 3);
 	} else {
 		s.c = s.group * rndi(1, 21);
 		s.oc = s.group * rndi(1, 19);
 		s.kh = one ? 1 : rndi(1, 3);
 		s.kw = one ? 1 : rndi(1, 3);
 	}
-	s.h = rndi(1, 17);
+	s.h = rndi(1, iter % 5 == 3 ? 9 : 17);
 	s.w = rndi(1, 40);
 	s.sh = one ? 1 : rndi(1, 2);
 	s.sw = one ? 1 : rndi(1, 2);
@@ -182,6 +189,7 @@ static int test_conv(int iter)
 	struct mi_qconv cv;
 	struct wctx wc = { w, ocg, kg };
 
+	mi_quant_set_amx(1); /* AMX tiles packed where the CPU has them */
 	if (mi_qconv_init(&cv, &s, wget, &wc)) {
 		fprintf(stderr, "conv init failed\n");
 		return 1;
@@ -219,13 +227,18 @@ static int test_conv(int iter)
 
 		for (size_t i = 0; i < ny; i++)
 			ref_out(&rep, (int)(i / ((size_t)s.oh * s.ow)), acc[i], yr, i);
-		/* every ISA; AVX-512 with and without VBMI (depthwise rows) */
-		for (int path = 0; path <= mi_quant_isa_max() + 1; path++) {
+		/* every ISA; AVX-512 with and without VBMI (depthwise rows),
+		 * then with VBMI and the AMX tiles */
+		for (int path = 0; path <= mi_quant_isa_max() + 2; path++) {
 			int isa = path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
 			bool vbmi = path > mi_quant_isa_max();
+			bool amx = path > mi_quant_isa_max() + 1;
 
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
+			if (amx && !mi_quant_set_amx(1))
+				continue;
+			mi_quant_set_amx(amx);
 			mi_quant_set_vbmi(vbmi);
 			mi_quant_set_isa(isa);
 			memset(yk, 0xcd, ny * es);
@@ -250,7 +263,7 @@ static int test_conv(int iter)
 					i++;
 				fprintf(stderr,
 					"FAIL conv iter %d isa %s%s mode %d%s%s: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
-					iter, mi_quant_isa_name(isa), vbmi ? "+vbmi" : "", mode,
+					iter, mi_quant_isa_name(isa), amx ? "+vbmi+amx" : vbmi ? "+vbmi" : "", mode,
 					in_c4 ? " in-c4" : "",
 					ep.out_c4 ? " out-c4" : "", s.c, s.oc, s.group,
 					s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt,
@@ -513,6 +526,10 @@ int main(int argc, char **argv)
 
 	printf("int8 kernels: ISA paths generic..%s\n",
 	       mi_quant_isa_name(mi_quant_isa_max()));
+	if (mi_quant_isa_max() == MI_QISA_AVX512 && mi_quant_set_amx(1))
+		printf("int8 kernels: AMX-INT8 tiles tested against the other paths\n");
+	else
+		printf("int8 kernels: SKIP AMX-INT8 cases: no AMX on this CPU (or not granted by the OS)\n");
 	for (int i = 0; i < n; i++) {
 		/* every other case as if on 2 or 3 threads */
 		fake_threads = 2 + i % 4 / 2;

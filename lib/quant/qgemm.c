@@ -667,6 +667,7 @@ struct gemm_job {
 	struct kernels k;
 	uint8_t *ws; /* per thread: panel + acc + out tile */
 	size_t ws_per;
+	bool amx;
 };
 
 static void gemm_item(void *arg, int item, int tid)
@@ -677,7 +678,7 @@ static void gemm_item(void *arg, int item, int tid)
 	int p0 = panel * MI_QNR, np = j->m - p0 < MI_QNR ? j->m - p0 : MI_QNR;
 	uint8_t *pb = j->ws + tid * j->ws_per;
 	int32_t *acc = (int32_t *)(pb + (size_t)w->k4 * MI_QNR * 4);
-	uint8_t *ot = (uint8_t *)(acc + MI_QMR * MI_QNR);
+	uint8_t *ot = (uint8_t *)(acc + 4 * MI_QMR * MI_QNR);
 	size_t es = out_elem(j->ep->mode);
 
 	/* B panel: 4 consecutive k of row p are 4 contiguous bytes of A. */
@@ -704,9 +705,16 @@ static void gemm_item(void *arg, int item, int tid)
 		int oc0 = b * MI_QMR;
 		int rows = w->ocg - oc0 < MI_QMR ? w->ocg - oc0 : MI_QMR;
 
-		j->k.tile(w->packed + (size_t)b * w->k4 * MI_QMR * 4, pb,
-			  MI_QNR * 4, w->k4, acc);
-		j->k.epi(acc, MI_QNR, rows, np, j->ep, oc0, ot, MI_QNR);
+		/* AMX: pairs of blocks, as in conv_gemm_item */
+		bool amx = j->amx && b - b0 < b1 - b0 - (b1 - b0) % 2;
+
+		if (amx && (b - b0) % 4 == 0)
+			mi_qamx_tile(w, 0, oc0, b + 4 <= b1 ? 2 : 1, pb, MI_QNR * 4, acc);
+		if (!amx)
+			j->k.tile(w->packed + (size_t)b * w->k4 * MI_QMR * 4, pb,
+				  MI_QNR * 4, w->k4, acc);
+		j->k.epi(amx ? acc + (b - b0) % 4 * MI_QMR * MI_QNR : acc, MI_QNR, rows, np,
+			 j->ep, oc0, ot, MI_QNR);
 		/* transpose the 8 x np tile into Y[p][oc] */
 		for (int p = 0; p < np; p++) {
 			uint8_t *dst = (uint8_t *)j->y +
@@ -796,7 +804,8 @@ static void gemv_item(void *arg, int item, int tid)
 
 static size_t gemm_ws_per(const struct mi_qweights *w)
 {
-	return ((size_t)w->k4 * MI_QNR * 4 + MI_QMR * MI_QNR * 8 + 63) & ~(size_t)63;
+	/* panel, 32 x 32 sums (AMX), 8 x 32 output tile */
+	return ((size_t)w->k4 * MI_QNR * 4 + 5 * MI_QMR * MI_QNR * 4 + 63) & ~(size_t)63;
 }
 
 size_t mi_qgemm_workspace(const struct mi_qweights *w, int m)
@@ -812,6 +821,7 @@ int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
 	struct gemm_job j = {
 		.w = w, .a = a, .m = m, .lda = lda, .ldy = ldy, .ep = ep, .y = y,
 		.k = kernels_for(mi_quant_isa()),
+		.amx = mi_quant_isa() == MI_QISA_AVX512 && w->amx && mi_quant_amx(),
 	};
 	int npanel = (m + MI_QNR - 1) / MI_QNR;
 

@@ -291,6 +291,11 @@ static int test_conv(int iter)
 static int test_gemm(int iter)
 {
 	int m = rnd() % 4 ? rndi(1, 70) : rndi(1, 5), n = rndi(1, 40), k = rndi(1, 90);
+
+	if (iter % 4 == 1) { /* deep K, several 16-column AMX tiles */
+		n = rndi(9, 80);
+		k = rndi(60, 300);
+	}
 	int lda = k + rndi(0, 3), ldy = n + rndi(0, 2);
 	int8_t *w = malloc((size_t)n * k);
 	uint8_t *a = malloc((size_t)m * lda);
@@ -312,6 +317,7 @@ static int test_gemm(int iter)
 				s += (a[i * lda + kk] - za) * w[o * k + kk];
 			acc[i * n + o] = s;
 		}
+	mi_quant_set_amx(1);
 	if (mi_qweights_pack(&qw, 1, n, k, wget, &wc))
 		return 1;
 	int32_t *bias = malloc(n * 4);
@@ -331,13 +337,20 @@ static int test_gemm(int iter)
 		for (int i = 0; i < m; i++)
 			for (int o = 0; o < n; o++)
 				ref_out(&rep, o, acc[i * n + o], yr, (size_t)i * ldy + o);
-		for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
+		/* every ISA, then AVX-512 with the AMX tiles */
+		for (int path = 0; path <= mi_quant_isa_max() + 1; path++) {
+			int isa = path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
+			bool amx = path > mi_quant_isa_max();
+
+			if (amx && (isa != MI_QISA_AVX512 || !mi_quant_set_amx(1)))
+				continue;
+			mi_quant_set_amx(amx);
 			mi_quant_set_isa(isa);
 			memset(yk, 0, (size_t)m * ldy * es);
 			mi_qgemm(&qw, a, m, lda, &ep, yk, ldy, NULL);
 			if (memcmp(yr, yk, (size_t)m * ldy * es)) {
-				fprintf(stderr, "FAIL gemm iter %d isa %s mode %d m%d n%d k%d\n",
-					iter, mi_quant_isa_name(isa), mode, m, n, k);
+				fprintf(stderr, "FAIL gemm iter %d isa %s%s mode %d m%d n%d k%d\n",
+					iter, mi_quant_isa_name(isa), amx ? "+amx" : "", mode, m, n, k);
 				fails++;
 			}
 		}

@@ -32,8 +32,10 @@
  */
 #include <errno.h>
 #include <float.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "ops/ops.h"
@@ -62,6 +64,13 @@ struct nc_node {
 	int64_t hw, ohw;
 	int xblk, yblk, bblk; /* main input, output, 2nd operand layouts */
 	int flat;         /* 1x1 s1 p0 conv planned as one row of h*w */
+	/* conv work split (plan_split): sg x sr parts of block groups x
+	 * position units, run as pieces, group-major (gmaj: a group's
+	 * weights stay in L2 while it sweeps its units, nsub pieces per
+	 * group) or unit-major (a unit's input stays in L2 while every
+	 * group of the part sweeps it) */
+	int mg, units, rb, sg, sr, gmaj, nsub;
+	int steal; /* tests: the caller runs every part (takes from the back) */
 	/* conv with pads: each image is first copied into a zero-padded
 	 * map of ph x pw in the shared workspace (no edge tiles) */
 	int pad, h0, w0, pt0, pl0, ph, pw;
@@ -583,35 +592,6 @@ static void nc_range(const struct nc_job *j, int64_t b, int64_t e, int nt)
 		}
 		return;
 	}
-	if (f->kind == NC_CONV) {
-		/* items (one image): output row (or column chunk) x block
-		 * group */
-		int mb = nc_cb(f->m, B), mg = (mb + k->ob - 1) / k->ob;
-		int rb = mi_nc_band_rows(f->p.oh, f->p.ow);
-
-		if (nt == 1) {
-			k->conv(&f->p, j->x, j->b, j->y, 0, mb, 0, f->p.oh, 0,
-				f->p.ow);
-			return;
-		}
-		for (i = b; i < e; i++) {
-			int g = (int)(i % mg), r = (int)(i / mg);
-			int m0 = g * k->ob, m1 = m0 + k->ob < mb ? m0 + k->ob : mb;
-
-			if (f->flat) {
-				int c0 = r * 96, c1 = c0 + 96 < f->p.ow ? c0 + 96 :
-									   f->p.ow;
-
-				k->conv(&f->p, j->x, j->b, j->y, m0, m1, 0, 1, c0,
-					c1);
-			} else {
-				k->conv(&f->p, j->x, j->b, j->y, m0, m1, r * rb,
-					r * rb + rb < f->p.oh ? r * rb + rb : f->p.oh,
-					0, f->p.ow);
-			}
-		}
-		return;
-	}
 	if (f->kind == NC_DW || f->kind == NC_POOL) {
 		/* items: image x channel block x output row */
 		int cb = nc_cb(f->c, B);
@@ -685,6 +665,130 @@ static void nc_launch(struct nc_job *j, int nt)
 	nt = nt > 1 ? nt : 1;
 	mi_work_init(&j->w, j->items, mi_work_grain(j->items, nt, NC_PER));
 	mi_pool_run(nt, nc_thread, j);
+}
+
+/* Units [u0, u1) as positions: rows [*r0, *r1) x columns [*c0, *c1). */
+static void nc_unit_span(const struct nc_node *f, int u0, int u1, int *r0,
+			 int *r1, int *c0, int *c1)
+{
+	if (f->flat) {
+		*r0 = 0;
+		*r1 = 1;
+		*c0 = (int)((int64_t)u0 * f->p.ow / f->units);
+		*c1 = (int)((int64_t)u1 * f->p.ow / f->units);
+	} else {
+		*r0 = u0 * f->rb;
+		*r1 = u1 * f->rb < f->p.oh ? u1 * f->rb : f->p.oh;
+		*c0 = 0;
+		*c1 = f->p.ow;
+	}
+}
+
+/*
+ * A conv's parts (plan_split) as pieces: thread t runs part t's pieces
+ * from the front, then takes the pieces left in the other parts from
+ * their back (a late or descheduled thread leaves its part's tail to the
+ * others; the owner keeps its front, contiguous in weights and input).
+ */
+#define NC_MAXPART 64
+
+struct nc_part {
+	uint64_t fb; /* front | back << 32, only through __atomic builtins */
+} __attribute__((aligned(64)));
+
+struct nc_cjob {
+	const struct nc_node *f;
+	const float *x, *r;
+	float *y;
+	int np;
+	struct nc_part part[NC_MAXPART];
+};
+
+/* Part p's groups [*g0, *g1), units [*u0, *u1); returns its pieces. */
+static int nc_part_span(const struct nc_node *f, int p, int *g0, int *g1,
+			int *u0, int *u1)
+{
+	int pg = p / f->sr, pr = p % f->sr;
+
+	*g0 = pg * f->mg / f->sg;
+	*g1 = (pg + 1) * f->mg / f->sg;
+	*u0 = (int)((int64_t)pr * f->units / f->sr);
+	*u1 = (int)((int64_t)(pr + 1) * f->units / f->sr);
+	if (f->gmaj)
+		return (*g1 - *g0) * (f->nsub < *u1 - *u0 ? f->nsub : *u1 - *u0);
+	return *u1 - *u0;
+}
+
+static void nc_piece(const struct nc_cjob *j, int p, int k)
+{
+	const struct nc_node *f = j->f;
+	const int ob = f->k->ob, mb = nc_cb(f->m, f->k->b);
+	int g0, g1, u0, u1, r0, r1, c0, c1;
+
+	nc_part_span(f, p, &g0, &g1, &u0, &u1);
+	if (f->gmaj) {
+		int nu = u1 - u0, ns = f->nsub < nu ? f->nsub : nu;
+		int s = k % ns;
+
+		g0 += k / ns;
+		g1 = g0 + 1;
+		u1 = u0 + (s + 1) * nu / ns;
+		u0 += s * nu / ns;
+	} else {
+		u0 += k;
+		u1 = u0 + 1;
+	}
+	nc_unit_span(f, u0, u1, &r0, &r1, &c0, &c1);
+	f->k->conv(&f->p, j->x, j->r, j->y, g0 * ob, g1 * ob < mb ? g1 * ob : mb,
+		   r0, r1, c0, c1);
+}
+
+/* Take a piece of part q: the front one (own) or the back one. */
+static int nc_take(struct nc_part *q, bool front)
+{
+	uint64_t s = __atomic_load_n(&q->fb, __ATOMIC_RELAXED), n;
+	uint32_t fr, bk;
+
+	do {
+		fr = (uint32_t)s;
+		bk = (uint32_t)(s >> 32);
+		if (fr >= bk)
+			return -1;
+		n = front ? s + 1 : s - (1ull << 32);
+	} while (!__atomic_compare_exchange_n(&q->fb, &s, n, true,
+					      __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return front ? (int)fr : (int)bk - 1;
+}
+
+static void nc_conv_thread(void *ctx, int t, int nt)
+{
+	struct nc_cjob *j = ctx;
+	int k;
+
+	for (int i = 0; i < j->np; i++) {
+		int p = (t + i) % j->np;
+
+		while ((k = nc_take(&j->part[p], i == 0)) >= 0)
+			nc_piece(j, p, k);
+	}
+}
+
+static void nc_conv_launch(struct nc_cjob *j)
+{
+	const struct nc_node *f = j->f;
+	int g0, g1, u0, u1;
+
+	j->np = f->sg * f->sr;
+	for (int p = 0; p < j->np; p++)
+		__atomic_store_n(&j->part[p].fb,
+				 (uint64_t)nc_part_span(f, p, &g0, &g1, &u0, &u1)
+					 << 32,
+				 __ATOMIC_RELAXED);
+	if (f->steal)
+		nc_conv_thread(j, 0, j->np);
+	else
+		mi_pool_run(j->np, nc_conv_thread, j);
 }
 
 /*
@@ -812,11 +916,8 @@ static int nc_run(struct mi_graph *g, struct mi_node *n)
 		int64_t xi = img_size(f->c, (int64_t)f->h0 * f->w0, f->xblk, B);
 		int64_t yi = img_size(f->m, (int64_t)f->p.oh * f->p.ow, f->yblk, B);
 		int64_t ri = img_size(f->m, (int64_t)f->p.oh * f->p.ow, f->bblk, B);
-		int rb = mi_nc_band_rows(f->p.oh, f->p.ow);
-		int64_t items = (int64_t)(f->flat ? (f->p.ow + 95) / 96 :
-					  (f->p.oh + rb - 1) / rb) *
-				((nc_cb(f->m, B) + f->k->ob - 1) / f->k->ob);
 		const float *x0 = x->data, *r0 = j.b;
+		struct nc_cjob cj = { .f = f };
 
 		work = (double)f->p.oh * f->p.ow * f->m * f->c * f->p.kh *
 		       f->p.kw;
@@ -824,20 +925,20 @@ static int nc_run(struct mi_graph *g, struct mi_node *n)
 			if (f->sem)
 				scale_weights(f, (const float *)mi_in(g, n,
 						f->sem_slot)->data + (int64_t)i * f->c);
-			j.x = x0 + i * xi;
-			j.b = r0 ? r0 + i * ri : NULL;
-			j.y = (float *)y->data + i * yi;
+			cj.x = x0 + i * xi;
+			cj.r = r0 ? r0 + i * ri : NULL;
+			cj.y = (float *)y->data + i * yi;
 			if (f->pad) {
 				struct nc_job pj = j;
 
+				pj.x = cj.x;
 				pj.pad = 1;
 				pj.y = f->ws->buf;
 				pj.items = f->xblk ? nc_cb(f->c, B) : f->c;
 				nc_launch(&pj, work < 65536.0 ? 1 : nt);
-				j.x = f->ws->buf;
+				cj.x = f->ws->buf;
 			}
-			j.items = items;
-			nc_launch(&j, work < 65536.0 ? 1 : nt);
+			nc_conv_launch(&cj);
 		}
 		return 0;
 	}
@@ -899,6 +1000,124 @@ static void nc_fini(struct mi_graph *g, struct mi_node *n)
 	mi_cpu_free((void *)f->p.wp);
 	mi_cpu_free((void *)f->p.bias);
 	free(f);
+}
+
+/*
+ * How the threads share a direct conv (one image).  Work is block groups
+ * (k->ob output blocks, the register tile's) x position units (bands of
+ * rows, or chunks of ~96 pixels of a flat 1x1 conv), cut into sg x sr
+ * rectangular parts, one per thread.  The choice minimizes the largest
+ * part's cost: its FLOPs plus the bytes it must fetch from outside its
+ * core's L2, weighted NC_FLOP_PER_BYTE (a core does ~150 GFLOP/s and
+ * pulls ~20 GB/s from L3).  A part streams its groups' weights once if
+ * they fit in the L2 budget or when it runs group-major, and its input
+ * once if it fits or when it runs unit-major; so where weights dominate
+ * (7x7 and 14x14 maps of 256-2048 channels) the threads split the output
+ * channels and each keeps only its half of the weights, and where
+ * activations dominate (56x56 maps) they split rows.
+ */
+#define NC_FLOP_PER_BYTE 8.0
+
+static double nc_l2_budget(void)
+{
+	static double l2;
+
+	if (!l2) {
+		long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+
+		/* half the L2: room for the input, output and the other
+		 * operand of the tile */
+		l2 = v > 0 ? (double)v / 2 : 512.0 * 1024;
+	}
+	return l2;
+}
+
+/* Cost of the largest part of an sg x sr split; *gmaj its best order. */
+static double split_cost(const struct nc_node *f, int sg, int sr, int *gmaj)
+{
+	const int B = f->k->b, mb = nc_cb(f->m, B);
+	const double l2 = nc_l2_budget();
+	int ng = (f->mg + sg - 1) / sg, nu = (f->units + sr - 1) / sr;
+	int r0, r1, c0, c1, ih;
+	double blocks, pos, flops, wp, xp, bg, bu;
+
+	nc_unit_span(f, 0, nu, &r0, &r1, &c0, &c1);
+	blocks = ng * f->k->ob < mb ? ng * f->k->ob : mb;
+	pos = (double)(r1 - r0) * (c1 - c0);
+	flops = 2.0 * f->p.kh * f->p.kw * f->c * blocks * B * pos;
+	wp = 4.0 * f->p.kh * f->p.kw * f->c * blocks * B;
+	/* input rows the part reads */
+	ih = (r1 - r0 - 1) * f->p.sh + (f->p.kh - 1) * f->p.dh + 1;
+	ih = ih < f->p.h ? ih : f->p.h;
+	xp = 4.0 * (f->xblk ? nc_cb(f->c, B) * B : f->c) * ih *
+	     (f->flat ? (double)(c1 - c0) : f->p.w);
+	bg = wp + xp * (xp <= l2 ? 1 : ng);
+	bu = xp + wp * (wp <= l2 ? 1 : nu);
+	/* ties: group-major (the old order) for flat 1x1 convs */
+	*gmaj = f->flat ? bg <= bu : bg < bu;
+	return flops / NC_FLOP_PER_BYTE + (*gmaj ? bg : bu);
+}
+
+/* MI_CPU_NC_SPLIT="<sg>x<sr><g|u>[s]" forces a split where it fits, and
+ * with 's' the caller alone runs all parts (the others' from the back, as
+ * when workers are late): tests.  MI_CPU_NC_VERBOSE=1 prints each split. */
+static void plan_split(struct nc_node *f)
+{
+	const int B = f->k->b, mb = nc_cb(f->m, B);
+	const char *env = getenv("MI_CPU_NC_SPLIT");
+	int nt = f->nthreads > 1 ? f->nthreads : 1, fsg = 0, fsr = 0;
+	char fo = 0, fs = 0;
+	double best = -1;
+
+	/* as the other node runs: small convs stay on one thread */
+	if ((double)f->p.oh * f->p.ow * f->m * f->c * f->p.kh * f->p.kw <
+	    65536.0)
+		nt = 1;
+	nt = nt < NC_MAXPART ? nt : NC_MAXPART;
+
+	f->mg = (mb + f->k->ob - 1) / f->k->ob;
+	f->rb = mi_nc_band_rows(f->p.oh, f->p.ow);
+	f->units = f->flat ? (f->p.ow + 95) / 96 :
+			     (f->p.oh + f->rb - 1) / f->rb;
+	if (env && sscanf(env, "%dx%d%c%c", &fsg, &fsr, &fo, &fs) < 3)
+		fsg = fsr = 0;
+	f->steal = fs == 's';
+	f->sg = f->sr = 1;
+	for (int np = nt; np >= 1; np--)
+		for (int sg = 1; sg <= np; sg++) {
+			int sr = np / sg, gm;
+			double c;
+
+			if (sg * sr != np || sg > f->mg || sr > f->units)
+				continue;
+			c = split_cost(f, sg, sr, &gm);
+			if (fsg && sg == fsg && sr == fsr) {
+				best = 0;
+				f->sg = sg;
+				f->sr = sr;
+				f->gmaj = fo == 'g';
+			} else if (best < 0 || c < best) {
+				best = c;
+				f->sg = sg;
+				f->sr = sr;
+				f->gmaj = gm;
+			}
+		}
+	/* group-major parts: enough pieces per part to rebalance */
+	{
+		int ng = (f->mg + f->sg - 1) / f->sg;
+		int nu = (f->units + f->sr - 1) / f->sr;
+
+		f->nsub = f->sg * f->sr == 1 ? 1 : (NC_PER + ng - 1) / ng;
+		f->nsub = f->nsub < nu ? f->nsub : nu;
+		f->nsub = f->nsub > 1 ? f->nsub : 1;
+	}
+	if (getenv("MI_CPU_NC_VERBOSE"))
+		fprintf(stderr,
+			"nchwc conv c%d m%d %dx%d -> %dx%d k%dx%d: %d groups x %d units, split %dx%d %s-major, %d sub\n",
+			f->c, f->m, f->p.h, f->p.w, f->p.oh, f->p.ow, f->p.kh,
+			f->p.kw, f->mg, f->units, f->sg, f->sr,
+			f->gmaj ? "group" : "unit", f->nsub);
 }
 
 /* Pack weights, set layouts; node n becomes f's. */
@@ -966,6 +1185,8 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 			f->ws = ws;
 			ws->refs++;
 		}
+		if (f->kind == NC_CONV)
+			plan_split(f);
 	}
 	return 0;
 }

@@ -806,6 +806,89 @@ static void test_semul(int c, int e, int m, int hw, int nb, int nthreads)
 	mi_graph_fini(&g);
 }
 
+/*
+ * Thread splits of direct convs (nchwc.c plan_split):
+ *   x -> Conv k1 x k1 stride s (c -> e) + Relu -(t)-> Conv k2 x k2 (e -> m)
+ *   -(u)-> MaxPool 2x2 -> y
+ * both blocked direct convs (the second a flat 1x1 when k2 = 1), random
+ * sizes (several block groups, narrow and wide maps), batch 1-2, 1-3
+ * threads, each split forced by MI_CPU_NC_SPLIT (groups x units, group-
+ * or unit-major; every 4th with the parts taken from the back by one
+ * thread) or the planner's own choice.
+ */
+static void test_split(int it)
+{
+	struct mi_graph g;
+	int nt = 1 + (int)rnd(3), nb = 1 + (int)rnd(2);
+	/* e, m: at most a quarter block of pad lanes (blocked) */
+	int c = 3 + (int)rnd(40), e = B * (1 + (int)rnd(127 / B)) - (int)rnd(B / 4 + 1);
+	int m = B * (1 + (int)rnd(144 / B)) - (int)rnd(B / 4 + 1);
+	int hw = 3 + (int)rnd(26), k1 = 1 + 2 * (int)rnd(3), s1 = 1 + (int)rnd(2);
+	int k2 = rnd(2) ? 1 : 3, oh, ph;
+	int64_t ks[2] = { 2, 2 };
+	struct mi_cpu_opts o = { .nthreads = nt };
+	int x, t0, t, u, y, n1, n2;
+	float *fast[1] = { 0 }, *ref[1] = { 0 };
+	char sp[32] = "auto";
+
+	/* 1x1 s1 convs reading NCHW, and Winograd's shapes (e < 128), are
+	 * not blocked */
+	if (k1 == 1)
+		s1 = 2;
+	oh = (hw + 2 * (k1 / 2) - k1) / s1 + 1;
+	ph = oh > 1 ? oh - 1 : 1;
+	if (it % 4) {
+		int sg = 1 + (int)rnd(nt);
+
+		while (nt % sg)
+			sg--;
+		snprintf(sp, sizeof(sp), "%dx%d%c%s", sg, nt / sg,
+			 rnd(2) ? 'g' : 'u', it % 4 == 3 ? "s" : "");
+		setenv("MI_CPU_NC_SPLIT", sp, 1);
+	}
+	mi_graph_init(&g);
+	g.opset = 17;
+	x = tensor(&g, "x", nb, c, hw, hw, MI_TF_INPUT, true);
+	t0 = tensor(&g, "t0", nb, e, oh, oh, 0, false);
+	t = tensor(&g, "t", nb, e, oh, oh, 0, false);
+	u = tensor(&g, "u", nb, m, oh, oh, 0, false);
+	y = tensor(&g, "y", nb, m, ph, ph, 0, false);
+	n1 = conv(&g, x, c, e, k1, s1, 1, t0);
+	node(&g, "Relu", 1, (int[]){ t0 }, t);
+	n2 = conv(&g, t, e, m, k2, 1, 1, u);
+	ks[0] = ks[1] = oh > 1 ? 2 : 1;
+	mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1, (int[]){ u }, y)],
+			 "kernel_shape", ks, 2);
+	g.outputs = malloc(sizeof(int));
+	g.noutputs = 1;
+	g.outputs[0] = y;
+	g.tensors[y].flags |= MI_TF_OUTPUT;
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(g.nodes[n1].priv && g.nodes[n2].priv && g.tensors[t].phys_bytes &&
+		      g.tensors[u].phys_bytes,
+	      "split: chain not blocked (c%d e%d m%d hw%d k%d s%d k%d: %d %d)", c, e,
+	      m, hw, k1, s1, k2, !!g.tensors[t].phys_bytes, !!g.tensors[u].phys_bytes);
+	CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
+	mi_cpu_plan_fini(&g);
+	free_activations(&g);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!run_graph(&g, ref), "reference run: %s", g.err);
+	if (fast[0] && ref[0]) {
+		double er = nerr(fast[0], ref[0], mi_tensor_numel(&g.tensors[y]));
+
+		CHECK(er < 2e-5,
+		      "split %s t%d n%d c%d e%d m%d hw%d k%d s%d k%d: err %g",
+		      sp, nt, nb, c, e, m, hw, k1, s1, k2, er);
+	}
+	free(fast[0]);
+	free(ref[0]);
+	free_activations(&g);
+	mi_graph_fini(&g);
+	unsetenv("MI_CPU_NC_SPLIT");
+}
+
 /* A Conv feeding only NCHW ops stays off the blocked path. */
 static void test_lone_conv(void)
 {
@@ -866,6 +949,8 @@ int main(void)
 	test_lone_conv();
 	for (it = 0; it < 120; it++)
 		conv_case(0, it, 1);
+	for (it = 0; it < 24; it++)
+		test_split(it);
 	printf("test-nchwc: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -74,9 +74,16 @@ bool mi_quant_amx(void)
 	return v;
 }
 
+/* rows per group and chunk: one zero block more, so a 16-row tile may
+ * start at any block */
+static int amx_ocp(const struct mi_qweights *w)
+{
+	return (w->nblk + 1) * MI_QMR;
+}
+
 int mi_qamx_pack(struct mi_qweights *w)
 {
-	int ocp = w->nblk * MI_QMR;
+	int ocp = amx_ocp(w);
 
 	w->kc = (w->k4 + 15) / 16;
 	size_t bytes = (size_t)w->group * w->kc * ocp * 64;
@@ -84,12 +91,13 @@ int mi_qamx_pack(struct mi_qweights *w)
 	w->amx = aligned_alloc(64, bytes);
 	if (!w->amx)
 		return -ENOMEM;
+	memset(w->amx, 0, bytes);
 	for (int g = 0; g < w->group; g++)
 		for (int c = 0; c < w->kc; c++) {
 			int r0 = c * 16 < w->k4 - 16 ? c * 16 : w->k4 - 16;
 			int8_t *dst = w->amx + ((size_t)g * w->kc + c) * ocp * 64;
 
-			for (int o = 0; o < ocp; o++)
+			for (int o = 0; o < w->nblk * MI_QMR; o++)
 				for (int i = 0; i < 64; i++) {
 					int r = r0 + i / 4;
 					const int8_t *blk = w->packed +
@@ -129,7 +137,8 @@ __attribute__((target("amx-tile"))) static void load_cfg(void)
 #define AMX_KLOOP(NR)                                                         \
 	for (int c = 0; c < w->kc; c++) {                                     \
 		int r0 = c * 16 < w->k4 - 16 ? c * 16 : w->k4 - 16;           \
-		const uint8_t *bb = b + (size_t)r0 * ldb;                     \
+		const uint8_t *bb = toff ? b + toff[c / cpt] + (size_t)(c % cpt) * 16 * ldb : \
+					   b + (size_t)r0 * ldb;              \
 		const int8_t *aa = wa + (size_t)c * ocp * 64;                 \
 		_tile_loadd(6, bb, ldb);                                      \
 		_tile_loadd(4, aa, 64);                                       \
@@ -145,9 +154,10 @@ __attribute__((target("amx-tile"))) static void load_cfg(void)
 
 __attribute__((target("amx-tile,amx-int8"))) void
 mi_qamx_tile(const struct mi_qweights *w, int g, int o0, int nr,
-	     const uint8_t *b, size_t ldb, int32_t *acc)
+	     const uint8_t *b, size_t ldb, const ptrdiff_t *toff, int cpt,
+	     int32_t *acc)
 {
-	int ocp = w->nblk * MI_QMR;
+	int ocp = amx_ocp(w);
 	const int8_t *wa = w->amx + (size_t)g * w->kc * ocp * 64 + (size_t)o0 * 64;
 
 	if (!cfg_loaded)

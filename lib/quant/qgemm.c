@@ -709,7 +709,7 @@ static void gemm_item(void *arg, int item, int tid)
 		bool amx = j->amx && b - b0 < b1 - b0 - (b1 - b0) % 2;
 
 		if (amx && (b - b0) % 4 == 0)
-			mi_qamx_tile(w, 0, oc0, b + 4 <= b1 ? 2 : 1, pb, MI_QNR * 4, acc);
+			mi_qamx_tile(w, 0, oc0, b + 4 <= b1 ? 2 : 1, pb, MI_QNR * 4, NULL, 0, acc);
 		if (!amx)
 			j->k.tile(w->packed + (size_t)b * w->k4 * MI_QMR * 4, pb,
 				  MI_QNR * 4, w->k4, acc);
@@ -951,7 +951,9 @@ static size_t conv_xi_bytes(const struct mi_qconv *cv)
 
 	if (cv->depthwise)
 		return (hp * wp + 64) * s->c;
-	return (size_t)s->group * cv->c4 * hp * wp * 4 + MI_QNR * 4 + 64;
+	/* slack: panels and taps read past the last plane (AMX rows) */
+	return (size_t)s->group * cv->c4 * hp * wp * 4 + MI_QNR * 4 + 64 +
+	       (size_t)s->kw * s->dw * 4;
 }
 
 static size_t conv_ws_per_thread(const struct mi_qconv *cv)
@@ -990,6 +992,7 @@ struct conv_job {
 	bool in_c4;     /* xsrc is C4 */
 	bool in_direct; /* 1x1: read xsrc directly, no reorder */
 	bool amx;       /* AMX tiles for pairs of output blocks */
+	bool amx_rows;  /* conv_amx_rows_item: no im2col */
 };
 
 /* Interleave one row of 4 planar channels (NULL: the fill byte) into
@@ -1217,7 +1220,7 @@ static void conv_gemm_item(void *arg, int item, int tid)
 		uint8_t *yc4 = j->y + ((size_t)(oc0 / 4) * npix + p0) * 4;
 
 		if (amx && (blk - blk0) % 4 == 0)
-			mi_qamx_tile(w, g, o0, blk + 4 <= blk1 ? 2 : 1, b, ldb, acc);
+			mi_qamx_tile(w, g, o0, blk + 4 <= blk1 ? 2 : 1, b, ldb, NULL, 0, acc);
 		if (rq && rows == MI_QMR && (!j->ep->out_c4 || !(oc0 % 4))) {
 			uint8_t *yo = j->ep->out_c4 ? yc4 : j->y + (size_t)oc0 * npix + p0;
 
@@ -1232,6 +1235,81 @@ static void conv_gemm_item(void *arg, int item, int tid)
 		j->k.epi(ab, MI_QNR, rows, np, j->ep, oc0,
 			 j->ep->out_c4 ? yc4 + oc0 % 4 : j->y + ((size_t)oc0 * npix + p0) * es,
 			 npix);
+	}
+}
+
+/*
+ * AMX on stride-1 convs with 64-channel multiples (cv->c4 % 16 == 0): no
+ * im2col.  The panel is 32 consecutive pixels of the padded grid
+ * (q = oy * wp + ox, ox < wp): input pixel (oy + ky*dh, ox + kx*dw) of tap
+ * (ky, kx) is q + ky*dh*wp + kx*dw in the reordered input, so each tap's
+ * B tiles load straight from xi (channel quads hp*wp*4 bytes apart).
+ * Columns ox >= ow are computed and dropped; the 32 pixels are
+ * requantized into the thread's buffer and copied out by row runs.
+ */
+#define AMX_ROWS_TAPS 49
+
+static void conv_amx_rows_item(void *arg, int item, int tid)
+{
+	struct conv_job *j = arg;
+	const struct mi_qconv *cv = j->cv;
+	const struct mi_qconv_shape *s = &cv->s;
+	const struct mi_qweights *w = &cv->w;
+	int chunk = item % j->nchunk;
+	int g = item / j->nchunk / j->npanel, panel = item / j->nchunk % j->npanel;
+	int blk0 = chunk * j->bpc, blk1 = blk0 + j->bpc < w->nblk ? blk0 + j->bpc : w->nblk;
+	int npix = s->oh * s->ow, wp = (int)j->wp, q0 = panel * MI_QNR;
+	size_t plane = j->hp * j->wp * 4, es = out_elem(j->ep->mode);
+	uint8_t *tmp = j->ws + tid * j->ws_per; /* 8 x 32 bytes */
+	int32_t *acc = (int32_t *)(tmp + (size_t)w->k4 * MI_QNR * 4);
+	const uint8_t *xg = j->xi + (size_t)g * cv->c4 * plane;
+	ptrdiff_t toff[AMX_ROWS_TAPS];
+	int rq_off[MI_QNR], rp[MI_QNR], rlen[MI_QNR], nrun = 0;
+	bool rq = rq_fits(j->ep);
+
+	for (int t = 0; t < s->kh * s->kw; t++)
+		toff[t] = ((ptrdiff_t)(t / s->kw) * s->dh * wp + (t % s->kw) * s->dw) * 4;
+	/* runs of valid pixels: (offset in the panel, output pixel, length) */
+	for (int q = q0, qe = q0 + MI_QNR < s->oh * wp ? q0 + MI_QNR : s->oh * wp; q < qe;) {
+		int oy = q / wp, ox = q % wp;
+
+		if (ox < s->ow) {
+			rq_off[nrun] = q - q0;
+			rp[nrun] = oy * s->ow + ox;
+			rlen[nrun++] = s->ow - ox < qe - q ? s->ow - ox : qe - q;
+		}
+		q = (oy + 1) * wp; /* the run ends at the row's end or qe */
+	}
+	for (int blk = blk0, nr; blk < blk1; blk += 2 * nr) {
+		nr = blk + 4 <= blk1 ? 2 : 1;
+		mi_qamx_tile(w, g, blk * MI_QMR, nr, xg + (size_t)q0 * 4, plane, toff,
+			     cv->c4 / 16, acc);
+		for (int b = blk; b < blk + 2 * nr && b < blk1; b++) {
+			int o0 = b * MI_QMR, rows = w->ocg - o0 < MI_QMR ? w->ocg - o0 : MI_QMR;
+			int oc0 = g * w->ocg + o0;
+			const int32_t *ab = acc + (b - blk) * MI_QMR * MI_QNR;
+
+			if (rq && rows == MI_QMR && (!j->ep->out_c4 || !(oc0 % 4))) {
+				rq_acc_avx512(ab, MI_QNR, j->ep, oc0, MI_QNR, tmp, MI_QNR);
+				for (int r = 0; r < nrun; r++) {
+					if (j->ep->out_c4) {
+						for (int jq = 0; jq < 2; jq++)
+							memcpy(j->y + ((size_t)(oc0 / 4 + jq) * npix + rp[r]) * 4,
+							       tmp + (jq * MI_QNR + rq_off[r]) * 4, rlen[r] * 4);
+					} else {
+						for (int i = 0; i < MI_QMR; i++)
+							memcpy(j->y + (size_t)(oc0 + i) * npix + rp[r],
+							       tmp + i * MI_QNR + rq_off[r], rlen[r]);
+					}
+				}
+				continue;
+			}
+			for (int r = 0; r < nrun; r++)
+				j->k.epi(ab + rq_off[r], MI_QNR, rows, rlen[r], j->ep, oc0,
+					 j->ep->out_c4 ? j->y + ((size_t)(oc0 / 4) * npix + rp[r]) * 4 + oc0 % 4 :
+							 j->y + ((size_t)oc0 * npix + rp[r]) * es,
+					 npix);
+		}
 	}
 }
 
@@ -1960,7 +2038,9 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	if (cv->depthwise) {
 		par_for((s->c + 3) / 4, dw_quad_item, &j);
 	} else {
-		j.npanel = (s->oh * s->ow + MI_QNR - 1) / MI_QNR;
+		j.amx_rows = j.amx && !cv->direct1x1 && s->sh == 1 && s->sw == 1 &&
+			     cv->c4 % 16 == 0 && s->kh * s->kw <= AMX_ROWS_TAPS;
+		j.npanel = ((j.amx_rows ? s->oh * (int)j.wp : s->oh * s->ow) + MI_QNR - 1) / MI_QNR;
 		if (!j.in_direct)
 			par_for(s->group * cv->c4, conv_prep_item, &j);
 		/* few pixel panels for the threads (7x7 and 14x14 maps): each
@@ -1978,7 +2058,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 			j.bpc = (cv->w.nblk + j.nchunk - 1) / j.nchunk;
 			j.nchunk = (cv->w.nblk + j.bpc - 1) / j.bpc;
 		}
-		par_for(items * j.nchunk, conv_gemm_item, &j);
+		par_for(items * j.nchunk, j.amx_rows ? conv_amx_rows_item : conv_gemm_item, &j);
 	}
 	free(own);
 	return 0;

@@ -74,7 +74,7 @@ struct mi_qweights {
 	int8_t *packed;
 	int32_t *wsum;     /* [group * ocg] sum over k */
 	/* AMX tiles (NULL unless mi_quant_amx() at pack time and k4 >= 16):
-	 * [group][kc][nblk * 8][64] int8, kc = ceil(k4 / 16) chunks of 16
+	 * [group][kc][(nblk + 1) * 8][64] int8 (a zero block at the end), kc = ceil(k4 / 16) chunks of 16
 	 * k4 rows; the last chunk starts at row k4 - 16 and holds zeros for
 	 * the rows the previous chunk covered. */
 	int8_t *amx;
@@ -87,12 +87,15 @@ int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
 		     mi_qw_get get, const void *ctx);
 void mi_qweights_free(struct mi_qweights *w);
 /* AMX (qamx.c): pack w->amx from w->packed; acc[nr * 16][32] = the
- * tiles of output channels o0.. (o0 % 8 == 0, 16 * nr rows within
- * nblk * 8) of group g over a B panel (k4 rows of 32 pixels x 4 bytes,
- * ldb bytes apart, all readable). */
+ * tiles of output channels o0.. (o0 % 8 == 0, o0 / 8 + 2 * nr - 1 <=
+ * nblk) of group g over a B panel (k4 rows of 32 pixels x 4 bytes,
+ * ldb bytes apart, all readable).  toff non-NULL (k4 % 16 == 0): row r
+ * is at b + toff[r / (16 * cpt)] + (r % (16 * cpt)) * ldb instead (one
+ * offset per conv tap, cpt chunks of 16 rows per tap). */
 int mi_qamx_pack(struct mi_qweights *w);
 void mi_qamx_tile(const struct mi_qweights *w, int g, int o0, int nr,
-		  const uint8_t *b, size_t ldb, int32_t *acc);
+		  const uint8_t *b, size_t ldb, const ptrdiff_t *toff, int cpt,
+		  int32_t *acc);
 
 /* ---- epilogue ----------------------------------------------------------- */
 enum mi_qout_mode {

@@ -115,6 +115,8 @@ static int test_conv(int iter)
 		/* deep K and several 16-channel tiles (the AMX tiles: K in
 		 * chunks of 64, the last one overlapping) */
 		s.c = s.group * rndi(16, 140 / s.group);
+		if (rnd() % 2) /* 64-channel multiples (AMX without im2col) */
+			s.c = s.group * (64 * rndi(1, 2) - rndi(0, 3));
 		s.oc = s.group * rndi(9, 72 / s.group);
 		s.kh = one ? 1 : rndi(1, 3);
 		s.kw = one ? 1 : rndi(1, 3);

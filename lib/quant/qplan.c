@@ -68,6 +68,8 @@ struct qnode {
 	struct qact se_y; /* SE Mul: output quantization */
 	int64_t se_c, se_hw; /* SE Mul: channels (N * C) and pixels per channel */
 	bool se_c4;          /* SE Mul: writes the C4 layout for its int8 conv */
+	struct qact qdq;     /* standalone Q / DQ: the quantized side */
+	bool qdq_deq;        /* ... a DequantizeLinear */
 	struct qcat *cat; /* Concat */
 	int *cat_orig;    /* Concat: original inputs */
 	int nthreads; /* planned with */
@@ -85,11 +87,21 @@ struct qnode {
 
 /* ---- thread pool glue -------------------------------------------------- */
 
+/*
+ * The threads claim ranges of `grain` indices from a counter on its own
+ * cache line (one atomic per range, not per index; a claim does not
+ * invalidate the line holding fn/arg/n that every thread reads).  The
+ * grain is even from 2 on: consecutive indices are often neighbouring
+ * 32-pixel panels whose planar uint8 outputs share cache lines, so a pair
+ * is written by one thread (no false sharing).  Ranges are claimed
+ * dynamically: a worker that joins late takes what is left.
+ */
 struct pf_ctx {
-	int n;
+	atomic_int next __attribute__((aligned(64)));
+	int n __attribute__((aligned(64)));
+	int grain;
 	mi_qpar_fn fn;
 	void *arg;
-	atomic_int next;
 };
 
 static int pool_threads = 1;
@@ -97,13 +109,26 @@ static int pool_threads = 1;
  * the node was planned with, whatever other models planned since. */
 static __thread int cur_threads = 1;
 
+#define PF_RANGES 8 /* ranges per thread */
+
 static void pf_worker(void *ctx, int t, int nt)
 {
 	struct pf_ctx *c = ctx;
-	int i;
+	int b;
 
-	while ((i = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < c->n)
-		c->fn(c->arg, i, t);
+	while ((b = atomic_fetch_add_explicit(&c->next, c->grain, memory_order_relaxed)) < c->n) {
+		int e = c->n - b < c->grain ? c->n : b + c->grain;
+
+		for (int i = b; i < e; i++)
+			c->fn(c->arg, i, t);
+	}
+}
+
+static int pf_grain(int n, int nt)
+{
+	int g = n / (nt * PF_RANGES);
+
+	return g < 2 ? 1 : g + (g & 1);
 }
 
 static void pool_for(int n, mi_qpar_fn fn, void *arg)
@@ -116,8 +141,47 @@ static void pool_for(int n, mi_qpar_fn fn, void *arg)
 			fn(arg, i, 0);
 		return;
 	}
+	c.grain = pf_grain(n, nt);
 	atomic_init(&c.next, 0);
 	mi_pool_run(nt, pf_worker, &c);
+}
+
+/*
+ * fn(arg, b, e) over [0, n) for elementwise nodes: ranges of a multiple of
+ * 64 elements (whole cache lines of uint8 and fp32 outputs), split over
+ * the node's threads from 2 * QPAR_MIN_ELEMS elements on (below that one
+ * thread is faster than waking the pool).
+ */
+#define QPAR_MIN_ELEMS 4096
+
+struct prange_job {
+	int64_t n, chunk;
+	void (*fn)(void *arg, int64_t b, int64_t e);
+	void *arg;
+};
+
+static void prange_item(void *arg, int i, int tid)
+{
+	const struct prange_job *j = arg;
+	int64_t b = (int64_t)i * j->chunk, e = j->n - b < j->chunk ? j->n : b + j->chunk;
+
+	j->fn(j->arg, b, e);
+}
+
+static void par_range(int nthreads, int64_t n, void (*fn)(void *arg, int64_t b, int64_t e),
+		      void *arg)
+{
+	struct prange_job j = { n, 0, fn, arg };
+
+	if (nthreads <= 1 || n < 2 * QPAR_MIN_ELEMS) {
+		if (n > 0)
+			fn(arg, 0, n);
+		return;
+	}
+	j.chunk = (n + nthreads * 4 - 1) / (nthreads * 4);
+	j.chunk = j.chunk < QPAR_MIN_ELEMS ? QPAR_MIN_ELEMS : (j.chunk + 63) & ~(int64_t)63;
+	cur_threads = nthreads;
+	pool_for((int)((n + j.chunk - 1) / j.chunk), prange_item, &j);
 }
 
 /* ---- node helpers -------------------------------------------------------- */
@@ -922,14 +986,26 @@ out:
 
 /* ---- Add and MaxPool on quantized tensors --------------------------------- */
 
+struct qadd_job {
+	const struct qnode *q;
+	const uint8_t *a, *b;
+	uint8_t *y;
+};
+
+static void qadd_range(void *arg, int64_t b, int64_t e)
+{
+	const struct qadd_job *j = arg;
+
+	mi_qadd(j->a + b, j->b + b, e - b, &j->q->add, j->y + b);
+}
+
 static int qadd_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct qnode *q = n->priv;
+	struct qadd_job j = { q, mi_in(g, n, 0)->data, mi_in(g, n, 1)->data,
+			      mi_out(g, n, 0)->data };
 
-	cur_threads = q->nthreads;
-
-	mi_qadd(mi_in(g, n, 0)->data, mi_in(g, n, 1)->data, mi_tensor_numel(mi_out(g, n, 0)),
-		&q->add, mi_out(g, n, 0)->data);
+	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), qadd_range, &j);
 	return 0;
 }
 
@@ -1143,27 +1219,42 @@ static bool have_vbmi(void)
 	return v;
 }
 
-static int qlut_run(struct mi_graph *g, struct mi_node *n)
+struct qlut_job {
+	const struct qnode *q;
+	const uint8_t *x;
+	void *y;
+};
+
+static void qlut_range(void *arg, int64_t b, int64_t e)
 {
-	const struct qnode *q = n->priv;
-	const uint8_t *x = mi_in(g, n, 0)->data;
-	int64_t cnt = mi_tensor_numel(mi_out(g, n, 0)), i = 0;
+	const struct qlut_job *j = arg;
+	const struct qnode *q = j->q;
+	const uint8_t *x = j->x + b;
+	int64_t cnt = e - b, i = 0;
 
 	if (q->lut8) {
-		uint8_t *y8 = mi_out(g, n, 0)->data;
+		uint8_t *y8 = (uint8_t *)j->y + b;
 
 		if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
 			i = lut8_vbmi(x, q->lut8, cnt, y8);
 		for (; i < cnt; i++)
 			y8[i] = q->lut8[x[i]];
-		return 0;
+		return;
 	}
-	float *y = mi_out(g, n, 0)->data;
+	float *y = (float *)j->y + b;
 
 	if (mi_quant_isa() == MI_QISA_AVX512)
 		i = lut_avx512(x, q->lut, cnt, y);
 	for (; i < cnt; i++)
 		y[i] = q->lut[x[i]];
+}
+
+static int qlut_run(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+	struct qlut_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
+
+	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), qlut_range, &j);
 	return 0;
 }
 
@@ -1495,6 +1586,66 @@ static int try_qse(struct mi_graph *g, struct mi_node *n)
 	kill(g, q, qn);
 	n->outputs[0] = qn->outputs[0];
 	g->tensors[n->outputs[0]].producer = (int)(n - g->nodes);
+	return 0;
+}
+
+/* ---- standalone QuantizeLinear / DequantizeLinear --------------------------- */
+
+/*
+ * A QuantizeLinear (fp32 -> uint8/int8) or DequantizeLinear (uint8/int8 ->
+ * fp32) left over after the fusions above (the model input, fp32/int8
+ * boundaries of mixed-precision files) with a per-tensor scale and zero
+ * point: the reference op's kernels (mi_quantize_f32 / mi_dequantize, so
+ * the same bytes) split over the threads.
+ */
+struct qdq_job {
+	const struct qnode *q;
+	const void *x;
+	void *y;
+};
+
+static void qdq_range(void *arg, int64_t b, int64_t e)
+{
+	const struct qdq_job *j = arg;
+	const struct qact *a = &j->q->qdq;
+
+	if (j->q->qdq_deq)
+		mi_dequantize((const uint8_t *)j->x + b, a->dtype, e - b, a->scale, a->zp,
+			      (float *)j->y + b);
+	else
+		mi_quantize_f32((const float *)j->x + b, e - b, a->scale, a->zp, a->dtype,
+				(uint8_t *)j->y + b);
+}
+
+static int qdq_run(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+	struct qdq_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
+
+	par_range(q->nthreads, mi_tensor_numel(mi_in(g, n, 0)), qdq_range, &j);
+	return 0;
+}
+
+static int try_qdq_op(struct mi_graph *g, struct mi_node *n)
+{
+	bool dq = !strcmp(n->op_type, "DequantizeLinear");
+	struct mi_tensor *x = mi_in(g, n, 0), *y = n->noutputs == 1 ? mi_out(g, n, 0) : NULL;
+	struct qact a;
+	struct qnode *q;
+
+	if (n->dead || n->priv || n->domain[0] || (!dq && strcmp(n->op_type, "QuantizeLinear")) ||
+	    !x || !y || n->ninputs < 2)
+		return 0;
+	if (dq ? !act_params(g, n, 0, 1, 2, &a) || y->dtype != MI_DT_FLOAT :
+		 x->dtype != MI_DT_FLOAT || !q_params(g, n, &a) ||
+		 (mi_in(g, n, 2) && mi_in(g, n, 2)->dtype != y->dtype))
+		return 0;
+	q = qnode_new(qdq_run);
+	if (!q)
+		return -ENOMEM;
+	q->qdq = a;
+	q->qdq_deq = dq;
+	n->priv = q;
 	return 0;
 }
 
@@ -1872,6 +2023,10 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		return 0;
 	kill_unused_dq(g);
 	plan_c4(g);
+	for (int i = 0; i < g->nnodes && !err; i++)
+		err = try_qdq_op(g, &g->nodes[i]);
+	if (err)
+		return mi_graph_err(g, NULL, err, "int8 planning failed");
 	sh = calloc(1, sizeof(*sh));
 	if (sh)
 		sh->ws = aligned_alloc(64, ((size_t)shared_need + 127) & ~(size_t)63);

@@ -16,6 +16,8 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -23,7 +25,11 @@
 #include "cpu/cpu.h"
 
 #define POOL_MAX 64
-#define SPIN_ITERS 1000 /* ~50 us with pause: bridges kernel-to-kernel gaps */
+#define SPIN_ITERS 1000 /* ~20 us with pause: bridges kernel-to-kernel gaps */
+#define YIELD_POLL 100   /* pauses between two sched_yield() calls (~2 us) */
+#ifndef YIELD_NS
+#define YIELD_NS 1000000L /* then polls with sched_yield() before sleeping */
+#endif
 
 /* run state: bit 31 closed, bits 30..16 nt, bits 15..0 workers joined */
 #define ST_CLOSED (1u << 31)
@@ -105,6 +111,28 @@ static void *worker(void *arg)
 			if (g != seen)
 				break;
 			cpu_relax();
+		}
+		/* then poll and yield the core for a while before sleeping */
+		if (g == seen) {
+			struct timespec t0, t1;
+			long ns = 0;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			while (ns < YIELD_NS) {
+				for (i = 0; i < YIELD_POLL; i++) {
+					g = atomic_load_explicit(&pool.gen,
+								 memory_order_acquire);
+					if (g != seen)
+						break;
+					cpu_relax();
+				}
+				if (g != seen)
+					break;
+				sched_yield();
+				clock_gettime(CLOCK_MONOTONIC, &t1);
+				ns = (t1.tv_sec - t0.tv_sec) * 1000000000L +
+				     (t1.tv_nsec - t0.tv_nsec);
+			}
 		}
 		while ((g = atomic_load(&pool.gen)) == seen) {
 			atomic_fetch_add(&pool.sleepers, 1);

@@ -147,12 +147,13 @@ static void pool_for(int n, mi_qpar_fn fn, void *arg)
 }
 
 /*
- * fn(arg, b, e) over [0, n) for elementwise nodes: ranges of a multiple of
- * 64 elements (whole cache lines of uint8 and fp32 outputs), split over
- * the node's threads from 2 * QPAR_MIN_ELEMS elements on (below that one
- * thread is faster than waking the pool).
+ * fn(arg, b, e) over [0, n) for elementwise nodes: ranges of at least
+ * `min` elements (about 5 us of work; below that one thread is faster than
+ * waking the pool), a multiple of 64 (whole cache lines of uint8 and fp32
+ * outputs), over the node's threads.  MI_QUANT_SPLIT_ALL=1 (tests) splits
+ * every node in ranges of 64.
  */
-#define QPAR_MIN_ELEMS 4096
+static bool split_all;
 
 struct prange_job {
 	int64_t n, chunk;
@@ -168,18 +169,20 @@ static void prange_item(void *arg, int i, int tid)
 	j->fn(j->arg, b, e);
 }
 
-static void par_range(int nthreads, int64_t n, void (*fn)(void *arg, int64_t b, int64_t e),
-		      void *arg)
+static void par_range(int nthreads, int64_t n, int64_t min,
+		      void (*fn)(void *arg, int64_t b, int64_t e), void *arg)
 {
 	struct prange_job j = { n, 0, fn, arg };
 
-	if (nthreads <= 1 || n < 2 * QPAR_MIN_ELEMS) {
+	if (split_all)
+		min = 64;
+	if (nthreads <= 1 || n < 2 * min) {
 		if (n > 0)
 			fn(arg, 0, n);
 		return;
 	}
 	j.chunk = (n + nthreads * 4 - 1) / (nthreads * 4);
-	j.chunk = j.chunk < QPAR_MIN_ELEMS ? QPAR_MIN_ELEMS : (j.chunk + 63) & ~(int64_t)63;
+	j.chunk = (j.chunk < min ? min : j.chunk + 63) & ~(int64_t)63;
 	cur_threads = nthreads;
 	pool_for((int)((n + j.chunk - 1) / j.chunk), prange_item, &j);
 }
@@ -575,7 +578,7 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 	 * all stay on one thread. */
 	int64_t work = q->cv.depthwise ? macs * 16 : macs;
 
-	cur_threads = work < QPAR_MIN_MACS ? 1 : q->nthreads;
+	cur_threads = work < QPAR_MIN_MACS && !split_all ? 1 : q->nthreads;
 	mi_quant_set_call_threads(cur_threads);
 	size_t xs = (size_t)s->c * s->h * s->w;
 	size_t ys = (size_t)s->oc * s->oh * s->ow * (q->ep.mode >= MI_QOUT_S32 ? 4 : 1);
@@ -600,7 +603,7 @@ static int gemm_run(struct mi_graph *g, struct mi_node *n)
 
 	if (m == 0) /* empty batch: nothing to write */
 		return 0;
-	cur_threads = m * q->k * q->w.ocg < QPAR_MIN_MACS ? 1 : q->nthreads;
+	cur_threads = m * q->k * q->w.ocg < QPAR_MIN_MACS && !split_all ? 1 : q->nthreads;
 	int err = mi_qgemm(&q->w, x->data, (int)m, (int)q->k, &q->ep, y->data, q->w.ocg,
 			   q->sh->ws);
 
@@ -1005,7 +1008,7 @@ static int qadd_run(struct mi_graph *g, struct mi_node *n)
 	struct qadd_job j = { q, mi_in(g, n, 0)->data, mi_in(g, n, 1)->data,
 			      mi_out(g, n, 0)->data };
 
-	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), qadd_range, &j);
+	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), 48 << 10, qadd_range, &j);
 	return 0;
 }
 
@@ -1254,7 +1257,8 @@ static int qlut_run(struct mi_graph *g, struct mi_node *n)
 	const struct qnode *q = n->priv;
 	struct qlut_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
 
-	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), qlut_range, &j);
+	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), q->lut8 ? 160 << 10 : 24 << 10,
+		  qlut_range, &j);
 	return 0;
 }
 
@@ -1622,7 +1626,8 @@ static int qdq_run(struct mi_graph *g, struct mi_node *n)
 	const struct qnode *q = n->priv;
 	struct qdq_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
 
-	par_range(q->nthreads, mi_tensor_numel(mi_in(g, n, 0)), qdq_range, &j);
+	par_range(q->nthreads, mi_tensor_numel(mi_in(g, n, 0)), q->qdq_deq ? 48 << 10 : 16 << 10,
+		  qdq_range, &j);
 	return 0;
 }
 
@@ -1982,6 +1987,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	if (getenv("MI_NO_INT8") && *getenv("MI_NO_INT8") == '1')
 		return 0;
 	pool_threads = opts && opts->nthreads > 0 ? opts->nthreads : mi_cpu_ncores();
+	split_all = getenv("MI_QUANT_SPLIT_ALL") && *getenv("MI_QUANT_SPLIT_ALL") == '1';
 	mi_quant_set_parallel(pool_for, pool_threads);
 	shared_need = 0;
 	for (int p = 0; p < g->norder && !err; p++) {

@@ -94,7 +94,8 @@ struct qnode {
  * grain is even from 2 on: consecutive indices are often neighbouring
  * 32-pixel panels whose planar uint8 outputs share cache lines, so a pair
  * is written by one thread (no false sharing).  Ranges are claimed
- * dynamically: a worker that joins late takes what is left.
+ * dynamically: a worker that joins late takes what is left.  With
+ * MI_QUANT_SPLIT_ALL=1 (tests) the ranges are larger (two per thread).
  */
 struct pf_ctx {
 	atomic_int next __attribute__((aligned(64)));
@@ -124,9 +125,11 @@ static void pf_worker(void *ctx, int t, int nt)
 	}
 }
 
+static bool split_all;
+
 static int pf_grain(int n, int nt)
 {
-	int g = n / (nt * PF_RANGES);
+	int g = split_all ? n / (nt * 2) : n / (nt * PF_RANGES);
 
 	return g < 2 ? 1 : g + (g & 1);
 }
@@ -153,7 +156,6 @@ static void pool_for(int n, mi_qpar_fn fn, void *arg)
  * outputs), over the node's threads.  MI_QUANT_SPLIT_ALL=1 (tests) splits
  * every node in ranges of 64.
  */
-static bool split_all;
 
 struct prange_job {
 	int64_t n, chunk;
@@ -2025,14 +2027,19 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		fprintf(stderr, "metainfer: int8: %d nodes on int8 kernels (%s), %d quantization ops left on reference kernels\n",
 			nq, mi_quant_isa_name(mi_quant_isa()), nqops);
 	}
-	if (!nq)
-		return 0;
-	kill_unused_dq(g);
-	plan_c4(g);
-	for (int i = 0; i < g->nnodes && !err; i++)
+	if (nq) {
+		kill_unused_dq(g);
+		plan_c4(g);
+	}
+	for (int i = 0; i < g->nnodes && !err; i++) {
 		err = try_qdq_op(g, &g->nodes[i]);
+		nq += g->nodes[i].priv && mi_quant_node_is(&g->nodes[i]) &&
+		      ((struct qnode *)g->nodes[i].priv)->hdr.run == qdq_run;
+	}
 	if (err)
 		return mi_graph_err(g, NULL, err, "int8 planning failed");
+	if (!nq)
+		return 0;
 	sh = calloc(1, sizeof(*sh));
 	if (sh)
 		sh->ws = aligned_alloc(64, ((size_t)shared_need + 127) & ~(size_t)63);

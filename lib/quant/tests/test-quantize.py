@@ -240,6 +240,44 @@ def cos(a, b):
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
 
 
+def check_qdq_standalone(tmp):
+    """Standalone QuantizeLinear/DequantizeLinear (no conv to fuse with)
+    run on split fast kernels: same bytes as numpy's float32 formula on
+    every ISA, at 1 thread and split over 3 threads (MI_QUANT_SPLIT_ALL)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(11)
+    x = rng.normal(0, 3, (2, 3, 50, 70)).astype(np.float32)
+    x.flat[:4] = [1e9, -1e9, 0.0, -0.0]
+    for dt, np_dt, zp, sc in ((TensorProto.UINT8, np.uint8, 117, 0.037),
+                             (TensorProto.INT8, np.int8, -3, 0.021)):
+        lo, hi = np.iinfo(np_dt).min, np.iinfo(np_dt).max
+        sc32 = np.float32(sc)
+        ties = (np.arange(40, dtype=np.float32) - 20 + np.float32(0.5)) * sc32
+        x.flat[8:48] = ties
+        g = helper.make_graph(
+            [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])],
+            "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x.shape))],
+            [helper.make_tensor("s", TensorProto.FLOAT, [], [sc]),
+             helper.make_tensor("z", dt, [], [zp])])
+        path = os.path.join(tmp, "qdq-%s.onnx" % np.dtype(np_dt).name)
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        q = np.clip(np.rint(x / sc32) + np.float32(zp), lo, hi).astype(np_dt)
+        want = ((q.astype(np.int32) - zp).astype(np.float32) * sc32).astype(np.float32)
+        r = run([MI, "run", path, "-q", "--bench", "1", "--profile"])
+        check("[reference]" not in r.stdout,
+              f"qdq {np.dtype(np_dt).name}: standalone Q/DQ run on fast kernels")
+        ok = True
+        for isa in ("generic", "avx2", "avx512"):
+            for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
+                env = dict(env, MI_CPU_ISA=isa)
+                ok &= np.array_equal(mi_run(path, x, tmp, env, threads=t), want)
+        check(ok, f"qdq {np.dtype(np_dt).name}: == numpy on generic/avx2/avx512, 1 thread and split over 3")
+
+
 def main():
     import onnx
 
@@ -452,6 +490,16 @@ def main():
     if have_ort:
         d = ort_rel_diff(qr, inputs[0], fast, tmp)
         check(d < 1e-6, f"res: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
+
+    # every int8 node split in small ranges over 2 and 3 threads (the
+    # parallel-for's range claiming and the elementwise splits)
+    for path, name in ((q, "qdq"), (qa, "act"), (qf, "fire"), (qr, "res")):
+        one = mi_run(path, inputs[0], tmp)
+        split = [mi_run(path, inputs[0], tmp, {"MI_QUANT_SPLIT_ALL": "1"}, threads=t)
+                 for t in (2, 3)]
+        check(all(np.array_equal(one, o) for o in split),
+              f"{name}: every node split over 2 and 3 threads == 1 thread")
+    check_qdq_standalone(tmp)
 
     # bad input: one line, non-zero exit, no crash
     bad = os.path.join(tmp, "bad.onnx")

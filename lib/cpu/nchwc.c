@@ -704,34 +704,36 @@ struct nc_cjob {
 	struct nc_part part[NC_MAXPART];
 };
 
-/* Part p's groups [*g0, *g1), units [*u0, *u1); returns its pieces. */
-static int nc_part_span(const struct nc_node *f, int p, int *g0, int *g1,
+/* Part p's output blocks [*b0, *b1), units [*u0, *u1); returns its
+ * pieces (group-major: groups of up to ob blocks x nsub unit ranges). */
+static int nc_part_span(const struct nc_node *f, int p, int *b0, int *b1,
 			int *u0, int *u1)
 {
-	int pg = p / f->sr, pr = p % f->sr;
+	int pg = p / f->sr, pr = p % f->sr, mb = nc_cb(f->m, f->k->b);
 
-	*g0 = pg * f->mg / f->sg;
-	*g1 = (pg + 1) * f->mg / f->sg;
+	*b0 = pg * mb / f->sg;
+	*b1 = (pg + 1) * mb / f->sg;
 	*u0 = (int)((int64_t)pr * f->units / f->sr);
 	*u1 = (int)((int64_t)(pr + 1) * f->units / f->sr);
 	if (f->gmaj)
-		return (*g1 - *g0) * (f->nsub < *u1 - *u0 ? f->nsub : *u1 - *u0);
+		return (*b1 - *b0 + f->k->ob - 1) / f->k->ob *
+		       (f->nsub < *u1 - *u0 ? f->nsub : *u1 - *u0);
 	return *u1 - *u0;
 }
 
 static void nc_piece(const struct nc_cjob *j, int p, int k)
 {
 	const struct nc_node *f = j->f;
-	const int ob = f->k->ob, mb = nc_cb(f->m, f->k->b);
-	int g0, g1, u0, u1, r0, r1, c0, c1;
+	const int ob = f->k->ob;
+	int b0, b1, u0, u1, r0, r1, c0, c1;
 
-	nc_part_span(f, p, &g0, &g1, &u0, &u1);
+	nc_part_span(f, p, &b0, &b1, &u0, &u1);
 	if (f->gmaj) {
 		int nu = u1 - u0, ns = f->nsub < nu ? f->nsub : nu;
 		int s = k % ns;
 
-		g0 += k / ns;
-		g1 = g0 + 1;
+		b0 += k / ns * ob;
+		b1 = b0 + ob < b1 ? b0 + ob : b1;
 		u1 = u0 + (s + 1) * nu / ns;
 		u0 += s * nu / ns;
 	} else {
@@ -739,8 +741,7 @@ static void nc_piece(const struct nc_cjob *j, int p, int k)
 		u1 = u0 + 1;
 	}
 	nc_unit_span(f, u0, u1, &r0, &r1, &c0, &c1);
-	f->k->conv(&f->p, j->x, j->r, j->y, g0 * ob, g1 * ob < mb ? g1 * ob : mb,
-		   r0, r1, c0, c1);
+	f->k->conv(&f->p, j->x, j->r, j->y, b0, b1, r0, r1, c0, c1);
 }
 
 /* Take a piece of part q: the front one (own) or the back one. */
@@ -1003,9 +1004,9 @@ static void nc_fini(struct mi_graph *g, struct mi_node *n)
 }
 
 /*
- * How the threads share a direct conv (one image).  Work is block groups
- * (k->ob output blocks, the register tile's) x position units (bands of
- * rows, or chunks of ~96 pixels of a flat 1x1 conv), cut into sg x sr
+ * How the threads share a direct conv (one image).  Work is output blocks
+ * (in groups of k->ob, the register tile's) x position units (bands of
+ * rows, or chunks of ~48 pixels of a flat 1x1 conv), cut into sg x sr
  * rectangular parts, one per thread.  The choice minimizes the largest
  * part's cost: its FLOPs plus the bytes it must fetch from outside its
  * core's L2, weighted NC_FLOP_PER_BYTE (a core does ~150 GFLOP/s and
@@ -1037,12 +1038,12 @@ static double split_cost(const struct nc_node *f, int sg, int sr, int *gmaj)
 {
 	const int B = f->k->b, mb = nc_cb(f->m, B);
 	const double l2 = nc_l2_budget();
-	int ng = (f->mg + sg - 1) / sg, nu = (f->units + sr - 1) / sr;
+	int blocks = (mb + sg - 1) / sg, nu = (f->units + sr - 1) / sr;
+	int ng = (blocks + f->k->ob - 1) / f->k->ob;
 	int r0, r1, c0, c1, ih;
-	double blocks, pos, flops, wp, xp, bg, bu;
+	double pos, flops, wp, xp, bg, bu;
 
 	nc_unit_span(f, 0, nu, &r0, &r1, &c0, &c1);
-	blocks = ng * f->k->ob < mb ? ng * f->k->ob : mb;
 	pos = (double)(r1 - r0) * (c1 - c0);
 	flops = 2.0 * f->p.kh * f->p.kw * f->c * blocks * B * pos;
 	wp = 4.0 * f->p.kh * f->p.kw * f->c * blocks * B;
@@ -1077,7 +1078,7 @@ static void plan_split(struct nc_node *f)
 
 	f->mg = (mb + f->k->ob - 1) / f->k->ob;
 	f->rb = mi_nc_band_rows(f->p.oh, f->p.ow);
-	f->units = f->flat ? (f->p.ow + 95) / 96 :
+	f->units = f->flat ? (f->p.ow + 47) / 48 :
 			     (f->p.oh + f->rb - 1) / f->rb;
 	if (env && sscanf(env, "%dx%d%c%c", &fsg, &fsr, &fo, &fs) < 3)
 		fsg = fsr = 0;
@@ -1088,7 +1089,7 @@ static void plan_split(struct nc_node *f)
 			int sr = np / sg, gm;
 			double c;
 
-			if (sg * sr != np || sg > f->mg || sr > f->units)
+			if (sg * sr != np || sg > mb || sr > f->units)
 				continue;
 			c = split_cost(f, sg, sr, &gm);
 			if (fsg && sg == fsg && sr == fsr) {
@@ -1105,7 +1106,7 @@ static void plan_split(struct nc_node *f)
 		}
 	/* group-major parts: enough pieces per part to rebalance */
 	{
-		int ng = (f->mg + f->sg - 1) / f->sg;
+		int ng = ((mb + f->sg - 1) / f->sg + f->k->ob - 1) / f->k->ob;
 		int nu = (f->units + f->sr - 1) / f->sr;
 
 		f->nsub = f->sg * f->sr == 1 ? 1 : (NC_PER + ng - 1) / ng;

@@ -990,7 +990,7 @@ struct conv_job {
 	size_t ws_per;
 	int dw_isa;
 	bool in_c4;     /* xsrc is C4 */
-	bool in_direct; /* 1x1: read xsrc directly, no reorder */
+	bool in_direct; /* 1x1, no pads: read xsrc directly, no reorder */
 	bool amx;       /* AMX tiles for pairs of output blocks */
 	bool amx_rows;  /* conv_amx_rows_item: no im2col */
 };
@@ -2020,7 +2020,10 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		.zx = (uint8_t)(x_signed ? zx + 128 : zx), .ep = ep, .y = y,
 		.k = kernels_for(isa), .dw_isa = isa,
 		.in_c4 = flags & MI_QCONV_IN_C4,
-		.in_direct = (flags & MI_QCONV_IN_C4) && cv->direct1x1 && !x_signed,
+		/* 1x1 without pads, any stride: panels read the C4 input (a
+		 * strided 1x1 conv would reorder 4x the pixels it uses) */
+		.in_direct = (flags & MI_QCONV_IN_C4) && s->kh == 1 && s->kw == 1 &&
+			     !(s->pt | s->pl | s->pb | s->pr) && !x_signed,
 		.amx = isa == MI_QISA_AVX512 && cv->w.amx && mi_quant_amx(),
 	};
 	void *own = NULL;
@@ -2038,7 +2041,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	if (cv->depthwise) {
 		par_for((s->c + 3) / 4, dw_quad_item, &j);
 	} else {
-		j.amx_rows = j.amx && !cv->direct1x1 && s->sh == 1 && s->sw == 1 &&
+		j.amx_rows = j.amx && !cv->direct1x1 && !j.in_direct && s->sh == 1 && s->sw == 1 &&
 			     cv->c4 % 16 == 0 && s->kh * s->kw <= AMX_ROWS_TAPS;
 		j.npanel = ((j.amx_rows ? s->oh * (int)j.wp : s->oh * s->ow) + MI_QNR - 1) / MI_QNR;
 		if (!j.in_direct)
@@ -2052,7 +2055,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 
 		j.nchunk = 1;
 		j.bpc = cv->w.nblk;
-		if (nt > 1 && items < 4 * nt && j.in_direct) {
+		if (nt > 1 && items < 4 * nt && j.in_direct && cv->direct1x1) {
 			j.nchunk = (4 * nt + items - 1) / items;
 			j.nchunk = j.nchunk < cv->w.nblk ? j.nchunk : cv->w.nblk;
 			j.bpc = (cv->w.nblk + j.nchunk - 1) / j.nchunk;

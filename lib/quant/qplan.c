@@ -605,7 +605,11 @@ static int gemm_run(struct mi_graph *g, struct mi_node *n)
 
 	if (m == 0) /* empty batch: nothing to write */
 		return 0;
-	cur_threads = m * q->k * q->w.ocg < QPAR_MIN_MACS && !split_all ? 1 : q->nthreads;
+	/* a few rows (a classifier on one image) run as GEMVs that stream the
+	 * weights once, memory-bound: worth splitting from 128K weights */
+	int64_t work = m * q->k * q->w.ocg * (m <= 4 ? 16 : 1);
+
+	cur_threads = work < QPAR_MIN_MACS && !split_all ? 1 : q->nthreads;
 	int err = mi_qgemm(&q->w, x->data, (int)m, (int)q->k, &q->ep, y->data, q->w.ocg,
 			   q->sh->ws);
 

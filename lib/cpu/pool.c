@@ -2,7 +2,13 @@
 /*
  * Process-wide thread pool.  Workers spin for a short while on a
  * generation counter (the gap between two kernels of one inference is
- * usually microseconds), then sleep on a futex.
+ * usually microseconds), then poll it while yielding the core
+ * (sched_yield, so other runnable threads are not held off) for up to a
+ * millisecond, then sleep on a futex.  A futex wake costs the caller a
+ * syscall and an IPI (a VM exit in a guest) and the woken worker joins
+ * tens of microseconds late; between the split nodes of a mobile CNN
+ * (tables, pools, small convs on one thread) the worker used to be asleep
+ * before almost every run.
  *
  * A run does not wait for workers that are late: each worker *joins* the
  * open run by claiming the next thread index with a CAS on the run state;

@@ -151,7 +151,7 @@ static void pool_for(int n, mi_qpar_fn fn, void *arg)
 
 /*
  * fn(arg, b, e) over [0, n) for elementwise nodes: ranges of at least
- * `min` elements (about 5 us of work; below that one thread is faster than
+ * `min` elements (2-3 us of work; below that one thread is faster than
  * waking the pool), a multiple of 64 (whole cache lines of uint8 and fp32
  * outputs), over the node's threads.  MI_QUANT_SPLIT_ALL=1 (tests) splits
  * every node in ranges of 64.
@@ -1014,7 +1014,7 @@ static int qadd_run(struct mi_graph *g, struct mi_node *n)
 	struct qadd_job j = { q, mi_in(g, n, 0)->data, mi_in(g, n, 1)->data,
 			      mi_out(g, n, 0)->data };
 
-	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), 48 << 10, qadd_range, &j);
+	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), 16 << 10, qadd_range, &j);
 	return 0;
 }
 
@@ -1263,7 +1263,7 @@ static int qlut_run(struct mi_graph *g, struct mi_node *n)
 	const struct qnode *q = n->priv;
 	struct qlut_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
 
-	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), q->lut8 ? 160 << 10 : 24 << 10,
+	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), q->lut8 ? 32 << 10 : 8 << 10,
 		  qlut_range, &j);
 	return 0;
 }
@@ -1632,7 +1632,7 @@ static int qdq_run(struct mi_graph *g, struct mi_node *n)
 	const struct qnode *q = n->priv;
 	struct qdq_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
 
-	par_range(q->nthreads, mi_tensor_numel(mi_in(g, n, 0)), q->qdq_deq ? 48 << 10 : 16 << 10,
+	par_range(q->nthreads, mi_tensor_numel(mi_in(g, n, 0)), 16 << 10,
 		  qdq_range, &j);
 	return 0;
 }

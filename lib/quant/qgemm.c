@@ -2048,17 +2048,18 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 			par_for(s->group * cv->c4, conv_prep_item, &j);
 		/* few pixel panels for the threads (7x7 and 14x14 maps): each
 		 * panel's output blocks are split in chunks too. Only for convs
-		 * reading their C4 input directly: a chunk would redo the
-		 * panel's im2col (3x3 convs on 13x13 maps at 2 threads got ~4%
-		 * slower). */
+		 * reading their C4 input directly or AMX rows: a chunk would
+		 * redo the panel's im2col (3x3 convs on 13x13 maps at 2 threads
+		 * got ~4% slower).  AMX chunks hold whole pairs of blocks. */
 		int items = s->group * j.npanel, nt = call_threads > 0 ? call_threads : par_threads;
 
 		j.nchunk = 1;
 		j.bpc = cv->w.nblk;
-		if (nt > 1 && items < 4 * nt && j.in_direct && cv->direct1x1) {
+		if (nt > 1 && items < 4 * nt && ((j.in_direct && cv->direct1x1) || j.amx_rows)) {
 			j.nchunk = (4 * nt + items - 1) / items;
 			j.nchunk = j.nchunk < cv->w.nblk ? j.nchunk : cv->w.nblk;
 			j.bpc = (cv->w.nblk + j.nchunk - 1) / j.nchunk;
+			j.bpc += j.amx && j.bpc % 2 && j.bpc < cv->w.nblk;
 			j.nchunk = (cv->w.nblk + j.bpc - 1) / j.bpc;
 		}
 		par_for(items * j.nchunk, j.amx_rows ? conv_amx_rows_item : conv_gemm_item, &j);

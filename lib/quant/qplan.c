@@ -578,7 +578,10 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 	/* A depthwise multiply-add costs ~30x a dense one (one channel per
 	 * vector, latency-bound): count it 16x, or its nodes of 0.05-0.1 ms
 	 * all stay on one thread. */
-	int64_t work = q->cv.depthwise ? macs * 16 : macs;
+	/* a dense conv that reorders its input first runs two pool dispatches:
+	 * it splits from twice the work */
+	bool prep = !q->cv.depthwise && !(q->in_c4 && q->cv.direct1x1 && !q->x_signed);
+	int64_t work = q->cv.depthwise ? macs * 16 : prep ? macs / 2 : macs;
 
 	cur_threads = work < QPAR_MIN_MACS && !split_all ? 1 : q->nthreads;
 	mi_quant_set_call_threads(cur_threads);

@@ -109,7 +109,8 @@ struct qctx {
 };
 
 #define HIST_BINS 2048
-#define MINCOS_INPUTS 200 /* --min-cosine with --calib-random: inputs judged */
+#define MINCOS_INPUTS 200 /* --min-cosine with --calib-random: inputs searched on */
+#define MINCOS_HOLD 100   /* and held out for the final check */
 
 static int consumers(const struct mi_graph *g, int t, int *only)
 {
@@ -2146,19 +2147,19 @@ static const char *unit_name(const struct qctx *c, const struct unit *u)
 	return c->nodes[u->idx].oname;
 }
 
-/* Evaluate the configuration the flags say on every evaluation input,
- * worst (for all int8) first, stopping at the first one below the target;
+/* Evaluate the configuration the flags say on n evaluation inputs (in the
+ * order ord, or the first n), stopping at the first one below the target;
  * *pass: the judged cosine (judged()) reaches it. */
-static int try_config(struct qctx *c, struct calib *ev, const int *ord, double *per,
+static int try_config(struct qctx *c, struct calib *ev, int n, const int *ord, double *per,
 		      bool *pass, double *cmin, double *tail)
 {
 	double cmean;
-	int err = eval_model(c, ev, ev->nruns, ord, c->min_cos, cmin, &cmean, per);
+	int err = eval_model(c, ev, n, ord, c->min_cos, cmin, &cmean, per);
 
 	*pass = false;
 	*tail = *cmin;
 	if (!err && *cmin >= c->min_cos)
-		*pass = judged(per, ev->nruns, tail) >= c->min_cos;
+		*pass = judged(per, n, tail) >= c->min_cos;
 	return err;
 }
 
@@ -2183,21 +2184,21 @@ static int cmp_run(const void *a, const void *b)
  *     most time first, go back to int8 one at a time while it still passes
  *     (at most MINCOS_REFINE trials).
  */
-static int mixed_precision(struct qctx *c, struct calib *ev)
+static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 {
-	int n = ev->nruns, nu = 0, nsens = n < MINCOS_SENS ? n : MINCOS_SENS, lo, hi, err;
+	int nall = ev->nruns, nu = 0, nsens = n < MINCOS_SENS ? n : MINCOS_SENS, lo, hi, err;
 	int ntry = 0, nkept = 0, nevals = 0;
 	struct unit *u = calloc(c->nnodes + c->nqt + 1, sizeof(*u));
 	struct qtime tm = { 0 };
 	double cmin, cmean, tail, jd, best = 0, macs = 0, t8 = 0, t32 = 0, tcur = 0, t0 = now_s();
-	double *per = calloc(n + 1, sizeof(double));
+	double *per = calloc(nall + 1, sizeof(double));
 	const double **ordp = calloc(n + 1, sizeof(*ordp));
 	int *ord = calloc(n + 1, sizeof(int)), *cand = calloc(c->nnodes + c->nqt + 1, sizeof(int));
 	double *gain = calloc(c->nnodes + c->nqt + 1, sizeof(double));
-	int *wunit = calloc(c->nnodes + 1, sizeof(int));
+	int *wunit = calloc(c->nnodes + 1, sizeof(int)), *kept = calloc(c->nnodes + c->nqt + 1, sizeof(int));
 	bool pass;
 
-	if (!u || !per || !ordp || !ord || !cand || !gain || !wunit) {
+	if (!u || !per || !ordp || !ord || !cand || !gain || !wunit || !kept) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -2220,11 +2221,11 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 	/* the reference: everything in fp32 */
 	for (int i = 0; i < nu; i++)
 		set_unit(c, &u[i], true);
-	err = eval_model(c, ev, n, NULL, 0, &cmin, &cmean, NULL);
+	err = eval_model(c, ev, nall, NULL, 0, &cmin, &cmean, NULL);
 	for (int i = 0; i < nu; i++)
 		set_unit(c, &u[i], false);
 	if (!err)
-		err = eval_model(c, ev, n, NULL, 0, &cmin, &cmean, per);
+		err = eval_model(c, ev, nall, NULL, 0, &cmin, &cmean, per);
 	if (err)
 		goto out;
 	/* inputs the all-int8 model does worst on first: the sensitivities
@@ -2234,9 +2235,9 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 	qsort(ordp, n, sizeof(*ordp), cmp_run);
 	for (int r = 0; r < n; r++)
 		ord[r] = (int)(ordp[r] - per);
-	jd = judged(per, n, &tail);
+	jd = judged(per, nall, &tail);
 	printf("min-cosine: all int8: cosine min %.9f mean %.9f over %d inputs, tail estimate "
-	       "%.9f\n", cmin, cmean, n, tail);
+	       "%.9f\n", cmin, cmean, nall, tail);
 	if (jd >= c->min_cos)
 		goto out;
 	/* costs: measured time (multiply-adds if profiling fails) */
@@ -2294,7 +2295,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 		int mid = (lo + hi) / 2;
 
 		set_prefix(c, u, nu, mid);
-		err = try_config(c, ev, ord, per, &pass, &cmin, &tail);
+		err = try_config(c, ev, n, ord, per, &pass, &cmin, &tail);
 		nevals++;
 		if (err)
 			goto out;
@@ -2351,7 +2352,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 			apply_units(c, u, nu);
 			continue;
 		}
-		err = try_config(c, ev, ord, per, &pass, &cmin, &tail);
+		err = try_config(c, ev, n, ord, per, &pass, &cmin, &tail);
 		ntry++;
 		if (err)
 			goto out;
@@ -2362,12 +2363,39 @@ static int mixed_precision(struct qctx *c, struct calib *ev)
 		if (pass) {
 			tcur = tnew;
 			best = cmin;
-			nkept++;
+			kept[nkept++] = cand[a];
 		} else {
 			set_group(c, u, wunit, cand[a], true);
 			apply_units(c, u, nu);
 		}
 	}
+	/* hold-out check: the search chose among configurations by the first
+	 * n inputs, so a marginal pass there is optimistic; the result must
+	 * pass on all inputs, the held-out ones included.  If not, the kept
+	 * refinements are undone (last first), then the prefix grows. */
+	while (nall > n) {
+		err = try_config(c, ev, nall, NULL, per, &pass, &cmin, &tail);
+		if (err)
+			goto out;
+		printf("min-cosine: check on all %d inputs (%d held out): %s (cosine min %.9f, tail "
+		       "%.9f)\n", nall, nall - n, pass ? "passed" : "failed", cmin, tail);
+		fflush(stdout);
+		if (pass) {
+			best = cmin;
+			break;
+		}
+		if (nkept > 0) {
+			set_group(c, u, wunit, kept[--nkept], true);
+			apply_units(c, u, nu);
+			continue;
+		}
+		if (hi >= nu)
+			break;
+		hi += (nu - hi + 7) / 8;
+		set_prefix(c, u, nu, hi);
+	}
+	if (tm.ok)
+		tcur = predict_time(c, &tm);
 	if (tm.ok && getenv("MI_MINCOS_DEBUG")) {
 		predict_time(c, &tm);
 		for (int o = 0; o < c->g->norder; o++) {
@@ -2408,6 +2436,7 @@ out:
 	free(cand);
 	free(gain);
 	free(wunit);
+	free(kept);
 	return err;
 }
 
@@ -2598,13 +2627,15 @@ int mi_quant_main(int argc, char **argv)
 	}
 	if (c.min_cos > 0 && !calib) {
 		/* judged on more inputs than the calibration's: the first
-		 * nrandom are the calibration inputs, the rest new */
-		err = calib_random(&c, nrandom > MINCOS_INPUTS ? (int)nrandom : MINCOS_INPUTS,
-				   seed, &ev);
+		 * nrandom are the calibration inputs, the rest new; the last
+		 * MINCOS_HOLD are held out of the search */
+		int ns = nrandom > MINCOS_INPUTS ? (int)nrandom : MINCOS_INPUTS;
+
+		err = calib_random(&c, ns + MINCOS_HOLD, seed, &ev);
 		if (!err)
-			err = mixed_precision(&c, &ev);
+			err = mixed_precision(&c, &ev, ns);
 	} else if (c.min_cos > 0) {
-		err = mixed_precision(&c, &cal);
+		err = mixed_precision(&c, &cal, cal.nruns);
 	}
 	if (err)
 		goto out;

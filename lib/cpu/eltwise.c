@@ -287,15 +287,26 @@ struct elt_job {
 	const float *bias;  /* LayerNormalization (s: scale) */
 	float *y;
 	int64_t units, ulen; /* work units of ulen elements */
+	struct mi_work w;
 };
 
-static void elt_thread(void *ctx, int t, int nt)
-{
-	const struct elt_job *j = ctx;
-	const struct elt_node *e = j->e;
-	int64_t b, end, u;
+/* Work ranges claimed dynamically (a thread that joins the pool run late
+ * leaves its share to the others): about 4 per thread, at least ELT_GRAIN
+ * elements (~2 us) each. */
+#define ELT_GRAIN 16384
 
-	mi_chunk(j->units, t, nt, &b, &end);
+static int64_t elt_grain(int64_t units, int64_t ulen, int nt)
+{
+	int64_t g = mi_work_grain(units, nt, 4), min = (ELT_GRAIN + ulen - 1) / ulen;
+
+	return g > min ? g : min;
+}
+
+static void elt_range(const struct elt_job *j, int64_t b, int64_t end)
+{
+	const struct elt_node *e = j->e;
+	int64_t u;
+
 	if (e->op == E_SOFTMAX) {
 		if (e->xk)
 			e->xk->softmax(j->x + b * j->ulen, j->y + b * j->ulen,
@@ -346,24 +357,35 @@ static void elt_thread(void *ctx, int t, int nt)
 			   j->s[u % e->mid], j->y + u * e->inner, e->inner);
 }
 
+static void elt_thread(void *ctx, int t, int nt)
+{
+	struct elt_job *j = ctx;
+	int64_t b, e;
+
+	while (mi_work_claim(&j->w, &b, &e))
+		elt_range(j, b, e);
+}
+
 struct same_job {
 	int op;
 	const float *a, *b;
 	float *y;
 	int64_t n;
+	struct mi_work w; /* blocks of 16 elements */
 };
 
 static void same_thread(void *ctx, int t, int nt)
 {
-	const struct same_job *j = ctx;
+	struct same_job *j = ctx;
 	int64_t b, e;
 
-	mi_chunk((j->n + 15) / 16, t, nt, &b, &e);
-	b *= 16, e *= 16;
-	if (e > j->n)
-		e = j->n;
-	if (e > b)
-		bin_vec(j->op, j->a + b, j->b + b, j->y + b, e - b);
+	while (mi_work_claim(&j->w, &b, &e)) {
+		b *= 16, e *= 16;
+		if (e > j->n)
+			e = j->n;
+		if (e > b)
+			bin_vec(j->op, j->a + b, j->b + b, j->y + b, e - b);
+	}
 }
 
 static int nthreads_for(const struct elt_node *e, int64_t units)
@@ -378,6 +400,7 @@ struct gen_job {
 	const struct elt_node *e;
 	const float *a, *b;
 	float *y;
+	struct mi_work w; /* output rows */
 };
 
 static void gen_rows(const struct elt_node *e, const float *a, const float *b,
@@ -425,11 +448,10 @@ static void gen_rows(const struct elt_node *e, const float *a, const float *b,
 
 static void gen_thread(void *ctx, int t, int nt)
 {
-	const struct gen_job *j = ctx;
+	struct gen_job *j = ctx;
 	int64_t b, e;
 
-	mi_chunk(j->e->gouter, t, nt, &b, &e);
-	if (e > b)
+	while (mi_work_claim(&j->w, &b, &e))
 		gen_rows(j->e, j->a, j->b, j->y, b, e);
 }
 
@@ -452,7 +474,11 @@ static int elt_run(struct mi_graph *g, struct mi_node *n)
 					    "fast kernel: missing or resized input");
 		gj.a = a->data;
 		gj.b = b->data;
-		mi_pool_run(nthreads_for(e, e->gouter), gen_thread, &gj);
+		int nt = nthreads_for(e, e->gouter);
+
+		mi_work_init(&gj.w, e->gouter,
+			     elt_grain(e->gouter, e->gdims[e->gnd - 1], nt));
+		mi_pool_run(nt, gen_thread, &gj);
 		return 0;
 	}
 	if (e->op >= E_ADD && e->op <= E_DIV) {
@@ -469,8 +495,11 @@ static int elt_run(struct mi_graph *g, struct mi_node *n)
 				.n = e->total,
 			};
 
-			mi_pool_run(nthreads_for(e, e->total / 16), same_thread,
-				    &sj);
+			int nt = nthreads_for(e, e->total / 16);
+
+			mi_work_init(&sj.w, (e->total + 15) / 16,
+				     elt_grain((e->total + 15) / 16, 16, nt));
+			mi_pool_run(nt, same_thread, &sj);
 			return 0;
 		}
 		if (mi_tensor_numel(s) != e->mid)
@@ -517,7 +546,10 @@ static int elt_run(struct mi_graph *g, struct mi_node *n)
 			j.units = e->total / 1024;
 		}
 	}
-	mi_pool_run(nthreads_for(e, j.units), elt_thread, &j);
+	int nt = nthreads_for(e, j.units);
+
+	mi_work_init(&j.w, j.units, elt_grain(j.units, j.ulen, nt));
+	mi_pool_run(nt, elt_thread, &j);
 	if (e->op < E_ADD && e->total % 1024) {
 		int64_t done = j.units * 1024;
 

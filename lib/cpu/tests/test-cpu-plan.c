@@ -407,13 +407,16 @@ static void refill(struct mi_tensor *t, float scale, float lo)
  * written) and the reference op and compare.  b_const: b is a constant
  * holding the given value(s).
  */
+/* threads of elt_case's plans: the large cases run on 1, 2 and 3 */
+static int elt_threads = 2;
+
 static void elt_case(const char *op, int nda, const int64_t *da, int ndb,
 		     const int64_t *db, int ndy, const int64_t *dy,
 		     float scale, float lo, bool want, int64_t axis,
 		     const float *bconst)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = 2 };
+	struct mi_cpu_opts o = { .nthreads = elt_threads };
 	int a, b = -1, y, nd, nin = ndb >= 0 ? 2 : 1;
 	const struct mi_op_def *def = mi_op_find(op, "");
 	struct mi_tensor *yt;
@@ -522,8 +525,12 @@ static void test_eltwise(void)
 	static const char *const binary[] = { "Add", "Sub", "Mul", "Div" };
 	static const float pw[] = { 1, 2, 3, 0.5f, 2.5f };
 
-	for (int r = 0; r < 4; r++) {
-		/* r == 3: large enough to use the thread pool */
+	for (int rt = 0; rt < 6; rt++) {
+		/* r == 3: large enough to use the thread pool (ranges claimed
+		 * dynamically), on 1, 2 and 3 threads */
+		int r = rt < 3 ? rt : 3;
+
+		elt_threads = rt < 3 ? 2 : rt - 2;
 		int64_t d[4] = { 1 + r, 2 + r % 3 * 5, 3 + r * 7,
 				 r == 3 ? 1700 : 5 + r * 3 };
 		int64_t c[3] = { d[1], 1, 1 }, last[1] = { d[3] };

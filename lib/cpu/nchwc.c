@@ -1344,9 +1344,12 @@ static int fuse_semul(struct mi_graph *g)
 	return 0;
 }
 
+int mi_nc_kforce = -1;
+
 int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 {
 	const char *env = getenv("MI_CPU_NCHWC");
+	const char *ks = getenv("MI_CPU_NC_KSPLIT");
 	int *kind = NULL, err = 0;
 	struct nc_node **fs = NULL;
 	char *blk = NULL;
@@ -1355,6 +1358,8 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 
 	if (env && !strcmp(env, "0"))
 		return 0;
+	if (ks)
+		mi_nc_kforce = atoi(ks);
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
 		return -ENOMEM;

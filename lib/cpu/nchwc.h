@@ -92,6 +92,11 @@ struct mi_nc_kern {
 		     float *y, int yblk, int cb0, int cb1, int oy0, int oy1);
 };
 
+/* Input-channel chunks of the flat direct conv (nchwc_impl.h): -1 where
+ * a block group's weights outgrow the L2, n > 0 chunks of n channel blocks
+ * everywhere (tests), 0 never.  MI_CPU_NC_KSPLIT sets it when planning. */
+extern int mi_nc_kforce;
+
 const struct mi_nc_kern *mi_nc_kern_get(int isa);
 extern const struct mi_nc_kern mi_nc_kern_generic, mi_nc_kern_avx2,
 	mi_nc_kern_avx512;

@@ -951,6 +951,12 @@ int main(void)
 		conv_case(0, it, 1);
 	for (it = 0; it < 24; it++)
 		test_split(it);
+	/* input-channel chunks of 1-3 blocks (large groups only by default) */
+	for (it = 0; it < 60; it++) {
+		mi_nc_kforce = 1 + it % 3;
+		conv_case(0, it, 1);
+	}
+	mi_nc_kforce = -1;
 	printf("test-nchwc: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

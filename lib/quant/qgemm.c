@@ -15,8 +15,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -967,21 +965,12 @@ static size_t conv_ws_per_thread(const struct mi_qconv *cv)
 	       ~(size_t)63;
 }
 
-/* row states of conv_need_rows (after xi, before the per-thread areas) */
-static size_t conv_rows_bytes(const struct mi_qconv *cv)
-{
-	if (cv->depthwise)
-		return 0;
-	return ((size_t)cv->s.group * (cv->s.h + cv->s.pt + cv->s.pb) * sizeof(atomic_int) +
-		63) & ~(size_t)63;
-}
-
 size_t mi_qconv_workspace(const struct mi_qconv *cv)
 {
 	/* per-thread area for up to 64 threads */
 	int nt = par_threads > 64 ? 64 : par_threads;
 
-	return ((conv_xi_bytes(cv) + 63) & ~(size_t)63) + conv_rows_bytes(cv) +
+	return ((conv_xi_bytes(cv) + 63) & ~(size_t)63) +
 	       conv_ws_per_thread(cv) * nt + 64;
 }
 
@@ -1004,7 +993,6 @@ struct conv_job {
 	bool in_direct; /* 1x1, no pads: read xsrc directly, no reorder */
 	bool amx;       /* AMX tiles for pairs of output blocks */
 	bool amx_rows;  /* conv_amx_rows_item: no im2col */
-	atomic_int *rows; /* group x hp row states: panels reorder their rows */
 };
 
 /* Interleave one row of 4 planar channels (NULL: the fill byte) into
@@ -1034,14 +1022,14 @@ prep_row_avx512(const uint8_t *const sp[4], uint8_t fill, uint8_t flip, int w,
 	}
 }
 
-/* Reorder padded rows [y0, y1) of one group-channel-quad plane of the
- * input into xi. */
-static void conv_prep_rows(struct conv_job *j, int g, int cq, size_t y0, size_t y1)
+/* Reorder one group-channel-quad plane of the input into xi. */
+static void conv_prep_item(void *arg, int item, int tid)
 {
+	struct conv_job *j = arg;
 	const struct mi_qconv_shape *s = &j->cv->s;
+	int g = item / j->cv->c4, cq = item % j->cv->c4;
 	int cg = s->c / s->group;
-	uint32_t *dst = (uint32_t *)(void *)(j->xi + (size_t)(g * j->cv->c4 + cq) * j->hp *
-						     j->wp * 4);
+	uint32_t *dst = (uint32_t *)(void *)(j->xi + (size_t)item * j->hp * j->wp * 4);
 	uint32_t fill = j->zx * 0x01010101u;
 	const uint8_t *src[4];
 	size_t plane = (size_t)s->h * s->w;
@@ -1051,7 +1039,7 @@ static void conv_prep_rows(struct conv_job *j, int g, int cq, size_t y0, size_t 
 
 		src[q] = ch < cg ? j->xsrc + (size_t)(g * cg + ch) * plane : NULL;
 	}
-	for (size_t y = y0; y < y1; y++) {
+	for (size_t y = 0; y < j->hp; y++) {
 		uint32_t *row = dst + y * j->wp;
 		int iy = (int)y - s->pt;
 
@@ -1123,59 +1111,6 @@ static void conv_prep_rows(struct conv_job *j, int g, int cq, size_t y0, size_t 
 	}
 }
 
-/* Reorder one group-channel-quad plane of the input into xi. */
-static void conv_prep_item(void *arg, int item, int tid)
-{
-	struct conv_job *j = arg;
-
-	conv_prep_rows(j, item / j->cv->c4, item % j->cv->c4, 0, j->hp);
-}
-
-/*
- * One pool dispatch per conv (split convs that reorder their input): each
- * panel reorders the padded input rows it reads, all channel quads of its
- * group, before its im2col.  A row is claimed by one thread (0 -> 1),
- * reordered, then published (2, release); a panel whose rows were claimed
- * by the other thread waits for them (one row's reorder at most).  Rows are
- * claimed in order and a claimed row never waits, so nothing deadlocks.
- */
-enum { ROW_TODO, ROW_BUSY, ROW_DONE };
-
-static void conv_need_rows(struct conv_job *j, int g, int panel)
-{
-	const struct mi_qconv_shape *s = &j->cv->s;
-	int npix = s->oh * s->ow, p0 = panel * MI_QNR;
-	int p1 = p0 + MI_QNR < npix ? p0 + MI_QNR : npix;
-	int y0 = p0 / s->ow * s->sh, y1 = (p1 - 1) / s->ow * s->sh + (s->kh - 1) * s->dh + 1;
-	atomic_int *st = j->rows + (size_t)g * j->hp;
-	int wait = -1;
-
-	for (int y = y0; y < y1; y++) {
-		int todo = ROW_TODO;
-
-		if (atomic_load_explicit(&st[y], memory_order_acquire) == ROW_DONE)
-			continue;
-		if (!atomic_compare_exchange_strong_explicit(&st[y], &todo, ROW_BUSY,
-							     memory_order_relaxed,
-							     memory_order_relaxed)) {
-			wait = wait < 0 ? y : wait;
-			continue;
-		}
-		for (int cq = 0; cq < j->cv->c4; cq++)
-			conv_prep_rows(j, g, cq, y, y + 1);
-		atomic_store_explicit(&st[y], ROW_DONE, memory_order_release);
-	}
-	for (int y = wait; wait >= 0 && y < y1; y++) {
-		for (int spin = 0; atomic_load_explicit(&st[y], memory_order_acquire) != ROW_DONE;
-		     spin++) {
-			if (spin < 4096)
-				_mm_pause();
-			else
-				sched_yield();
-		}
-	}
-}
-
 /* dst[i] = src[2 * i] for n 4-byte pixels (im2col of a stride-2 run). */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void
 copy_s2_avx512(uint8_t *dst, const uint8_t *src, int n)
@@ -1213,8 +1148,6 @@ static void conv_gemm_item(void *arg, int item, int tid)
 	const uint8_t *b;
 	size_t ldb;
 
-	if (j->rows)
-		conv_need_rows(j, g, panel);
 	if (cv->direct1x1 && j->in_direct && np < MI_QNR) {
 		/* the caller's tensor has no slack after it: copy the
 		 * partial last panel */
@@ -2103,7 +2036,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	j.hp = s->h + s->pt + s->pb;
 	j.wp = s->w + s->pl + s->pr;
 	j.xi = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
-	j.ws = j.xi + ((conv_xi_bytes(cv) + 63) & ~(size_t)63) + conv_rows_bytes(cv);
+	j.ws = j.xi + ((conv_xi_bytes(cv) + 63) & ~(size_t)63);
 	j.ws_per = conv_ws_per_thread(cv);
 	if (cv->depthwise) {
 		par_for((s->c + 3) / 4, dw_quad_item, &j);
@@ -2111,23 +2044,14 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		j.amx_rows = j.amx && !cv->direct1x1 && !j.in_direct && s->sh == 1 && s->sw == 1 &&
 			     cv->c4 % 16 == 0 && s->kh * s->kw <= AMX_ROWS_TAPS;
 		j.npanel = ((j.amx_rows ? s->oh * (int)j.wp : s->oh * s->ow) + MI_QNR - 1) / MI_QNR;
-		int nt = call_threads > 0 ? call_threads : par_threads;
-
-		/* one dispatch: panels reorder their own rows; not on few
-		 * panels (maps <= 14x14), whose rows would split unevenly */
-		if (!j.in_direct && nt > 1 && !j.amx_rows && s->group * j.npanel >= 8 * nt) {
-			j.rows = (atomic_int *)(void *)(j.xi + ((conv_xi_bytes(cv) + 63) & ~(size_t)63));
-			for (size_t r = 0; r < (size_t)s->group * j.hp; r++)
-				atomic_init(&j.rows[r], ROW_TODO);
-		} else if (!j.in_direct) {
+		if (!j.in_direct)
 			par_for(s->group * cv->c4, conv_prep_item, &j);
-		}
 		/* few pixel panels for the threads (7x7 and 14x14 maps): each
 		 * panel's output blocks are split in chunks too. Only for convs
 		 * reading their C4 input directly or AMX rows: a chunk would
 		 * redo the panel's im2col (3x3 convs on 13x13 maps at 2 threads
 		 * got ~4% slower).  AMX chunks hold whole pairs of blocks. */
-		int items = s->group * j.npanel;
+		int items = s->group * j.npanel, nt = call_threads > 0 ? call_threads : par_threads;
 
 		j.nchunk = 1;
 		j.bpc = cv->w.nblk;

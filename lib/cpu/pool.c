@@ -103,21 +103,29 @@ static void worker_join(void)
 	}
 }
 
+/* Spin up to iters pauses for the generation to move off seen; return it. */
+static int poll_gen(int seen, int iters)
+{
+	int g = seen;
+
+	for (int i = 0; i < iters; i++) {
+		g = atomic_load_explicit(&pool.gen, memory_order_acquire);
+		if (g != seen)
+			break;
+		cpu_relax();
+	}
+	return g;
+}
+
 static void *worker(void *arg)
 {
 	int t = (int)(intptr_t)arg;
 	int seen = pool.start_gen[t];
 
 	for (;;) {
-		int g, i;
+		int g;
 
-		for (i = 0; i < SPIN_ITERS; i++) {
-			g = atomic_load_explicit(&pool.gen,
-						 memory_order_acquire);
-			if (g != seen)
-				break;
-			cpu_relax();
-		}
+		g = poll_gen(seen, SPIN_ITERS);
 		/* then poll and yield the core for a while before sleeping */
 		if (g == seen) {
 			struct timespec t0, t1;
@@ -125,13 +133,7 @@ static void *worker(void *arg)
 
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			while (ns < YIELD_NS) {
-				for (i = 0; i < YIELD_POLL; i++) {
-					g = atomic_load_explicit(&pool.gen,
-								 memory_order_acquire);
-					if (g != seen)
-						break;
-					cpu_relax();
-				}
+				g = poll_gen(seen, YIELD_POLL);
 				if (g != seen)
 					break;
 				sched_yield();

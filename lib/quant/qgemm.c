@@ -1129,6 +1129,21 @@ copy_s2_avx512(uint8_t *dst, const uint8_t *src, int n)
 	}
 }
 
+/*
+ * A panel item's (group, pixel panel, output blocks blk0..blk1): items run
+ * over groups, then panels, then chunks of j->bpc output blocks.
+ */
+static void conv_item_decode(const struct conv_job *j, int item, int *g, int *panel,
+			     int *blk0, int *blk1)
+{
+	int chunk = item % j->nchunk, nblk = j->cv->w.nblk;
+
+	*g = item / j->nchunk / j->npanel;
+	*panel = item / j->nchunk % j->npanel;
+	*blk0 = chunk * j->bpc;
+	*blk1 = *blk0 + j->bpc < nblk ? *blk0 + j->bpc : nblk;
+}
+
 /* One (group, pixel panel): im2col into the panel, all output blocks. */
 static void conv_gemm_item(void *arg, int item, int tid)
 {
@@ -1136,9 +1151,9 @@ static void conv_gemm_item(void *arg, int item, int tid)
 	const struct mi_qconv *cv = j->cv;
 	const struct mi_qconv_shape *s = &cv->s;
 	const struct mi_qweights *w = &cv->w;
-	int chunk = item % j->nchunk;
-	int g = item / j->nchunk / j->npanel, panel = item / j->nchunk % j->npanel;
-	int blk0 = chunk * j->bpc, blk1 = blk0 + j->bpc < cv->w.nblk ? blk0 + j->bpc : cv->w.nblk;
+	int g, panel, blk0, blk1;
+
+	conv_item_decode(j, item, &g, &panel, &blk0, &blk1);
 	int npix = s->oh * s->ow;
 	int p0 = panel * MI_QNR, np = npix - p0 < MI_QNR ? npix - p0 : MI_QNR;
 	uint8_t *pb = j->ws + tid * j->ws_per;
@@ -1255,9 +1270,9 @@ static void conv_amx_rows_item(void *arg, int item, int tid)
 	const struct mi_qconv *cv = j->cv;
 	const struct mi_qconv_shape *s = &cv->s;
 	const struct mi_qweights *w = &cv->w;
-	int chunk = item % j->nchunk;
-	int g = item / j->nchunk / j->npanel, panel = item / j->nchunk % j->npanel;
-	int blk0 = chunk * j->bpc, blk1 = blk0 + j->bpc < w->nblk ? blk0 + j->bpc : w->nblk;
+	int g, panel, blk0, blk1;
+
+	conv_item_decode(j, item, &g, &panel, &blk0, &blk1);
 	int npix = s->oh * s->ow, wp = (int)j->wp, q0 = panel * MI_QNR;
 	size_t plane = j->hp * j->wp * 4, es = out_elem(j->ep->mode);
 	uint8_t *tmp = j->ws + tid * j->ws_per; /* 8 x 32 bytes */

@@ -401,6 +401,15 @@ static int node(struct mi_graph *g, const char *op, int nin, const int *in,
 	return nd;
 }
 
+/* y becomes the graph's only output. */
+static void set_output(struct mi_graph *g, int y)
+{
+	g->outputs = malloc(sizeof(int));
+	g->noutputs = 1;
+	g->outputs[0] = y;
+	g->tensors[y].flags |= MI_TF_OUTPUT;
+}
+
 /* Conv node: x -> y with random weights/bias; returns the node. */
 static int conv(struct mi_graph *g, int x, int c, int m, int k, int s,
 		int group, int y)
@@ -624,10 +633,7 @@ static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
 	} else {
 		y = t2h;
 	}
-	g.outputs = malloc(sizeof(int));
-	g.noutputs = 1;
-	g.outputs[0] = y;
-	g.tensors[y].flags |= MI_TF_OUTPUT;
+	set_output(&g, y);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
 	for (int round = 0; round < 2; round++) {
 		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
@@ -698,10 +704,7 @@ static void test_concat(int c, int a, int b, int nb, int hw, int nthreads)
 	npw = conv(&g, tc, a + b, c, 1, 1, 1, t1);
 	mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1, (int[]){ t1 }, y)],
 			 "kernel_shape", ks, 2);
-	g.outputs = malloc(sizeof(int));
-	g.noutputs = 1;
-	g.outputs[0] = y;
-	g.tensors[y].flags |= MI_TF_OUTPUT;
+	set_output(&g, y);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
 	for (int round = 0; round < 2; round++) {
 		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
@@ -767,10 +770,7 @@ static void test_semul(int c, int e, int m, int hw, int nb, int nthreads)
 	npw = conv(&g, t3, e, m, 1, 1, 1, t4);
 	mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1, (int[]){ t4 }, y)],
 			 "kernel_shape", ks, 2);
-	g.outputs = malloc(sizeof(int));
-	g.noutputs = 1;
-	g.outputs[0] = y;
-	g.tensors[y].flags |= MI_TF_OUTPUT;
+	set_output(&g, y);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
 	for (int round = 0; round < 2; round++) {
 		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
@@ -859,10 +859,7 @@ static void test_split(int it)
 	ks[0] = ks[1] = oh > 1 ? 2 : 1;
 	mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1, (int[]){ u }, y)],
 			 "kernel_shape", ks, 2);
-	g.outputs = malloc(sizeof(int));
-	g.noutputs = 1;
-	g.outputs[0] = y;
-	g.tensors[y].flags |= MI_TF_OUTPUT;
+	set_output(&g, y);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
 	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
@@ -903,10 +900,7 @@ static void test_lone_conv(void)
 	y = tensor(&g, "y", 1, 16, 9, 9, 0, false);
 	cv = conv(&g, x, 8, 16, 3, 1, 1, t);
 	node(&g, "Softmax", 1, (int[]){ t }, y);
-	g.outputs = malloc(sizeof(int));
-	g.noutputs = 1;
-	g.outputs[0] = y;
-	g.tensors[y].flags |= MI_TF_OUTPUT;
+	set_output(&g, y);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
 	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
 	CHECK(g.nodes[cv].priv, "conv not planned");

@@ -857,6 +857,168 @@ int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
 	return 0;
 }
 
+/*
+ * ---- depthwise on small maps: gather tables ------------------------------
+ *
+ * 16 consecutive output pixels (flattened, or within one output row) times
+ * four taps (flattened over the kernel, or within one kernel row) per
+ * vpdpbusd: byte 4i+b of the gathered vector is the input byte of tap b of
+ * the group at output pixel i, so one vpdpbusd with the channel's four
+ * weights per dword adds four taps of 16 outputs.  The input bytes of one
+ * (pixel vector, tap group) lie in a 64-byte window of the unpadded input
+ * plane (base offset, load mask); vpermb picks them (index table) and the
+ * lanes that fall on padding take the zero point (permute mask).  The
+ * tables depend on the shape only (built once per conv, shared by all
+ * channels): any stride and dilation, as long as every window fits 64
+ * bytes and the tables stay small (7x7 .. 28x28 maps).  Four channels (one
+ * C4 quad) per pass share each table entry; their outputs are combined
+ * into C4 dwords (one store).  Exact: uint8 x int8 into int32.
+ */
+#define DWT_MAX_BYTES (40 * 1024)
+
+struct mi_qdwtab {
+	int npv, ng;       /* pixel vectors, tap groups */
+	int *p0;           /* [npv + 1] first output pixel of each vector */
+	int32_t *base;     /* [npv * ng] window offset in the input plane */
+	uint64_t *lmask;   /* [npv * ng] window bytes to load */
+	uint64_t *pmask;   /* [npv * ng] gathered bytes that are inside the map */
+	uint8_t *idx;      /* [npv * ng][64] window byte of each gathered byte */
+	uint32_t *wq;      /* [c][ng] the group's four weights */
+	void *mem;
+};
+
+static int dwtab_cur = 1;
+
+int mi_quant_set_dwtab(int on)
+{
+	dwtab_cur = !!on;
+	return dwtab_cur;
+}
+
+static void dwt_free(struct mi_qdwtab *t)
+{
+	if (t)
+		free(t->mem);
+	free(t);
+}
+
+/* Tables for one choice of pixel vectors (flat: across output rows) and
+ * tap groups (flat: across kernel rows); NULL when a window is wider than
+ * 64 bytes, the tables would be too large, or out of memory. */
+static struct mi_qdwtab *dwt_try(const struct mi_qconv_shape *s, const int8_t *dww,
+				 bool flat_px, bool flat_tap)
+{
+	int taps = s->kh * s->kw, gpr = (s->kw + 3) / 4;
+	int ng = flat_tap ? (taps + 3) / 4 : s->kh * gpr;
+	int npv = flat_px ? (s->oh * s->ow + 15) / 16 : s->oh * ((s->ow + 15) / 16);
+	size_t ne = (size_t)npv * ng;
+	int gt[(MI_QDW_KMAX * MI_QDW_KMAX + 3) / 4 * 4 + 4 * MI_QDW_KMAX];
+
+	if (ne * (64 + 8 + 8 + 4) + (size_t)npv * 4 > DWT_MAX_BYTES)
+		return NULL;
+	/* gt[4g + b]: tap of slot b of group g, -1: none */
+	for (int g = 0; g < ng; g++)
+		for (int b = 0; b < 4; b++) {
+			int t = flat_tap ? 4 * g + b : g / gpr * s->kw + g % gpr * 4 + b;
+			bool ok = flat_tap ? t < taps : g % gpr * 4 + b < s->kw;
+
+			gt[4 * g + b] = ok ? t : -1;
+		}
+
+	struct mi_qdwtab *t = calloc(1, sizeof(*t));
+	size_t bytes = ne * 64 + 64 + ne * 16 + ne * 4 + (size_t)(npv + 1) * 4 +
+		       (size_t)s->c * ng * 4;
+
+	if (!t)
+		return NULL;
+	t->mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+	if (!t->mem) {
+		free(t);
+		return NULL;
+	}
+	t->npv = npv;
+	t->ng = ng;
+	t->idx = t->mem;
+	t->lmask = (uint64_t *)(void *)(t->idx + ne * 64);
+	t->pmask = t->lmask + ne;
+	t->base = (int32_t *)(void *)(t->pmask + ne);
+	t->p0 = t->base + ne;
+	t->wq = (uint32_t *)(void *)(t->p0 + npv + 1);
+	memset(t->idx, 0, ne * 64);
+	for (int v = 0, rowv = (s->ow + 15) / 16; v <= npv; v++)
+		t->p0[v] = v == npv ? s->oh * s->ow :
+			   flat_px  ? v * 16 :
+				      v / rowv * s->ow + v % rowv * 16;
+	for (int v = 0; v < npv; v++) {
+		int n = t->p0[v + 1] - t->p0[v];
+
+		n = n < 16 ? n : 16;
+		for (int g = 0; g < ng; g++) {
+			size_t e = (size_t)v * ng + g;
+			int lo = INT32_MAX, hi = -1, off[64];
+			uint64_t pm = 0;
+
+			for (int i = 0; i < 16 * 4; i++) {
+				int tap = gt[4 * g + i % 4], p = t->p0[v] + i / 4;
+
+				off[i] = -1;
+				if (i / 4 >= n || tap < 0)
+					continue;
+				int oy = p / s->ow, ox = p % s->ow;
+				int iy = oy * s->sh - s->pt + tap / s->kw * s->dh;
+				int ix = ox * s->sw - s->pl + tap % s->kw * s->dw;
+
+				if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w)
+					continue;
+				off[i] = iy * s->w + ix;
+				lo = off[i] < lo ? off[i] : lo;
+				hi = off[i] > hi ? off[i] : hi;
+			}
+			if (hi >= 0 && hi - lo >= 64) {
+				dwt_free(t);
+				return NULL;
+			}
+			t->base[e] = hi >= 0 ? lo : 0;
+			for (int i = 0; i < 64; i++)
+				if (off[i] >= 0) {
+					t->idx[e * 64 + i] = (uint8_t)(off[i] - lo);
+					pm |= 1ull << i;
+				}
+			t->pmask[e] = pm;
+			t->lmask[e] = hi < 0 ? 0 : hi - lo == 63 ? ~0ull : (2ull << (hi - lo)) - 1;
+		}
+	}
+	for (int c = 0; c < s->c; c++)
+		for (int g = 0; g < ng; g++) {
+			uint32_t d = 0;
+
+			for (int b = 0; b < 4; b++)
+				if (gt[4 * g + b] >= 0)
+					d |= (uint32_t)(uint8_t)dww[(size_t)c * taps + gt[4 * g + b]]
+					     << (8 * b);
+			t->wq[(size_t)c * ng + g] = d;
+		}
+	return t;
+}
+
+/* The smallest table that fits (fewest entries), or NULL. */
+static struct mi_qdwtab *dwt_build(const struct mi_qconv_shape *s, const int8_t *dww)
+{
+	struct mi_qdwtab *best = NULL;
+
+	for (int m = 0; m < 4; m++) {
+		struct mi_qdwtab *t = dwt_try(s, dww, !(m & 1), !(m & 2));
+
+		if (t && (!best || (size_t)t->npv * t->ng < (size_t)best->npv * best->ng)) {
+			dwt_free(best);
+			best = t;
+		} else {
+			dwt_free(t);
+		}
+	}
+	return best;
+}
+
 /* ---- convolution ------------------------------------------------------ */
 
 struct conv_get_ctx {
@@ -913,6 +1075,7 @@ int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 				cv->dww[o * nt + t] = (int8_t)v;
 				cv->wsum_dw[o] += v;
 			}
+		cv->dwt = dwt_build(s, cv->dww); /* NULL: the row kernels */
 		return 0;
 	}
 	int cg = s->c / s->group;
@@ -932,6 +1095,7 @@ void mi_qconv_fini(struct mi_qconv *cv)
 	mi_qweights_free(&cv->w);
 	free(cv->dww);
 	free(cv->wsum_dw);
+	dwt_free(cv->dwt);
 	memset(cv, 0, sizeof(*cv));
 }
 
@@ -1863,6 +2027,130 @@ dw_chan_vbmi(const uint8_t *src, int h, int iw, int pt, int pl, uint8_t zx, cons
 	}
 }
 
+/* ---- depthwise gather-table kernel (see dwt_try) ------------------------- */
+
+struct dwt_job {
+	const struct mi_qconv *cv;
+	const uint8_t *x;
+	uint8_t zx, flip;
+	const struct mi_qepi *ep;
+	uint8_t *y;
+	int nsplit;
+};
+
+/* Pixel vectors v0..v1 of channels c0..c0+nc-1 (nc <= 4; a C4 output has
+ * whole quads). */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"), always_inline))
+static inline void
+dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const bool flip)
+{
+	const struct mi_qconv_shape *s = &j->cv->s;
+	const struct mi_qdwtab *t = j->cv->dwt;
+	const struct mi_qepi *ep = j->ep;
+	size_t plane = (size_t)s->h * s->w, npix = (size_t)s->oh * s->ow;
+	const uint8_t *x0 = j->x + c0 * plane;
+	const uint8_t *x1 = x0 + (nc > 1) * plane, *x2 = x0 + (nc > 2) * 2 * plane;
+	const uint8_t *x3 = x0 + (nc > 3) * 3 * plane;
+	const uint32_t *w0 = t->wq + (size_t)c0 * t->ng;
+	const uint32_t *w1 = w0 + (nc > 1) * t->ng, *w2 = w0 + (nc > 2) * 2 * t->ng;
+	const uint32_t *w3 = w0 + (nc > 3) * 3 * t->ng;
+	const __m512i zxv = _mm512_set1_epi8((char)j->zx), fv = _mm512_set1_epi8((char)0x80);
+	const __m512 lo = _mm512_set1_ps(ep->flo), hi = _mm512_set1_ps(ep->fhi);
+	const __m512i zy = _mm512_set1_epi32(ep->zy);
+	__m512i comp[4];
+	__m512 mult[4];
+
+	for (int k = 0; k < 4; k++) {
+		int c = c0 + (k < nc ? k : 0);
+
+		comp[k] = _mm512_set1_epi32(ep->comp[c]);
+		mult[k] = _mm512_set1_ps(ep->mult[c]);
+	}
+	for (int v = v0; v < v1; v++) {
+		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+		size_t e = (size_t)v * t->ng;
+
+		for (int g = 0; g < t->ng; g++, e++) {
+			__m512i ix = _mm512_load_si512(t->idx + e * 64);
+			__mmask64 lm = t->lmask[e], pm = t->pmask[e];
+			int32_t b = t->base[e];
+
+#define MI_DWT_GATHER(xp)                                                                \
+	_mm512_mask_permutexvar_epi8(                                                    \
+		zxv, pm, ix,                                                             \
+		flip ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(lm, (xp) + b), fv)     \
+		     : _mm512_maskz_loadu_epi8(lm, (xp) + b))
+			a0 = _mm512_dpbusd_epi32(a0, MI_DWT_GATHER(x0), _mm512_set1_epi32((int)w0[g]));
+			a1 = _mm512_dpbusd_epi32(a1, MI_DWT_GATHER(x1), _mm512_set1_epi32((int)w1[g]));
+			a2 = _mm512_dpbusd_epi32(a2, MI_DWT_GATHER(x2), _mm512_set1_epi32((int)w2[g]));
+			a3 = _mm512_dpbusd_epi32(a3, MI_DWT_GATHER(x3), _mm512_set1_epi32((int)w3[g]));
+#undef MI_DWT_GATHER
+		}
+		/* the requantization of dw_store, four channels */
+		__m512i a[4] = { a0, a1, a2, a3 }, q[4];
+
+		for (int k = 0; k < 4; k++) {
+			__m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(a[k], comp[k]));
+
+			f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(f, mult[k]), lo), hi);
+			q[k] = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
+		}
+		int p0 = t->p0[v], n = t->p0[v + 1] - p0;
+		__mmask16 m;
+
+		n = n < 16 ? n : 16;
+		m = (__mmask16)((1u << n) - 1);
+		if (ep->out_c4) {
+			__m512i d = q[0];
+
+			d = _mm512_mask_blend_epi8(0x2222222222222222ull, d, _mm512_slli_epi32(q[1], 8));
+			d = _mm512_mask_blend_epi8(0x4444444444444444ull, d, _mm512_slli_epi32(q[2], 16));
+			d = _mm512_mask_blend_epi8(0x8888888888888888ull, d, _mm512_slli_epi32(q[3], 24));
+			_mm512_mask_storeu_epi32(j->y + ((size_t)(c0 / 4) * npix + p0) * 4, m, d);
+		} else {
+			for (int k = 0; k < nc; k++)
+				store16_u8(j->y + (c0 + k) * npix + p0, m, q[k]);
+		}
+	}
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) static void
+dwt_item(void *arg, int item, int tid)
+{
+	const struct dwt_job *j = arg;
+	const struct mi_qdwtab *t = j->cv->dwt;
+	int quad = item / j->nsplit, part = item % j->nsplit, c0 = quad * 4;
+	int nc = j->cv->s.c - c0 < 4 ? j->cv->s.c - c0 : 4;
+	int v0 = (int)((int64_t)t->npv * part / j->nsplit);
+	int v1 = (int)((int64_t)t->npv * (part + 1) / j->nsplit);
+
+	if (j->flip)
+		dwt_quad_body(j, c0, nc, v0, v1, true);
+	else
+		dwt_quad_body(j, c0, nc, v0, v1, false);
+}
+
+/* The gather-table path applies (AVX-512 VBMI, requantized output). */
+static bool dwt_use(const struct mi_qconv *cv, int isa, const struct mi_qepi *ep)
+{
+	return cv->dwt && dwtab_cur && isa == MI_QISA_AVX512 && have_vbmi() &&
+	       (ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8);
+}
+
+static void dwt_run(const struct mi_qconv *cv, const uint8_t *x, uint8_t zx, uint8_t flip,
+		    const struct mi_qepi *ep, uint8_t *y)
+{
+	int nq = (cv->s.c + 3) / 4, nt = call_threads > 0 ? call_threads : par_threads;
+	struct dwt_job j = { cv, x, zx, flip, ep, y, 1 };
+
+	/* few channel quads for the threads: split the pixels too */
+	if (nt > 1 && nq < 4 * nt) {
+		j.nsplit = (4 * nt + nq - 1) / nq;
+		j.nsplit = j.nsplit < cv->dwt->npv ? j.nsplit : cv->dwt->npv;
+	}
+	par_for(nq * j.nsplit, dwt_item, &j);
+}
+
 static void dw_prep_item(void *arg, int c, int tid)
 {
 	struct conv_job *j = arg;
@@ -2053,7 +2341,9 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	j.xi = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
 	j.ws = j.xi + ((conv_xi_bytes(cv) + 63) & ~(size_t)63);
 	j.ws_per = conv_ws_per_thread(cv);
-	if (cv->depthwise) {
+	if (cv->depthwise && dwt_use(cv, isa, ep)) {
+		dwt_run(cv, x, j.zx, j.flip, ep, y);
+	} else if (cv->depthwise) {
 		par_for((s->c + 3) / 4, dw_quad_item, &j);
 	} else {
 		j.amx_rows = j.amx && !cv->direct1x1 && !j.in_direct && s->sh == 1 && s->sw == 1 &&

@@ -43,6 +43,9 @@ int mi_quant_isa_max(void);
 /* Use AVX-512 VBMI where the CPU has it (default on; tests switch it off
  * to cover the AVX-512 kernels without it).  Returns the setting. */
 int mi_quant_set_vbmi(int on);
+/* Depthwise convs on small maps through gather tables (AVX-512 VBMI; default
+ * on; tests switch it off to cover the row kernels).  Returns the setting. */
+int mi_quant_set_dwtab(int on);
 /* AMX-INT8 tiles for the dense conv/GEMM tiles (lib/quant/qamx.c): used on
  * the AVX-512 path where the CPU has AMX-TILE + AMX-INT8 and Linux grants
  * the tile state (arch_prctl, once per process).  MI_QUANT_AMX=0 turns it
@@ -145,6 +148,7 @@ struct mi_qconv {
 	struct mi_qweights w;
 	int8_t *dww;        /* depthwise: [oc][kh * kw] */
 	int32_t *wsum_dw;   /* depthwise: [oc] */
+	struct mi_qdwtab *dwt; /* depthwise on small maps: gather tables (qgemm.c) */
 };
 
 /* Prepare a conv: weights w(g,o,c,ky,kx) via get(ctx, g, o, k) with

@@ -52,6 +52,13 @@ int main(int argc, char **argv)
 		{ 64, 56, 64, 3, 1, 1, 1 },   { 256, 14, 256, 3, 1, 1, 1 },
 		{ 512, 7, 512, 3, 1, 1, 1 },  { 128, 56, 128, 3, 2, 1, 1 },
 		{ 256, 56, 512, 1, 2, 1, 1 }, { 1024, 14, 2048, 1, 2, 1, 1 },
+		/* depthwise (mobile nets), C4 output */
+		{ 576, 7, 576, 5, 1, 576, 1 },	{ 576, 14, 576, 5, 2, 576, 1 },
+		{ 240, 14, 240, 5, 1, 240, 1 }, { 672, 14, 672, 5, 1, 672, 1 },
+		{ 960, 7, 960, 3, 1, 960, 1 },	{ 576, 14, 576, 3, 1, 576, 1 },
+		{ 144, 56, 144, 3, 2, 144, 1 }, { 144, 56, 144, 3, 1, 144, 1 },
+		{ 32, 112, 32, 3, 1, 32, 1 },	{ 96, 112, 96, 3, 2, 96, 1 },
+		{ 16, 112, 16, 3, 2, 16, 1 },	{ 96, 28, 96, 5, 2, 96, 1 },
 	};
 	double secs = argc > 1 ? atof(argv[1]) : 0.3;
 	int only = -1;
@@ -72,6 +79,11 @@ int main(int argc, char **argv)
 		mi_quant_set_isa(isa);
 		mi_quant_set_amx(path > MI_QISA_AVX512);
 		for (size_t i = 0; i < sizeof(L) / sizeof(L[0]); i++) {
+			/* BENCH_DW=1: depthwise shapes only; BENCH_DW=<c>: those with c channels */
+			const char *dwf = getenv("BENCH_DW");
+
+			if (dwf && (L[i].g == 1 || (atoi(dwf) > 1 && atoi(dwf) != L[i].c)))
+				continue;
 			struct mi_qconv_shape s = {
 				.c = L[i].c, .h = L[i].hw, .w = L[i].hw, .oc = L[i].oc,
 				.kh = L[i].k, .kw = L[i].k, .sh = L[i].s, .sw = L[i].s,
@@ -93,7 +105,7 @@ int main(int argc, char **argv)
 			void *ws = aligned_alloc(64, (mi_qconv_workspace(&cv) + 63) & ~(size_t)63);
 			struct mi_qepi ep = { .mode = MI_QOUT_U8, .comp = comp, .mult = mult,
 					      .flo = 0, .fhi = 255, .out_c4 = L[i].c4 };
-			unsigned int fl = L[i].c4 ? MI_QCONV_IN_C4 : 0;
+			unsigned int fl = L[i].c4 && L[i].g == 1 ? MI_QCONV_IN_C4 : 0;
 
 			memset(x, 3, (size_t)s.c * s.h * s.w);
 			for (int o = 0; o < s.oc; o++)

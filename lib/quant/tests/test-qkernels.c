@@ -96,6 +96,8 @@ static void make_epi(struct mi_qepi *ep, int mode, int oc, int32_t *comp,
 	}
 }
 
+static int dw_cases, dwtab_cases;
+
 static int test_conv(int iter)
 {
 	struct mi_qconv_shape s;
@@ -128,6 +130,10 @@ static int test_conv(int iter)
 	}
 	s.h = rndi(1, iter % 5 == 3 ? 9 : 17);
 	s.w = rndi(1, 40);
+	if (dwise && iter % 3 == 0) { /* maps too large for the gather tables too */
+		s.h = rndi(8, 60);
+		s.w = rndi(8, 70);
+	}
 	/* 1x1 without pads: stride 2 a third of the time (read in place too) */
 	s.sh = one ? 1 + (iter % 3 == 0) : rndi(1, 2);
 	s.sw = one ? 1 + (iter % 3 == 0) : rndi(1, 2);
@@ -198,6 +204,8 @@ static int test_conv(int iter)
 		return 1;
 	}
 	mi_qconv_comp(&cv, bias, zxu, comp);
+	dw_cases += cv.depthwise;
+	dwtab_cases += cv.dwt != NULL;
 	/* C4 layouts where the shapes allow them */
 	bool in_c4 = !cv.depthwise && cg % 4 == 0 && rnd() % 2;
 	bool out_c4 = s.oc % 4 == 0 && (cv.depthwise || ocg % 4 == 0) && rnd() % 2;
@@ -231,11 +239,13 @@ static int test_conv(int iter)
 		for (size_t i = 0; i < ny; i++)
 			ref_out(&rep, (int)(i / ((size_t)s.oh * s.ow)), acc[i], yr, i);
 		/* every ISA; AVX-512 with and without VBMI (depthwise rows),
-		 * then with VBMI and the AMX tiles */
-		for (int path = 0; path <= mi_quant_isa_max() + 2; path++) {
+		 * with VBMI and the depthwise gather tables, then with the AMX
+		 * tiles too */
+		for (int path = 0; path <= mi_quant_isa_max() + 3; path++) {
 			int isa = path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
 			bool vbmi = path > mi_quant_isa_max();
-			bool amx = path > mi_quant_isa_max() + 1;
+			bool dwtab = path > mi_quant_isa_max() + 1;
+			bool amx = path > mi_quant_isa_max() + 2;
 
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
@@ -243,6 +253,7 @@ static int test_conv(int iter)
 				continue;
 			mi_quant_set_amx(amx);
 			mi_quant_set_vbmi(vbmi);
+			mi_quant_set_dwtab(dwtab);
 			mi_quant_set_isa(isa);
 			memset(yk, 0xcd, ny * es);
 			if (mi_qconv_run(&cv, xin, x_signed, zx, &ep, yk, NULL,
@@ -266,7 +277,8 @@ static int test_conv(int iter)
 					i++;
 				fprintf(stderr,
 					"FAIL conv iter %d isa %s%s mode %d%s%s: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
-					iter, mi_quant_isa_name(isa), amx ? "+vbmi+amx" : vbmi ? "+vbmi" : "", mode,
+					iter, mi_quant_isa_name(isa),
+					amx ? "+vbmi+dwtab+amx" : dwtab ? "+vbmi+dwtab" : vbmi ? "+vbmi" : "", mode,
 					in_c4 ? " in-c4" : "",
 					ep.out_c4 ? " out-c4" : "", s.c, s.oc, s.group,
 					s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt,
@@ -557,5 +569,6 @@ int main(int argc, char **argv)
 	}
 	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d maxpool cases, x %d ISAs: %d failures\n",
 	       n, n, n, n, mi_quant_isa_max() + 1, fails);
+	printf("  (%d depthwise conv cases, %d with gather tables)\n", dw_cases, dwtab_cases);
 	return fails ? 1 : 0;
 }

@@ -877,21 +877,34 @@ int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
 #define DWT_MAX_BYTES (40 * 1024)
 
 struct mi_qdwtab {
-	int npv, ng;       /* pixel vectors, tap groups */
+	int npv, ng, nent; /* pixel vectors, tap groups, table rows */
 	int *p0;           /* [npv + 1] first output pixel of each vector */
-	int32_t *base;     /* [npv * ng] window offset in the input plane */
-	uint64_t *lmask;   /* [npv * ng] window bytes to load */
-	uint64_t *pmask;   /* [npv * ng] gathered bytes that are inside the map */
-	uint8_t *idx;      /* [npv * ng][64] window byte of each gathered byte */
+	int *ent;          /* [npv] its table row */
+	int32_t *delta;    /* [npv] added to the row's window offsets */
+	int32_t *base;     /* [nent * ng] window offset in the input plane */
+	uint64_t *lmask;   /* [nent * ng] window bytes to load */
+	uint64_t *pmask;   /* [nent * ng] gathered bytes that are inside the map */
+	uint8_t *idx;      /* [nent * ng][64] window byte of each gathered byte */
 	uint32_t *wq;      /* [c][ng] the group's four weights */
 	void *mem;
 };
 
-static int dwtab_cur = 1;
+static int dwtab_cur = -1;
 
 int mi_quant_set_dwtab(int on)
 {
 	dwtab_cur = !!on;
+	return dwtab_cur;
+}
+
+/* MI_QUANT_DWTAB=0 turns the tables off (A/B runs). */
+static bool dwtab_on(void)
+{
+	if (dwtab_cur < 0) {
+		const char *e = getenv("MI_QUANT_DWTAB");
+
+		dwtab_cur = !(e && !strcmp(e, "0"));
+	}
 	return dwtab_cur;
 }
 
@@ -902,20 +915,64 @@ static void dwt_free(struct mi_qdwtab *t)
 	free(t);
 }
 
-/* Tables for one choice of pixel vectors (flat: across output rows) and
- * tap groups (flat: across kernel rows); NULL when a window is wider than
- * 64 bytes, the tables would be too large, or out of memory. */
+/* One table row: the windows of pixel vector v (n pixels); false when one
+ * is wider than 64 bytes. */
+static bool dwt_row(struct mi_qdwtab *t, const struct mi_qconv_shape *s, const int *gt,
+		    int v, int n)
+{
+	for (int g = 0; g < t->ng; g++) {
+		size_t e = (size_t)t->ent[v] * t->ng + g;
+		int lo = INT32_MAX, hi = -1, off[64];
+		uint64_t pm = 0;
+
+		for (int i = 0; i < 16 * 4; i++) {
+			int tap = gt[4 * g + i % 4], p = t->p0[v] + i / 4;
+
+			off[i] = -1;
+			if (i / 4 >= n || tap < 0)
+				continue;
+			int oy = p / s->ow, ox = p % s->ow;
+			int iy = oy * s->sh - s->pt + tap / s->kw * s->dh;
+			int ix = ox * s->sw - s->pl + tap % s->kw * s->dw;
+
+			if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w)
+				continue;
+			off[i] = iy * s->w + ix;
+			lo = off[i] < lo ? off[i] : lo;
+			hi = off[i] > hi ? off[i] : hi;
+		}
+		if (hi >= 0 && hi - lo >= 64)
+			return false;
+		t->base[e] = hi >= 0 ? lo : 0;
+		for (int i = 0; i < 64; i++)
+			if (off[i] >= 0) {
+				t->idx[e * 64 + i] = (uint8_t)(off[i] - lo);
+				pm |= 1ull << i;
+			}
+		t->pmask[e] = pm;
+		t->lmask[e] = hi < 0 ? 0 : hi - lo == 63 ? ~0ull : (2ull << (hi - lo)) - 1;
+	}
+	return true;
+}
+
+/*
+ * Tables for one choice of pixel vectors (flat: across output rows, else
+ * 16-pixel pieces of one row) and tap groups (flat: across kernel rows,
+ * else pieces of one kernel row).  Per-row vectors of output rows whose
+ * kernel rows all lie inside the map share one table row (the window
+ * offsets move by whole input rows), so large maps need few.  NULL when a
+ * window is wider than 64 bytes, the tables would be too large, or out of
+ * memory.
+ */
 static struct mi_qdwtab *dwt_try(const struct mi_qconv_shape *s, const int8_t *dww,
 				 bool flat_px, bool flat_tap)
 {
-	int taps = s->kh * s->kw, gpr = (s->kw + 3) / 4;
+	int taps = s->kh * s->kw, gpr = (s->kw + 3) / 4, rowv = (s->ow + 15) / 16;
 	int ng = flat_tap ? (taps + 3) / 4 : s->kh * gpr;
-	int npv = flat_px ? (s->oh * s->ow + 15) / 16 : s->oh * ((s->ow + 15) / 16);
-	size_t ne = (size_t)npv * ng;
+	int npv = flat_px ? (s->oh * s->ow + 15) / 16 : s->oh * rowv;
 	int gt[(MI_QDW_KMAX * MI_QDW_KMAX + 3) / 4 * 4 + 4 * MI_QDW_KMAX];
+	int nent = 0, first_in = -1; /* first output row inside the map */
 
-	if (ne * (64 + 8 + 8 + 4) + (size_t)npv * 4 > DWT_MAX_BYTES)
-		return NULL;
 	/* gt[4g + b]: tap of slot b of group g, -1: none */
 	for (int g = 0; g < ng; g++)
 		for (int b = 0; b < 4; b++) {
@@ -924,10 +981,26 @@ static struct mi_qdwtab *dwt_try(const struct mi_qconv_shape *s, const int8_t *d
 
 			gt[4 * g + b] = ok ? t : -1;
 		}
+	if (flat_px) {
+		nent = npv;
+	} else {
+		for (int oy = 0; oy < s->oh; oy++) {
+			int iy0 = oy * s->sh - s->pt, iy1 = iy0 + (s->kh - 1) * s->dh;
+			bool inside = iy0 >= 0 && iy1 < s->h;
+
+			if (!inside || first_in < 0)
+				nent += rowv;
+			if (inside && first_in < 0)
+				first_in = oy;
+		}
+	}
+	size_t ne = (size_t)nent * ng;
+
+	if (ne * (64 + 8 + 8 + 4) > DWT_MAX_BYTES)
+		return NULL;
 
 	struct mi_qdwtab *t = calloc(1, sizeof(*t));
-	size_t bytes = ne * 64 + 64 + ne * 16 + ne * 4 + (size_t)(npv + 1) * 4 +
-		       (size_t)s->c * ng * 4;
+	size_t bytes = ne * (64 + 8 + 8 + 4) + (size_t)npv * 12 + 4 + (size_t)s->c * ng * 4;
 
 	if (!t)
 		return NULL;
@@ -938,54 +1011,42 @@ static struct mi_qdwtab *dwt_try(const struct mi_qconv_shape *s, const int8_t *d
 	}
 	t->npv = npv;
 	t->ng = ng;
+	t->nent = nent;
 	t->idx = t->mem;
 	t->lmask = (uint64_t *)(void *)(t->idx + ne * 64);
 	t->pmask = t->lmask + ne;
 	t->base = (int32_t *)(void *)(t->pmask + ne);
 	t->p0 = t->base + ne;
-	t->wq = (uint32_t *)(void *)(t->p0 + npv + 1);
+	t->ent = t->p0 + npv + 1;
+	t->delta = t->ent + npv;
+	t->wq = (uint32_t *)(void *)(t->delta + npv);
 	memset(t->idx, 0, ne * 64);
-	for (int v = 0, rowv = (s->ow + 15) / 16; v <= npv; v++)
-		t->p0[v] = v == npv ? s->oh * s->ow :
-			   flat_px  ? v * 16 :
-				      v / rowv * s->ow + v % rowv * 16;
-	for (int v = 0; v < npv; v++) {
-		int n = t->p0[v + 1] - t->p0[v];
+	t->p0[npv] = s->oh * s->ow;
+	for (int v = 0, e = 0; v < npv; v++) {
+		int oy = v / rowv, xc = v % rowv, n;
+		bool shared = false;
 
-		n = n < 16 ? n : 16;
-		for (int g = 0; g < ng; g++) {
-			size_t e = (size_t)v * ng + g;
-			int lo = INT32_MAX, hi = -1, off[64];
-			uint64_t pm = 0;
+		t->delta[v] = 0;
+		if (flat_px) {
+			t->p0[v] = v * 16;
+			t->ent[v] = e++;
+		} else {
+			int iy0 = oy * s->sh - s->pt, iy1 = iy0 + (s->kh - 1) * s->dh;
 
-			for (int i = 0; i < 16 * 4; i++) {
-				int tap = gt[4 * g + i % 4], p = t->p0[v] + i / 4;
-
-				off[i] = -1;
-				if (i / 4 >= n || tap < 0)
-					continue;
-				int oy = p / s->ow, ox = p % s->ow;
-				int iy = oy * s->sh - s->pt + tap / s->kw * s->dh;
-				int ix = ox * s->sw - s->pl + tap % s->kw * s->dw;
-
-				if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w)
-					continue;
-				off[i] = iy * s->w + ix;
-				lo = off[i] < lo ? off[i] : lo;
-				hi = off[i] > hi ? off[i] : hi;
+			t->p0[v] = oy * s->ow + xc * 16;
+			shared = iy0 >= 0 && iy1 < s->h && oy > first_in;
+			if (shared) {
+				t->ent[v] = t->ent[v - (oy - first_in) * rowv];
+				t->delta[v] = (oy - first_in) * s->sh * s->w;
+			} else {
+				t->ent[v] = e++;
 			}
-			if (hi >= 0 && hi - lo >= 64) {
-				dwt_free(t);
-				return NULL;
-			}
-			t->base[e] = hi >= 0 ? lo : 0;
-			for (int i = 0; i < 64; i++)
-				if (off[i] >= 0) {
-					t->idx[e * 64 + i] = (uint8_t)(off[i] - lo);
-					pm |= 1ull << i;
-				}
-			t->pmask[e] = pm;
-			t->lmask[e] = hi < 0 ? 0 : hi - lo == 63 ? ~0ull : (2ull << (hi - lo)) - 1;
+		}
+		n = flat_px ? (t->p0[npv] - t->p0[v] < 16 ? t->p0[npv] - t->p0[v] : 16) :
+			      (s->ow - xc * 16 < 16 ? s->ow - xc * 16 : 16);
+		if (!shared && !dwt_row(t, s, gt, v, n)) {
+			dwt_free(t);
+			return NULL;
 		}
 	}
 	for (int c = 0; c < s->c; c++)
@@ -1001,7 +1062,7 @@ static struct mi_qdwtab *dwt_try(const struct mi_qconv_shape *s, const int8_t *d
 	return t;
 }
 
-/* The smallest table that fits (fewest entries), or NULL. */
+/* The tables that fit with the least work (vectors x groups), or NULL. */
 static struct mi_qdwtab *dwt_build(const struct mi_qconv_shape *s, const int8_t *dww)
 {
 	struct mi_qdwtab *best = NULL;
@@ -1009,7 +1070,9 @@ static struct mi_qdwtab *dwt_build(const struct mi_qconv_shape *s, const int8_t 
 	for (int m = 0; m < 4; m++) {
 		struct mi_qdwtab *t = dwt_try(s, dww, !(m & 1), !(m & 2));
 
-		if (t && (!best || (size_t)t->npv * t->ng < (size_t)best->npv * best->ng)) {
+		if (t && (!best || (size_t)t->npv * t->ng < (size_t)best->npv * best->ng ||
+			  ((size_t)t->npv * t->ng == (size_t)best->npv * best->ng &&
+			   t->nent < best->nent))) {
 			dwt_free(best);
 			best = t;
 		} else {
@@ -2068,12 +2131,13 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 	}
 	for (int v = v0; v < v1; v++) {
 		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-		size_t e = (size_t)v * t->ng;
+		size_t e = (size_t)t->ent[v] * t->ng;
+		int32_t dv = t->delta[v];
 
 		for (int g = 0; g < t->ng; g++, e++) {
 			__m512i ix = _mm512_load_si512(t->idx + e * 64);
 			__mmask64 lm = t->lmask[e], pm = t->pmask[e];
-			int32_t b = t->base[e];
+			int32_t b = t->base[e] + dv;
 
 #define MI_DWT_GATHER(xp)                                                                \
 	_mm512_mask_permutexvar_epi8(                                                    \
@@ -2133,7 +2197,7 @@ dwt_item(void *arg, int item, int tid)
 /* The gather-table path applies (AVX-512 VBMI, requantized output). */
 static bool dwt_use(const struct mi_qconv *cv, int isa, const struct mi_qepi *ep)
 {
-	return cv->dwt && dwtab_cur && isa == MI_QISA_AVX512 && have_vbmi() &&
+	return cv->dwt && dwtab_on() && isa == MI_QISA_AVX512 && have_vbmi() &&
 	       (ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8);
 }
 

@@ -2120,17 +2120,20 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 	const __m512i zxv = _mm512_set1_epi8((char)j->zx), fv = _mm512_set1_epi8((char)0x80);
 	const __m512 lo = _mm512_set1_ps(ep->flo), hi = _mm512_set1_ps(ep->fhi);
 	const __m512i zy = _mm512_set1_epi32(ep->zy);
-	__m512i comp[4];
-	__m512 mult[4];
+	/* channels past nc repeat channel c0 (computed, not stored) */
+	const __m512i cp0 = _mm512_set1_epi32(ep->comp[c0]);
+	const __m512i cp1 = _mm512_set1_epi32(ep->comp[c0 + (nc > 1)]);
+	const __m512i cp2 = _mm512_set1_epi32(ep->comp[c0 + (nc > 2) * 2]);
+	const __m512i cp3 = _mm512_set1_epi32(ep->comp[c0 + (nc > 3) * 3]);
+	const __m512 m0 = _mm512_set1_ps(ep->mult[c0]);
+	const __m512 m1 = _mm512_set1_ps(ep->mult[c0 + (nc > 1)]);
+	const __m512 m2 = _mm512_set1_ps(ep->mult[c0 + (nc > 2) * 2]);
+	const __m512 m3 = _mm512_set1_ps(ep->mult[c0 + (nc > 3) * 3]);
 
-	for (int k = 0; k < 4; k++) {
-		int c = c0 + (k < nc ? k : 0);
-
-		comp[k] = _mm512_set1_epi32(ep->comp[c]);
-		mult[k] = _mm512_set1_ps(ep->mult[c]);
-	}
 	for (int v = v0; v < v1; v++) {
-		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+		/* the sums start at comp (dw_store adds it after the taps:
+		 * the same int32) */
+		__m512i a0 = cp0, a1 = cp1, a2 = cp2, a3 = cp3;
 		size_t e = (size_t)t->ent[v] * t->ng;
 		int32_t dv = t->delta[v];
 
@@ -2151,29 +2154,36 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 #undef MI_DWT_GATHER
 		}
 		/* the requantization of dw_store, four channels */
-		__m512i a[4] = { a0, a1, a2, a3 }, q[4];
-
-		for (int k = 0; k < 4; k++) {
-			__m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(a[k], comp[k]));
-
-			f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(f, mult[k]), lo), hi);
-			q[k] = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
-		}
+#define MI_DWT_RQ(a, m)                                                                  \
+	_mm512_add_epi32(_mm512_cvtps_epi32(_mm512_min_ps(                               \
+		_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), m), lo), hi)), zy)
+		a0 = MI_DWT_RQ(a0, m0);
+		a1 = MI_DWT_RQ(a1, m1);
+		a2 = MI_DWT_RQ(a2, m2);
+		a3 = MI_DWT_RQ(a3, m3);
+#undef MI_DWT_RQ
 		int p0 = t->p0[v], n = t->p0[v + 1] - p0;
 		__mmask16 m;
 
 		n = n < 16 ? n : 16;
 		m = (__mmask16)((1u << n) - 1);
 		if (ep->out_c4) {
-			__m512i d = q[0];
+			__m512i d = a0;
 
-			d = _mm512_mask_blend_epi8(0x2222222222222222ull, d, _mm512_slli_epi32(q[1], 8));
-			d = _mm512_mask_blend_epi8(0x4444444444444444ull, d, _mm512_slli_epi32(q[2], 16));
-			d = _mm512_mask_blend_epi8(0x8888888888888888ull, d, _mm512_slli_epi32(q[3], 24));
+			d = _mm512_mask_blend_epi8(0x2222222222222222ull, d, _mm512_slli_epi32(a1, 8));
+			d = _mm512_mask_blend_epi8(0x4444444444444444ull, d, _mm512_slli_epi32(a2, 16));
+			d = _mm512_mask_blend_epi8(0x8888888888888888ull, d, _mm512_slli_epi32(a3, 24));
 			_mm512_mask_storeu_epi32(j->y + ((size_t)(c0 / 4) * npix + p0) * 4, m, d);
 		} else {
-			for (int k = 0; k < nc; k++)
-				store16_u8(j->y + (c0 + k) * npix + p0, m, q[k]);
+			uint8_t *yp = j->y + c0 * npix + p0;
+
+			store16_u8(yp, m, a0);
+			if (nc > 1)
+				store16_u8(yp + npix, m, a1);
+			if (nc > 2)
+				store16_u8(yp + 2 * npix, m, a2);
+			if (nc > 3)
+				store16_u8(yp + 3 * npix, m, a3);
 		}
 	}
 }

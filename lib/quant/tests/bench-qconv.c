@@ -59,6 +59,8 @@ int main(int argc, char **argv)
 		{ 144, 56, 144, 3, 2, 144, 1 }, { 144, 56, 144, 3, 1, 144, 1 },
 		{ 32, 112, 32, 3, 1, 32, 1 },	{ 96, 112, 96, 3, 2, 96, 1 },
 		{ 16, 112, 16, 3, 2, 16, 1 },	{ 96, 28, 96, 5, 2, 96, 1 },
+		/* first convs of the mobile nets: planar input, C4 output (c4 2) */
+		{ 3, 224, 16, 3, 2, 1, 2 },	{ 3, 224, 32, 3, 2, 1, 2 },
 	};
 	double secs = argc > 1 ? atof(argv[1]) : 0.3;
 	int only = -1;
@@ -79,10 +81,11 @@ int main(int argc, char **argv)
 		mi_quant_set_isa(isa);
 		mi_quant_set_amx(path > MI_QISA_AVX512);
 		for (size_t i = 0; i < sizeof(L) / sizeof(L[0]); i++) {
-			/* BENCH_DW=1: depthwise shapes only; BENCH_DW=<c>: those with c channels */
+			/* BENCH_DW=1: depthwise shapes only; BENCH_DW=<c>: those with c input channels */
 			const char *dwf = getenv("BENCH_DW");
 
-			if (dwf && (L[i].g == 1 || (atoi(dwf) > 1 && atoi(dwf) != L[i].c)))
+			if (dwf && ((L[i].g == 1 && atoi(dwf) != L[i].c) ||
+				    (atoi(dwf) > 1 && atoi(dwf) != L[i].c)))
 				continue;
 			struct mi_qconv_shape s = {
 				.c = L[i].c, .h = L[i].hw, .w = L[i].hw, .oc = L[i].oc,
@@ -105,7 +108,7 @@ int main(int argc, char **argv)
 			void *ws = aligned_alloc(64, (mi_qconv_workspace(&cv) + 63) & ~(size_t)63);
 			struct mi_qepi ep = { .mode = MI_QOUT_U8, .comp = comp, .mult = mult,
 					      .flo = 0, .fhi = 255, .out_c4 = L[i].c4 };
-			unsigned int fl = L[i].c4 && L[i].g == 1 ? MI_QCONV_IN_C4 : 0;
+			unsigned int fl = L[i].c4 == 1 && L[i].g == 1 ? MI_QCONV_IN_C4 : 0;
 
 			memset(x, 3, (size_t)s.c * s.h * s.w);
 			for (int o = 0; o < s.oc; o++)

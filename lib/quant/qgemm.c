@@ -488,12 +488,47 @@ __attribute__((target("avx2,fma"))) static void
 epi_avx2(const int32_t *acc, int ldacc, int rows, int np,
 	 const struct mi_qepi *ep, int oc0, void *out, ptrdiff_t ldo)
 {
+	__m256 lo = _mm256_set1_ps(ep->flo), hi = _mm256_set1_ps(ep->fhi);
+	__m256i zy = _mm256_set1_epi32(ep->zy);
+
+	if (ep->out_c4 && rows % 4 == 0 &&
+	    (ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8)) {
+		/* C4: four channels' low bytes (epi_one's truncation) combined
+		 * into one dword per pixel */
+		__m256i byte = _mm256_set1_epi32(0xff);
+
+		for (int r = 0; r < rows; r += 4) {
+			int p = 0;
+
+			for (; p + 8 <= np; p += 8) {
+				__m256i d = _mm256_setzero_si256();
+
+				for (int k = 0; k < 4; k++) {
+					int oc = oc0 + r + k;
+					__m256i a = _mm256_add_epi32(
+						_mm256_loadu_si256((const void *)(acc + (r + k) * ldacc + p)),
+						_mm256_set1_epi32(ep->comp[oc]));
+					__m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(a),
+								 _mm256_set1_ps(ep->mult[oc]));
+					__m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(
+						_mm256_min_ps(_mm256_max_ps(f, lo), hi)), zy);
+
+					d = _mm256_or_si256(d, _mm256_slli_epi32(_mm256_and_si256(q, byte),
+										 8 * k));
+				}
+				_mm256_storeu_si256((void *)((uint8_t *)out + ((r / 4) * ldo + p) * 4), d);
+			}
+			for (int k = 0; k < 4; k++)
+				for (int pp = p; pp < np; pp++)
+					epi_one(ep, oc0 + r + k, acc[(r + k) * ldacc + pp], out,
+						((r / 4) * ldo + pp) * 4 + k);
+		}
+		return;
+	}
 	if (ep->out_c4) {
 		epi_generic(acc, ldacc, rows, np, ep, oc0, out, ldo);
 		return;
 	}
-	__m256 lo = _mm256_set1_ps(ep->flo), hi = _mm256_set1_ps(ep->fhi);
-	__m256i zy = _mm256_set1_epi32(ep->zy);
 
 	for (int r = 0; r < rows; r++) {
 		int oc = oc0 + r;
@@ -1185,8 +1220,8 @@ static size_t conv_xi_bytes(const struct mi_qconv *cv)
 
 static size_t conv_ws_per_thread(const struct mi_qconv *cv)
 {
-	if (cv->depthwise)
-		return ((size_t)cv->s.oh * cv->s.ow * 4 + 64 + 63) & ~(size_t)63;
+	if (cv->depthwise) /* a channel quad's sums */
+		return ((size_t)cv->s.oh * cv->s.ow * 16 + 64 + 63) & ~(size_t)63;
 	/* panel, then 32 x 32 sums (the AMX tiles; VNNI uses 8 x 32) */
 	return ((size_t)cv->w.k4 * MI_QNR * 4 + 4 * MI_QMR * MI_QNR * 4 + 63) &
 	       ~(size_t)63;
@@ -1220,6 +1255,7 @@ struct conv_job {
 	bool in_direct; /* 1x1, no pads: read xsrc directly, no reorder */
 	bool amx;       /* AMX tiles for pairs of output blocks */
 	bool amx_rows;  /* conv_amx_rows_item: no im2col */
+	bool dw_defer;  /* depthwise, C4 output, not fused: a quad's sums, then one epilogue */
 };
 
 /* Interleave one row of 4 planar channels (NULL: the fill byte) into
@@ -1853,6 +1889,41 @@ static void dw_rowk_generic(int32_t *restrict acc, const uint8_t *const *rows,
 }
 
 /*
+ * AVX2, stride 1 or 2, no dilation: the (x, 0) pairs of dw_row_avx2.  The
+ * last (or only: 7-pixel rows) vector reads up to 15 bytes past the row,
+ * inside the padded plane's 64-byte slack, and stores its valid lanes.
+ */
+__attribute__((target("avx2,fma"))) static void
+dw_rowk_avx2(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w, int kh,
+	     int kw, int ow, int sw)
+{
+	for (int x = 0; x < ow; x += 8) {
+		__m256i a0 = _mm256_setzero_si256(), a1 = a0;
+
+		for (int ky = 0; ky < kh; ky++)
+			for (int kx = 0; kx < kw; kx++) {
+				__m256i wv = _mm256_set1_epi32((uint16_t)(int16_t)w[ky * kw + kx]);
+				const uint8_t *r = rows[ky] + x * sw + kx;
+				__m256i p = sw == 1 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)r)) :
+						      _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)r));
+
+				if (kx & 1)
+					a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(p, wv));
+				else
+					a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(p, wv));
+			}
+		if (x + 8 <= ow) {
+			_mm256_storeu_si256((__m256i *)(acc + x), _mm256_add_epi32(a0, a1));
+		} else {
+			int32_t t[8];
+
+			_mm256_storeu_si256((__m256i *)t, _mm256_add_epi32(a0, a1));
+			memcpy(acc + x, t, (size_t)(ow - x) * 4);
+		}
+	}
+}
+
+/*
  * AVX-512, stride 1 or 2, no dilation: same (x, 0) pair trick as the 3x3
  * rows (stride 2 takes the pair (r[2i], r[2i+1]) times (w, 0)); exact.
  */
@@ -2255,6 +2326,15 @@ static void dw_prep_item(void *arg, int c, int tid)
 	}
 }
 
+/* Requantization fused into the AVX-512 depthwise kernels. */
+static bool dw_fused(const struct conv_job *j)
+{
+	const struct mi_qconv_shape *s = &j->cv->s;
+
+	return j->dw_isa == MI_QISA_AVX512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) &&
+	       (j->ep->mode == MI_QOUT_U8 || j->ep->mode == MI_QOUT_S8);
+}
+
 /* The channel runs dw_chan_vbmi on the unpadded input (no dw_prep_item). */
 static bool dw_direct(const struct conv_job *j)
 {
@@ -2271,17 +2351,17 @@ static void dw_item(void *arg, int c, int tid)
 	const struct mi_qconv *cv = j->cv;
 	const struct mi_qconv_shape *s = &cv->s;
 	const uint8_t *xp = j->xi + (size_t)c * (j->hp * j->wp + 64);
-	int32_t *acc = (int32_t *)(void *)(j->ws + tid * j->ws_per);
+	size_t npix = (size_t)s->oh * s->ow;
+	/* dw_defer: channel c % 4 of the quad's sums */
+	int32_t *acc = (int32_t *)(void *)(j->ws + tid * j->ws_per) + j->dw_defer * (c % 4) * npix;
 	dw_row_fn row = j->dw_isa == MI_QISA_AVX512 ? dw_row_avx512 :
 			j->dw_isa == MI_QISA_AVX2   ? dw_row_avx2 :
 						      dw_row_generic;
 	size_t es = out_elem(j->ep->mode);
-	size_t npix = (size_t)s->oh * s->ow;
 	uint8_t *yc = j->ep->out_c4 ? j->y + (c / 4) * npix * 4 + c % 4 : j->y + c * npix * es;
 	size_t rowstep = j->ep->out_c4 ? (size_t)s->ow * 4 : (size_t)s->ow;
 
-	bool fused = j->dw_isa == MI_QISA_AVX512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) &&
-		     (j->ep->mode == MI_QOUT_U8 || j->ep->mode == MI_QOUT_S8);
+	bool fused = dw_fused(j);
 
 	if (dw_direct(j)) {
 		struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo, j->ep->fhi,
@@ -2305,7 +2385,7 @@ static void dw_item(void *arg, int c, int tid)
 
 			dwk_chan_avx512(xp, j->wp, wc, s->kh, s->kw, s->oh, s->ow, s->sh, s->sw,
 					fused ? NULL : acc, fused ? &rq : NULL, rowstep);
-			if (!fused)
+			if (!fused && !j->dw_defer)
 				j->k.epi(acc, s->oh * s->ow, 1, s->oh * s->ow, j->ep, c, yc, 0);
 			return;
 		}
@@ -2322,11 +2402,14 @@ static void dw_item(void *arg, int c, int tid)
 				dw_rowk_avx512(ar, rows, wc, s->kh, s->kw, s->ow, s->sw, &rq);
 			} else if (simd) {
 				dw_rowk_avx512(ar, rows, wc, s->kh, s->kw, s->ow, s->sw, NULL);
+			} else if (j->dw_isa == MI_QISA_AVX2 && s->dw == 1 &&
+				   (s->sw == 1 || s->sw == 2)) {
+				dw_rowk_avx2(ar, rows, wc, s->kh, s->kw, s->ow, s->sw);
 			} else {
 				dw_rowk_generic(ar, rows, wc, s->kh, s->kw, s->ow, s->sw, s->dw);
 			}
 		}
-		if (!fused)
+		if (!fused && !j->dw_defer)
 			j->k.epi(acc, s->oh * s->ow, 1, s->oh * s->ow, j->ep, c, yc, 0);
 		return;
 	}
@@ -2353,9 +2436,12 @@ static void dw_item(void *arg, int c, int tid)
 		}
 		if (row == dw_row_generic)
 			memset(ar, 0, s->ow * sizeof(int32_t));
-		row(ar, rows, cv->dww + c * 9, s->ow, s->sw, s->dw);
+		if (row == dw_row_avx2 && s->dw == 1 && (s->sw == 1 || s->sw == 2) && s->ow % 8)
+			dw_rowk_avx2(ar, rows, cv->dww + c * 9, 3, 3, s->ow, s->sw); /* no scalar tail */
+		else
+			row(ar, rows, cv->dww + c * 9, s->ow, s->sw, s->dw);
 	}
-	if (!fused)
+	if (!fused && !j->dw_defer)
 		j->k.epi(acc, s->oh * s->ow, 1, s->oh * s->ow, j->ep, c, yc, 0);
 }
 
@@ -2377,6 +2463,12 @@ static void dw_quad_item(void *arg, int item, int tid)
 		if (!direct)
 			dw_prep_item(arg, c, tid);
 		dw_item(arg, c, tid);
+	}
+	if (j->dw_defer) { /* the quad's four channels in one C4 epilogue */
+		size_t npix = (size_t)j->cv->s.oh * j->cv->s.ow;
+
+		j->k.epi((int32_t *)(void *)(j->ws + tid * j->ws_per), npix, c1 - item * 4, npix,
+			 j->ep, item * 4, j->y + (size_t)item * npix * 4, npix);
 	}
 }
 
@@ -2418,6 +2510,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	if (cv->depthwise && dwt_use(cv, isa, ep)) {
 		dwt_run(cv, x, j.zx, j.flip, ep, y);
 	} else if (cv->depthwise) {
+		j.dw_defer = ep->out_c4 && !dw_fused(&j);
 		par_for((s->c + 3) / 4, dw_quad_item, &j);
 	} else {
 		j.amx_rows = j.amx && !cv->direct1x1 && !j.in_direct && s->sh == 1 && s->sw == 1 &&

@@ -68,6 +68,10 @@ struct qnode {
 	struct qact se_y; /* SE Mul: output quantization */
 	int64_t se_c, se_hw; /* SE Mul: channels (N * C) and pixels per channel */
 	bool se_c4;          /* SE Mul: writes the C4 layout for its int8 conv */
+	uint8_t *lutb;       /* lut's bytes as four 256-entry planes (vpermi2b lookups) */
+	int64_t gap_hw;      /* GlobalAveragePool: pixels per plane (planes: se_c) */
+	int gap_vw;          /* ... lib/cpu's sum lanes (its ISA's vector width) */
+	bool gap_q;          /* ... quantized output (se_y), else fp32 */
 	struct qact qdq;     /* standalone Q / DQ: the quantized side */
 	bool qdq_deq;        /* ... a DequantizeLinear */
 	struct qcat *cat; /* Concat */
@@ -213,6 +217,7 @@ static void qnode_free(struct qnode *q)
 	free(q->cat_orig);
 	free(q->lut);
 	free(q->lut8);
+	free(q->lutb);
 	if (q->sh && --q->sh->refs == 0) {
 		free(q->sh->ws);
 		free(q->sh);
@@ -1231,6 +1236,56 @@ static bool have_vbmi(void)
 	return v;
 }
 
+/* The 256-entry float table as four byte planes: plane k holds byte k of
+ * every entry, looked up with vpermi2b (lut32_vbmi). NULL: no memory. */
+static uint8_t *lut_planes(const float *lut)
+{
+	uint8_t *p = aligned_alloc(64, 1024);
+
+	if (p)
+		for (int b = 0; b < 256; b++)
+			for (int k = 0; k < 4; k++)
+				p[k * 256 + b] = ((const uint8_t *)&lut[b])[k];
+	return p;
+}
+
+/*
+ * lut[x[0..63]] as four vectors of 16 floats, in order (v[0] = entries of
+ * x[0..15], ...), without gathers: each byte plane is two 128-entry
+ * vpermi2b lookups picked by bit 7, the planes interleaved into dwords.
+ * Unpacking works within 128-bit lanes, so the indices are first permuted
+ * (position 16L + 4v + m takes x[16v + 4L + m]) to come out in order.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline)) static inline void
+lut32_vbmi(const __m512i t[16], __m512i x, __m512 v[4])
+{
+	const __m512i perm = _mm512_set_epi8(
+		63, 62, 61, 60, 47, 46, 45, 44, 31, 30, 29, 28, 15, 14, 13, 12,
+		59, 58, 57, 56, 43, 42, 41, 40, 27, 26, 25, 24, 11, 10, 9, 8,
+		55, 54, 53, 52, 39, 38, 37, 36, 23, 22, 21, 20, 7, 6, 5, 4,
+		51, 50, 49, 48, 35, 34, 33, 32, 19, 18, 17, 16, 3, 2, 1, 0);
+	__m512i k = _mm512_permutexvar_epi8(perm, x), b[4];
+	__mmask64 hi = _mm512_movepi8_mask(k);
+
+	for (int p = 0; p < 4; p++)
+		b[p] = _mm512_mask_blend_epi8(hi, _mm512_permutex2var_epi8(t[4 * p], k, t[4 * p + 1]),
+					      _mm512_permutex2var_epi8(t[4 * p + 2], k, t[4 * p + 3]));
+	__m512i w0 = _mm512_unpacklo_epi8(b[0], b[1]), w1 = _mm512_unpackhi_epi8(b[0], b[1]);
+	__m512i w2 = _mm512_unpacklo_epi8(b[2], b[3]), w3 = _mm512_unpackhi_epi8(b[2], b[3]);
+
+	v[0] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(w0, w2));
+	v[1] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(w0, w2));
+	v[2] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(w1, w3));
+	v[3] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(w1, w3));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline)) static inline void
+lut32_load(const uint8_t *planes, __m512i t[16])
+{
+	for (int i = 0; i < 16; i++)
+		t[i] = _mm512_load_si512(planes + 64 * i);
+}
+
 struct qlut_job {
 	const struct qnode *q;
 	const uint8_t *x;
@@ -1600,6 +1655,221 @@ static int try_qse(struct mi_graph *g, struct mi_node *n)
 	n->outputs[0] = qn->outputs[0];
 	g->tensors[n->outputs[0]].producer = (int)(n - g->nodes);
 	return 0;
+}
+
+/* ---- GlobalAveragePool of a quantized tensor --------------------------------- */
+
+/*
+ * GlobalAveragePool(T(xq)) or GlobalAveragePool(DQ(xq)) [-> Q], T a fp32
+ * table node (HardSwish / SiLU ahead of a squeeze-excitation): the pool
+ * reads the bytes and looks their 256 values up instead of reading a fp32
+ * tensor.  When the SE gate Mul reads the bytes too (qse), T's output has
+ * no reader left and T is not run at all (kill_unused_tables).  The sums
+ * are lib/cpu's global pooling sums (k_sum: blocks of 512 in four VW-lane
+ * float accumulators, the lanes and the tail added in double, VW of
+ * lib/cpu's ISA), the mean its float division and the QuantizeLinear the
+ * same kernel, so the bytes are those of the unfused nodes.
+ */
+static float gap_sum_c(const uint8_t *x, const float *lut, int64_t n, int vw)
+{
+	double s = 0.0;
+	int64_t i = 0;
+
+	while (i + 4 * vw <= n) {
+		float a[4][16] = { { 0 } };
+		int64_t end = i + 512 < n ? i + 512 : n;
+
+		for (; i + 4 * vw <= end; i += 4 * vw)
+			for (int k = 0; k < 4; k++)
+				for (int l = 0; l < vw; l++)
+					a[k][l] += lut[x[i + k * vw + l]];
+		for (int l = 0; l < vw; l++)
+			s += (a[0][l] + a[1][l]) + (a[2][l] + a[3][l]);
+	}
+	for (; i < n; i++)
+		s += lut[x[i]];
+	return (float)s;
+}
+
+/* the same for VW = 16, 64 bytes looked up per step */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static float
+gap_sum_vbmi(const uint8_t *x, const uint8_t *planes, const float *lut, int64_t n)
+{
+	__m512i t[16];
+	double s = 0.0;
+	int64_t i = 0;
+
+	lut32_load(planes, t);
+	while (i + 64 <= n) {
+		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, v[4];
+		int64_t end = i + 512 < n ? i + 512 : n;
+		float l[16];
+
+		for (; i + 64 <= end; i += 64) {
+			lut32_vbmi(t, _mm512_loadu_si512(x + i), v);
+			a0 = _mm512_add_ps(a0, v[0]);
+			a1 = _mm512_add_ps(a1, v[1]);
+			a2 = _mm512_add_ps(a2, v[2]);
+			a3 = _mm512_add_ps(a3, v[3]);
+		}
+		_mm512_storeu_ps(l, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+		for (int k = 0; k < 16; k++)
+			s += l[k];
+	}
+	for (; i < n; i++)
+		s += lut[x[i]];
+	return (float)s;
+}
+
+#define QGAP_PLANES 16 /* planes per work item */
+
+struct qgap_job {
+	const struct qnode *q;
+	const uint8_t *x;
+	void *y;
+};
+
+static void qgap_item(void *arg, int it, int tid)
+{
+	const struct qgap_job *j = arg;
+	const struct qnode *q = j->q;
+	int64_t p0 = (int64_t)it * QGAP_PLANES, hw = q->gap_hw;
+	int np = q->se_c - p0 < QGAP_PLANES ? (int)(q->se_c - p0) : QGAP_PLANES;
+	bool vbmi = q->gap_vw == 16 && mi_cpu_isa() == MI_ISA_AVX512 && have_vbmi();
+	float m[QGAP_PLANES];
+
+	for (int p = 0; p < np; p++) {
+		const uint8_t *x = j->x + (p0 + p) * hw;
+		float s = vbmi ? gap_sum_vbmi(x, q->lutb, q->lut, hw) :
+				 gap_sum_c(x, q->lut, hw, q->gap_vw);
+
+		m[p] = s / hw;
+	}
+	if (q->gap_q)
+		mi_quantize_f32(m, np, q->se_y.scale, q->se_y.zp, q->se_y.dtype,
+				(uint8_t *)j->y + p0);
+	else
+		memcpy((float *)j->y + p0, m, np * sizeof(float));
+}
+
+static int qgap_run(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+	struct qgap_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
+
+	/* one thread below ~32K pixels (a few us) */
+	cur_threads = q->se_c * q->gap_hw >= (split_all ? 1 : 32 << 10) ? q->nthreads : 1;
+	pool_for((int)((q->se_c + QGAP_PLANES - 1) / QGAP_PLANES), qgap_item, &j);
+	return 0;
+}
+
+static int try_qgap(struct mi_graph *g, struct mi_node *n)
+{
+	if (strcmp(n->op_type, "GlobalAveragePool") || n->domain[0] || n->ninputs != 1 ||
+	    n->noutputs != 1 || n->inputs[0] < 0)
+		return 0;
+	struct mi_tensor *x = mi_in(g, n, 0), *y = mi_out(g, n, 0);
+	int p = x->producer;
+	struct mi_node *pn = p >= 0 ? &g->nodes[p] : NULL, *dx = NULL;
+	const struct qnode *tq = NULL;
+	struct qact a;
+
+	if (!pn || pn->dead || x->dtype != MI_DT_FLOAT || y->dtype != MI_DT_FLOAT ||
+	    !mi_tensor_shape_known(x) || x->ndim < 3 || !mi_tensor_shape_known(y) ||
+	    mi_tensor_numel(y) != x->dims[0] * x->dims[1] || !mi_tensor_numel(y))
+		return 0;
+	if (mi_quant_node_is(pn) && ((struct qnode *)pn->priv)->hdr.run == qlut_run &&
+	    !((struct qnode *)pn->priv)->lut8 && pn->outputs[0] == n->inputs[0])
+		tq = pn->priv;
+	else if (!strcmp(pn->op_type, "DequantizeLinear") && !pn->domain[0] &&
+		 act_params(g, pn, 0, 1, 2, &a))
+		dx = pn;
+	if (!tq && !dx)
+		return skip(n, "input is not a fp32 table or DequantizeLinear of a quantized tensor");
+	int xt = tq ? pn->inputs[0] : a.t;
+
+	if (mi_tensor_numel(&g->tensors[xt]) != mi_tensor_numel(x))
+		return skip(n, "GlobalAveragePool input size");
+	struct qnode *q = qnode_new(qgap_run);
+
+	if (!q)
+		return -ENOMEM;
+	q->lut = malloc(256 * sizeof(float));
+	if (!q->lut) {
+		qnode_free(q);
+		return -ENOMEM;
+	}
+	if (tq) {
+		memcpy(q->lut, tq->lut, 256 * sizeof(float));
+	} else {
+		uint8_t b[256];
+
+		for (int i = 0; i < 256; i++)
+			b[i] = (uint8_t)i;
+		mi_dequantize(b, a.dtype, 256, a.scale, a.zp, q->lut);
+	}
+	q->lutb = lut_planes(q->lut);
+	if (!q->lutb) {
+		qnode_free(q);
+		return -ENOMEM;
+	}
+	q->se_c = x->dims[0] * x->dims[1];
+	q->gap_hw = mi_tensor_numel(x) / q->se_c;
+	q->gap_vw = mi_cpu_isa() == MI_ISA_AVX512 ? 16 : mi_cpu_isa() == MI_ISA_AVX2 ? 8 : 4;
+	/* a QuantizeLinear as the only reader: quantize the means */
+	int qi = mi_graph_sole_consumer(g, n->outputs[0]);
+	struct mi_node *qn = qi >= 0 ? &g->nodes[qi] : NULL;
+
+	if (qn && !strcmp(qn->op_type, "QuantizeLinear") && !qn->domain[0] && !qn->dead &&
+	    !qn->priv && qn->ninputs >= 2 && qn->inputs[0] == n->outputs[0] &&
+	    qn->noutputs == 1 && q_params(g, qn, &q->se_y) &&
+	    mi_tensor_numel(mi_out(g, qn, 0)) == mi_tensor_numel(y))
+		q->gap_q = true;
+	n->priv = q;
+	q->orig_ninputs = n->ninputs;
+	q->orig_in0 = n->inputs[0];
+	q->orig_in1 = -1;
+	q->orig_out0 = n->outputs[0];
+	n->inputs[0] = xt;
+	if (q->gap_q) {
+		kill(g, q, qn);
+		n->outputs[0] = qn->outputs[0];
+		g->tensors[n->outputs[0]].producer = (int)(n - g->nodes);
+	}
+	return 0;
+}
+
+/* fp32 table nodes whose output nobody reads any more (the SE pool and
+ * gate Mul read the bytes): dead, undone with a node reading their input. */
+static void kill_unused_tables(struct mi_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *t = &g->nodes[i];
+		struct qnode *owner = NULL;
+		bool used = false;
+
+		if (t->dead || !mi_quant_node_is(t) || ((struct qnode *)t->priv)->hdr.run != qlut_run ||
+		    ((struct qnode *)t->priv)->lut8 || (g->tensors[t->outputs[0]].flags & MI_TF_OUTPUT))
+			continue;
+		for (int j = 0; j < g->nnodes && !used; j++) {
+			struct mi_node *n = &g->nodes[j];
+
+			if (n->dead || j == i)
+				continue;
+			for (int k = 0; k < n->ninputs; k++) {
+				if (n->inputs[k] == t->outputs[0])
+					used = true;
+				if (n->inputs[k] == t->inputs[0] && mi_quant_node_is(n) && !owner &&
+				    ((struct qnode *)n->priv)->hdr.run != qlut_run &&
+				    ((struct qnode *)n->priv)->nkilled < 8)
+					owner = n->priv;
+			}
+		}
+		if (!used && owner) {
+			t->dead = true;
+			owner->killed[owner->nkilled++] = i;
+		}
+	}
 }
 
 /* ---- standalone QuantizeLinear / DequantizeLinear --------------------------- */
@@ -1990,6 +2260,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 {
 	struct qshared *sh;
 	int err = 0, nq = 0;
+	bool seg;
 
 	if (opts && opts->reference)
 		return 0;
@@ -1997,6 +2268,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		return 0;
 	pool_threads = opts && opts->nthreads > 0 ? opts->nthreads : mi_cpu_ncores();
 	split_all = getenv("MI_QUANT_SPLIT_ALL") && *getenv("MI_QUANT_SPLIT_ALL") == '1';
+	seg = !getenv("MI_QUANT_GAP") || *getenv("MI_QUANT_GAP") != '0';
 	mi_quant_set_parallel(pool_for, pool_threads);
 	shared_need = 0;
 	for (int p = 0; p < g->norder && !err; p++) {
@@ -2017,6 +2289,8 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 			err = try_qlut(g, n);
 		if (!err && !n->priv)
 			err = try_qse(g, n);
+		if (!err && !n->priv && seg)
+			err = try_qgap(g, n);
 		nq += n->priv != NULL && mi_quant_node_is(n);
 	}
 	if (err)
@@ -2035,6 +2309,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 			nq, mi_quant_isa_name(mi_quant_isa()), nqops);
 	}
 	if (nq) {
+		kill_unused_tables(g);
 		kill_unused_dq(g);
 		plan_c4(g);
 	}

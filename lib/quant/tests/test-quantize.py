@@ -278,6 +278,65 @@ def check_qdq_standalone(tmp):
         check(ok, f"qdq {np.dtype(np_dt).name}: == numpy on generic/avx2/avx512, 1 thread and split over 3")
 
 
+def check_gap(tmp):
+    """GlobalAveragePool of a quantized tensor (DQ, or a HardSwish/SiLU
+    table, ahead of it; Q after it or not) reads the bytes: the same fp32
+    means / bytes as the unfused nodes (MI_QUANT_GAP=0: fp32 table, lib/cpu
+    pool, QuantizeLinear) on every ISA, at 1 thread and split over 3, on
+    planes below, at and above the 64-pixel step and the 512-pixel block."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(5)
+    ok, fused = True, True
+    for i, shape in enumerate(((2, 5, 7, 7), (1, 8, 23, 29), (1, 3, 1, 1), (2, 4, 40, 40),
+                               (1, 6, 8, 8), (1, 2, 3, 21), (1, 3, 56, 56), (2, 24, 9, 9), (1, 40, 3, 3))):
+        for act in ("none", "HardSwish", "SiLU"):
+            for tail_q in (False, True):
+                x = rng.normal(0.3, 2.0, shape).astype(np.float32)
+                nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                         helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"])]
+                a = "d"
+                if act == "HardSwish":
+                    nodes.append(helper.make_node("HardSwish", ["d"], ["a"]))
+                    a = "a"
+                elif act == "SiLU":
+                    nodes += [helper.make_node("Sigmoid", ["d"], ["sg"]),
+                              helper.make_node("Mul", ["d", "sg"], ["a"])]
+                    a = "a"
+                nodes.append(helper.make_node("GlobalAveragePool", [a], ["m"]))
+                if tail_q:
+                    nodes += [helper.make_node("QuantizeLinear", ["m", "s2", "z2"], ["mq"]),
+                              helper.make_node("DequantizeLinear", ["mq", "s2", "z2"], ["y"])]
+                else:
+                    nodes.append(helper.make_node("Identity", ["m"], ["y"]))
+                oshape = [shape[0], shape[1], 1, 1]
+                g = helper.make_graph(
+                    nodes, "gap", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, oshape)],
+                    [helper.make_tensor("s", TensorProto.FLOAT, [], [0.0371]),
+                     helper.make_tensor("z", TensorProto.UINT8, [], [97]),
+                     helper.make_tensor("s2", TensorProto.FLOAT, [], [0.0023]),
+                     helper.make_tensor("z2", TensorProto.UINT8, [], [61])])
+                path = os.path.join(tmp, "gap%d-%s-%d.onnx" % (i, act, tail_q))
+                onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), path)
+                r = run([MI, "run", path, "-q", "--bench", "1", "--profile"])
+                fused &= "GlobalAveragePool" in r.stdout and not re.search(
+                    r"GlobalAveragePool.*reference", r.stdout) and not re.search(
+                    r"^\s*(HardSwish|Sigmoid)\s", r.stdout, re.M)
+                for isa in ("generic", "avx2", "avx512"):
+                    for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
+                        env = dict(env, MI_CPU_ISA=isa)
+                        f = mi_run(path, x, tmp, env, threads=t)
+                        u = mi_run(path, x, tmp, dict(env, MI_QUANT_GAP="0"), threads=t)
+                        if not np.array_equal(f.view(np.uint32), u.view(np.uint32)):
+                            ok = False
+                            print(f"  gap {shape} {act} q={tail_q} {isa} t={t}: "
+                                  f"max diff {np.abs(f - u).max():.3e}")
+    check(fused, "gap: GlobalAveragePool of DQ / HardSwish / SiLU planned on the bytes (no table pass left)")
+    check(ok, "gap: fused pool == unfused table + pool (+ Q), bit for bit, generic/avx2/avx512, 1 and 3 threads")
+
+
 def main():
     import onnx
 
@@ -548,6 +607,7 @@ def main():
         check(all(np.array_equal(one, o) for o in split),
               f"{name}: every node split over 2 and 3 threads == 1 thread")
     check_qdq_standalone(tmp)
+    check_gap(tmp)
 
     # bad input: one line, non-zero exit, no crash
     bad = os.path.join(tmp, "bad.onnx")

@@ -1249,6 +1249,16 @@ static uint8_t *lut_planes(const float *lut)
 	return p;
 }
 
+/* Byte order that comes out in order after an 8-bit then a 16-bit unpack
+ * of four vectors: position 16L + 4v + m takes byte 16v + 4L + m. */
+__attribute__((target("avx512f,avx512bw"), always_inline)) static inline __m512i lane_perm(void)
+{
+	return _mm512_set_epi8(63, 62, 61, 60, 47, 46, 45, 44, 31, 30, 29, 28, 15, 14, 13, 12,
+			       59, 58, 57, 56, 43, 42, 41, 40, 27, 26, 25, 24, 11, 10, 9, 8,
+			       55, 54, 53, 52, 39, 38, 37, 36, 23, 22, 21, 20, 7, 6, 5, 4,
+			       51, 50, 49, 48, 35, 34, 33, 32, 19, 18, 17, 16, 3, 2, 1, 0);
+}
+
 /*
  * lut[x[0..63]] as four vectors of 16 floats, in order (v[0] = entries of
  * x[0..15], ...), without gathers: each byte plane is two 128-entry
@@ -1259,12 +1269,7 @@ static uint8_t *lut_planes(const float *lut)
 __attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline)) static inline void
 lut32_vbmi(const __m512i t[16], __m512i x, __m512 v[4])
 {
-	const __m512i perm = _mm512_set_epi8(
-		63, 62, 61, 60, 47, 46, 45, 44, 31, 30, 29, 28, 15, 14, 13, 12,
-		59, 58, 57, 56, 43, 42, 41, 40, 27, 26, 25, 24, 11, 10, 9, 8,
-		55, 54, 53, 52, 39, 38, 37, 36, 23, 22, 21, 20, 7, 6, 5, 4,
-		51, 50, 49, 48, 35, 34, 33, 32, 19, 18, 17, 16, 3, 2, 1, 0);
-	__m512i k = _mm512_permutexvar_epi8(perm, x), b[4];
+	__m512i k = _mm512_permutexvar_epi8(lane_perm(), x), b[4];
 	__mmask64 hi = _mm512_movepi8_mask(k);
 
 	for (int p = 0; p < 4; p++)
@@ -1472,6 +1477,114 @@ qse_direct_avx512(const float *lut, const uint8_t *x, int64_t n, float sv,
 	}
 }
 
+/* the same, the table looked up from its byte planes (no gathers), 64
+ * pixels per step */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
+qse_direct_vbmi(const uint8_t *planes, const uint8_t *x, int64_t n, float sv,
+		const struct qact *qy, uint8_t *y)
+{
+	bool u8 = qy->dtype == MI_DT_UINT8;
+	__m512 m = _mm512_set1_ps(sv), sc = _mm512_set1_ps(qy->scale);
+	__m512 z = _mm512_set1_ps((float)qy->zp);
+	__m512 lo = _mm512_set1_ps(u8 ? 0.0f : -128.0f), hi = _mm512_set1_ps(u8 ? 255.0f : 127.0f);
+	__m512 rc = _mm512_set1_ps(1.0f / qy->scale);
+	bool mul = mi_rcp_ok(qy->scale);
+	__m512i t[16];
+
+	lut32_load(planes, t);
+	for (int64_t i = 0; i < n; i += 64) {
+		__mmask64 k = n - i >= 64 ? ~0ull : (1ull << (n - i)) - 1;
+		__m512 v[4];
+		__m128i b[4];
+
+		lut32_vbmi(t, _mm512_maskz_loadu_epi8(k, x + i), v);
+		for (int c = 0; c < 4; c++) {
+			__m512 w = _mm512_mul_ps(v[c], m);
+
+			if (mul)
+				w = mi_rne_div_avx512(w, sc, rc);
+			else
+				w = _mm512_roundscale_ps(_mm512_div_ps(w, sc),
+							 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			w = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(w, z), lo), hi);
+			b[c] = _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(w));
+		}
+		__m512i r = _mm512_inserti32x4(_mm512_castsi128_si512(b[0]), b[1], 1);
+
+		r = _mm512_inserti32x4(_mm512_inserti32x4(r, b[2], 2), b[3], 3);
+		_mm512_mask_storeu_epi8(y + i, k, r);
+	}
+}
+
+/* Q(v[0..3] * sv) as 64 bytes in lane_perm order (what the 32 -> 16 -> 8
+ * bit packs give): ready for qse_quad_vbmi's interleave */
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline __m512i
+qse_q64(const __m512 v[4], float sv, const struct qact *qy, bool mul)
+{
+	bool u8 = qy->dtype == MI_DT_UINT8;
+	__m512 sc = _mm512_set1_ps(qy->scale), rc = _mm512_set1_ps(1.0f / qy->scale);
+	__m512 z = _mm512_set1_ps((float)qy->zp), m = _mm512_set1_ps(sv);
+	__m512 lo = _mm512_set1_ps(u8 ? 0.0f : -128.0f), hi = _mm512_set1_ps(u8 ? 255.0f : 127.0f);
+	__m512i b[4];
+
+	for (int c = 0; c < 4; c++) {
+		__m512 w = _mm512_mul_ps(v[c], m);
+
+		if (mul)
+			w = mi_rne_div_avx512(w, sc, rc);
+		else
+			w = _mm512_roundscale_ps(_mm512_div_ps(w, sc),
+						 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		w = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(w, z), lo), hi);
+		b[c] = _mm512_cvttps_epi32(w);
+	}
+	__m512i w01 = _mm512_packs_epi32(b[0], b[1]), w23 = _mm512_packs_epi32(b[2], b[3]);
+
+	return u8 ? _mm512_packus_epi16(w01, w23) : _mm512_packs_epi16(w01, w23);
+}
+
+/*
+ * C4 output of four channels (planar input x, channel stride hw) straight
+ * from registers: per 64 pixels each channel looked up and quantized (its
+ * bytes in lane_perm order), then interleaved into 4 x 64 bytes.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
+qse_quad_vbmi(const uint8_t *planes, const uint8_t *x, int64_t hw, const float *sv,
+	      const struct qact *qy, uint8_t *y)
+{
+	bool mul = mi_rcp_ok(qy->scale);
+	__m512i t[16];
+
+	lut32_load(planes, t);
+	for (int64_t p0 = 0; p0 < hw; p0 += 64) {
+		int64_t n = hw - p0 < 64 ? hw - p0 : 64;
+		__mmask64 k = n == 64 ? ~0ull : (1ull << n) - 1;
+		__m512i part[4];
+		__m512 v[4];
+
+		for (int c = 0; c < 4; c++) {
+			lut32_vbmi(t, _mm512_maskz_loadu_epi8(k, x + c * hw + p0), v);
+			part[c] = qse_q64(v, sv[c], qy, mul);
+		}
+		__m512i w0 = _mm512_unpacklo_epi8(part[0], part[1]);
+		__m512i w1 = _mm512_unpackhi_epi8(part[0], part[1]);
+		__m512i w2 = _mm512_unpacklo_epi8(part[2], part[3]);
+		__m512i w3 = _mm512_unpackhi_epi8(part[2], part[3]);
+		__m512i o[4] = { _mm512_unpacklo_epi16(w0, w2), _mm512_unpackhi_epi16(w0, w2),
+				 _mm512_unpacklo_epi16(w1, w3), _mm512_unpackhi_epi16(w1, w3) };
+		uint8_t *dst = y + p0 * 4;
+
+		for (int j = 0; j < 4; j++) {
+			int64_t nb = 4 * n - 64 * j;
+
+			if (nb >= 64)
+				_mm512_storeu_si512(dst + 64 * j, o[j]);
+			else if (nb > 0)
+				_mm512_mask_storeu_epi8(dst + 64 * j, (1ull << nb) - 1, o[j]);
+		}
+	}
+}
+
 static void qse_item(void *arg, int c, int tid)
 {
 	const struct qse_job *j = arg;
@@ -1492,6 +1605,10 @@ static void qse_item(void *arg, int c, int tid)
 			i = lut8_vbmi(x, tab, hw, y);
 		for (; i < hw; i++)
 			y[i] = tab[x[i]];
+		return;
+	}
+	if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi()) {
+		qse_direct_vbmi(q->lutb, x, hw, sv, &q->se_y, y);
 		return;
 	}
 	if (mi_quant_isa() == MI_QISA_AVX512) {
@@ -1520,6 +1637,10 @@ static void qse_part(const struct qnode *q, const uint8_t *x, float sv, const ui
 			y[i] = tab[x[i]];
 		return;
 	}
+	if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi()) {
+		qse_direct_vbmi(q->lutb, x, n, sv, &q->se_y, y);
+		return;
+	}
 	if (mi_quant_isa() == MI_QISA_AVX512) {
 		qse_direct_avx512(q->lut, x, n, sv, &q->se_y, y);
 		return;
@@ -1539,6 +1660,12 @@ static void qse_item_c4(void *arg, int c4, int tid)
 	int64_t hw = q->se_hw;
 	uint8_t tabs[4][256], part[4][64] __attribute__((aligned(16))), out[64 * 4];
 	bool use_tab = hw >= 256;
+
+	if (!use_tab && mi_quant_isa() == MI_QISA_AVX512 && have_vbmi()) {
+		qse_quad_vbmi(q->lutb, j->x + (size_t)4 * c4 * hw, hw, j->s + 4 * c4, &q->se_y,
+			      j->y + (size_t)c4 * hw * 4);
+		return;
+	}
 
 	for (int k = 0; k < 4 && use_tab; k++) {
 		float v[256], sv = j->s[4 * c4 + k];
@@ -1641,6 +1768,11 @@ static int try_qse(struct mi_graph *g, struct mi_node *n)
 		return -ENOMEM;
 	}
 	memcpy(q->lut, ((struct qnode *)tn->priv)->lut, 256 * sizeof(float));
+	q->lutb = lut_planes(q->lut);
+	if (!q->lutb) {
+		qnode_free(q);
+		return -ENOMEM;
+	}
 	q->se_y = qa;
 	q->se_c = y->dims[0] * y->dims[1];
 	q->se_hw = y->dims[2] * y->dims[3];
@@ -1670,58 +1802,115 @@ static int try_qse(struct mi_graph *g, struct mi_node *n)
  * lib/cpu's ISA), the mean its float division and the QuantizeLinear the
  * same kernel, so the bytes are those of the unfused nodes.
  */
-static float gap_sum_c(const uint8_t *x, const float *lut, int64_t n, int vw)
+#define QGAP_PLANES 16 /* planes per work item, summed side by side */
+
+/*
+ * Sums of np planes of hw pixels into s[]: per plane the blocks of 512 in
+ * order, each block's lane sums ((a0 + a1) + (a2 + a3)) added in lane
+ * order, then the tail pixels, in double.  The planes are interleaved
+ * step by step (independent dependency chains: a 7x7 plane is mostly
+ * tail), which does not change any plane's order of additions.
+ */
+/* the pixels from i0 on, added one by one, eight planes at a time in
+ * registers (a 7x7 plane is all tail) */
+static void gap_tail(const float *lut, const uint8_t *x, int64_t hw, int64_t i0, int np,
+		     double *s)
 {
-	double s = 0.0;
-	int64_t i = 0;
+	int p = 0;
 
-	while (i + 4 * vw <= n) {
-		float a[4][16] = { { 0 } };
-		int64_t end = i + 512 < n ? i + 512 : n;
+	for (; p + 8 <= np; p += 8) {
+		const uint8_t *x0 = x + p * hw;
+		double s0 = s[p], s1 = s[p + 1], s2 = s[p + 2], s3 = s[p + 3];
+		double s4 = s[p + 4], s5 = s[p + 5], s6 = s[p + 6], s7 = s[p + 7];
 
-		for (; i + 4 * vw <= end; i += 4 * vw)
-			for (int k = 0; k < 4; k++)
-				for (int l = 0; l < vw; l++)
-					a[k][l] += lut[x[i + k * vw + l]];
-		for (int l = 0; l < vw; l++)
-			s += (a[0][l] + a[1][l]) + (a[2][l] + a[3][l]);
+		for (int64_t i = i0; i < hw; i++) {
+			s0 += lut[x0[i]];
+			s1 += lut[x0[hw + i]];
+			s2 += lut[x0[2 * hw + i]];
+			s3 += lut[x0[3 * hw + i]];
+			s4 += lut[x0[4 * hw + i]];
+			s5 += lut[x0[5 * hw + i]];
+			s6 += lut[x0[6 * hw + i]];
+			s7 += lut[x0[7 * hw + i]];
+		}
+		s[p] = s0, s[p + 1] = s1, s[p + 2] = s2, s[p + 3] = s3;
+		s[p + 4] = s4, s[p + 5] = s5, s[p + 6] = s6, s[p + 7] = s7;
 	}
-	for (; i < n; i++)
-		s += lut[x[i]];
-	return (float)s;
+	for (; p < np; p++) {
+		double s0 = s[p];
+
+		for (int64_t i = i0; i < hw; i++)
+			s0 += lut[x[p * hw + i]];
+		s[p] = s0;
+	}
+}
+
+static void gap_sums_c(const struct qnode *q, const uint8_t *x, int np, double *s)
+{
+	int64_t hw = q->gap_hw, i = 0;
+	int vw = q->gap_vw;
+	const float *lut = q->lut;
+	float l[QGAP_PLANES][16];
+
+	for (int p = 0; p < np; p++)
+		s[p] = 0.0;
+	while (i + 4 * vw <= hw) {
+		int64_t b = i, end = i + 512 < hw ? i + 512 : hw;
+
+		for (int p = 0; p < np; p++) {
+			const uint8_t *xp = x + p * hw;
+			float a[4][16] = { { 0 } };
+
+			for (i = b; i + 4 * vw <= end; i += 4 * vw)
+				for (int k = 0; k < 4; k++)
+					for (int m = 0; m < vw; m++)
+						a[k][m] += lut[xp[i + k * vw + m]];
+			for (int m = 0; m < vw; m++)
+				l[p][m] = (a[0][m] + a[1][m]) + (a[2][m] + a[3][m]);
+		}
+		for (int m = 0; m < vw; m++)
+			for (int p = 0; p < np; p++)
+				s[p] += l[p][m];
+	}
+	gap_tail(lut, x, hw, i, np, s);
 }
 
 /* the same for VW = 16, 64 bytes looked up per step */
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static float
-gap_sum_vbmi(const uint8_t *x, const uint8_t *planes, const float *lut, int64_t n)
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
+gap_sums_vbmi(const struct qnode *q, const uint8_t *x, int np, double *s)
 {
+	int64_t hw = q->gap_hw, i = 0;
+	const float *lut = q->lut;
+	float l[QGAP_PLANES][16];
 	__m512i t[16];
-	double s = 0.0;
-	int64_t i = 0;
 
-	lut32_load(planes, t);
-	while (i + 64 <= n) {
-		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, v[4];
-		int64_t end = i + 512 < n ? i + 512 : n;
-		float l[16];
+	lut32_load(q->lutb, t);
+	for (int p = 0; p < np; p++)
+		s[p] = 0.0;
+	while (i + 64 <= hw) {
+		int64_t b = i, end = i + 512 < hw ? i + 512 : hw;
 
-		for (; i + 64 <= end; i += 64) {
-			lut32_vbmi(t, _mm512_loadu_si512(x + i), v);
-			a0 = _mm512_add_ps(a0, v[0]);
-			a1 = _mm512_add_ps(a1, v[1]);
-			a2 = _mm512_add_ps(a2, v[2]);
-			a3 = _mm512_add_ps(a3, v[3]);
+		for (int p = 0; p < np; p++) {
+			const uint8_t *xp = x + p * hw;
+			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, v[4];
+
+			for (i = b; i + 64 <= end; i += 64) {
+				lut32_vbmi(t, _mm512_loadu_si512(xp + i), v);
+				a0 = _mm512_add_ps(a0, v[0]);
+				a1 = _mm512_add_ps(a1, v[1]);
+				a2 = _mm512_add_ps(a2, v[2]);
+				a3 = _mm512_add_ps(a3, v[3]);
+			}
+			_mm512_storeu_ps(l[p], _mm512_add_ps(_mm512_add_ps(a0, a1),
+							     _mm512_add_ps(a2, a3)));
 		}
-		_mm512_storeu_ps(l, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-		for (int k = 0; k < 16; k++)
-			s += l[k];
+		for (int m = 0; m < 16; m++)
+			for (int p = 0; p < np; p++)
+				s[p] += l[p][m];
 	}
-	for (; i < n; i++)
-		s += lut[x[i]];
-	return (float)s;
+	gap_tail(lut, x, hw, i, np, s);
 }
 
-#define QGAP_PLANES 16 /* planes per work item */
 
 struct qgap_job {
 	const struct qnode *q;
@@ -1733,18 +1922,17 @@ static void qgap_item(void *arg, int it, int tid)
 {
 	const struct qgap_job *j = arg;
 	const struct qnode *q = j->q;
-	int64_t p0 = (int64_t)it * QGAP_PLANES, hw = q->gap_hw;
+	int64_t p0 = (int64_t)it * QGAP_PLANES;
 	int np = q->se_c - p0 < QGAP_PLANES ? (int)(q->se_c - p0) : QGAP_PLANES;
-	bool vbmi = q->gap_vw == 16 && mi_cpu_isa() == MI_ISA_AVX512 && have_vbmi();
+	double s[QGAP_PLANES];
 	float m[QGAP_PLANES];
 
-	for (int p = 0; p < np; p++) {
-		const uint8_t *x = j->x + (p0 + p) * hw;
-		float s = vbmi ? gap_sum_vbmi(x, q->lutb, q->lut, hw) :
-				 gap_sum_c(x, q->lut, hw, q->gap_vw);
-
-		m[p] = s / hw;
-	}
+	if (q->gap_vw == 16 && mi_cpu_isa() == MI_ISA_AVX512 && have_vbmi())
+		gap_sums_vbmi(q, j->x + p0 * q->gap_hw, np, s);
+	else
+		gap_sums_c(q, j->x + p0 * q->gap_hw, np, s);
+	for (int p = 0; p < np; p++)
+		m[p] = (float)s[p] / q->gap_hw;
 	if (q->gap_q)
 		mi_quantize_f32(m, np, q->se_y.scale, q->se_y.zp, q->se_y.dtype,
 				(uint8_t *)j->y + p0);

@@ -26,6 +26,42 @@ static inline float mi_qmult(float sx, float sw, float sy)
 	return (sx * sw) / sy;
 }
 
+#ifdef __x86_64__
+#include <immintrin.h>
+
+/*
+ * rne(p / sc) of 16 floats for an 8-bit QuantizeLinear, without the
+ * division in the common case.  w = p * rc (rc = 1 / sc in float, a normal
+ * number: see mi_rcp_ok) is within 3.01 ulp-units (|w| 2^-24 each) of the
+ * rounded quotient q = p / sc (three roundings).  Where |w| <= 1024 and w
+ * is farther than 2^-11 (>= |w| 2^-21) from every half-integer, q lies
+ * strictly between the same two half-integers and rne(q) = rne(w).  Where
+ * |w| > 1024 both round beyond +-1023, which the caller's clamp of
+ * r + zp (zp in -128..255) to 8 bits saturates alike.  w - rne(w) is exact
+ * (Sterbenz).  Vectors with a lane near a tie (or NaN, infinite) divide.
+ */
+__attribute__((target("avx512f"), always_inline)) static inline __m512
+mi_rne_div_avx512(__m512 p, __m512 sc, __m512 rc)
+{
+	__m512 w = _mm512_mul_ps(p, rc);
+	__m512 r = _mm512_roundscale_ps(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(w, r)),
+					  _mm512_set1_ps(0.5f - 0x1p-11f), _CMP_LT_OQ);
+
+	if (__builtin_expect(ok != 0xffff, 0))
+		r = _mm512_roundscale_ps(_mm512_div_ps(p, sc),
+					 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	return r;
+}
+#endif
+
+/* 1 / sc is a normal float with a correctly rounded reciprocal (the
+ * multiply path of mi_rne_div_avx512 applies). */
+static inline bool mi_rcp_ok(float sc)
+{
+	return sc >= 0x1p-100f && sc <= 0x1p100f;
+}
+
 /* y = sat(rne(x / scale) + zp) into uint8/int8 (dtype). */
 void mi_quantize_f32(const float *x, int64_t n, float scale, int32_t zp,
 		     int dtype, void *y);

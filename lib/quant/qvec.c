@@ -34,12 +34,19 @@ quant_avx512(const float *x, int64_t n, float scale, float zp, float lo, float h
 {
 	__m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
 	__m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
+	__m512 rc = _mm512_set1_ps(1.0f / scale);
+	bool mul = mi_rcp_ok(scale);
 	int64_t i = 0;
 
 	for (; i + 16 <= n; i += 16) {
-		__m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
+		__m512 v;
 
-		v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		if (mul) {
+			v = mi_rne_div_avx512(_mm512_loadu_ps(x + i), s, rc);
+		} else {
+			v = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
+			v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		}
 		v = _mm512_add_ps(v, z);
 		v = _mm512_min_ps(_mm512_max_ps(v, l), h);
 		__m128i q = _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v));

@@ -420,6 +420,61 @@ static int test_qdq(int iter)
 	return fails;
 }
 
+/*
+ * QuantizeLinear's division-free path (mi_rne_div_avx512: multiply by the
+ * reciprocal, divide only near a tie) on the values that break it: within
+ * a few ulps of every half-integer quotient, huge, tiny, subnormal, zero,
+ * NaN and infinite inputs, scales inside and outside the reciprocal's
+ * range; every ISA vs the scalar division.
+ */
+static int test_qdiv(int iter)
+{
+	int n = rndi(16, 700), fails = 0;
+	float *x = malloc(n * 4);
+	uint8_t *qr = malloc(n), *qk = malloc(n);
+	float scale = rnd() % 8 ? (float)rndi(1, 100000) / 99991.0f * ldexpf(1.0f, rndi(-12, 6)) :
+				  ldexpf((float)rndi(1, 1000), rndi(-140, 120));
+	int dt = rnd() % 2 ? MI_DT_UINT8 : MI_DT_INT8;
+	int zp = dt == MI_DT_UINT8 ? rndi(0, 255) : rndi(-128, 127);
+	float lo = dt == MI_DT_UINT8 ? 0 : -128, hi = dt == MI_DT_UINT8 ? 255 : 127;
+
+	for (int i = 0; i < n; i++) {
+		int k = rnd() % 16;
+		float v;
+
+		if (k < 10) { /* a half-integer quotient, then nudged a few ulps */
+			v = ((float)rndi(-300, 300) + 0.5f) * scale;
+			for (int u = rndi(-6, 6); u; u += u < 0 ? 1 : -1)
+				v = nextafterf(v, u < 0 ? -INFINITY : INFINITY);
+		} else if (k < 13) {
+			v = ldexpf((float)rndi(-1000000, 1000000), rndi(-160, 100));
+		} else {
+			static const float sp[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f,
+						    -1e-45f, 3e38f, -3e38f, 0x1p23f, 0x1p22f + 0.5f };
+
+			v = sp[rnd() % (sizeof(sp) / sizeof(sp[0]))];
+		}
+		x[i] = v;
+	}
+	for (int i = 0; i < n; i++) {
+		float v = nearbyintf(x[i] / scale) + (float)zp;
+
+		v = !(v >= lo) ? lo : v > hi ? hi : v;
+		qr[i] = (uint8_t)(int)v;
+	}
+	for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
+		mi_quant_set_isa(isa);
+		mi_quantize_f32(x, n, scale, zp, dt, qk);
+		if (memcmp(qr, qk, n)) {
+			fprintf(stderr, "FAIL q near ties iter %d isa %s n %d scale %g\n", iter,
+				mi_quant_isa_name(isa), n, scale);
+			fails++;
+		}
+	}
+	free(x), free(qr), free(qk);
+	return fails;
+}
+
 /* uint8/int8 MaxPool plane vs a direct loop over the window */
 /* Scalar MaxPool of one plane (the reference). */
 static void ref_pool(const uint8_t *x, const struct mi_qpool_shape *s, bool s8, uint8_t *y)
@@ -565,10 +620,11 @@ int main(int argc, char **argv)
 		fails += test_conv(i);
 		fails += test_gemm(i);
 		fails += test_qdq(i);
+		fails += test_qdiv(i);
 		fails += test_pool(i);
 	}
-	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d maxpool cases, x %d ISAs: %d failures\n",
-	       n, n, n, n, mi_quant_isa_max() + 1, fails);
+	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d maxpool cases, x %d ISAs: %d failures\n",
+	       n, n, n, n, n, mi_quant_isa_max() + 1, fails);
 	printf("  (%d depthwise conv cases, %d with gather tables)\n", dw_cases, dwtab_cases);
 	return fails ? 1 : 0;
 }

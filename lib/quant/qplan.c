@@ -1272,6 +1272,7 @@ lut32_vbmi(const __m512i t[16], __m512i x, __m512 v[4])
 	__m512i k = _mm512_permutexvar_epi8(lane_perm(), x), b[4];
 	__mmask64 hi = _mm512_movepi8_mask(k);
 
+#pragma GCC unroll 4
 	for (int p = 0; p < 4; p++)
 		b[p] = _mm512_mask_blend_epi8(hi, _mm512_permutex2var_epi8(t[4 * p], k, t[4 * p + 1]),
 					      _mm512_permutex2var_epi8(t[4 * p + 2], k, t[4 * p + 3]));
@@ -1287,6 +1288,7 @@ lut32_vbmi(const __m512i t[16], __m512i x, __m512 v[4])
 __attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline)) static inline void
 lut32_load(const uint8_t *planes, __m512i t[16])
 {
+#pragma GCC unroll 16
 	for (int i = 0; i < 16; i++)
 		t[i] = _mm512_load_si512(planes + 64 * i);
 }
@@ -1527,6 +1529,7 @@ qse_q64(const __m512 v[4], float sv, const struct qact *qy, bool mul)
 	__m512 lo = _mm512_set1_ps(u8 ? 0.0f : -128.0f), hi = _mm512_set1_ps(u8 ? 255.0f : 127.0f);
 	__m512i b[4];
 
+#pragma GCC unroll 4
 	for (int c = 0; c < 4; c++) {
 		__m512 w = _mm512_mul_ps(v[c], m);
 
@@ -1541,6 +1544,29 @@ qse_q64(const __m512 v[4], float sv, const struct qact *qy, bool mul)
 	__m512i w01 = _mm512_packs_epi32(b[0], b[1]), w23 = _mm512_packs_epi32(b[2], b[3]);
 
 	return u8 ? _mm512_packus_epi16(w01, w23) : _mm512_packs_epi16(w01, w23);
+}
+
+/* n <= 64 pixels of four channels (each 64 bytes in lane_perm order)
+ * interleaved into C4 bytes at dst */
+__attribute__((target("avx512f,avx512bw"), always_inline)) static inline void
+qse_c4_store(const __m512i part[4], int64_t n, uint8_t *dst)
+{
+	__m512i w0 = _mm512_unpacklo_epi8(part[0], part[1]);
+	__m512i w1 = _mm512_unpackhi_epi8(part[0], part[1]);
+	__m512i w2 = _mm512_unpacklo_epi8(part[2], part[3]);
+	__m512i w3 = _mm512_unpackhi_epi8(part[2], part[3]);
+	__m512i o[4] = { _mm512_unpacklo_epi16(w0, w2), _mm512_unpackhi_epi16(w0, w2),
+			 _mm512_unpacklo_epi16(w1, w3), _mm512_unpackhi_epi16(w1, w3) };
+
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
+		int64_t nb = 4 * n - 64 * j;
+
+		if (nb >= 64)
+			_mm512_storeu_si512(dst + 64 * j, o[j]);
+		else if (nb > 0)
+			_mm512_mask_storeu_epi8(dst + 64 * j, (1ull << nb) - 1, o[j]);
+	}
 }
 
 /*
@@ -1562,26 +1588,54 @@ qse_quad_vbmi(const uint8_t *planes, const uint8_t *x, int64_t hw, const float *
 		__m512i part[4];
 		__m512 v[4];
 
+#pragma GCC unroll 4
 		for (int c = 0; c < 4; c++) {
 			lut32_vbmi(t, _mm512_maskz_loadu_epi8(k, x + c * hw + p0), v);
 			part[c] = qse_q64(v, sv[c], qy, mul);
 		}
-		__m512i w0 = _mm512_unpacklo_epi8(part[0], part[1]);
-		__m512i w1 = _mm512_unpackhi_epi8(part[0], part[1]);
-		__m512i w2 = _mm512_unpacklo_epi8(part[2], part[3]);
-		__m512i w3 = _mm512_unpackhi_epi8(part[2], part[3]);
-		__m512i o[4] = { _mm512_unpacklo_epi16(w0, w2), _mm512_unpackhi_epi16(w0, w2),
-				 _mm512_unpacklo_epi16(w1, w3), _mm512_unpackhi_epi16(w1, w3) };
-		uint8_t *dst = y + p0 * 4;
+		qse_c4_store(part, n, y + p0 * 4);
+	}
+}
 
-		for (int j = 0; j < 4; j++) {
-			int64_t nb = 4 * n - 64 * j;
+/*
+ * The same through per-channel byte tables (planes of 128+ pixels): each
+ * channel's 256 products quantized once (qse_q64 on the table itself, put
+ * back in order: lane_perm is its own inverse) into four registers, then
+ * per 64 pixels two vpermi2b and a blend per channel, the indices taken in
+ * lane_perm order so that the interleave writes pixels in order.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
+qse_quad_tab_vbmi(const float *lut, const uint8_t *x, int64_t hw, const float *sv,
+		  const struct qact *qy, uint8_t *y)
+{
+	bool mul = mi_rcp_ok(qy->scale);
+	__m512i perm = lane_perm(), tab[4][4];
 
-			if (nb >= 64)
-				_mm512_storeu_si512(dst + 64 * j, o[j]);
-			else if (nb > 0)
-				_mm512_mask_storeu_epi8(dst + 64 * j, (1ull << nb) - 1, o[j]);
+#pragma GCC unroll 4
+	for (int c = 0; c < 4; c++)
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++) {
+			__m512 v[4] = { _mm512_loadu_ps(lut + 64 * k), _mm512_loadu_ps(lut + 64 * k + 16),
+					_mm512_loadu_ps(lut + 64 * k + 32),
+					_mm512_loadu_ps(lut + 64 * k + 48) };
+
+			tab[c][k] = _mm512_permutexvar_epi8(perm, qse_q64(v, sv[c], qy, mul));
 		}
+	for (int64_t p0 = 0; p0 < hw; p0 += 64) {
+		int64_t n = hw - p0 < 64 ? hw - p0 : 64;
+		__mmask64 k = n == 64 ? ~0ull : (1ull << n) - 1;
+		__m512i part[4];
+
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++) {
+			__m512i i = _mm512_permutexvar_epi8(perm,
+							    _mm512_maskz_loadu_epi8(k, x + c * hw + p0));
+
+			part[c] = _mm512_mask_blend_epi8(
+				_mm512_movepi8_mask(i), _mm512_permutex2var_epi8(tab[c][0], i, tab[c][1]),
+				_mm512_permutex2var_epi8(tab[c][2], i, tab[c][3]));
+		}
+		qse_c4_store(part, n, y + p0 * 4);
 	}
 }
 
@@ -1661,9 +1715,13 @@ static void qse_item_c4(void *arg, int c4, int tid)
 	uint8_t tabs[4][256], part[4][64] __attribute__((aligned(16))), out[64 * 4];
 	bool use_tab = hw >= 256;
 
-	if (!use_tab && mi_quant_isa() == MI_QISA_AVX512 && have_vbmi()) {
-		qse_quad_vbmi(q->lutb, j->x + (size_t)4 * c4 * hw, hw, j->s + 4 * c4, &q->se_y,
-			      j->y + (size_t)c4 * hw * 4);
+	if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi()) {
+		if (hw >= 128)
+			qse_quad_tab_vbmi(q->lut, j->x + (size_t)4 * c4 * hw, hw, j->s + 4 * c4,
+					  &q->se_y, j->y + (size_t)c4 * hw * 4);
+		else
+			qse_quad_vbmi(q->lutb, j->x + (size_t)4 * c4 * hw, hw, j->s + 4 * c4,
+				      &q->se_y, j->y + (size_t)c4 * hw * 4);
 		return;
 	}
 

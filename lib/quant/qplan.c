@@ -1781,26 +1781,35 @@ static int try_qse(struct mi_graph *g, struct mi_node *n)
 	if (!y || y->dtype != MI_DT_FLOAT || !mi_tensor_shape_known(y) || y->ndim != 4 ||
 	    (y->flags & MI_TF_OUTPUT))
 		return 0;
-	/* which input is the table's output (full size), which the gate */
+	/* which input is the table's output or a DequantizeLinear's (full
+	 * size), which the gate */
 	int xi = -1;
+	bool dq = false;
+	struct qact da;
 
 	for (int i = 0; i < 2; i++) {
 		struct mi_tensor *t = mi_in(g, n, i);
 		int p = t->producer;
 
-		if (p >= 0 && mi_quant_node_is(&g->nodes[p]) &&
-		    ((struct qnode *)g->nodes[p].priv)->lut &&
+		if (p < 0 || t->dtype != MI_DT_FLOAT || !mi_tensor_shape_known(t) || t->ndim != 4 ||
+		    memcmp(t->dims, y->dims, sizeof(t->dims[0]) * 4) || g->nodes[p].dead)
+			continue;
+		if (mi_quant_node_is(&g->nodes[p]) && ((struct qnode *)g->nodes[p].priv)->lut &&
 		    !((struct qnode *)g->nodes[p].priv)->lut8 &&
-		    g->nodes[p].outputs[0] == n->inputs[i] && t->dtype == MI_DT_FLOAT &&
-		    mi_tensor_shape_known(t) && t->ndim == 4 &&
-		    !memcmp(t->dims, y->dims, sizeof(t->dims[0]) * 4))
+		    g->nodes[p].outputs[0] == n->inputs[i]) {
 			xi = i;
+			dq = false;
+		} else if (xi < 0 && !strcmp(g->nodes[p].op_type, "DequantizeLinear") &&
+			   !g->nodes[p].domain[0] && act_params(g, &g->nodes[p], 0, 1, 2, &da)) {
+			xi = i;
+			dq = true;
+		}
 	}
 	if (xi < 0)
 		return 0;
 	struct mi_tensor *st = mi_in(g, n, 1 - xi);
 	struct mi_node *tn = &g->nodes[mi_in(g, n, xi)->producer];
-	struct mi_tensor *xq = mi_in(g, tn, 0);
+	struct mi_tensor *xq = dq ? &g->tensors[da.t] : mi_in(g, tn, 0);
 
 	if (st->dtype != MI_DT_FLOAT || !mi_tensor_shape_known(st) || st->ndim != 4 ||
 	    st->dims[0] != y->dims[0] || st->dims[1] != y->dims[1] || st->dims[2] != 1 ||
@@ -1825,7 +1834,15 @@ static int try_qse(struct mi_graph *g, struct mi_node *n)
 		qnode_free(q);
 		return -ENOMEM;
 	}
-	memcpy(q->lut, ((struct qnode *)tn->priv)->lut, 256 * sizeof(float));
+	if (dq) {
+		uint8_t b[256];
+
+		for (int i = 0; i < 256; i++)
+			b[i] = (uint8_t)i;
+		mi_dequantize(b, da.dtype, 256, da.scale, da.zp, q->lut);
+	} else {
+		memcpy(q->lut, ((struct qnode *)tn->priv)->lut, 256 * sizeof(float));
+	}
 	q->lutb = lut_planes(q->lut);
 	if (!q->lutb) {
 		qnode_free(q);
@@ -1840,7 +1857,7 @@ static int try_qse(struct mi_graph *g, struct mi_node *n)
 	q->orig_in1 = n->inputs[1];
 	q->orig_out0 = n->outputs[0];
 	n->inputs[1] = n->inputs[1 - xi];
-	n->inputs[0] = tn->inputs[0];
+	n->inputs[0] = dq ? da.t : tn->inputs[0];
 	kill(g, q, qn);
 	n->outputs[0] = qn->outputs[0];
 	g->tensors[n->outputs[0]].producer = (int)(n - g->nodes);

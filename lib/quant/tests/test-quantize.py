@@ -125,7 +125,7 @@ def export_act(path):
                       input_names=["input"], output_names=["logits"])
 
 
-def export_se(path, stride):
+def export_se(path, stride, act="hardswish"):
     """HardSwish -> squeeze-excite gate -> 1x1 conv: the gate Mul runs as
     an int8 node writing the conv's C4 input (per-channel tables on 20x20
     planes, direct products on 10x10)."""
@@ -142,7 +142,7 @@ def export_se(path, stride):
             self.c2 = nn.Conv2d(16, 8, 1)
 
         def forward(self, x):
-            x = nn.functional.hardswish(self.c1(x))
+            x = getattr(nn.functional, act)(self.c1(x))
             x = x * torch.sigmoid(self.se(nn.functional.adaptive_avg_pool2d(x, 1)))
             return self.c2(x)
 
@@ -553,20 +553,25 @@ def main():
         d = ort_rel_diff(qa, inputs[0], fast[0], tmp)
         check(d < 1e-6, f"act: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
 
-    # SE gate Mul writing C4: same bytes as the planar path and as ORT
-    for stride in (1, 2):
-        fs = os.path.join(tmp, "se%d.onnx" % stride)
-        qs = os.path.join(tmp, "se%d.int8.onnx" % stride)
-        export_se(fs, stride)
+    # SE gate Mul writing C4: same bytes as the planar path and as ORT; after
+    # a Relu (no table) the pool and the Mul read the DequantizeLinear's bytes
+    for stride, act in ((1, "hardswish"), (2, "hardswish"), (1, "relu"), (2, "relu")):
+        fs = os.path.join(tmp, "se%d%s.onnx" % (stride, act))
+        qs = os.path.join(tmp, "se%d%s.int8.onnx" % (stride, act))
+        export_se(fs, stride, act)
         run([MI, "quantize", fs, "--calib-random", "8", "-o", qs])
         fast = mi_run(qs, inputs[0], tmp)
         planar = mi_run(qs, inputs[0], tmp, {"MI_QUANT_C4": "0"})
         gen = mi_run(qs, inputs[0], tmp, {"MI_CPU_ISA": "generic"})
         check(np.array_equal(fast, planar) and np.array_equal(fast, gen),
-              f"se{stride}: gate Mul with C4 output == planar output == generic ISA")
+              f"se{stride} {act}: gate Mul with C4 output == planar output == generic ISA")
+        prof = run([MI, "run", qs, "-q", "--bench", "1", "--profile"]).stdout
+        check(not re.search(r"^\s*(DequantizeLinear|HardSwish)\s", prof, re.M) and
+              len(re.findall(r"^\s*QuantizeLinear\s+1\s", prof, re.M)) == 1,
+              f"se{stride} {act}: no DequantizeLinear or fp32 table left, one QuantizeLinear (the input's)")
         if have_ort:
             d = ort_rel_diff(qs, inputs[0], fast, tmp)
-            check(d < 1e-6, f"se{stride}: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
+            check(d < 1e-6, f"se{stride} {act}: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
 
     # C4 between convs with two readers and through a Concat: same bytes as
     # the planar path, the generic ISA, 2 threads and ORT

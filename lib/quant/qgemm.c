@@ -920,7 +920,8 @@ struct mi_qdwtab {
 	uint64_t *lmask;   /* [nent * ng] window bytes to load */
 	uint64_t *pmask;   /* [nent * ng] gathered bytes that are inside the map */
 	uint8_t *idx;      /* [nent * ng][64] window byte of each gathered byte */
-	uint32_t *wq;      /* [c][ng] the group's four weights */
+	uint32_t *wq;      /* [c][ng] (depthwise), [oc][c][ng]: the group's four weights */
+	int gt[4 * 2 * MI_QDW_KMAX]; /* [ng][4] the taps of each group, -1: none */
 	void *mem;
 };
 
@@ -999,8 +1000,8 @@ static bool dwt_row(struct mi_qdwtab *t, const struct mi_qconv_shape *s, const i
  * window is wider than 64 bytes, the tables would be too large, or out of
  * memory.
  */
-static struct mi_qdwtab *dwt_try(const struct mi_qconv_shape *s, const int8_t *dww,
-				 bool flat_px, bool flat_tap)
+static struct mi_qdwtab *dwt_try(const struct mi_qconv_shape *s, size_t nwq, bool flat_px,
+				 bool flat_tap)
 {
 	int taps = s->kh * s->kw, gpr = (s->kw + 3) / 4, rowv = (s->ow + 15) / 16;
 	int ng = flat_tap ? (taps + 3) / 4 : s->kh * gpr;
@@ -1035,7 +1036,7 @@ static struct mi_qdwtab *dwt_try(const struct mi_qconv_shape *s, const int8_t *d
 		return NULL;
 
 	struct mi_qdwtab *t = calloc(1, sizeof(*t));
-	size_t bytes = ne * (64 + 8 + 8 + 4) + (size_t)npv * 12 + 4 + (size_t)s->c * ng * 4;
+	size_t bytes = ne * (64 + 8 + 8 + 4) + (size_t)npv * 12 + 4 + nwq * 4;
 
 	if (!t)
 		return NULL;
@@ -1084,26 +1085,19 @@ static struct mi_qdwtab *dwt_try(const struct mi_qconv_shape *s, const int8_t *d
 			return NULL;
 		}
 	}
-	for (int c = 0; c < s->c; c++)
-		for (int g = 0; g < ng; g++) {
-			uint32_t d = 0;
-
-			for (int b = 0; b < 4; b++)
-				if (gt[4 * g + b] >= 0)
-					d |= (uint32_t)(uint8_t)dww[(size_t)c * taps + gt[4 * g + b]]
-					     << (8 * b);
-			t->wq[(size_t)c * ng + g] = d;
-		}
+	memcpy(t->gt, gt, sizeof(int) * 4 * ng);
 	return t;
 }
 
-/* The tables that fit with the least work (vectors x groups), or NULL. */
-static struct mi_qdwtab *dwt_build(const struct mi_qconv_shape *s, const int8_t *dww)
+/* The tables that fit with the least work (vectors x groups), or NULL;
+ * wq gets room for nwq_per_group * ng weight dwords. */
+static struct mi_qdwtab *dwt_build(const struct mi_qconv_shape *s, size_t nwq_per_group)
 {
 	struct mi_qdwtab *best = NULL;
 
 	for (int m = 0; m < 4; m++) {
-		struct mi_qdwtab *t = dwt_try(s, dww, !(m & 1), !(m & 2));
+		int ng = !(m & 2) ? (s->kh * s->kw + 3) / 4 : s->kh * ((s->kw + 3) / 4);
+		struct mi_qdwtab *t = dwt_try(s, nwq_per_group * ng, !(m & 1), !(m & 2));
 
 		if (t && (!best || (size_t)t->npv * t->ng < (size_t)best->npv * best->ng ||
 			  ((size_t)t->npv * t->ng == (size_t)best->npv * best->ng &&
@@ -1173,7 +1167,17 @@ int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 				cv->dww[o * nt + t] = (int8_t)v;
 				cv->wsum_dw[o] += v;
 			}
-		cv->dwt = dwt_build(s, cv->dww); /* NULL: the row kernels */
+		cv->dwt = dwt_build(s, s->c); /* NULL: the row kernels */
+		for (int c = 0; cv->dwt && c < s->c; c++)
+			for (int g = 0; g < cv->dwt->ng; g++) {
+				uint32_t d = 0;
+
+				for (int b = 0, tap; b < 4; b++)
+					if ((tap = cv->dwt->gt[4 * g + b]) >= 0)
+						d |= (uint32_t)(uint8_t)cv->dww[(size_t)c * nt + tap]
+						     << (8 * b);
+				cv->dwt->wq[(size_t)c * cv->dwt->ng + g] = d;
+			}
 		return 0;
 	}
 	int cg = s->c / s->group;
@@ -1183,9 +1187,32 @@ int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 			!(s->pt | s->pl | s->pb | s->pr) && s->oh == s->h &&
 			s->ow == s->w;
 	struct conv_get_ctx c = { get, ctx, s, cv->c4 };
+	int err = mi_qweights_pack(&cv->w, s->group, s->oc / s->group,
+				   s->kh * s->kw * cv->c4 * 4, conv_get, &c);
 
-	return mi_qweights_pack(&cv->w, s->group, s->oc / s->group,
-				s->kh * s->kw * cv->c4 * 4, conv_get, &c);
+	/* a few input channels (first convs, RGB) and outputs: the gather
+	 * tables too, weights [oc][c][ng] (NULL: the GEMM path, faster from
+	 * ~64 output channels on: its input reorder and im2col are shared by
+	 * more channels) */
+	if (!err && s->group == 1 && s->c <= 4 && s->oc <= 32 && s->kh * s->kw > 1 &&
+	    s->kh <= MI_QDW_KMAX && s->kw <= MI_QDW_KMAX &&
+	    (cv->dwt = dwt_build(s, (size_t)s->oc * s->c))) {
+		int ng = cv->dwt->ng;
+
+		for (int o = 0; o < s->oc; o++)
+			for (int ci = 0; ci < s->c; ci++)
+				for (int g = 0; g < ng; g++) {
+					uint32_t d = 0;
+
+					for (int b = 0, tap; b < 4; b++)
+						if ((tap = cv->dwt->gt[4 * g + b]) >= 0)
+							d |= (uint32_t)(uint8_t)get(ctx, 0, o,
+										 ci * s->kh * s->kw + tap)
+							     << (8 * b);
+					cv->dwt->wq[((size_t)o * s->c + ci) * ng + g] = d;
+				}
+	}
+	return err;
 }
 
 void mi_qconv_fini(struct mi_qconv *cv)
@@ -2275,6 +2302,134 @@ dwt_item(void *arg, int item, int tid)
 		dwt_quad_body(j, c0, nc, v0, v1, false);
 }
 
+/* Four channels' requantized pixel vector: one C4 store, or per plane. */
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline void
+dwt_store4(const struct dwt_job *j, int o, __mmask16 m, int p0, size_t npix, __m512i a0,
+	   __m512i a1, __m512i a2, __m512i a3)
+{
+	int nc = j->cv->s.oc - o < 4 ? j->cv->s.oc - o : 4;
+
+	if (j->ep->out_c4) {
+		__m512i d = a0;
+
+		d = _mm512_mask_blend_epi8(0x2222222222222222ull, d, _mm512_slli_epi32(a1, 8));
+		d = _mm512_mask_blend_epi8(0x4444444444444444ull, d, _mm512_slli_epi32(a2, 16));
+		d = _mm512_mask_blend_epi8(0x8888888888888888ull, d, _mm512_slli_epi32(a3, 24));
+		_mm512_mask_storeu_epi32(j->y + ((size_t)(o / 4) * npix + p0) * 4, m, d);
+	} else {
+		uint8_t *yp = j->y + (size_t)o * npix + p0;
+
+		store16_u8(yp, m, a0);
+		if (nc > 1)
+			store16_u8(yp + npix, m, a1);
+		if (nc > 2)
+			store16_u8(yp + 2 * npix, m, a2);
+		if (nc > 3)
+			store16_u8(yp + 3 * npix, m, a3);
+	}
+}
+
+/*
+ * Dense convs with few input channels (c <= 4: the RGB first convs) on the
+ * same tables: per pixel vector the c * ng gathered vectors are made once
+ * and each output channel quad adds them with its weights (K = c * ng * 4
+ * instead of the GEMM's taps * 4 with channel 4 padding; no input reorder,
+ * no im2col).
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"), always_inline))
+static inline void
+dwt_dense_body(const struct dwt_job *j, int v0, int v1, const bool flip)
+{
+	const struct mi_qconv_shape *s = &j->cv->s;
+	const struct mi_qdwtab *t = j->cv->dwt;
+	const struct mi_qepi *ep = j->ep;
+	size_t plane = (size_t)s->h * s->w, npix = (size_t)s->oh * s->ow;
+	int nk = s->c * t->ng;
+	const __m512i zxv = _mm512_set1_epi8((char)j->zx), fv = _mm512_set1_epi8((char)0x80);
+	const __m512 lo = _mm512_set1_ps(ep->flo), hi = _mm512_set1_ps(ep->fhi);
+	const __m512i zy = _mm512_set1_epi32(ep->zy);
+	__m512i gv[4 * 2 * MI_QDW_KMAX];
+
+	for (int v = v0; v < v1; v++) {
+		size_t e0 = (size_t)t->ent[v] * t->ng;
+		int32_t dv = t->delta[v];
+		int p0 = t->p0[v], n = t->p0[v + 1] - p0;
+		__mmask16 m;
+
+		for (int ci = 0; ci < s->c; ci++)
+			for (int g = 0; g < t->ng; g++) {
+				size_t e = e0 + g;
+				__m512i w = _mm512_maskz_loadu_epi8(t->lmask[e], j->x + ci * plane +
+									  t->base[e] + dv);
+
+				if (flip)
+					w = _mm512_xor_si512(w, fv);
+				gv[ci * t->ng + g] = _mm512_mask_permutexvar_epi8(
+					zxv, t->pmask[e], _mm512_load_si512(t->idx + e * 64), w);
+			}
+		n = n < 16 ? n : 16;
+		m = (__mmask16)((1u << n) - 1);
+		/* two channel quads at a time: eight independent sums, named
+		 * (registers, not an array) */
+		for (int o = 0; o < s->oc; o += 8) {
+			int oo[8];
+
+			for (int k = 0; k < 8; k++)
+				oo[k] = o + k < s->oc ? o + k : o; /* past oc: computed, not stored */
+			const uint32_t *w0 = t->wq + (size_t)oo[0] * nk, *w1 = t->wq + (size_t)oo[1] * nk;
+			const uint32_t *w2 = t->wq + (size_t)oo[2] * nk, *w3 = t->wq + (size_t)oo[3] * nk;
+			const uint32_t *w4 = t->wq + (size_t)oo[4] * nk, *w5 = t->wq + (size_t)oo[5] * nk;
+			const uint32_t *w6 = t->wq + (size_t)oo[6] * nk, *w7 = t->wq + (size_t)oo[7] * nk;
+			__m512i a0 = _mm512_set1_epi32(ep->comp[oo[0]]), a1 = _mm512_set1_epi32(ep->comp[oo[1]]);
+			__m512i a2 = _mm512_set1_epi32(ep->comp[oo[2]]), a3 = _mm512_set1_epi32(ep->comp[oo[3]]);
+			__m512i a4 = _mm512_set1_epi32(ep->comp[oo[4]]), a5 = _mm512_set1_epi32(ep->comp[oo[5]]);
+			__m512i a6 = _mm512_set1_epi32(ep->comp[oo[6]]), a7 = _mm512_set1_epi32(ep->comp[oo[7]]);
+
+			for (int i = 0; i < nk; i++) {
+				__m512i x = gv[i];
+
+				a0 = _mm512_dpbusd_epi32(a0, x, _mm512_set1_epi32((int)w0[i]));
+				a1 = _mm512_dpbusd_epi32(a1, x, _mm512_set1_epi32((int)w1[i]));
+				a2 = _mm512_dpbusd_epi32(a2, x, _mm512_set1_epi32((int)w2[i]));
+				a3 = _mm512_dpbusd_epi32(a3, x, _mm512_set1_epi32((int)w3[i]));
+				a4 = _mm512_dpbusd_epi32(a4, x, _mm512_set1_epi32((int)w4[i]));
+				a5 = _mm512_dpbusd_epi32(a5, x, _mm512_set1_epi32((int)w5[i]));
+				a6 = _mm512_dpbusd_epi32(a6, x, _mm512_set1_epi32((int)w6[i]));
+				a7 = _mm512_dpbusd_epi32(a7, x, _mm512_set1_epi32((int)w7[i]));
+			}
+#define MI_DWT_RQ(a, c)                                                                  \
+	_mm512_add_epi32(_mm512_cvtps_epi32(_mm512_min_ps(                               \
+		_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), _mm512_set1_ps(ep->mult[c])), \
+			      lo), hi)), zy)
+			a0 = MI_DWT_RQ(a0, oo[0]);
+			a1 = MI_DWT_RQ(a1, oo[1]);
+			a2 = MI_DWT_RQ(a2, oo[2]);
+			a3 = MI_DWT_RQ(a3, oo[3]);
+			a4 = MI_DWT_RQ(a4, oo[4]);
+			a5 = MI_DWT_RQ(a5, oo[5]);
+			a6 = MI_DWT_RQ(a6, oo[6]);
+			a7 = MI_DWT_RQ(a7, oo[7]);
+#undef MI_DWT_RQ
+			dwt_store4(j, o, m, p0, npix, a0, a1, a2, a3);
+			if (o + 4 < s->oc)
+				dwt_store4(j, o + 4, m, p0, npix, a4, a5, a6, a7);
+		}
+	}
+}
+
+/* Items: runs of 8 pixel vectors. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) static void
+dwt_dense_item(void *arg, int item, int tid)
+{
+	const struct dwt_job *j = arg;
+	int npv = j->cv->dwt->npv, v0 = item * 8, v1 = v0 + 8 < npv ? v0 + 8 : npv;
+
+	if (j->flip)
+		dwt_dense_body(j, v0, v1, true);
+	else
+		dwt_dense_body(j, v0, v1, false);
+}
+
 /* The gather-table path applies (AVX-512 VBMI, requantized output). */
 static bool dwt_use(const struct mi_qconv *cv, int isa, const struct mi_qepi *ep)
 {
@@ -2285,6 +2440,12 @@ static bool dwt_use(const struct mi_qconv *cv, int isa, const struct mi_qepi *ep
 static void dwt_run(const struct mi_qconv *cv, const uint8_t *x, uint8_t zx, uint8_t flip,
 		    const struct mi_qepi *ep, uint8_t *y)
 {
+	if (!cv->depthwise) {
+		struct dwt_job j = { cv, x, zx, flip, ep, y, 1 };
+
+		par_for((cv->dwt->npv + 7) / 8, dwt_dense_item, &j);
+		return;
+	}
 	int nq = (cv->s.c + 3) / 4, nt = call_threads > 0 ? call_threads : par_threads;
 	struct dwt_job j = { cv, x, zx, flip, ep, y, 1 };
 
@@ -2507,7 +2668,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	j.xi = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
 	j.ws = j.xi + ((conv_xi_bytes(cv) + 63) & ~(size_t)63);
 	j.ws_per = conv_ws_per_thread(cv);
-	if (cv->depthwise && dwt_use(cv, isa, ep)) {
+	if (dwt_use(cv, isa, ep) && !(flags & MI_QCONV_IN_C4)) {
 		dwt_run(cv, x, j.zx, j.flip, ep, y);
 	} else if (cv->depthwise) {
 		j.dw_defer = ep->out_c4 && !dw_fused(&j);

@@ -96,7 +96,7 @@ static void make_epi(struct mi_qepi *ep, int mode, int oc, int32_t *comp,
 	}
 }
 
-static int dw_cases, dwtab_cases;
+static int dw_cases, dwtab_cases, densetab_cases;
 
 static int test_conv(int iter)
 {
@@ -205,7 +205,8 @@ static int test_conv(int iter)
 	}
 	mi_qconv_comp(&cv, bias, zxu, comp);
 	dw_cases += cv.depthwise;
-	dwtab_cases += cv.dwt != NULL;
+	dwtab_cases += cv.depthwise && cv.dwt;
+	densetab_cases += !cv.depthwise && cv.dwt;
 	/* C4 layouts where the shapes allow them */
 	bool in_c4 = !cv.depthwise && cg % 4 == 0 && rnd() % 2;
 	bool out_c4 = s.oc % 4 == 0 && (cv.depthwise || ocg % 4 == 0) && rnd() % 2;
@@ -625,6 +626,7 @@ int main(int argc, char **argv)
 	}
 	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d maxpool cases, x %d ISAs: %d failures\n",
 	       n, n, n, n, n, mi_quant_isa_max() + 1, fails);
-	printf("  (%d depthwise conv cases, %d with gather tables)\n", dw_cases, dwtab_cases);
+	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables)\n",
+	       dw_cases, dwtab_cases, densetab_cases);
 	return fails ? 1 : 0;
 }

@@ -43,7 +43,17 @@
 #include "cpu/cpu_plan.h"
 #include "cpu/nchwc.h"
 
-enum { NC_NONE, NC_CONV, NC_DW, NC_GAP, NC_MUL, NC_ADD, NC_POOL, NC_CAT };
+enum { NC_NONE, NC_CONV, NC_DW, NC_GAP, NC_MUL, NC_ADD, NC_POOL, NC_CAT,
+       NC_DQ, NC_Q };
+
+/* lib/quant/qplan.c (weak: lib/quant may be absent): standalone
+ * DequantizeLinear / QuantizeLinear nodes that write / read their fp32
+ * side blocked when told (the quantized side in the int8 planner's
+ * layout); they stay lib/quant's nodes. */
+int mi_quant_qdq_kind(struct mi_graph *g, struct mi_node *n)
+	__attribute__((weak));
+void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
+	__attribute__((weak));
 
 #define NC_MAX_ABSORB 4
 
@@ -316,6 +326,12 @@ static int classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 {
 	struct mi_tensor *y = mi_out(g, n, 0), *a, *b;
 
+	if (!n->dead && n->priv && mi_quant_qdq_kind && mi_quant_qdq_set_blocked) {
+		int k = mi_quant_qdq_kind(g, n);
+
+		f->slot2 = -1;
+		return k == 1 ? NC_DQ : k == 2 ? NC_Q : NC_NONE;
+	}
 	if (n->dead || n->priv || n->noutputs != 1 || n->domain[0] ||
 	    !f32_4d(y) || y->data)
 		return NC_NONE;
@@ -490,6 +506,7 @@ static bool accepts(int kind, const struct nc_node *f, int j)
 		return j == 0 || j == f->slot2;
 	case NC_GAP:
 	case NC_POOL:
+	case NC_Q:
 		return j == 0;
 	case NC_MUL:
 		return j != f->slot2;
@@ -504,7 +521,8 @@ static bool accepts(int kind, const struct nc_node *f, int j)
 static bool produces_blocked(int kind)
 {
 	return kind == NC_CONV || kind == NC_DW || kind == NC_MUL ||
-	       kind == NC_ADD || kind == NC_POOL || kind == NC_CAT;
+	       kind == NC_ADD || kind == NC_POOL || kind == NC_CAT ||
+	       kind == NC_DQ;
 }
 
 static int nc_cb(int c, int b)
@@ -1451,6 +1469,8 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 				for (int j = 0; j < n->ninputs; j++)
 					drop |= !blk[n->inputs[j]];
 				break;
+			case NC_DQ: /* writes either layout */
+				break;
 			default:
 				drop = !blk[n->inputs[0]];
 				break;
@@ -1469,6 +1489,16 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 			fs[i] = NULL;
 		}
 	for (int i = 0; i < g->nnodes; i++) {
+		if (fs[i] && (kind[i] == NC_DQ || kind[i] == NC_Q)) {
+			/* lib/quant's node: told its fp32 side's layout */
+			struct mi_node *n = &g->nodes[i];
+
+			if (blk[kind[i] == NC_DQ ? n->outputs[0] : n->inputs[0]])
+				mi_quant_qdq_set_blocked(g, n, isa);
+			free(fs[i]);
+			fs[i] = NULL;
+			continue;
+		}
 		if (fs[i] && kind[i] == NC_CAT) {
 			/* passes the layout through, run by the NCHW kernel */
 			free(fs[i]);

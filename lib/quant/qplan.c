@@ -32,6 +32,7 @@
 
 #include "cpu/cpu.h"
 #include "cpu/cpu_plan.h"
+#include "cpu/nchwc.h"
 #include "internal.h"
 #include "quant/quant.h"
 #include "quant/quant-impl.h"
@@ -74,6 +75,12 @@ struct qnode {
 	bool gap_q;          /* ... quantized output (se_y), else fp32 */
 	struct qact qdq;     /* standalone Q / DQ: the quantized side */
 	bool qdq_deq;        /* ... a DequantizeLinear */
+	/* ... on a 4-D tensor [qdq_n, qdq_c, qdq_hw] (qdq_c 0: other shape):
+	 * quantized side in C4 layout (qdq_c4), fp32 side blocked in
+	 * qdq_fk->b channels (qdq_fk set; the NCHWc pass decides) */
+	int64_t qdq_n, qdq_c, qdq_hw;
+	bool qdq_c4, qdq_phys;
+	const struct mi_nc_kern *qdq_fk;
 	struct qcat *cat; /* Concat */
 	int *cat_orig;    /* Concat: original inputs */
 	int nthreads; /* planned with */
@@ -230,6 +237,8 @@ static void qnode_fini(struct mi_graph *g, struct mi_node *n)
 {
 	struct qnode *q = n->priv;
 
+	if (q->qdq_phys)
+		g->tensors[n->outputs[0]].phys_bytes = 0;
 	if (q->orig_ninputs) {
 		n->ninputs = q->orig_ninputs;
 		n->inputs[0] = q->orig_in0;
@@ -2163,14 +2172,198 @@ static void qdq_range(void *arg, int64_t b, int64_t e)
 				(uint8_t *)j->y + b);
 }
 
+/*
+ * The same on a 4-D tensor whose quantized side is in C4 layout ([C/4][HW][4]
+ * bytes per image, written / read by int8 convs) and/or whose fp32 side is
+ * blocked ([ceil(C/B)][HW][B] floats per image, written / read by the NCHWc
+ * kernels): items of QDQ_E / G pixels of one group of G channels (G = B when
+ * the fp32 side is blocked, else 4), bytes moved to / from the fp32 side's
+ * order, then the same elementwise kernels on contiguous runs (so the same
+ * values as the planar op).  Pad lanes of a blocked DQ output get the zero
+ * point (0.0f); those of a blocked Q input are quantized and dropped.
+ */
+#define QDQ_E 4096 /* elements per item: QDQ_E / G pixels */
+
+/* MI_QUANT_QDQ_LAYOUT=0: standalone Q/DQ stay planar on both sides (A/B). */
+static bool qdq_layout_on(void)
+{
+	const char *e = getenv("MI_QUANT_QDQ_LAYOUT");
+
+	return !e || *e != '0';
+}
+
+/* Move np pixels of 4 channels between [np][4] (pix) and 4 rows of row
+ * stride rs (rows): to_rows copies pix -> rows, else rows -> pix.  Four
+ * 4x4 transposes at a time (pure moves). */
+static void qdq_t4(float *pix, float *rows, int64_t rs, int64_t np, bool to_rows)
+{
+	int64_t p = 0;
+
+#ifdef __SSE2__
+	for (; p + 4 <= np; p += 4) {
+		__m128 r0, r1, r2, r3;
+
+		if (to_rows) {
+			r0 = _mm_loadu_ps(pix + p * 4);
+			r1 = _mm_loadu_ps(pix + p * 4 + 4);
+			r2 = _mm_loadu_ps(pix + p * 4 + 8);
+			r3 = _mm_loadu_ps(pix + p * 4 + 12);
+			_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+			_mm_storeu_ps(rows + p, r0);
+			_mm_storeu_ps(rows + rs + p, r1);
+			_mm_storeu_ps(rows + 2 * rs + p, r2);
+			_mm_storeu_ps(rows + 3 * rs + p, r3);
+		} else {
+			r0 = _mm_loadu_ps(rows + p);
+			r1 = _mm_loadu_ps(rows + rs + p);
+			r2 = _mm_loadu_ps(rows + 2 * rs + p);
+			r3 = _mm_loadu_ps(rows + 3 * rs + p);
+			_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+			_mm_storeu_ps(pix + p * 4, r0);
+			_mm_storeu_ps(pix + p * 4 + 4, r1);
+			_mm_storeu_ps(pix + p * 4 + 8, r2);
+			_mm_storeu_ps(pix + p * 4 + 12, r3);
+		}
+	}
+#endif
+	for (; p < np; p++)
+		for (int l = 0; l < 4; l++) {
+			if (to_rows)
+				rows[l * rs + p] = pix[p * 4 + l];
+			else
+				pix[p * 4 + l] = rows[l * rs + p];
+		}
+}
+
+static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
+{
+	const struct qact *a = &q->qdq;
+	const int B = q->qdq_fk ? q->qdq_fk->b : 0, G = B ? B : 4, P = QDQ_E / G;
+	const int64_t C = q->qdq_c, HW = q->qdq_hw, nch = (HW + P - 1) / P;
+	const int64_t ng = (C + G - 1) / G, img = i / (ng * nch), grp = i / nch % ng;
+	const int64_t p0 = i % nch * P, np = HW - p0 < P ? HW - p0 : P;
+	const int64_t c0 = grp * G, cnt = C - c0 < G ? C - c0 : G;
+	const int64_t fimg = (B ? ng * B : C) * HW, fofs = img * fimg + (B ? grp * HW * B + p0 * B : 0);
+	const uint8_t *xq = (const uint8_t *)xv + img * C * HW;
+	uint8_t *yq = (uint8_t *)yv + img * C * HW;
+	float tf[QDQ_E];
+	uint8_t tb[QDQ_E];
+
+	if (q->qdq_deq) {
+		float *y = (float *)yv + fofs;
+
+		if (B && q->qdq_c4) { /* C4 quads -> pixel rows of B lanes */
+			for (int k = 0; k < B / 4; k++) {
+				const uint8_t *s = xq + ((c0 >> 2) + k) * HW * 4 + p0 * 4;
+
+				if (c0 + 4 * k >= C) {
+					for (int64_t p = 0; p < np; p++)
+						memset(tb + p * B + 4 * k, a->zp, 4);
+					continue;
+				}
+				for (int64_t p = 0; p < np; p++)
+					memcpy(tb + p * B + 4 * k, s + p * 4, 4);
+			}
+			mi_dequantize(tb, a->dtype, np * B, a->scale, a->zp, y);
+		} else if (B) { /* planar -> rows of channels -> blocked */
+			for (int64_t l = 0; l < cnt; l++)
+				mi_dequantize(xq + (c0 + l) * HW + p0, a->dtype, np, a->scale, a->zp,
+					      tf + l * np);
+			q->qdq_fk->to_blk(tf, (int)cnt, np, y, 0, 1);
+		} else { /* C4 -> planar */
+			y = (float *)yv + img * fimg + c0 * HW + p0;
+			mi_dequantize(xq + c0 * HW + p0 * 4, a->dtype, np * 4, a->scale, a->zp, tf);
+			qdq_t4(tf, y, HW, np, true);
+		}
+		return;
+	}
+	if (B) {
+		const float *x = (const float *)xv + fofs;
+
+		if (q->qdq_c4) { /* pixel rows of B lanes -> C4 quads */
+			mi_quantize_f32(x, np * B, a->scale, a->zp, a->dtype, tb);
+			for (int k = 0; k < B / 4 && c0 + 4 * k < C; k++) {
+				uint8_t *d = yq + ((c0 >> 2) + k) * HW * 4 + p0 * 4;
+
+				for (int64_t p = 0; p < np; p++)
+					memcpy(d + p * 4, tb + p * B + 4 * k, 4);
+			}
+		} else { /* blocked -> rows of channels -> planar */
+			q->qdq_fk->from_blk(x, (int)cnt, np, tf, 0, 1);
+			for (int64_t l = 0; l < cnt; l++)
+				mi_quantize_f32(tf + l * np, np, a->scale, a->zp, a->dtype,
+						yq + (c0 + l) * HW + p0);
+		}
+		return;
+	}
+	/* planar -> C4 */
+	qdq_t4(tf, (float *)xv + img * fimg + c0 * HW + p0, HW, np, false);
+	mi_quantize_f32(tf, np * 4, a->scale, a->zp, a->dtype, yq + c0 * HW + p0 * 4);
+}
+
+static void qdq_item_fn(void *arg, int i, int tid)
+{
+	const struct qdq_job *j = arg;
+
+	qdq_item(j->q, j->x, j->y, i);
+}
+
 static int qdq_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
 	struct qdq_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
 
+	/* one pixel per channel: C4 is the planar layout */
+	if ((q->qdq_c4 && q->qdq_hw > 1) || q->qdq_fk) {
+		int G = q->qdq_fk ? q->qdq_fk->b : 4, P = QDQ_E / G;
+		int64_t items = q->qdq_n * ((q->qdq_c + G - 1) / G) * ((q->qdq_hw + P - 1) / P);
+
+		/* split from ~2-3 us of work (as par_range) */
+		if (q->nthreads <= 1 || (!split_all && items * G * P < 32 << 10)) {
+			for (int64_t i = 0; i < items; i++)
+				qdq_item(q, j.x, j.y, i);
+			return 0;
+		}
+		cur_threads = q->nthreads;
+		pool_for((int)items, qdq_item_fn, &j);
+		return 0;
+	}
 	par_range(q->nthreads, mi_tensor_numel(mi_in(g, n, 0)), 16 << 10,
 		  qdq_range, &j);
 	return 0;
+}
+
+/* lib/cpu/nchwc.c: 1 if n is a standalone DequantizeLinear that can write
+ * its fp32 output blocked, 2 a QuantizeLinear that can read a blocked
+ * input, else 0. */
+int mi_quant_qdq_kind(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+
+	if (n->dead || !mi_quant_node_is(n) || q->hdr.run != qdq_run || !q->qdq_c ||
+	    !qdq_layout_on())
+		return 0;
+	return q->qdq_deq ? 1 : 2;
+}
+
+/* The NCHWc pass stores n's fp32 side blocked for ISA isa. */
+void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
+{
+	struct qnode *q = n->priv;
+	const struct mi_nc_kern *k = mi_nc_kern_get(isa);
+
+	if (!mi_quant_qdq_kind(g, n) || k->b > 16 || k->b % 4)
+		return;
+	q->qdq_fk = k;
+	if (q->qdq_deq) {
+		g->tensors[n->outputs[0]].phys_bytes =
+			(size_t)(q->qdq_n * ((q->qdq_c + k->b - 1) / k->b) * k->b * q->qdq_hw) *
+			sizeof(float);
+		q->qdq_phys = true;
+	}
+	if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+		fprintf(stderr, "metainfer: int8: %s '%s': fp32 side blocked by %d, quantized side %s\n",
+			n->op_type, n->name, k->b, q->qdq_c4 ? "C4" : "planar");
 }
 
 static int try_qdq_op(struct mi_graph *g, struct mi_node *n)
@@ -2192,6 +2385,12 @@ static int try_qdq_op(struct mi_graph *g, struct mi_node *n)
 		return -ENOMEM;
 	q->qdq = a;
 	q->qdq_deq = dq;
+	if (x->ndim == 4 && mi_tensor_shape_known(x) && x->dims[0] > 0 && x->dims[1] > 0 &&
+	    x->dims[2] * x->dims[3] > 0) {
+		q->qdq_n = x->dims[0];
+		q->qdq_c = x->dims[1];
+		q->qdq_hw = x->dims[2] * x->dims[3];
+	}
 	n->priv = q;
 	return 0;
 }
@@ -2343,7 +2542,7 @@ static bool c4_reader(const struct mi_node *c, int t)
  * (mi_qmaxpool_plane_c4), channel Concat (each input a contiguous block of
  * every image in both layouts
  * when channel counts are multiples of 4). */
-enum { C4_NONE, C4_CONV, C4_SAME };
+enum { C4_NONE, C4_CONV, C4_SAME, C4_QDQ };
 
 static int c4_role(struct mi_graph *g, struct mi_node *n)
 {
@@ -2353,6 +2552,9 @@ static int c4_role(struct mi_graph *g, struct mi_node *n)
 		return C4_NONE;
 	if (q->is_conv)
 		return C4_CONV;
+	/* a standalone 4-D Q writes, a DQ reads, either layout */
+	if (q->hdr.run == qdq_run)
+		return q->qdq_c && qdq_layout_on() ? C4_QDQ : C4_NONE;
 	if (q->hdr.run == qadd_run) {
 		const struct mi_tensor *y = mi_out(g, n, 0);
 
@@ -2404,6 +2606,21 @@ static void plan_c4_tensors(struct mi_graph *g)
 		if (ok[t] && (prod[t] < 0 || (c4_role(g, &g->nodes[prod[t]]) == C4_CONV &&
 					      !c4_writer(&g->nodes[prod[t]]))))
 			ok[t] = false;
+	/* a Q read only by DQs: nothing gains from C4 there */
+	for (int t = 0; t < nt; t++) {
+		bool other = false;
+
+		if (!ok[t] || c4_role(g, &g->nodes[prod[t]]) != C4_QDQ)
+			continue;
+		for (int i = 0; i < g->nnodes && !other; i++) {
+			struct mi_node *n = &g->nodes[i];
+
+			for (int k = 0; k < n->ninputs && !n->dead; k++)
+				if (n->inputs[k] == t && c4_role(g, n) != C4_QDQ)
+					other = true;
+		}
+		ok[t] = other;
+	}
 	while (changed) {
 		changed = false;
 		for (int i = 0; i < g->nnodes; i++) {
@@ -2445,6 +2662,8 @@ static void plan_c4_tensors(struct mi_graph *g)
 			continue;
 		if (q->hdr.run == qpool_run && ok[n->outputs[0]])
 			q->in_c4 = true; /* and writes C4 */
+		if (q->hdr.run == qdq_run)
+			q->qdq_c4 = ok[n->inputs[0]] || ok[n->outputs[0]];
 		if (c4_role(g, n) != C4_CONV)
 			continue;
 		if (ok[n->outputs[0]])
@@ -2522,7 +2741,7 @@ static void kill_unused_dq(struct mi_graph *g)
 int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 {
 	struct qshared *sh;
-	int err = 0, nq = 0;
+	int err = 0, nq = 0, nint8;
 	bool seg;
 
 	if (opts && opts->reference)
@@ -2574,8 +2793,8 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	if (nq) {
 		kill_unused_tables(g);
 		kill_unused_dq(g);
-		plan_c4(g);
 	}
+	nint8 = nq;
 	for (int i = 0; i < g->nnodes && !err; i++) {
 		err = try_qdq_op(g, &g->nodes[i]);
 		nq += g->nodes[i].priv && mi_quant_node_is(&g->nodes[i]) &&
@@ -2583,6 +2802,8 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	}
 	if (err)
 		return mi_graph_err(g, NULL, err, "int8 planning failed");
+	if (nint8)
+		plan_c4(g);
 	if (!nq)
 		return 0;
 	sh = calloc(1, sizeof(*sh));

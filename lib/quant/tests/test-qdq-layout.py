@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Standalone QuantizeLinear / DequantizeLinear at fp32 / int8 boundaries.
+
+Small mixed QDQ graphs (the shape of `metainfer quantize --min-cosine`
+files): int8 conv -> DQ -> fp32 conv (depthwise, stride 1/2, Relu) -> Q ->
+int8 conv -> DQ -> fp32 1x1 conv + residual Add of its own input -> Q ->
+int8 conv, with channel counts that are / are not multiples of 4 and of
+the fp32 block, maps whose pixel count is not a multiple of the Q/DQ
+kernels' pixel chunk, batch 2.  The standalone Q/DQ then read / write the
+int8 convs' C4 layout and the NCHWc kernels' blocked layout (checked on
+the MI_QUANT_VERBOSE lines).
+
+Scales are powers of two and weights small multiples of them, so every
+fp32 sum is exact whatever the kernel's order: the fast run must equal
+--reference (the reference ops, planar) bit for bit on every ISA path
+(MI_CPU_ISA=generic|avx2|avx512: blocks of 4, 8, 16 floats), at 1 thread
+and split over 3 threads (MI_QUANT_SPLIT_ALL=1), and equal the same
+binary with MI_QUANT_QDQ_LAYOUT=0 (both sides planar).  ~3 s.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
+MI = os.path.join(ROOT, "build/metainfer")
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    r = subprocess.run(args, capture_output=True, text=True, env=e)
+    if r.returncode:
+        print(r.stdout, r.stderr)
+        raise SystemExit("command failed: " + " ".join(args))
+    return r
+
+
+def build(path, c0, c1, c2, hw, stride, dw, rng):
+    """The mixed graph; activations uint8 (zp 128) or int8 (zp 0), scale 1/8."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits = [], []
+    sc = np.float32(0.125)
+    u8 = [True]
+
+    def const(name, arr):
+        inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def q(x, name):
+        dt = np.uint8 if u8[0] else np.int8
+        zp = 128 if u8[0] else 0
+        u8[0] = not u8[0]
+        nodes.append(helper.make_node("QuantizeLinear", [x, const(name + "_s", sc),
+                                                         const(name + "_z", np.array(zp, dt))],
+                                      [name + "_q"]))
+        nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"],
+                                      [name + "_dq"]))
+        return name + "_dq"
+
+    def conv8(x, name, cin, cout, k, group=1):
+        """int8 weights (per channel scale 2^-9 or 2^-10, 127 in every
+        channel: constant folding keeps the same int8 values), QDQ'd conv."""
+        w = rng.integers(-127, 128, (cout, cin // group, k, k)).astype(np.int8)
+        w.reshape(cout, -1)[:, 0] = 127
+        ws = np.where(np.arange(cout) % 2, 2.0 ** -9, 2.0 ** -10).astype(np.float32)
+        nodes.append(helper.make_node("DequantizeLinear", [const(name + "_w", w),
+                                                           const(name + "_ws", ws),
+                                                           const(name + "_wz",
+                                                                 np.zeros(cout, np.int8))],
+                                      [name + "_wdq"], axis=0))
+        nodes.append(helper.make_node("Conv", [x, name + "_wdq"], [name + "_y"],
+                                      pads=[k // 2] * 4, group=group))
+        return name + "_y"
+
+    def conv32(x, name, cin, cout, k, s=1, group=1, bias=True):
+        w = (rng.integers(-4, 5, (cout, cin // group, k, k)) / 8).astype(np.float32)
+        ins = [x, const(name + "_w", w)]
+        if bias:
+            ins.append(const(name + "_b", (rng.integers(-8, 9, cout) / 8).astype(np.float32)))
+        nodes.append(helper.make_node("Conv", ins, [name + "_y"], pads=[k // 2] * 4,
+                                      strides=[s, s], group=group))
+        return name + "_y"
+
+    x = q("x", "in")
+    a = q(conv8(x, "a", c0, c1, 3), "qa")
+    if dw:
+        f = conv32(a, "f", c1, c1, 3, stride, group=c1)
+    else:
+        f = conv32(a, "f", c1, c1, 3, stride)
+    nodes.append(helper.make_node("Relu", [f], ["f_r"]))
+    b = q(conv8(q("f_r", "qf"), "b", c1, c2, 1), "qb")
+    g = conv32(b, "g", c2, c2, 1)
+    nodes.append(helper.make_node("Add", [g, b], ["res"]))
+    y = q(conv8(q("res", "qr"), "c", c2, c2, 1), "qc")
+    nodes.append(helper.make_node("Identity", [y], ["y"]))
+    h, w = hw
+    oh, ow = (h + stride - 1) // stride, (w + stride - 1) // stride
+    gr = helper.make_graph(nodes, "mixed",
+                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c0, h, w])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c2, oh, ow])],
+                           inits)
+    import onnx
+    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def mi_run(model, x, tmp, env=None, threads=1, extra=()):
+    inp, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "o.npy")
+    np.save(inp, x)
+    r = run([MI, "run", model, "--input", inp, "--output", out, "--threads", str(threads),
+             *extra], env)
+    return np.load(out), r.stderr
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="mi-qdqlay-")
+    rng = np.random.default_rng(5)
+    cases = [  # c0, c1, c2, (h, w), stride, depthwise
+        (4, 12, 20, (37, 31), 1, True),   # C4 + blocked with pad lanes
+        (3, 40, 8, (9, 17), 2, True),     # stride 2, blocks of 16 + 8 lanes
+        (4, 14, 10, (23, 29), 1, False),  # channels not multiples of 4
+        (4, 16, 36, (7, 21), 2, False),   # dense 3x3 stride 2
+    ]
+    for i, (c0, c1, c2, hw, s, dw) in enumerate(cases):
+        path = os.path.join(tmp, "m%d.onnx" % i)
+        build(path, c0, c1, c2, hw, s, dw, rng)
+        x = (rng.integers(-100, 100, (2, c0) + hw) / 8).astype(np.float32)
+        ref, _ = mi_run(path, x, tmp, extra=("--reference",))
+        tag = "case %d (c %d/%d/%d, %dx%d, stride %d, %s)" % (i, c0, c1, c2, hw[0], hw[1], s,
+                                                             "depthwise" if dw else "dense")
+        check(np.abs(ref).max() > 1 and len(np.unique(ref)) > 20, tag + ": reference output not trivial")
+        for isa in ("generic", "avx2", "avx512"):
+            for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
+                env = dict(env, MI_CPU_ISA=isa, MI_QUANT_VERBOSE="1")
+                got, err = mi_run(path, x, tmp, env, threads=t)
+                off, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="0"), threads=t)
+                nblk = err.count("fp32 side blocked")
+                nc4 = err.count("quantized side C4")
+                what = "%s %s t%d: %d Q/DQ blocked (%d C4)" % (tag, isa, t, nblk, nc4)
+                check(nblk >= 2 and (c1 % 4 or nc4 >= 2), what + ": layouts used")
+                check(np.array_equal(got, ref), what + ": == --reference")
+                check(np.array_equal(got, off), what + ": == MI_QUANT_QDQ_LAYOUT=0")
+                if not np.array_equal(got, ref):
+                    print("   max diff", np.abs(got - ref).max())
+    if failures:
+        print("%d FAILED" % len(failures))
+        sys.exit(1)
+    print("all ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -669,6 +669,26 @@ static struct qnode *qnode_new(int (*run)(struct mi_graph *, struct mi_node *))
 	return q;
 }
 
+/* A standalone Q / DQ (or float-output table) on a 4-D tensor t: its shape. */
+static void qdq_dims(struct qnode *q, const struct mi_tensor *t)
+{
+	if (t->ndim == 4 && mi_tensor_shape_known(t) && t->dims[0] > 0 && t->dims[1] > 0 &&
+	    t->dims[2] * t->dims[3] > 0) {
+		q->qdq_n = t->dims[0];
+		q->qdq_c = t->dims[1];
+		q->qdq_hw = t->dims[2] * t->dims[3];
+	}
+}
+
+static int qdq_run(struct mi_graph *g, struct mi_node *n);
+static int qlut_run(struct mi_graph *g, struct mi_node *n);
+
+/* ... one whose sides may take the C4 / blocked layouts (qdq_item). */
+static bool qdq_like(const struct qnode *q)
+{
+	return q->qdq_c && (q->hdr.run == qdq_run || (q->hdr.run == qlut_run && !q->lut8));
+}
+
 /* Conv geometry (2-D only) into a kernel shape. */
 static bool conv_shape(struct mi_graph *g, struct mi_node *n, int xi, int wi,
 		       struct mi_qconv_shape *s)
@@ -1332,11 +1352,15 @@ static void qlut_range(void *arg, int64_t b, int64_t e)
 		y[i] = q->lut[x[i]];
 }
 
+static bool qdq_layout_run(const struct qnode *q, const void *x, void *y);
+
 static int qlut_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
 	struct qlut_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
 
+	if (qdq_layout_run(q, j.x, j.y)) /* C4 input / blocked output */
+		return 0;
 	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), q->lut8 ? 32 << 10 : 8 << 10,
 		  qlut_range, &j);
 	return 0;
@@ -1422,6 +1446,9 @@ static int try_qlut(struct mi_graph *g, struct mi_node *n)
 		mi_quantize_f32(q->lut, 256, qa.scale, qa.zp, qa.dtype, q->lut8);
 	} else {
 		qn = NULL;
+		q->qdq = a; /* float output: a DequantizeLinear's layouts */
+		q->qdq_deq = true;
+		qdq_dims(q, y);
 	}
 	n->priv = q;
 	q->orig_ninputs = n->ninputs;
@@ -2184,12 +2211,13 @@ static void qdq_range(void *arg, int64_t b, int64_t e)
  */
 #define QDQ_E 4096 /* elements per item: QDQ_E / G pixels */
 
-/* MI_QUANT_QDQ_LAYOUT=0: standalone Q/DQ stay planar on both sides (A/B). */
-static bool qdq_layout_on(void)
+/* MI_QUANT_QDQ_LAYOUT (A/B): bit 0 lets a standalone Q/DQ's quantized side
+ * be C4, bit 1 its fp32 side blocked; default 3, 0 keeps both planar. */
+static bool qdq_layout_on(int bit)
 {
 	const char *e = getenv("MI_QUANT_QDQ_LAYOUT");
 
-	return !e || *e != '0';
+	return !e || (atoi(e) & bit);
 }
 
 /* Move np pixels of 4 channels between [np][4] (pix) and 4 rows of row
@@ -2235,6 +2263,22 @@ static void qdq_t4(float *pix, float *rows, int64_t rs, int64_t np, bool to_rows
 		}
 }
 
+/* The node's byte -> float map on n contiguous bytes: a DequantizeLinear,
+ * or a float-output table node (qlut_range's kernels). */
+static void qdq_deq(const struct qnode *q, const uint8_t *x, int64_t n, float *y)
+{
+	int64_t i = 0;
+
+	if (!q->lut) {
+		mi_dequantize(x, q->qdq.dtype, n, q->qdq.scale, q->qdq.zp, y);
+		return;
+	}
+	if (mi_quant_isa() == MI_QISA_AVX512)
+		i = lut_avx512(x, q->lut, n, y);
+	for (; i < n; i++)
+		y[i] = q->lut[x[i]];
+}
+
 static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 {
 	const struct qact *a = &q->qdq;
@@ -2264,15 +2308,14 @@ static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 				for (int64_t p = 0; p < np; p++)
 					memcpy(tb + p * B + 4 * k, s + p * 4, 4);
 			}
-			mi_dequantize(tb, a->dtype, np * B, a->scale, a->zp, y);
+			qdq_deq(q, tb, np * B, y);
 		} else if (B) { /* planar -> rows of channels -> blocked */
 			for (int64_t l = 0; l < cnt; l++)
-				mi_dequantize(xq + (c0 + l) * HW + p0, a->dtype, np, a->scale, a->zp,
-					      tf + l * np);
+				qdq_deq(q, xq + (c0 + l) * HW + p0, np, tf + l * np);
 			q->qdq_fk->to_blk(tf, (int)cnt, np, y, 0, 1);
 		} else { /* C4 -> planar */
 			y = (float *)yv + img * fimg + c0 * HW + p0;
-			mi_dequantize(xq + c0 * HW + p0 * 4, a->dtype, np * 4, a->scale, a->zp, tf);
+			qdq_deq(q, xq + c0 * HW + p0 * 4, np * 4, tf);
 			qdq_t4(tf, y, HW, np, true);
 		}
 		return;
@@ -2308,26 +2351,34 @@ static void qdq_item_fn(void *arg, int i, int tid)
 	qdq_item(j->q, j->x, j->y, i);
 }
 
+/* Runs q in the layouts above when one side is not planar (false: both
+ * are; one pixel per channel: C4 is the planar layout). */
+static bool qdq_layout_run(const struct qnode *q, const void *x, void *y)
+{
+	struct qdq_job j = { q, x, y };
+	int G = q->qdq_fk ? q->qdq_fk->b : 4, P = QDQ_E / G;
+	int64_t items = q->qdq_n * ((q->qdq_c + G - 1) / G) * ((q->qdq_hw + P - 1) / P);
+
+	if (!(q->qdq_c4 && q->qdq_hw > 1) && !q->qdq_fk)
+		return false;
+	/* split from ~2-3 us of work (as par_range) */
+	if (q->nthreads <= 1 || (!split_all && items * G * P < 32 << 10)) {
+		for (int64_t i = 0; i < items; i++)
+			qdq_item(q, x, y, i);
+		return true;
+	}
+	cur_threads = q->nthreads;
+	pool_for((int)items, qdq_item_fn, &j);
+	return true;
+}
+
 static int qdq_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
 	struct qdq_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
 
-	/* one pixel per channel: C4 is the planar layout */
-	if ((q->qdq_c4 && q->qdq_hw > 1) || q->qdq_fk) {
-		int G = q->qdq_fk ? q->qdq_fk->b : 4, P = QDQ_E / G;
-		int64_t items = q->qdq_n * ((q->qdq_c + G - 1) / G) * ((q->qdq_hw + P - 1) / P);
-
-		/* split from ~2-3 us of work (as par_range) */
-		if (q->nthreads <= 1 || (!split_all && items * G * P < 32 << 10)) {
-			for (int64_t i = 0; i < items; i++)
-				qdq_item(q, j.x, j.y, i);
-			return 0;
-		}
-		cur_threads = q->nthreads;
-		pool_for((int)items, qdq_item_fn, &j);
+	if (qdq_layout_run(q, j.x, j.y))
 		return 0;
-	}
 	par_range(q->nthreads, mi_tensor_numel(mi_in(g, n, 0)), 16 << 10,
 		  qdq_range, &j);
 	return 0;
@@ -2340,8 +2391,7 @@ int mi_quant_qdq_kind(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
 
-	if (n->dead || !mi_quant_node_is(n) || q->hdr.run != qdq_run || !q->qdq_c ||
-	    !qdq_layout_on())
+	if (n->dead || !mi_quant_node_is(n) || !qdq_like(q) || !qdq_layout_on(2))
 		return 0;
 	return q->qdq_deq ? 1 : 2;
 }
@@ -2385,12 +2435,7 @@ static int try_qdq_op(struct mi_graph *g, struct mi_node *n)
 		return -ENOMEM;
 	q->qdq = a;
 	q->qdq_deq = dq;
-	if (x->ndim == 4 && mi_tensor_shape_known(x) && x->dims[0] > 0 && x->dims[1] > 0 &&
-	    x->dims[2] * x->dims[3] > 0) {
-		q->qdq_n = x->dims[0];
-		q->qdq_c = x->dims[1];
-		q->qdq_hw = x->dims[2] * x->dims[3];
-	}
+	qdq_dims(q, x);
 	n->priv = q;
 	return 0;
 }
@@ -2553,8 +2598,8 @@ static int c4_role(struct mi_graph *g, struct mi_node *n)
 	if (q->is_conv)
 		return C4_CONV;
 	/* a standalone 4-D Q writes, a DQ reads, either layout */
-	if (q->hdr.run == qdq_run)
-		return q->qdq_c && qdq_layout_on() ? C4_QDQ : C4_NONE;
+	if (qdq_like(q))
+		return qdq_layout_on(1) ? C4_QDQ : C4_NONE;
 	if (q->hdr.run == qadd_run) {
 		const struct mi_tensor *y = mi_out(g, n, 0);
 
@@ -2662,7 +2707,7 @@ static void plan_c4_tensors(struct mi_graph *g)
 			continue;
 		if (q->hdr.run == qpool_run && ok[n->outputs[0]])
 			q->in_c4 = true; /* and writes C4 */
-		if (q->hdr.run == qdq_run)
+		if (qdq_like(q))
 			q->qdq_c4 = ok[n->inputs[0]] || ok[n->outputs[0]];
 		if (c4_role(g, n) != C4_CONV)
 			continue;

@@ -7,7 +7,8 @@ files): int8 conv -> DQ -> fp32 conv (depthwise, stride 1/2, Relu) -> Q ->
 int8 conv -> DQ -> fp32 1x1 conv + residual Add of its own input -> Q ->
 int8 conv, with channel counts that are / are not multiples of 4 and of
 the fp32 block, maps whose pixel count is not a multiple of the Q/DQ
-kernels' pixel chunk, batch 2.  The standalone Q/DQ then read / write the
+kernels' pixel chunk, batch 2, and a float-output int8 table
+(x * HardSigmoid(x)) in place of the first DQ in two of them.  The standalone Q/DQ then read / write the
 int8 convs' C4 layout and the NCHWc kernels' blocked layout (checked on
 the MI_QUANT_VERBOSE lines).
 
@@ -19,6 +20,7 @@ and split over 3 threads (MI_QUANT_SPLIT_ALL=1), and equal the same
 binary with MI_QUANT_QDQ_LAYOUT=0 (both sides planar).  ~3 s.
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,7 +48,7 @@ def run(args, env=None):
     return r
 
 
-def build(path, c0, c1, c2, hw, stride, dw, rng):
+def build(path, c0, c1, c2, hw, stride, dw, lut, rng):
     """The mixed graph; activations uint8 (zp 128) or int8 (zp 0), scale 1/8."""
     from onnx import TensorProto, helper, numpy_helper
 
@@ -95,6 +97,10 @@ def build(path, c0, c1, c2, hw, stride, dw, rng):
 
     x = q("x", "in")
     a = q(conv8(x, "a", c0, c1, 3), "qa")
+    if lut:  # x * HardSigmoid(x) on an int8 tensor: a float-output table
+        nodes.append(helper.make_node("HardSigmoid", [a], ["hs"], alpha=0.25, beta=0.5))
+        nodes.append(helper.make_node("Mul", [a, "hs"], ["hsw"]))
+        a = "hsw"
     if dw:
         f = conv32(a, "f", c1, c1, 3, stride, group=c1)
     else:
@@ -128,19 +134,19 @@ def mi_run(model, x, tmp, env=None, threads=1, extra=()):
 def main():
     tmp = tempfile.mkdtemp(prefix="mi-qdqlay-")
     rng = np.random.default_rng(5)
-    cases = [  # c0, c1, c2, (h, w), stride, depthwise
-        (4, 12, 20, (37, 31), 1, True),   # C4 + blocked with pad lanes
-        (3, 40, 8, (9, 17), 2, True),     # stride 2, blocks of 16 + 8 lanes
-        (4, 14, 10, (23, 29), 1, False),  # channels not multiples of 4
-        (4, 16, 36, (7, 21), 2, False),   # dense 3x3 stride 2
+    cases = [  # c0, c1, c2, (h, w), stride, depthwise, table before the fp32 conv
+        (4, 12, 20, (37, 31), 1, True, False),   # C4 + blocked with pad lanes
+        (3, 40, 8, (9, 17), 2, True, True),      # stride 2, blocks of 16 + 8 lanes
+        (4, 14, 10, (23, 29), 1, False, True),   # channels not multiples of 4
+        (4, 16, 36, (7, 21), 2, False, False),   # dense 3x3 stride 2
     ]
-    for i, (c0, c1, c2, hw, s, dw) in enumerate(cases):
+    for i, (c0, c1, c2, hw, s, dw, lut) in enumerate(cases):
         path = os.path.join(tmp, "m%d.onnx" % i)
-        build(path, c0, c1, c2, hw, s, dw, rng)
+        build(path, c0, c1, c2, hw, s, dw, lut, rng)
         x = (rng.integers(-100, 100, (2, c0) + hw) / 8).astype(np.float32)
         ref, _ = mi_run(path, x, tmp, extra=("--reference",))
-        tag = "case %d (c %d/%d/%d, %dx%d, stride %d, %s)" % (i, c0, c1, c2, hw[0], hw[1], s,
-                                                             "depthwise" if dw else "dense")
+        tag = "case %d (c %d/%d/%d, %dx%d, stride %d, %s%s)" % (
+            i, c0, c1, c2, hw[0], hw[1], s, "depthwise" if dw else "dense", ", table" if lut else "")
         check(np.abs(ref).max() > 1 and len(np.unique(ref)) > 20, tag + ": reference output not trivial")
         for isa in ("generic", "avx2", "avx512"):
             for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
@@ -148,13 +154,15 @@ def main():
                 got, err = mi_run(path, x, tmp, env, threads=t)
                 off, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="0"), threads=t)
                 nblk = err.count("fp32 side blocked")
+                nlut = err.count("HardSigmoid '") if lut else 1
                 nc4 = err.count("quantized side C4")
                 what = "%s %s t%d: %d Q/DQ blocked (%d C4)" % (tag, isa, t, nblk, nc4)
-                check(nblk >= 2 and (c1 % 4 or nc4 >= 2), what + ": layouts used")
+                check(nblk >= 2 and nlut == 1 and (c1 % 4 or nc4 >= 2), what + ": layouts used")
                 check(np.array_equal(got, ref), what + ": == --reference")
                 check(np.array_equal(got, off), what + ": == MI_QUANT_QDQ_LAYOUT=0")
                 if not np.array_equal(got, ref):
                     print("   max diff", np.abs(got - ref).max())
+    shutil.rmtree(tmp, ignore_errors=True)
     if failures:
         print("%d FAILED" % len(failures))
         sys.exit(1)

@@ -2205,9 +2205,10 @@ static void qdq_range(void *arg, int64_t b, int64_t e)
  * blocked ([ceil(C/B)][HW][B] floats per image, written / read by the NCHWc
  * kernels): items of QDQ_E / G pixels of one group of G channels (G = B when
  * the fp32 side is blocked, else 4), bytes moved to / from the fp32 side's
- * order, then the same elementwise kernels on contiguous runs (so the same
- * values as the planar op).  Pad lanes of a blocked DQ output get the zero
- * point (0.0f); those of a blocked Q input are quantized and dropped.
+ * order (or 4-channel floats between planar and C4), then the same
+ * elementwise kernels on contiguous runs (so the same values as the planar
+ * op).  Pad lanes of a blocked DQ output get the map of byte 0 or of the
+ * zero point; those of a blocked Q input are quantized and dropped.
  */
 #define QDQ_E 4096 /* elements per item: QDQ_E / G pixels */
 
@@ -2263,6 +2264,70 @@ static void qdq_t4(float *pix, float *rows, int64_t rs, int64_t np, bool to_rows
 		}
 }
 
+/* Move np pixels of nrows (<= B) channels between B-byte pixel rows (pix,
+ * [np][B]) and nrows byte rows of stride rs (rows): to_rows copies pix ->
+ * rows, else rows -> pix (lanes past nrows 0).  16x16 byte transposes:
+ * four rounds of unpacking rows j and j + 8 each rotate the 8-bit
+ * (row, column) index left by one, four rotate it into (column, row). */
+static void qdq_t16(uint8_t *pix, int B, uint8_t *rows, int64_t rs, int nrows, int64_t np,
+		    bool to_rows)
+{
+	int64_t p = 0;
+
+#ifdef __SSE2__
+	for (; p + 16 <= np; p += 16) {
+		__m128i r[16], t[16];
+
+		for (int k = 0; k < 16; k++) {
+			const uint8_t *s = to_rows ? pix + (p + k) * B : rows + k * rs + p;
+			int32_t v4;
+
+			if (!to_rows)
+				r[k] = k < nrows ? _mm_loadu_si128((const __m128i *)s) :
+						   _mm_setzero_si128();
+			else if (B == 16)
+				r[k] = _mm_loadu_si128((const __m128i *)s);
+			else if (B == 8)
+				r[k] = _mm_loadl_epi64((const __m128i *)s);
+			else {
+				memcpy(&v4, s, 4);
+				r[k] = _mm_cvtsi32_si128(v4);
+			}
+		}
+		for (int round = 0; round < 4; round++) {
+			for (int j = 0; j < 8; j++) {
+				t[2 * j] = _mm_unpacklo_epi8(r[j], r[j + 8]);
+				t[2 * j + 1] = _mm_unpackhi_epi8(r[j], r[j + 8]);
+			}
+			memcpy(r, t, sizeof(r));
+		}
+		for (int k = 0; k < 16; k++) {
+			uint8_t *d = to_rows ? rows + k * rs + p : pix + (p + k) * B;
+			int32_t v4;
+
+			if (to_rows) {
+				if (k < nrows)
+					_mm_storeu_si128((__m128i *)d, r[k]);
+			} else if (B == 16) {
+				_mm_storeu_si128((__m128i *)d, r[k]);
+			} else if (B == 8) {
+				_mm_storel_epi64((__m128i *)d, r[k]);
+			} else {
+				v4 = _mm_cvtsi128_si32(r[k]);
+				memcpy(d, &v4, 4);
+			}
+		}
+	}
+#endif
+	for (; p < np; p++)
+		for (int l = 0; l < B; l++) {
+			if (to_rows && l < nrows)
+				rows[l * rs + p] = pix[p * B + l];
+			else if (!to_rows)
+				pix[p * B + l] = l < nrows ? rows[l * rs + p] : 0;
+		}
+}
+
 /* The node's byte -> float map on n contiguous bytes: a DequantizeLinear,
  * or a float-output table node (qlut_range's kernels). */
 static void qdq_deq(const struct qnode *q, const uint8_t *x, int64_t n, float *y)
@@ -2309,10 +2374,9 @@ static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 					memcpy(tb + p * B + 4 * k, s + p * 4, 4);
 			}
 			qdq_deq(q, tb, np * B, y);
-		} else if (B) { /* planar -> rows of channels -> blocked */
-			for (int64_t l = 0; l < cnt; l++)
-				qdq_deq(q, xq + (c0 + l) * HW + p0, np, tf + l * np);
-			q->qdq_fk->to_blk(tf, (int)cnt, np, y, 0, 1);
+		} else if (B) { /* planar -> pixel rows of B lanes */
+			qdq_t16(tb, B, (uint8_t *)xq + c0 * HW + p0, HW, (int)cnt, np, false);
+			qdq_deq(q, tb, np * B, y);
 		} else { /* C4 -> planar */
 			y = (float *)yv + img * fimg + c0 * HW + p0;
 			qdq_deq(q, xq + c0 * HW + p0 * 4, np * 4, tf);
@@ -2331,11 +2395,9 @@ static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 				for (int64_t p = 0; p < np; p++)
 					memcpy(d + p * 4, tb + p * B + 4 * k, 4);
 			}
-		} else { /* blocked -> rows of channels -> planar */
-			q->qdq_fk->from_blk(x, (int)cnt, np, tf, 0, 1);
-			for (int64_t l = 0; l < cnt; l++)
-				mi_quantize_f32(tf + l * np, np, a->scale, a->zp, a->dtype,
-						yq + (c0 + l) * HW + p0);
+		} else { /* pixel rows of B lanes -> planar */
+			mi_quantize_f32(x, np * B, a->scale, a->zp, a->dtype, tb);
+			qdq_t16(tb, B, yq + c0 * HW + p0, HW, (int)cnt, np, true);
 		}
 		return;
 	}

@@ -17,7 +17,8 @@ fp32 sum is exact whatever the kernel's order: the fast run must equal
 --reference (the reference ops, planar) bit for bit on every ISA path
 (MI_CPU_ISA=generic|avx2|avx512: blocks of 4, 8, 16 floats), at 1 thread
 and split over 3 threads (MI_QUANT_SPLIT_ALL=1), and equal the same
-binary with MI_QUANT_QDQ_LAYOUT=0 (both sides planar).  ~3 s.
+binary with MI_QUANT_QDQ_LAYOUT=0 (both sides planar); =7 (a Q writing
+planar bytes also reads blocked floats) equals --reference too.  ~2 s.
 """
 import os
 import shutil
@@ -153,13 +154,18 @@ def main():
                 env = dict(env, MI_CPU_ISA=isa, MI_QUANT_VERBOSE="1")
                 got, err = mi_run(path, x, tmp, env, threads=t)
                 off, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="0"), threads=t)
+                # also a Q writing planar bytes from blocked floats
+                all7, err7 = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="7"), threads=t)
                 nblk = err.count("fp32 side blocked")
                 nlut = err.count("HardSigmoid '") if lut else 1
                 nc4 = err.count("quantized side C4")
                 what = "%s %s t%d: %d Q/DQ blocked (%d C4)" % (tag, isa, t, nblk, nc4)
-                check(nblk >= 2 and nlut == 1 and (c1 % 4 or nc4 >= 2), what + ": layouts used")
+                check(nblk >= (1 if c1 % 4 else 2) and nlut == 1 and (c1 % 4 or nc4 >= 2),
+                      what + ": layouts used")
                 check(np.array_equal(got, ref), what + ": == --reference")
                 check(np.array_equal(got, off), what + ": == MI_QUANT_QDQ_LAYOUT=0")
+                check(np.array_equal(all7, ref) and err7.count("blocked") >= 2,
+                      what + ": MI_QUANT_QDQ_LAYOUT=7 (%d blocked) == --reference" % err7.count("blocked"))
                 if not np.array_equal(got, ref):
                     print("   max diff", np.abs(got - ref).max())
     shutil.rmtree(tmp, ignore_errors=True)

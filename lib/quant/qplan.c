@@ -2207,8 +2207,8 @@ static void qdq_range(void *arg, int64_t b, int64_t e)
  * the fp32 side is blocked, else 4), bytes moved to / from the fp32 side's
  * order (or 4-channel floats between planar and C4), then the same
  * elementwise kernels on contiguous runs (so the same values as the planar
- * op).  Pad lanes of a blocked DQ output get the map of byte 0 or of the
- * zero point; those of a blocked Q input are quantized and dropped.
+ * op).  Pad lanes of a blocked DQ output get the map of byte 0; those of
+ * a blocked Q input are quantized and dropped.
  */
 #define QDQ_E 4096 /* elements per item: QDQ_E / G pixels */
 
@@ -2329,6 +2329,52 @@ static void qdq_t16(uint8_t *pix, int B, uint8_t *rows, int64_t rs, int nrows, i
 		}
 }
 
+/* Move np pixels between B-byte pixel rows (pix, [np][B]) and the B / 4
+ * C4 quad planes at quads + k * qs ([np][4] bytes each), nq of them real:
+ * to_quads copies pix -> quads, else quads -> pix (lanes of quads past nq
+ * 0).  4x4 transposes of 32-bit quads (pure moves). */
+static void qdq_q4(uint8_t *pix, int B, uint8_t *quads, int64_t qs, int nq, int64_t np,
+		   bool to_quads)
+{
+	int64_t p = 0;
+
+#ifdef __SSE2__
+	for (; B > 4 && p + 4 <= np; p += 4) {
+		__m128 r[4];
+
+		for (int k = 0; k < 4; k++) {
+			if (to_quads)
+				r[k] = B == 16 ? _mm_loadu_ps((const float *)(pix + (p + k) * B)) :
+						 _mm_loadl_pi(_mm_setzero_ps(),
+							      (const __m64 *)(pix + (p + k) * B));
+			else
+				r[k] = k < nq ? _mm_loadu_ps((const float *)(quads + k * qs + p * 4)) :
+						_mm_setzero_ps();
+		}
+		_MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
+		for (int k = 0; k < 4; k++) {
+			if (to_quads) {
+				if (k < nq)
+					_mm_storeu_ps((float *)(quads + k * qs + p * 4), r[k]);
+			} else if (B == 16) {
+				_mm_storeu_ps((float *)(pix + (p + k) * B), r[k]);
+			} else {
+				_mm_storel_pi((__m64 *)(pix + (p + k) * B), r[k]);
+			}
+		}
+	}
+#endif
+	for (; p < np; p++)
+		for (int k = 0; k < B / 4; k++) {
+			if (to_quads && k < nq)
+				memcpy(quads + k * qs + p * 4, pix + p * B + 4 * k, 4);
+			else if (!to_quads && k < nq)
+				memcpy(pix + p * B + 4 * k, quads + k * qs + p * 4, 4);
+			else if (!to_quads)
+				memset(pix + p * B + 4 * k, 0, 4);
+		}
+}
+
 /* The node's byte -> float map on n contiguous bytes: a DequantizeLinear,
  * or a float-output table node (qlut_range's kernels). */
 static void qdq_deq(const struct qnode *q, const uint8_t *x, int64_t n, float *y)
@@ -2363,17 +2409,8 @@ static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 		float *y = (float *)yv + fofs;
 
 		if (B && q->qdq_c4) { /* C4 quads -> pixel rows of B lanes */
-			for (int k = 0; k < B / 4; k++) {
-				const uint8_t *s = xq + ((c0 >> 2) + k) * HW * 4 + p0 * 4;
-
-				if (c0 + 4 * k >= C) {
-					for (int64_t p = 0; p < np; p++)
-						memset(tb + p * B + 4 * k, a->zp, 4);
-					continue;
-				}
-				for (int64_t p = 0; p < np; p++)
-					memcpy(tb + p * B + 4 * k, s + p * 4, 4);
-			}
+			qdq_q4(tb, B, (uint8_t *)xq + c0 * HW + p0 * 4, HW * 4, (int)(cnt + 3) / 4, np,
+			       false);
 			qdq_deq(q, tb, np * B, y);
 		} else if (B) { /* planar -> pixel rows of B lanes */
 			qdq_t16(tb, B, (uint8_t *)xq + c0 * HW + p0, HW, (int)cnt, np, false);
@@ -2390,12 +2427,7 @@ static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 
 		if (q->qdq_c4) { /* pixel rows of B lanes -> C4 quads */
 			mi_quantize_f32(x, np * B, a->scale, a->zp, a->dtype, tb);
-			for (int k = 0; k < B / 4 && c0 + 4 * k < C; k++) {
-				uint8_t *d = yq + ((c0 >> 2) + k) * HW * 4 + p0 * 4;
-
-				for (int64_t p = 0; p < np; p++)
-					memcpy(d + p * 4, tb + p * B + 4 * k, 4);
-			}
+			qdq_q4(tb, B, yq + c0 * HW + p0 * 4, HW * 4, (int)(cnt + 3) / 4, np, true);
 		} else { /* pixel rows of B lanes -> planar */
 			mi_quantize_f32(x, np * B, a->scale, a->zp, a->dtype, tb);
 			qdq_t16(tb, B, yq + c0 * HW + p0, HW, (int)cnt, np, true);

@@ -2332,37 +2332,70 @@ static void qdq_t16(uint8_t *pix, int B, uint8_t *rows, int64_t rs, int nrows, i
 /* Move np pixels between B-byte pixel rows (pix, [np][B]) and the B / 4
  * C4 quad planes at quads + k * qs ([np][4] bytes each), nq of them real:
  * to_quads copies pix -> quads, else quads -> pix (lanes of quads past nq
- * 0).  4x4 transposes of 32-bit quads (pure moves). */
+ * 0).  4x4 (B 16) / 2x4 (B 8) transposes of 32-bit quads (pure moves). */
 static void qdq_q4(uint8_t *pix, int B, uint8_t *quads, int64_t qs, int nq, int64_t np,
 		   bool to_quads)
 {
 	int64_t p = 0;
 
 #ifdef __SSE2__
-	for (; B > 4 && p + 4 <= np; p += 4) {
-		__m128 r[4];
+	static const float zero[4];
+	const float *s[4];
+	float *d[4];
+	int st[4];
 
-		for (int k = 0; k < 4; k++) {
-			if (to_quads)
-				r[k] = B == 16 ? _mm_loadu_ps((const float *)(pix + (p + k) * B)) :
-						 _mm_loadl_pi(_mm_setzero_ps(),
-							      (const __m64 *)(pix + (p + k) * B));
-			else
-				r[k] = k < nq ? _mm_loadu_ps((const float *)(quads + k * qs + p * 4)) :
-						_mm_setzero_ps();
-		}
-		_MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
-		for (int k = 0; k < 4; k++) {
-			if (to_quads) {
-				if (k < nq)
-					_mm_storeu_ps((float *)(quads + k * qs + p * 4), r[k]);
-			} else if (B == 16) {
-				_mm_storeu_ps((float *)(pix + (p + k) * B), r[k]);
-			} else {
-				_mm_storel_pi((__m64 *)(pix + (p + k) * B), r[k]);
-			}
-		}
+	for (int k = 0; k < 4; k++) {
+		s[k] = k < nq ? (const float *)(quads + k * qs) : zero;
+		st[k] = k < nq ? 4 : 0; /* floats per 4 pixels; pad quads read zeros */
+		d[k] = (float *)(quads + k * qs);
 	}
+	if (B == 16 && !to_quads)
+		for (; p + 4 <= np; p += 4) {
+			__m128 r0 = _mm_loadu_ps(s[0] + p / 4 * st[0]);
+			__m128 r1 = _mm_loadu_ps(s[1] + p / 4 * st[1]);
+			__m128 r2 = _mm_loadu_ps(s[2] + p / 4 * st[2]);
+			__m128 r3 = _mm_loadu_ps(s[3] + p / 4 * st[3]);
+			float *o = (float *)(pix + p * 16);
+
+			_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+			_mm_storeu_ps(o, r0);
+			_mm_storeu_ps(o + 4, r1);
+			_mm_storeu_ps(o + 8, r2);
+			_mm_storeu_ps(o + 12, r3);
+		}
+	if (B == 16 && to_quads)
+		for (; p + 4 <= np; p += 4) {
+			const float *i = (const float *)(pix + p * 16);
+			__m128 r0 = _mm_loadu_ps(i), r1 = _mm_loadu_ps(i + 4);
+			__m128 r2 = _mm_loadu_ps(i + 8), r3 = _mm_loadu_ps(i + 12);
+
+			_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+			_mm_storeu_ps(d[0] + p, r0);
+			if (nq > 1)
+				_mm_storeu_ps(d[1] + p, r1);
+			if (nq > 2)
+				_mm_storeu_ps(d[2] + p, r2);
+			if (nq > 3)
+				_mm_storeu_ps(d[3] + p, r3);
+		}
+	if (B == 8 && !to_quads)
+		for (; p + 4 <= np; p += 4) {
+			__m128 r0 = _mm_loadu_ps(s[0] + p / 4 * st[0]);
+			__m128 r1 = _mm_loadu_ps(s[1] + p / 4 * st[1]);
+			float *o = (float *)(pix + p * 8);
+
+			_mm_storeu_ps(o, _mm_unpacklo_ps(r0, r1));
+			_mm_storeu_ps(o + 4, _mm_unpackhi_ps(r0, r1));
+		}
+	if (B == 8 && to_quads)
+		for (; p + 4 <= np; p += 4) {
+			const float *i = (const float *)(pix + p * 8);
+			__m128 r0 = _mm_loadu_ps(i), r1 = _mm_loadu_ps(i + 4);
+
+			_mm_storeu_ps(d[0] + p, _mm_shuffle_ps(r0, r1, _MM_SHUFFLE(2, 0, 2, 0)));
+			if (nq > 1)
+				_mm_storeu_ps(d[1] + p, _mm_shuffle_ps(r0, r1, _MM_SHUFFLE(3, 1, 3, 1)));
+		}
 #endif
 	for (; p < np; p++)
 		for (int k = 0; k < B / 4; k++) {

@@ -282,7 +282,8 @@ def check_gap(tmp):
     """GlobalAveragePool of a quantized tensor (DQ, or a HardSwish/SiLU
     table, ahead of it; Q after it or not) reads the bytes: the same fp32
     means / bytes as the unfused nodes (MI_QUANT_GAP=0: fp32 table, lib/cpu
-    pool, QuantizeLinear) on every ISA, at 1 thread and split over 3, on
+    NCHW pool (MI_QUANT_QDQ_LAYOUT=0: not the NCHWc one, which sums in
+    another order), QuantizeLinear) on every ISA, at 1 thread and split over 3, on
     planes below, at and above the 64-pixel step and the 512-pixel block."""
     import onnx
     from onnx import TensorProto, helper
@@ -328,7 +329,8 @@ def check_gap(tmp):
                     for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
                         env = dict(env, MI_CPU_ISA=isa)
                         f = mi_run(path, x, tmp, env, threads=t)
-                        u = mi_run(path, x, tmp, dict(env, MI_QUANT_GAP="0"), threads=t)
+                        u = mi_run(path, x, tmp, dict(env, MI_QUANT_GAP="0", MI_QUANT_QDQ_LAYOUT="0"),
+                                   threads=t)
                         if not np.array_equal(f.view(np.uint32), u.view(np.uint32)):
                             ok = False
                             print(f"  gap {shape} {act} q={tail_q} {isa} t={t}: "

@@ -6,7 +6,12 @@
  *  1. marks the live fp32 nodes that have an NCHWc kernel: Conv (groups 1:
  *     direct convolution; groups == channels: depthwise), MaxPool /
  *     AveragePool, GlobalAveragePool, the squeeze-excitation channel scale
- *     Mul(x [N,C,H,W], s [N,C,1,1]) and same-shape Add;
+ *     Mul(x [N,C,H,W], s [N,C,1,1]) and same-shape Add; lib/quant's
+ *     standalone DequantizeLinear nodes (and float-output int8 tables)
+ *     count as producers of a blocked tensor and its QuantizeLinear nodes
+ *     writing C4 as readers (mi_quant_qdq_kind): they stay lib/quant's
+ *     nodes and are told their fp32 side's layout (mi_quant_qdq_set_blocked),
+ *     so the fp32 islands of mixed int8 files run as blocked chains;
  *  2. fuses into each convolution its single-consumer residual Add and
  *     activation (Relu, Clip, HardSwish, Sigmoid, x*sigmoid(x)), as the
  *     NCHW planner does;

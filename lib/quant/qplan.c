@@ -2119,7 +2119,8 @@ static int try_qgap(struct mi_graph *g, struct mi_node *n)
 		return skip(n, "input is not a fp32 table or DequantizeLinear of a quantized tensor");
 	int xt = tq ? pn->inputs[0] : a.t;
 
-	if (mi_tensor_numel(&g->tensors[xt]) != mi_tensor_numel(x))
+	if (mi_tensor_numel(&g->tensors[xt]) != mi_tensor_numel(x) ||
+	    mi_tensor_numel(x) < mi_tensor_numel(y))
 		return skip(n, "GlobalAveragePool input size");
 	struct qnode *q = qnode_new(qgap_run);
 

@@ -192,6 +192,28 @@ float *mi_nc_pack_bias(int b, int m, const float *bias)
 }
 
 /* ---- classification -------------------------------------------------- */
+int32_t *mi_nc_tap_offsets(const struct mi_nc_conv *p)
+{
+	int64_t nk = (int64_t)p->c * p->kh * p->kw;
+	int64_t hw = (int64_t)p->h * p->w;
+	int32_t *t;
+
+	if (p->xblk || p->kh * p->kw < 2 || p->sw > 2 || nk > MI_NC_KOFF_MAX ||
+	    (int64_t)p->c * hw > INT32_MAX)
+		return NULL;
+	t = mi_cpu_alloc((size_t)nk * sizeof(*t));
+	if (!t)
+		return NULL;
+	for (int ky = 0; ky < p->kh; ky++)
+		for (int kx = 0; kx < p->kw; kx++)
+			for (int ic = 0; ic < p->c; ic++)
+				t[(ky * p->kw + kx) * p->c + ic] =
+					(int32_t)(ic * hw +
+						  (int64_t)ky * p->dh * p->w +
+						  kx * p->dw);
+	return t;
+}
+
 static int conv_shape(struct mi_graph *g, struct mi_node *n,
 		      struct mi_conv_shape *s)
 {
@@ -1023,6 +1045,7 @@ static void nc_fini(struct mi_graph *g, struct mi_node *n)
 	}
 	mi_cpu_free((void *)f->p.wp);
 	mi_cpu_free((void *)f->p.bias);
+	mi_cpu_free((void *)f->p.koff);
 	free(f);
 }
 
@@ -1209,8 +1232,11 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 			f->ws = ws;
 			ws->refs++;
 		}
-		if (f->kind == NC_CONV)
+		if (f->kind == NC_CONV) {
+			/* NULL (not needed) on failure */
+			f->p.koff = mi_nc_tap_offsets(&f->p);
 			plan_split(f);
+		}
 	}
 	return 0;
 }

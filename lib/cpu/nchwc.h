@@ -40,6 +40,10 @@ struct mi_nc_conv {
 	const float *bias; /* mb * B floats (zeros past m) */
 	int act;
 	float lo, hi;
+	/* NULL, or (NCHW input, kh x kw > 1: mi_nc_tap_offsets) the input
+	 * offset of tap k = (ky * kw + kx) * c + ic, the weights' order:
+	 * tiles with every tap in range run one loop over the k */
+	const int32_t *koff;
 };
 
 /* Maps narrower than this are convolved in tiles that run across rows
@@ -107,6 +111,12 @@ extern const struct mi_nc_kern mi_nc_kern_generic, mi_nc_kern_avx2,
 float *mi_nc_pack_weights(int b, int dw, int m, int c, int kh, int kw,
 			  const float *w);
 float *mi_nc_pack_bias(int b, int m, const float *bias);
+/* p->koff for p as it will run (input map p->h x p->w): a mi_cpu_alloc()ed
+ * table of c * kh * kw offsets, or NULL where it does not apply (blocked
+ * input, 1x1, column stride > 2, more than MI_NC_KOFF_MAX taps, offsets
+ * past int32). */
+#define MI_NC_KOFF_MAX 1024
+int32_t *mi_nc_tap_offsets(const struct mi_nc_conv *p);
 
 /* plan.c: would the NCHW planner run this conv with Winograd? */
 int mi_cpu_wino_pays(const struct mi_conv_shape *s);

@@ -74,6 +74,29 @@ static inline void nc_st(float *t, int blk, int cb, int64_t hw, int64_t pos,
 		t[((int64_t)cb * VW + l) * hw + pos] = v[l];
 }
 
+/* ncc_tile's taps through p->koff: acc[r][o] += x[koff[k] + r * rs] *
+ * weight k of block o, for k < nk. */
+static inline __attribute__((always_inline)) void
+ncc_koff(const int OB, const int R, const ptrdiff_t rs, const int32_t *koff,
+	 int nk, const float *xp, const float *wt, ptrdiff_t wos,
+	 vf acc[NC_ACC][NC_OB])
+{
+	for (int k = 0; k < nk; k++) {
+		const float *xl = xp + koff[k];
+		vf wv[NC_OB];
+		int r, o;
+
+		UNROLL_NV for (o = 0; o < OB; o++)
+			wv[o] = vld(wt + (ptrdiff_t)k * VW + o * wos);
+		UNROLL_MR for (r = 0; r < R; r++) {
+			vf xv = vset1(xl[r * rs]);
+
+			UNROLL_NV for (o = 0; o < OB; o++)
+				acc[r][o] += xv * wv[o];
+		}
+	}
+}
+
 /*
  * Direct convolution tile: R0 consecutive output positions of row oy
  * starting at ox, OB0 output blocks from mb; taps ky in [ky0, ky1),
@@ -102,6 +125,22 @@ ncc_tile(const int OB0, const int R0, const struct mi_nc_conv *p,
 	UNROLL_MR for (r = 0; r < R; r++)
 		UNROLL_NV for (o = 0; o < OB; o++)
 			acc[r][o] = vld(p->bias + (mb + o) * VW);
+	if (p->koff && ky0 == 0 && ky1 == p->kh && kx0 == 0 && kx1 == p->kw) {
+		/* every tap in range, NCHW input (the stem convs: c = 3):
+		 * one loop over (ky, kx, ic) instead of three short ones;
+		 * strides 1 and 2 as constants (displacements, not a chain
+		 * of pointer adds) */
+		const float *xp = x + (ptrdiff_t)(oy * p->sh - p->pt) * p->w +
+				  ox * p->sw - p->pl;
+		const float *wt = p->wp + mb * wos;
+		const int nk = p->kh * p->kw * c;
+
+		if (p->sw == 2)
+			ncc_koff(OB, R, 2, p->koff, nk, xp, wt, wos, acc);
+		else /* 1: mi_nc_tap_offsets */
+			ncc_koff(OB, R, 1, p->koff, nk, xp, wt, wos, acc);
+		ky1 = ky0; /* done: skip the general loops */
+	}
 	for (ky = ky0; ky < ky1; ky++) {
 		int iy = oy * p->sh - p->pt + ky * p->dh;
 

@@ -866,19 +866,21 @@ struct chmul_job {
 	const struct fast_node *f;
 	const float *x, *s;
 	float *y;
+	struct mi_work work; /* planes, claimed (a late thread's share
+			      * goes to the others) */
 };
 
 static void chmul_thread(void *ctx, int t, int nt)
 {
-	const struct chmul_job *j = ctx;
+	struct chmul_job *j = ctx;
 	const struct fast_node *f = j->f;
 	const struct mi_cpu_kern *kt = mi_cpu_kern_get(f->isa);
 	int64_t b, e, p;
 
-	mi_chunk(f->planes, t, nt, &b, &e);
-	for (p = b; p < e; p++)
-		kt->scale(j->x + p * f->plane_size, j->s[p],
-			  j->y + p * f->plane_size, f->plane_size);
+	while (mi_work_claim(&j->work, &b, &e))
+		for (p = b; p < e; p++)
+			kt->scale(j->x + p * f->plane_size, j->s[p],
+				  j->y + p * f->plane_size, f->plane_size);
 }
 
 struct bmm_job {
@@ -920,13 +922,14 @@ static int fast_run(struct mi_graph *g, struct mi_node *n)
 			.y = y->data,
 		};
 		int64_t tot = f->planes * f->plane_size;
+		int nt = tot < 65536 ? 1 : pool_threads(f);
 
 		if (!j.x || !j.s ||
 		    mi_tensor_numel(mi_in(g, n, 1 - f->res_slot)) != tot)
 			return mi_graph_err(g, n, -EINVAL,
 					    "fast kernel planned for another input shape");
-		mi_pool_run(tot < 65536 ? 1 : pool_threads(f), chmul_thread,
-			    &j);
+		mi_work_init(&j.work, f->planes, mi_work_grain(f->planes, nt, 4));
+		mi_pool_run(nt, chmul_thread, &j);
 		return 0;
 	}
 	if (f->res_slot >= 0) {

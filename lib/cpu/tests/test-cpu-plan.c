@@ -295,13 +295,15 @@ static void test_batched_matmul(int shared_b)
 	mi_graph_fini(&g);
 }
 
-/* Mul(s [N,C,1,1], x [N,C,H,W]): channel scaling (squeeze-excitation) */
-static void test_channel_scale(void)
+/* Mul(s [N,C,1,1], x [N,C,H,W]): channel scaling (squeeze-excitation);
+ * from 64K elements split over nt threads (planes claimed) */
+static void test_channel_scale(int nt, int n, int c, int h, int w)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = 2 };
-	int64_t dx[4] = { 2, 3, 4, 5 }, ds[4] = { 2, 3, 1, 1 };
-	float ref[120];
+	struct mi_cpu_opts o = { .nthreads = nt };
+	int64_t dx[4] = { n, c, h, w }, ds[4] = { n, c, 1, 1 };
+	int64_t tot = (int64_t)n * c * h * w;
+	float *ref = malloc(tot * sizeof(float));
 	int x, sc, y, mul;
 	const float *xv, *sv;
 
@@ -316,10 +318,11 @@ static void test_channel_scale(void)
 	CHECK(g.nodes[mul].priv, "channel scale not planned");
 	CHECK(!run_planned(&g), "run failed: %s", g.err);
 	xv = g.tensors[x].data, sv = g.tensors[sc].data;
-	for (int i = 0; i < 120; i++)
-		ref[i] = xv[i] * sv[i / 20];
-	CHECK(nerr(g.tensors[y].data, ref, 120) == 0, "err %g",
-	      nerr(g.tensors[y].data, ref, 120));
+	for (int64_t i = 0; i < tot; i++)
+		ref[i] = xv[i] * sv[i / (h * w)];
+	CHECK(nerr(g.tensors[y].data, ref, tot) == 0, "scale %dx%dx%dx%d t%d: err %g",
+	      n, c, h, w, nt, nerr(g.tensors[y].data, ref, tot));
+	free(ref);
 	mi_cpu_plan_fini(&g);
 	mi_graph_fini(&g);
 }
@@ -585,7 +588,9 @@ int main(void)
 	test_matmul_bias_clip();
 	test_batched_matmul(0);
 	test_batched_matmul(1);
-	test_channel_scale();
+	test_channel_scale(2, 2, 3, 4, 5);
+	test_channel_scale(2, 1, 40, 56, 56);
+	test_channel_scale(3, 2, 21, 37, 45);
 	test_no_fuse();
 	test_eltwise();
 	test_erf_sweep();

@@ -2088,8 +2088,8 @@ static int qgap_run(struct mi_graph *g, struct mi_node *n)
 	const struct qnode *q = n->priv;
 	struct qgap_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
 
-	/* one thread below ~32K pixels (a few us) */
-	cur_threads = q->se_c * q->gap_hw >= (split_all ? 1 : 32 << 10) ? q->nthreads : 1;
+	/* one thread below ~8K pixels (~3 us at ~0.4 ns per pixel) */
+	cur_threads = q->se_c * q->gap_hw >= (split_all ? 1 : 8 << 10) ? q->nthreads : 1;
 	pool_for((int)((q->se_c + QGAP_PLANES - 1) / QGAP_PLANES), qgap_item, &j);
 	return 0;
 }
@@ -2522,8 +2522,10 @@ static bool qdq_layout_run(const struct qnode *q, const void *x, void *y)
 
 	if (!(q->qdq_c4 && q->qdq_hw > 1) && !q->qdq_fk)
 		return false;
-	/* split from ~2-3 us of work (as par_range) */
-	if (q->nthreads <= 1 || (!split_all && items * G * P < 32 << 10)) {
+	/* split from ~2-3 us of work (as par_range), counted in real elements:
+	 * items round small maps up (a 7x7 plane group is one 4096-element
+	 * item), and those ran slower split */
+	if (q->nthreads <= 1 || (!split_all && q->qdq_n * q->qdq_c * q->qdq_hw < 32 << 10)) {
 		for (int64_t i = 0; i < items; i++)
 			qdq_item(q, x, y, i);
 		return true;

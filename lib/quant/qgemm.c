@@ -330,6 +330,65 @@ static bool rq_fits(const struct mi_qepi *ep)
 	       ep->zy >= -128 && ep->zy <= 255;
 }
 
+/*
+ * Requantization by saturation, the same bytes with fewer operations: the
+ * map f(x) = bytes(sat16(cvt(x)) +sat zy) (saturating packs and add) is
+ * nondecreasing wherever cvt does not overflow, and on [flo, fhi] it is
+ * the float path's cvt(x) + zy (rq_fits: no saturation there).  A
+ * nondecreasing f commutes with the clamp: f(min(max(x, flo), fhi)) =
+ * min(max(f(x), f(flo)), f(fhi)), so the two float clamps per 16 sums
+ * become two byte clamps per 64 bytes.  cvt cannot overflow when
+ * |mult| < 1 (|float(acc)| <= 2^31, the product stays below it); NaN
+ * mults fail that test too.  Otherwise (or flo > fhi) the float clamps.
+ */
+struct rq_sat {
+	__m512i zy16, lo8, hi8;
+	bool u8;
+};
+
+static bool rq_sat_ok(const struct mi_qepi *ep, const float *mult, int n)
+{
+	if (!rq_fits(ep) || !(ep->flo <= ep->fhi))
+		return false;
+	for (int i = 0; i < n; i++)
+		if (!(mult[i] < 1.0f && mult[i] > -1.0f))
+			return false;
+	return true;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
+rq_sat_set(struct rq_sat *r, const struct mi_qepi *ep)
+{
+	/* f(flo), f(fhi): the vector path's rounding (MXCSR) */
+	int lo = _mm_cvtss_si32(_mm_set_ss(ep->flo)) + ep->zy;
+	int hi = _mm_cvtss_si32(_mm_set_ss(ep->fhi)) + ep->zy;
+
+	r->u8 = ep->mode == MI_QOUT_U8;
+	r->zy16 = _mm512_set1_epi16((short)ep->zy);
+	r->lo8 = _mm512_set1_epi8((char)lo);
+	r->hi8 = _mm512_set1_epi8((char)hi);
+}
+
+/* 16 sums (comp added) times mult, rounded: no clamp */
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline __m512i
+rq_sat_cvt(__m512i a, __m512 m)
+{
+	return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(a), m));
+}
+
+/* Four rq_sat_cvt results -> bytes (per 128-bit lane: 4 of a, b, c, d),
+ * clamped. */
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline __m512i
+rq_sat_pack(const struct rq_sat *r, __m512i a, __m512i b, __m512i c, __m512i d)
+{
+	__m512i p0 = _mm512_adds_epi16(_mm512_packs_epi32(a, b), r->zy16);
+	__m512i p1 = _mm512_adds_epi16(_mm512_packs_epi32(c, d), r->zy16);
+
+	if (r->u8)
+		return _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(p0, p1), r->lo8), r->hi8);
+	return _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(p0, p1), r->lo8), r->hi8);
+}
+
 typedef void (*tile_rq_fn)(const int8_t *a, const uint8_t *b, size_t ldb,
 			   int k4, const struct mi_qepi *ep, int oc0, int np,
 			   uint8_t *out, ptrdiff_t ldo);
@@ -337,10 +396,10 @@ typedef void (*tile_rq_fn)(const int8_t *a, const uint8_t *b, size_t ldb,
 /* The requantization and stores of an 8 x 32 tile held in c00..c71 (row r,
  * pixels 0-15 and 16-31), comp already added. */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), always_inline)) static inline void
-rq_store_8x32(__m512i c00, __m512i c01, __m512i c10, __m512i c11, __m512i c20, __m512i c21,
+rq_store_body(__m512i c00, __m512i c01, __m512i c10, __m512i c11, __m512i c20, __m512i c21,
 	      __m512i c30, __m512i c31, __m512i c40, __m512i c41, __m512i c50, __m512i c51,
 	      __m512i c60, __m512i c61, __m512i c70, __m512i c71, const struct mi_qepi *ep,
-	      int oc0, int np, uint8_t *out, ptrdiff_t ldo)
+	      int oc0, int np, uint8_t *out, ptrdiff_t ldo, const bool sat)
 {
 	/* the first np of the 32 pixels are stored */
 	__mmask32 m32 = np >= 32 ? ~(__mmask32)0 : ((__mmask32)1 << np) - 1;
@@ -351,19 +410,23 @@ rq_store_8x32(__m512i c00, __m512i c01, __m512i c10, __m512i c11, __m512i c20, _
 	__m512i zy = _mm512_set1_epi16((short)ep->zy);
 	bool u8 = ep->mode == MI_QOUT_U8;
 	/* two rows' (or four channels') int32 -> 16-bit pairs -> bytes */
+	struct rq_sat rs;
+
+	rq_sat_set(&rs, ep);
 #define MI_Q_RQ(x, r)                                                         \
-	_mm512_cvtps_epi32(_mm512_min_ps(                                     \
+	(sat ? rq_sat_cvt(x, _mm512_set1_ps(mp[r])) :                         \
+	 _mm512_cvtps_epi32(_mm512_min_ps(                                    \
 		_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(x),            \
 					    _mm512_set1_ps(mp[r])),           \
 			      lo),                                            \
-		hi))
+		hi)))
 #define MI_Q_PK(x, y, z, v) /* bytes, per 128-bit lane: x y z v (4 each) */   \
-	({                                                                    \
+	(sat ? rq_sat_pack(&rs, x, y, z, v) : ({                              \
 		__m512i p0_ = _mm512_add_epi16(_mm512_packs_epi32(x, y), zy); \
 		__m512i p1_ = _mm512_add_epi16(_mm512_packs_epi32(z, v), zy); \
 		u8 ? _mm512_packus_epi16(p0_, p1_) :                          \
 		     _mm512_packs_epi16(p0_, p1_);                            \
-	})
+	}))
 	if (ep->out_c4) {
 		/* per lane: ch0 px0-3, ch1 px0-3, ... -> px0 ch0-3, px1 ... */
 		const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(
@@ -403,6 +466,20 @@ rq_store_8x32(__m512i c00, __m512i c01, __m512i c10, __m512i c11, __m512i c20, _
 	}
 #undef MI_Q_PK
 #undef MI_Q_RQ
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), always_inline)) static inline void
+rq_store_8x32(__m512i c00, __m512i c01, __m512i c10, __m512i c11, __m512i c20, __m512i c21,
+	      __m512i c30, __m512i c31, __m512i c40, __m512i c41, __m512i c50, __m512i c51,
+	      __m512i c60, __m512i c61, __m512i c70, __m512i c71, const struct mi_qepi *ep,
+	      int oc0, int np, uint8_t *out, ptrdiff_t ldo)
+{
+	if (rq_sat_ok(ep, ep->mult + oc0, 8))
+		rq_store_body(c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61,
+			      c70, c71, ep, oc0, np, out, ldo, true);
+	else
+		rq_store_body(c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61,
+			      c70, c71, ep, oc0, np, out, ldo, false);
 }
 
 

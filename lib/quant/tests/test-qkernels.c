@@ -89,7 +89,23 @@ static void make_epi(struct mi_qepi *ep, int mode, int oc, int32_t *comp,
 		ep->zy = rndi(-128, 127);
 		ep->flo = (float)(-128 - ep->zy);
 		ep->fhi = (float)(127 - ep->zy);
-	} else if (mode == MI_QOUT_F32) {
+	}
+	if ((mode == MI_QOUT_U8 || mode == MI_QOUT_S8) && rnd() % 4 == 0) {
+		/* a clip inside the range (integer bounds, as the planner's
+		 * qbound makes them), and now and then a mult >= 1 (the
+		 * kernels' saturation shortcut must then fall back to the
+		 * float clamps) */
+		float lo = ep->flo, hi = ep->fhi;
+		float a = lo + (float)rndi(0, 40), b = hi - (float)rndi(0, 40);
+
+		ep->flo = a < hi ? a : hi;
+		ep->fhi = b > ep->flo ? b : ep->flo;
+		for (int o = 0; o < oc && rnd() % 2; o++)
+			if (rnd() % 4 == 0)
+				mult[o] = (float)rndi(1000, 3000) / 1000.0f *
+					  (rnd() % 2 ? 1.0f : 1e7f); /* cvt overflows */
+	}
+	if (mode == MI_QOUT_F32) {
 		ep->fbias = rnd() % 2 ? fbias : NULL;
 		ep->flo = rnd() % 2 ? 0.0f : -INFINITY;
 		ep->fhi = rnd() % 2 ? 6.0f : INFINITY;

@@ -16,7 +16,11 @@
  * thread, loaded on the thread's first tile and kept.  K is covered in
  * chunks of 16 k4 rows; the last chunk starts at row k4 - 16 (overlapping
  * the previous one; its weights are zero on the overlap), so no load reads
- * past the panel or the caller's tensor.  Hence k4 >= 16.
+ * past the panel or the caller's tensor.  K < 64 (k4 < 16: the narrow 1x1
+ * convs of the mobile nets, 16-40 input channels): one chunk at row 0,
+ * weights zero on rows k4..15; the B panel's rows past k4 are read (any
+ * values: times zero), so callers pass a panel with 16 readable rows
+ * (their workspace panel followed by the sums), never the caller's tensor.
  */
 #include <cpuid.h>
 #include <errno.h>
@@ -94,7 +98,7 @@ int mi_qamx_pack(struct mi_qweights *w)
 	memset(w->amx, 0, bytes);
 	for (int g = 0; g < w->group; g++)
 		for (int c = 0; c < w->kc; c++) {
-			int r0 = c * 16 < w->k4 - 16 ? c * 16 : w->k4 - 16;
+			int r0 = c * 16 < w->k4 - 16 ? c * 16 : w->k4 < 16 ? 0 : w->k4 - 16;
 			int8_t *dst = w->amx + ((size_t)g * w->kc + c) * ocp * 64;
 
 			for (int o = 0; o < w->nblk * MI_QMR; o++)
@@ -103,7 +107,7 @@ int mi_qamx_pack(struct mi_qweights *w)
 					const int8_t *blk = w->packed +
 						(size_t)(g * w->nblk + o / MI_QMR) * w->k4 * MI_QMR * 4;
 
-					dst[o * 64 + i] = r < c * 16 ? 0 :
+					dst[o * 64 + i] = r < c * 16 || r >= w->k4 ? 0 :
 						blk[r * MI_QMR * 4 + (o % MI_QMR) * 4 + i % 4];
 				}
 		}
@@ -136,7 +140,7 @@ __attribute__((target("amx-tile"))) static void load_cfg(void)
 /* tiles 0-3: C (oc half, pixel half), 4-5: weights, 6-7: pixels 0-15, 16-31 */
 #define AMX_KLOOP(NR)                                                         \
 	for (int c = 0; c < w->kc; c++) {                                     \
-		int r0 = c * 16 < w->k4 - 16 ? c * 16 : w->k4 - 16;           \
+		int r0 = c * 16 < w->k4 - 16 ? c * 16 : w->k4 < 16 ? 0 : w->k4 - 16; \
 		const uint8_t *bb = toff ? b + toff[c / cpt] + (size_t)(c % cpt) * 16 * ldb : \
 					   b + (size_t)r0 * ldb;              \
 		const int8_t *aa = wa + (size_t)c * ocp * 64;                 \

@@ -127,6 +127,14 @@ void mi_quant_set_parallel(mi_qparallel_for pf, int nthreads)
 
 /* ---- weight packing ----------------------------------------------------- */
 
+/* AMX from k4 = 8 (K >= 32, padded to 64 in the tiles): bench-qconv
+ * c32 28x28 oc192 1x1 0.026 vs 0.028 ms (VNNI); K 16 and 24 were slower
+ * on AMX (0.21 vs 0.17, 0.085 vs 0.071 ms: the tile store + reload of the
+ * sums costs more than the VNNI MACs saved) */
+#ifndef MI_QAMX_K4MIN
+#define MI_QAMX_K4MIN 8
+#endif
+
 int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
 		     mi_qw_get get, const void *ctx)
 {
@@ -163,7 +171,7 @@ int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
 			}
 			w->wsum[g * ocg + o] = sum;
 		}
-	if (w->k4 >= 16 && w->nblk >= 2 && mi_quant_amx() && mi_qamx_pack(w)) {
+	if (w->k4 >= MI_QAMX_K4MIN && w->nblk >= 2 && mi_quant_amx() && mi_qamx_pack(w)) {
 		mi_qweights_free(w);
 		return -ENOMEM;
 	}
@@ -346,9 +354,18 @@ struct rq_sat {
 	bool u8;
 };
 
-static bool rq_sat_ok(const struct mi_qepi *ep, const float *mult, int n)
+/* (inlined into the AVX-512 kernels: VEX-encoded scalar compares, no
+ * call into SSE code with the upper zmm state dirty) */
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline bool
+rq_sat_ok(const struct mi_qepi *ep, const float *mult, int n)
 {
-	if (!rq_fits(ep) || !(ep->flo <= ep->fhi))
+	float lo = ep->mode == MI_QOUT_U8 ? 0.0f : -128.0f;
+	float hi = ep->mode == MI_QOUT_U8 ? 255.0f : 127.0f;
+
+	/* rq_fits, and flo <= fhi */
+	if ((ep->mode != MI_QOUT_U8 && ep->mode != MI_QOUT_S8) ||
+	    !(ep->flo >= lo - (float)ep->zy && ep->fhi <= hi - (float)ep->zy &&
+	      ep->zy >= -128 && ep->zy <= 255 && ep->flo <= ep->fhi))
 		return false;
 	for (int i = 0; i < n; i++)
 		if (!(mult[i] < 1.0f && mult[i] > -1.0f))
@@ -1530,9 +1547,10 @@ static void conv_gemm_item(void *arg, int item, int tid)
 	const uint8_t *b;
 	size_t ldb;
 
-	if (cv->direct1x1 && j->in_direct && np < MI_QNR) {
+	if (cv->direct1x1 && ((j->in_direct && np < MI_QNR) || (j->amx && w->k4 < 16))) {
 		/* the caller's tensor has no slack after it: copy the
-		 * partial last panel */
+		 * partial last panel; AMX with k4 < 16 reads 16 rows (the
+		 * sums' memory after the panel: qamx.c) */
 		for (int kq = 0; kq < w->k4; kq++)
 			memcpy(pb + (size_t)kq * MI_QNR * 4,
 			       xg + ((size_t)kq * j->hp * j->wp + p0) * 4, (size_t)np * 4);

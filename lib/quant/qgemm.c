@@ -2322,7 +2322,14 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 	const __m512 m1 = _mm512_set1_ps(ep->mult[c0 + (nc > 1)]);
 	const __m512 m2 = _mm512_set1_ps(ep->mult[c0 + (nc > 2) * 2]);
 	const __m512 m3 = _mm512_set1_ps(ep->mult[c0 + (nc > 3) * 3]);
+	/* C4 output: the four channels' sums -> bytes by rq_sat_pack (the
+	 * same bytes as dw_store's formula) */
+	const bool sat = ep->out_c4 && rq_sat_ok(ep, ep->mult + c0, nc);
+	const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(
+		0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+	struct rq_sat rs;
 
+	rq_sat_set(&rs, ep);
 	for (int v = v0; v < v1; v++) {
 		/* the sums start at comp (dw_store adds it after the taps:
 		 * the same int32) */
@@ -2346,6 +2353,19 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 			a3 = _mm512_dpbusd_epi32(a3, MI_DWT_GATHER(x3), _mm512_set1_epi32((int)w3[g]));
 #undef MI_DWT_GATHER
 		}
+		int p0 = t->p0[v], n = t->p0[v + 1] - p0;
+		__mmask16 m;
+
+		n = n < 16 ? n : 16;
+		m = (__mmask16)((1u << n) - 1);
+		if (sat) {
+			__m512i d = rq_sat_pack(&rs, rq_sat_cvt(a0, m0), rq_sat_cvt(a1, m1),
+						rq_sat_cvt(a2, m2), rq_sat_cvt(a3, m3));
+
+			_mm512_mask_storeu_epi32(j->y + ((size_t)(c0 / 4) * npix + p0) * 4, m,
+						 _mm512_shuffle_epi8(d, tr));
+			continue;
+		}
 		/* the requantization of dw_store, four channels */
 #define MI_DWT_RQ(a, m)                                                                  \
 	_mm512_add_epi32(_mm512_cvtps_epi32(_mm512_min_ps(                               \
@@ -2355,11 +2375,6 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 		a2 = MI_DWT_RQ(a2, m2);
 		a3 = MI_DWT_RQ(a3, m3);
 #undef MI_DWT_RQ
-		int p0 = t->p0[v], n = t->p0[v + 1] - p0;
-		__mmask16 m;
-
-		n = n < 16 ? n : 16;
-		m = (__mmask16)((1u << n) - 1);
 		if (ep->out_c4) {
 			__m512i d = a0;
 

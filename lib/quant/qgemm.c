@@ -406,6 +406,21 @@ rq_sat_pack(const struct rq_sat *r, __m512i a, __m512i b, __m512i c, __m512i d)
 	return _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(p0, p1), r->lo8), r->hi8);
 }
 
+/* Four channels' sums (comp added) -> 16 C4 pixels (64 bytes) */
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline __m512i
+rq_sat_c4(const struct rq_sat *r, __m512i a, __m512i b, __m512i c, __m512i d, float ma,
+	  float mb, float mc, float md)
+{
+	/* per lane: a px 0-3, b px 0-3, ... -> px 0 a b c d, px 1 ... */
+	const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(
+		0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+
+	return _mm512_shuffle_epi8(rq_sat_pack(r, rq_sat_cvt(a, _mm512_set1_ps(ma)),
+					       rq_sat_cvt(b, _mm512_set1_ps(mb)),
+					       rq_sat_cvt(c, _mm512_set1_ps(mc)),
+					       rq_sat_cvt(d, _mm512_set1_ps(md))), tr);
+}
+
 typedef void (*tile_rq_fn)(const int8_t *a, const uint8_t *b, size_t ldb,
 			   int k4, const struct mi_qepi *ep, int oc0, int np,
 			   uint8_t *out, ptrdiff_t ldo);
@@ -2459,6 +2474,9 @@ dwt_dense_body(const struct dwt_job *j, int v0, int v1, const bool flip)
 	const __m512 lo = _mm512_set1_ps(ep->flo), hi = _mm512_set1_ps(ep->fhi);
 	const __m512i zy = _mm512_set1_epi32(ep->zy);
 	__m512i gv[4 * 2 * MI_QDW_KMAX];
+	struct rq_sat rs;
+
+	rq_sat_set(&rs, ep);
 
 	for (int v = v0; v < v1; v++) {
 		size_t e0 = (size_t)t->ent[v] * t->ng;
@@ -2506,6 +2524,18 @@ dwt_dense_body(const struct dwt_job *j, int v0, int v1, const bool flip)
 				a5 = _mm512_dpbusd_epi32(a5, x, _mm512_set1_epi32((int)w5[i]));
 				a6 = _mm512_dpbusd_epi32(a6, x, _mm512_set1_epi32((int)w6[i]));
 				a7 = _mm512_dpbusd_epi32(a7, x, _mm512_set1_epi32((int)w7[i]));
+			}
+			if (ep->out_c4 && rq_sat_ok(ep, ep->mult + o, s->oc - o < 8 ? s->oc - o : 8)) {
+				uint8_t *yq = j->y + ((size_t)(o / 4) * npix + p0) * 4;
+				const float *mo = ep->mult;
+
+				_mm512_mask_storeu_epi32(yq, m, rq_sat_c4(&rs, a0, a1, a2, a3, mo[oo[0]],
+									  mo[oo[1]], mo[oo[2]], mo[oo[3]]));
+				if (o + 4 < s->oc)
+					_mm512_mask_storeu_epi32(yq + npix * 4, m,
+								 rq_sat_c4(&rs, a4, a5, a6, a7, mo[oo[4]],
+									   mo[oo[5]], mo[oo[6]], mo[oo[7]]));
+				continue;
 			}
 #define MI_DWT_RQ(a, c)                                                                  \
 	_mm512_add_epi32(_mm512_cvtps_epi32(_mm512_min_ps(                               \

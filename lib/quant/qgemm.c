@@ -127,13 +127,15 @@ void mi_quant_set_parallel(mi_qparallel_for pf, int nthreads)
 
 /* ---- weight packing ----------------------------------------------------- */
 
-/* AMX from k4 = 8 (K >= 32, padded to 64 in the tiles): bench-qconv
- * c32 28x28 oc192 1x1 0.026 vs 0.028 ms (VNNI); K 16 and 24 were slower
- * on AMX (0.21 vs 0.17, 0.085 vs 0.071 ms: the tile store + reload of the
- * sums costs more than the VNNI MACs saved) */
-#ifndef MI_QAMX_K4MIN
-#define MI_QAMX_K4MIN 8
-#endif
+/* AMX below k4 = 16 (K < 64, padded to 64 in the tiles) from k4 = 8 with
+ * 32+ output channels: bench-qconv c32 28x28 oc192 1x1 0.026 vs 0.028 ms
+ * (VNNI); K 16 and 24 were slower on AMX (0.21 vs 0.17, 0.085 vs 0.071
+ * ms: the tile store + reload of the sums costs more than the VNNI MACs
+ * saved), and so looked 32 -> 16 channels at 112x112 (EfficientNet-B0). */
+static bool amx_fits(const struct mi_qweights *w)
+{
+	return w->nblk >= 2 && (w->k4 >= 16 || (w->k4 >= 8 && w->nblk >= 4));
+}
 
 int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
 		     mi_qw_get get, const void *ctx)
@@ -171,7 +173,7 @@ int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
 			}
 			w->wsum[g * ocg + o] = sum;
 		}
-	if (w->k4 >= MI_QAMX_K4MIN && w->nblk >= 2 && mi_quant_amx() && mi_qamx_pack(w)) {
+	if (amx_fits(w) && mi_quant_amx() && mi_qamx_pack(w)) {
 		mi_qweights_free(w);
 		return -ENOMEM;
 	}

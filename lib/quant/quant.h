@@ -76,7 +76,8 @@ struct mi_qweights {
 	int group, ocg, k, k4, nblk; /* nblk = ceil(ocg / 8) */
 	int8_t *packed;
 	int32_t *wsum;     /* [group * ocg] sum over k */
-	/* AMX tiles (NULL unless mi_quant_amx() at pack time and k4 >= 8):
+	/* AMX tiles (NULL unless mi_quant_amx() at pack time and k4 >= 16,
+	 * or k4 >= 8 with nblk >= 4):
 	 * [group][kc][(nblk + 1) * 8][64] int8 (a zero block at the end), kc = ceil(k4 / 16) chunks of 16
 	 * k4 rows; the last chunk starts at row k4 - 16 and holds zeros for
 	 * the rows the previous chunk covered. */

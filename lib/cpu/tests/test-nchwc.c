@@ -603,7 +603,7 @@ static void test_chain(int c, int e, int hw, int nthreads, bool out_mid)
  * channel groups all get hit.
  */
 static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
-		     int rows, bool pool)
+		     int rows, bool pool, bool planar)
 {
 	struct mi_graph g;
 	struct mi_cpu_opts o = { .nthreads = nthreads };
@@ -623,8 +623,10 @@ static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
 	t1r = tensor(&g, "t1r", 1, e, hw, hw, 0, false);
 	t2 = tensor(&g, "t2", 1, e, oh, oh, 0, false);
 	t2h = tensor(&g, "t2h", 1, e, oh, oh, 0, false);
-	conv(&g, x, c, c, 3, 1, 1, t0);
-	npw = conv(&g, t0, c, e, 1, 1, 1, t1);
+	/* planar: the 1x1 conv reads the (NCHW) graph input */
+	if (!planar)
+		conv(&g, x, c, c, 3, 1, 1, t0);
+	npw = conv(&g, planar ? x : t0, c, e, 1, 1, 1, t1);
 	nrelu = node(&g, "Relu", 1, (int[]){ t1 }, t1r);
 	ndw = conv(&g, t1r, e, e, k, s, e, t2);
 	nhs = node(&g, "HardSwish", 1, (int[]){ t2 }, t2h);
@@ -933,12 +935,16 @@ int main(void)
 	test_chain(3, 24, 9, 1, false);
 	test_chain(17, 40, 14, 2, false);
 	test_chain(16, 88, 7, 2, true);
-	test_xdw(16, 88, 12, 3, 1, 2, 0, false);
-	test_xdw(12, 200, 11, 3, 2, 3, 2, true);
-	test_xdw(16, 40, 9, 5, 1, 2, 1, false);
-	test_xdw(24, 88, 13, 3, 2, 1, 3, true);
-	test_xdw(24, 72, 10, 5, 2, 2, 2, false);
-	test_xdw(32, 136, 15, 3, 1, 3, 4, true);
+	test_xdw(16, 88, 12, 3, 1, 2, 0, false, false);
+	test_xdw(12, 200, 11, 3, 2, 3, 2, true, false);
+	test_xdw(16, 40, 9, 5, 1, 2, 1, false, false);
+	test_xdw(24, 88, 13, 3, 2, 1, 3, true, false);
+	test_xdw(24, 72, 10, 5, 2, 2, 2, false, false);
+	test_xdw(32, 136, 15, 3, 1, 3, 4, true, false);
+	/* the 1x1 reads NCHW (chain start kept for its depthwise reader) */
+	test_xdw(16, 88, 12, 3, 1, 2, 0, false, true);
+	test_xdw(12, 200, 11, 3, 2, 3, 2, true, true);
+	test_xdw(20, 72, 10, 5, 2, 1, 3, false, true);
 	test_concat(16, 2 * B, 3 * B, 1, 9, 2);
 	test_concat(24, 4 * B, B, 2, 7, 3);
 	test_concat(16, 2 * B, B + B / 2, 1, 8, 2);

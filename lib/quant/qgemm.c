@@ -2339,9 +2339,10 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 	const __m512 m1 = _mm512_set1_ps(ep->mult[c0 + (nc > 1)]);
 	const __m512 m2 = _mm512_set1_ps(ep->mult[c0 + (nc > 2) * 2]);
 	const __m512 m3 = _mm512_set1_ps(ep->mult[c0 + (nc > 3) * 3]);
-	/* C4 output: the four channels' sums -> bytes by rq_sat_pack (the
-	 * same bytes as dw_store's formula) */
-	const bool sat = ep->out_c4 && rq_sat_ok(ep, ep->mult + c0, nc);
+	/* the four channels' sums -> bytes by rq_sat_pack (the same bytes as
+	 * dw_store's formula), then C4 pixels or a 16-byte lane per plane */
+	const bool sat = rq_sat_ok(ep, ep->mult + c0, nc);
+	const __m512i pc = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
 	const __m512i tr = _mm512_broadcast_i32x4(_mm_setr_epi8(
 		0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
 	struct rq_sat rs;
@@ -2379,8 +2380,21 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 			__m512i d = rq_sat_pack(&rs, rq_sat_cvt(a0, m0), rq_sat_cvt(a1, m1),
 						rq_sat_cvt(a2, m2), rq_sat_cvt(a3, m3));
 
-			_mm512_mask_storeu_epi32(j->y + ((size_t)(c0 / 4) * npix + p0) * 4, m,
-						 _mm512_shuffle_epi8(d, tr));
+			if (ep->out_c4) {
+				_mm512_mask_storeu_epi32(j->y + ((size_t)(c0 / 4) * npix + p0) * 4, m,
+							 _mm512_shuffle_epi8(d, tr));
+				continue;
+			}
+			uint8_t *yp = j->y + c0 * npix + p0;
+
+			d = _mm512_permutexvar_epi32(pc, d); /* lane c: channel c */
+			_mm_mask_storeu_epi8(yp, m, _mm512_castsi512_si128(d));
+			if (nc > 1)
+				_mm_mask_storeu_epi8(yp + npix, m, _mm512_extracti32x4_epi32(d, 1));
+			if (nc > 2)
+				_mm_mask_storeu_epi8(yp + 2 * npix, m, _mm512_extracti32x4_epi32(d, 2));
+			if (nc > 3)
+				_mm_mask_storeu_epi8(yp + 3 * npix, m, _mm512_extracti32x4_epi32(d, 3));
 			continue;
 		}
 		/* the requantization of dw_store, four channels */

@@ -2372,7 +2372,12 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	/* hold-out check: the search chose among configurations by the first
 	 * n inputs, so a marginal pass there is optimistic; the result must
 	 * pass on all inputs, the held-out ones included.  If not, the kept
-	 * refinements are undone (last first), then the prefix grows. */
+	 * refinements are undone (last first), then the prefix grows in
+	 * steps of 1/8 of the rest until it passes, and a bisection on all
+	 * inputs between the last failing and the passing prefix finds the
+	 * shortest passing one (a step can overshoot by many units). */
+	int hlo = -1;
+
 	while (nall > n) {
 		err = try_config(c, ev, nall, NULL, per, &pass, &cmin, &tail);
 		if (err)
@@ -2391,9 +2396,31 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		}
 		if (hi >= nu)
 			break;
+		hlo = hi;
 		hi += (nu - hi + 7) / 8;
 		set_prefix(c, u, nu, hi);
 	}
+	while (pass && hlo >= 0 && hi - hlo > 1) {
+		int mid = hlo + (hi - hlo) / 2;
+		double mmin, mtail;
+
+		set_prefix(c, u, nu, mid);
+		err = try_config(c, ev, nall, NULL, per, &pass, &mmin, &mtail);
+		if (err)
+			goto out;
+		printf("min-cosine: check on all %d inputs, %d units in fp32: %s (cosine min %.9f, "
+		       "tail %.9f)\n", nall, mid, pass ? "passed" : "failed", mmin, mtail);
+		fflush(stdout);
+		if (pass) {
+			hi = mid;
+			best = mmin;
+		} else {
+			hlo = mid;
+		}
+		pass = true;
+	}
+	if (hlo >= 0)
+		set_prefix(c, u, nu, hi);
 	if (tm.ok)
 		tcur = predict_time(c, &tm);
 	if (tm.ok && getenv("MI_MINCOS_DEBUG")) {

@@ -1807,6 +1807,38 @@ static int qse_run(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
+/* A node reading the bytes of a quantized tensor through a 256-entry float
+ * table (and its byte planes for the vpermi2b lookups): a copy of the fp32
+ * table node's map @lut, or with @lut NULL the DequantizeLinear map of @a. */
+static struct qnode *qnode_new_lut(int (*run)(struct mi_graph *, struct mi_node *),
+				   const float *lut, const struct qact *a)
+{
+	struct qnode *q = qnode_new(run);
+
+	if (!q)
+		return NULL;
+	q->lut = malloc(256 * sizeof(float));
+	if (!q->lut) {
+		qnode_free(q);
+		return NULL;
+	}
+	if (lut) {
+		memcpy(q->lut, lut, 256 * sizeof(float));
+	} else {
+		uint8_t b[256];
+
+		for (int i = 0; i < 256; i++)
+			b[i] = (uint8_t)i;
+		mi_dequantize(b, a->dtype, 256, a->scale, a->zp, q->lut);
+	}
+	q->lutb = lut_planes(q->lut);
+	if (!q->lutb) {
+		qnode_free(q);
+		return NULL;
+	}
+	return q;
+}
+
 static int try_qse(struct mi_graph *g, struct mi_node *n)
 {
 	if (strcmp(n->op_type, "Mul") || n->domain[0] || n->ninputs != 2 || n->noutputs != 1 ||
@@ -1861,29 +1893,10 @@ static int try_qse(struct mi_graph *g, struct mi_node *n)
 	    !q_params(g, qn, &qa) || !mi_tensor_shape_known(mi_out(g, qn, 0)) ||
 	    mi_tensor_numel(mi_out(g, qn, 0)) != mi_tensor_numel(y))
 		return skip(n, "SE Mul output is not quantized");
-	struct qnode *q = qnode_new(qse_run);
+	struct qnode *q = qnode_new_lut(qse_run, dq ? NULL : ((struct qnode *)tn->priv)->lut, &da);
 
 	if (!q)
 		return -ENOMEM;
-	q->lut = malloc(256 * sizeof(float));
-	if (!q->lut) {
-		qnode_free(q);
-		return -ENOMEM;
-	}
-	if (dq) {
-		uint8_t b[256];
-
-		for (int i = 0; i < 256; i++)
-			b[i] = (uint8_t)i;
-		mi_dequantize(b, da.dtype, 256, da.scale, da.zp, q->lut);
-	} else {
-		memcpy(q->lut, ((struct qnode *)tn->priv)->lut, 256 * sizeof(float));
-	}
-	q->lutb = lut_planes(q->lut);
-	if (!q->lutb) {
-		qnode_free(q);
-		return -ENOMEM;
-	}
 	q->se_y = qa;
 	q->se_c = y->dims[0] * y->dims[1];
 	q->se_hw = y->dims[2] * y->dims[3];
@@ -2122,29 +2135,10 @@ static int try_qgap(struct mi_graph *g, struct mi_node *n)
 	if (mi_tensor_numel(&g->tensors[xt]) != mi_tensor_numel(x) ||
 	    mi_tensor_numel(x) < mi_tensor_numel(y))
 		return skip(n, "GlobalAveragePool input size");
-	struct qnode *q = qnode_new(qgap_run);
+	struct qnode *q = qnode_new_lut(qgap_run, tq ? tq->lut : NULL, &a);
 
 	if (!q)
 		return -ENOMEM;
-	q->lut = malloc(256 * sizeof(float));
-	if (!q->lut) {
-		qnode_free(q);
-		return -ENOMEM;
-	}
-	if (tq) {
-		memcpy(q->lut, tq->lut, 256 * sizeof(float));
-	} else {
-		uint8_t b[256];
-
-		for (int i = 0; i < 256; i++)
-			b[i] = (uint8_t)i;
-		mi_dequantize(b, a.dtype, 256, a.scale, a.zp, q->lut);
-	}
-	q->lutb = lut_planes(q->lut);
-	if (!q->lutb) {
-		qnode_free(q);
-		return -ENOMEM;
-	}
 	q->se_c = x->dims[0] * x->dims[1];
 	q->gap_hw = mi_tensor_numel(x) / q->se_c;
 	q->gap_vw = mi_cpu_isa() == MI_ISA_AVX512 ? 16 : mi_cpu_isa() == MI_ISA_AVX2 ? 8 : 4;

@@ -1322,6 +1322,7 @@ lut32_load(const uint8_t *planes, __m512i t[16])
 		t[i] = _mm512_load_si512(planes + 64 * i);
 }
 
+/* one parallel job over a node's uint8 input: qlut_range, qgap_item */
 struct qlut_job {
 	const struct qnode *q;
 	const uint8_t *x;
@@ -2068,15 +2069,9 @@ gap_sums_vbmi(const struct qnode *q, const uint8_t *x, int np, double *s)
 }
 
 
-struct qgap_job {
-	const struct qnode *q;
-	const uint8_t *x;
-	void *y;
-};
-
 static void qgap_item(void *arg, int it, int tid)
 {
-	const struct qgap_job *j = arg;
+	const struct qlut_job *j = arg;
 	const struct qnode *q = j->q;
 	int64_t p0 = (int64_t)it * QGAP_PLANES;
 	int np = q->se_c - p0 < QGAP_PLANES ? (int)(q->se_c - p0) : QGAP_PLANES;
@@ -2099,7 +2094,7 @@ static void qgap_item(void *arg, int it, int tid)
 static int qgap_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
-	struct qgap_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
+	struct qlut_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
 
 	/* one thread below ~8K pixels (~3 us at ~0.4 ns per pixel) */
 	cur_threads = q->se_c * q->gap_hw >= (split_all ? 1 : 8 << 10) ? q->nthreads : 1;

@@ -2470,7 +2470,10 @@ static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 		} else if (B) { /* planar -> pixel rows of B lanes */
 			qdq_t16(tb, B, (uint8_t *)xq + c0 * HW + p0, HW, (int)cnt, np, false);
 			qdq_deq(q, tb, np * B, y);
-		} else { /* C4 -> planar */
+		} else if (!q->lut) { /* C4 -> planar */
+			mi_dequantize_c4(xq + c0 * HW + p0 * 4, np, a->dtype, a->scale, a->zp,
+					 (float *)yv + img * fimg + c0 * HW + p0, HW);
+		} else {
 			y = (float *)yv + img * fimg + c0 * HW + p0;
 			qdq_deq(q, xq + c0 * HW + p0 * 4, np * 4, tf);
 			qdq_t4(tf, y, HW, np, true);
@@ -2490,8 +2493,8 @@ static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 		return;
 	}
 	/* planar -> C4 */
-	qdq_t4(tf, (float *)xv + img * fimg + c0 * HW + p0, HW, np, false);
-	mi_quantize_f32(tf, np * 4, a->scale, a->zp, a->dtype, yq + c0 * HW + p0 * 4);
+	mi_quantize_c4((const float *)xv + img * fimg + c0 * HW + p0, HW, np, a->scale, a->zp,
+		       a->dtype, yq + c0 * HW + p0 * 4);
 }
 
 static void qdq_item_fn(void *arg, int i, int tid)

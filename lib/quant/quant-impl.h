@@ -65,9 +65,17 @@ static inline bool mi_rcp_ok(float sc)
 /* y = sat(rne(x / scale) + zp) into uint8/int8 (dtype). */
 void mi_quantize_f32(const float *x, int64_t n, float scale, int32_t zp,
 		     int dtype, void *y);
+/* y[4p + k] = the same of x[k * rs + p] (p < np, k < 4): four float rows
+ * into np C4 quads. */
+void mi_quantize_c4(const float *x, int64_t rs, int64_t np, float scale, int32_t zp,
+		    int dtype, uint8_t *y);
 /* y = (float)(x - zp) * scale for uint8/int8/int32 x. */
 void mi_dequantize(const void *x, int dtype, int64_t n, float scale,
 		   int32_t zp, float *y);
+/* y[k * rs + p] = the same of uint8/int8 x[4p + k] (p < np, k < 4): np C4
+ * quads into four float rows. */
+void mi_dequantize_c4(const uint8_t *x, int64_t np, int dtype, float scale, int32_t zp,
+		      float *y, int64_t rs);
 
 struct mi_spatial;
 /* Conv geometry of a QLinearConv/ConvInteger-like node (x input xi,

@@ -28,6 +28,24 @@ static void quant_c(const float *x, int64_t n, float scale, float zp, float lo,
 	}
 }
 
+/* The clamped value of 16 floats (x / scale rounded, + zp, clamped to
+ * [lo, hi]) as int32: the same operations as quant_c. */
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline __m512i
+quant16_avx512(__m512 x, __m512 s, __m512 rc, __m512 z, __m512 l, __m512 h, bool mul)
+{
+	__m512 v;
+
+	if (mul) {
+		v = mi_rne_div_avx512(x, s, rc);
+	} else {
+		v = _mm512_div_ps(x, s);
+		v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	}
+	v = _mm512_add_ps(v, z);
+	v = _mm512_min_ps(_mm512_max_ps(v, l), h);
+	return _mm512_cvttps_epi32(v);
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t
 quant_avx512(const float *x, int64_t n, float scale, float zp, float lo, float hi,
 	     int u8, void *y)
@@ -35,25 +53,59 @@ quant_avx512(const float *x, int64_t n, float scale, float zp, float lo, float h
 	__m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
 	__m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
 	__m512 rc = _mm512_set1_ps(1.0f / scale);
+	/* packs work per 128-bit lane: dword j of the packed vector holds
+	 * bytes 4j..4j+3 of lane j % 4 of vector j / 4 */
+	const __m512i un = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
 	bool mul = mi_rcp_ok(scale);
 	int64_t i = 0;
 
+	/* 64 at a time: the values are in [lo, hi], so the saturating
+	 * packs only narrow them */
+	for (; i + 64 <= n; i += 64) {
+		__m512i a = quant16_avx512(_mm512_loadu_ps(x + i), s, rc, z, l, h, mul);
+		__m512i b = quant16_avx512(_mm512_loadu_ps(x + i + 16), s, rc, z, l, h, mul);
+		__m512i c = quant16_avx512(_mm512_loadu_ps(x + i + 32), s, rc, z, l, h, mul);
+		__m512i d = quant16_avx512(_mm512_loadu_ps(x + i + 48), s, rc, z, l, h, mul);
+		__m512i ab = _mm512_packs_epi32(a, b), cd = _mm512_packs_epi32(c, d);
+		__m512i q = u8 ? _mm512_packus_epi16(ab, cd) : _mm512_packs_epi16(ab, cd);
+
+		_mm512_storeu_si512((uint8_t *)y + i, _mm512_permutexvar_epi32(un, q));
+	}
 	for (; i + 16 <= n; i += 16) {
-		__m512 v;
+		__m512i q = quant16_avx512(_mm512_loadu_ps(x + i), s, rc, z, l, h, mul);
 
-		if (mul) {
-			v = mi_rne_div_avx512(_mm512_loadu_ps(x + i), s, rc);
-		} else {
-			v = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
-			v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-		}
-		v = _mm512_add_ps(v, z);
-		v = _mm512_min_ps(_mm512_max_ps(v, l), h);
-		__m128i q = _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v));
-
-		_mm_storeu_si128((__m128i *)((uint8_t *)y + i), q);
+		_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(q));
 	}
 	return i;
+}
+
+/* Four float rows (stride rs) -> np C4 quads, 16 pixels at a time. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
+quant_c4_avx512(const float *x, int64_t rs, int64_t np, float scale, float zp, float lo,
+		float hi, uint8_t *y)
+{
+	__m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
+	__m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
+	__m512 rc = _mm512_set1_ps(1.0f / scale);
+	const __m512i b0 = _mm512_set1_epi32(0xff), b01 = _mm512_set1_epi32(0xffff);
+	const __m512i b012 = _mm512_set1_epi32(0xffffff);
+	bool mul = mi_rcp_ok(scale);
+
+	for (int64_t p = 0; p < np; p += 16) {
+		__mmask16 m = np - p >= 16 ? 0xffff : (__mmask16)((1u << (np - p)) - 1);
+		__m512i q0 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + p), s, rc, z, l, h, mul);
+		__m512i q1 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + rs + p), s, rc, z, l, h, mul);
+		__m512i q2 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + 2 * rs + p), s, rc, z, l, h,
+					    mul);
+		__m512i q3 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + 3 * rs + p), s, rc, z, l, h,
+					    mul);
+		/* byte k of each dword: row k (0xca: a ? b : c bitwise) */
+		__m512i d = _mm512_ternarylogic_epi32(b0, q0, _mm512_slli_epi32(q1, 8), 0xca);
+
+		d = _mm512_ternarylogic_epi32(b01, d, _mm512_slli_epi32(q2, 16), 0xca);
+		d = _mm512_ternarylogic_epi32(b012, d, _mm512_slli_epi32(q3, 24), 0xca);
+		_mm512_mask_storeu_epi32(y + p * 4, m, d);
+	}
 }
 
 __attribute__((target("avx2,fma"))) static int64_t
@@ -98,6 +150,29 @@ void mi_quantize_f32(const float *x, int64_t n, float scale, int32_t zp,
 	quant_c(x + i, n - i, scale, (float)zp, lo, hi, u8, (uint8_t *)y + i);
 }
 
+
+void mi_quantize_c4(const float *x, int64_t rs, int64_t np, float scale, int32_t zp,
+		    int dtype, uint8_t *y)
+{
+	float t[4 * 64];
+
+	if (mi_quant_isa() == MI_QISA_AVX512) {
+		int u8 = dtype == MI_DT_UINT8;
+
+		quant_c4_avx512(x, rs, np, scale, (float)zp, u8 ? 0.0f : -128.0f,
+				u8 ? 255.0f : 127.0f, y);
+		return;
+	}
+	for (int64_t p0 = 0; p0 < np; p0 += 64) {
+		int64_t n = np - p0 < 64 ? np - p0 : 64;
+
+		for (int64_t p = 0; p < n; p++)
+			for (int k = 0; k < 4; k++)
+				t[p * 4 + k] = x[k * rs + p0 + p];
+		mi_quantize_f32(t, n * 4, scale, zp, dtype, y + p0 * 4);
+	}
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t
 dequant_avx512(const void *x, int u8, int64_t n, float scale, int32_t zp, float *y)
 {
@@ -128,6 +203,48 @@ dequant_avx2(const void *x, int u8, int64_t n, float scale, int32_t zp, float *y
 		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, z)), s));
 	}
 	return i;
+}
+
+/* Four rows (stride rs) from C4 quads; the operations of dequant_avx512. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
+dequant_c4_avx512(const uint8_t *x, int64_t np, int u8, float scale, int32_t zp, float *y,
+		  int64_t rs)
+{
+	__m512 s = _mm512_set1_ps(scale);
+	__m512i z = _mm512_set1_epi32(zp);
+
+	for (int64_t p = 0; p < np; p += 16) {
+		__mmask16 m = np - p >= 16 ? 0xffff : (__mmask16)((1u << (np - p)) - 1);
+		__m512i d = _mm512_maskz_loadu_epi32(m, x + p * 4);
+
+		for (int k = 0; k < 4; k++) {
+			/* byte k of each dword, zero- or sign-extended */
+			__m512i q = _mm512_slli_epi32(d, 24 - 8 * k);
+
+			q = u8 ? _mm512_srli_epi32(q, 24) : _mm512_srai_epi32(q, 24);
+			_mm512_mask_storeu_ps(y + k * rs + p, m,
+					      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q, z)), s));
+		}
+	}
+}
+
+void mi_dequantize_c4(const uint8_t *x, int64_t np, int dtype, float scale, int32_t zp,
+		      float *y, int64_t rs)
+{
+	float t[4 * 64];
+
+	if (mi_quant_isa() == MI_QISA_AVX512) {
+		dequant_c4_avx512(x, np, dtype == MI_DT_UINT8, scale, zp, y, rs);
+		return;
+	}
+	for (int64_t p0 = 0; p0 < np; p0 += 64) {
+		int64_t n = np - p0 < 64 ? np - p0 : 64;
+
+		mi_dequantize(x + p0 * 4, dtype, n * 4, scale, zp, t);
+		for (int64_t p = 0; p < n; p++)
+			for (int k = 0; k < 4; k++)
+				y[k * rs + p0 + p] = t[p * 4 + k];
+	}
 }
 
 void mi_dequantize(const void *x, int dtype, int64_t n, float scale,

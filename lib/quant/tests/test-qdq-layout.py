@@ -17,8 +17,9 @@ fp32 sum is exact whatever the kernel's order: the fast run must equal
 --reference (the reference ops, planar) bit for bit on every ISA path
 (MI_CPU_ISA=generic|avx2|avx512: blocks of 4, 8, 16 floats), at 1 thread
 and split over 3 threads (MI_QUANT_SPLIT_ALL=1), and equal the same
-binary with MI_QUANT_QDQ_LAYOUT=0 (both sides planar); =7 (a Q writing
-planar bytes also reads blocked floats) equals --reference too.  ~2 s.
+binary with MI_QUANT_QDQ_LAYOUT=0 (both sides planar); =1 (C4 bytes,
+planar floats) equals --reference, and so does =7 (a Q writing planar
+bytes also reads blocked floats).  ~2 s.
 """
 import os
 import shutil
@@ -154,6 +155,8 @@ def main():
                 env = dict(env, MI_CPU_ISA=isa, MI_QUANT_VERBOSE="1")
                 got, err = mi_run(path, x, tmp, env, threads=t)
                 off, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="0"), threads=t)
+                # C4 with planar floats (fused 4-row quantize / dequantize)
+                c4only, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="1"), threads=t)
                 # also a Q writing planar bytes from blocked floats
                 all7, err7 = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="7"), threads=t)
                 nblk = err.count("fp32 side blocked")
@@ -164,6 +167,7 @@ def main():
                       what + ": layouts used")
                 check(np.array_equal(got, ref), what + ": == --reference")
                 check(np.array_equal(got, off), what + ": == MI_QUANT_QDQ_LAYOUT=0")
+                check(np.array_equal(c4only, ref), what + ": MI_QUANT_QDQ_LAYOUT=1 == --reference")
                 check(np.array_equal(all7, ref) and err7.count("blocked") >= 2,
                       what + ": MI_QUANT_QDQ_LAYOUT=7 (%d blocked) == --reference" % err7.count("blocked"))
                 if not np.array_equal(got, ref):

@@ -492,6 +492,75 @@ static int test_qdiv(int iter)
 	return fails;
 }
 
+/*
+ * Four planar float rows <-> C4 quads (the standalone Q/DQ between planar
+ * fp32 and C4 int8 tensors): QuantizeLinear of every row, near-tie, huge,
+ * NaN and infinite values included, and DequantizeLinear back into four
+ * rows of stride rs; every ISA vs the scalar formulas.  Bytes past np and
+ * floats past each row's np must stay untouched.
+ */
+static int test_qdq_c4(int iter)
+{
+	int np = rndi(1, 90), rs = np + rndi(0, 20), fails = 0;
+	float *x = malloc(4 * rs * 4), *yr = malloc(4 * rs * 4), *yk = malloc(4 * rs * 4);
+	uint8_t *qr = malloc(4 * np + 8), *qk = malloc(4 * np + 8), *b = malloc(4 * np);
+	float scale = rnd() % 8 ? (float)rndi(1, 100000) / 99991.0f * ldexpf(1.0f, rndi(-12, 6)) :
+				  ldexpf((float)rndi(1, 1000), rndi(-140, 120));
+	int dt = rnd() % 2 ? MI_DT_UINT8 : MI_DT_INT8;
+	int zp = dt == MI_DT_UINT8 ? rndi(0, 255) : rndi(-128, 127);
+	float lo = dt == MI_DT_UINT8 ? 0 : -128, hi = dt == MI_DT_UINT8 ? 255 : 127;
+
+	for (int i = 0; i < 4 * rs; i++) {
+		int k = rnd() % 16;
+		float v;
+
+		if (k < 8) {
+			v = ((float)rndi(-300, 300) + 0.5f) * scale;
+			for (int u = rndi(-3, 3); u; u += u < 0 ? 1 : -1)
+				v = nextafterf(v, u < 0 ? -INFINITY : INFINITY);
+		} else if (k < 14) {
+			v = (float)rndi(-300, 300) * scale * 0.37f;
+		} else {
+			static const float sp[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 3e38f };
+
+			v = sp[rnd() % (sizeof(sp) / sizeof(sp[0]))];
+		}
+		x[i] = v;
+	}
+	memset(qr, 0xa5, 4 * np + 8);
+	for (int p = 0; p < np; p++)
+		for (int k = 0; k < 4; k++) {
+			float v = nearbyintf(x[k * rs + p] / scale) + (float)zp;
+
+			v = !(v >= lo) ? lo : v > hi ? hi : v;
+			qr[p * 4 + k] = (uint8_t)(int)v;
+		}
+	for (int i = 0; i < 4 * np; i++)
+		b[i] = (uint8_t)rnd();
+	for (int i = 0; i < 4 * rs; i++)
+		yr[i] = -7.0f;
+	for (int p = 0; p < np; p++)
+		for (int k = 0; k < 4; k++)
+			yr[k * rs + p] = (float)((dt == MI_DT_UINT8 ? (int32_t)b[p * 4 + k] :
+								 (int32_t)(int8_t)b[p * 4 + k]) - zp) * scale;
+	for (int isa = 0; isa <= mi_quant_isa_max(); isa++) {
+		mi_quant_set_isa(isa);
+		memset(qk, 0xa5, 4 * np + 8);
+		mi_quantize_c4(x, rs, np, scale, zp, dt, qk);
+		for (int i = 0; i < 4 * rs; i++)
+			yk[i] = -7.0f;
+		mi_dequantize_c4(b, np, dt, scale, zp, yk, rs);
+		if (memcmp(qr, qk, 4 * np + 8) || memcmp(yr, yk, 4 * rs * 4)) {
+			fprintf(stderr, "FAIL q/dq c4 iter %d isa %s np %d rs %d scale %g %s\n", iter,
+				mi_quant_isa_name(isa), np, rs, scale,
+				memcmp(qr, qk, 4 * np + 8) ? "quantize" : "dequantize");
+			fails++;
+		}
+	}
+	free(x), free(yr), free(yk), free(qr), free(qk), free(b);
+	return fails;
+}
+
 /* uint8/int8 MaxPool plane vs a direct loop over the window */
 /* Scalar MaxPool of one plane (the reference). */
 static void ref_pool(const uint8_t *x, const struct mi_qpool_shape *s, bool s8, uint8_t *y)
@@ -638,10 +707,11 @@ int main(int argc, char **argv)
 		fails += test_gemm(i);
 		fails += test_qdq(i);
 		fails += test_qdiv(i);
+		fails += test_qdq_c4(i);
 		fails += test_pool(i);
 	}
-	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d maxpool cases, x %d ISAs: %d failures\n",
-	       n, n, n, n, n, mi_quant_isa_max() + 1, fails);
+	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d q/dq-c4 + %d maxpool cases, x %d ISAs: %d failures\n",
+	       n, n, n, n, n, n, mi_quant_isa_max() + 1, fails);
 	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables)\n",
 	       dw_cases, dwtab_cases, densetab_cases);
 	return fails ? 1 : 0;

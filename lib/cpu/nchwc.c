@@ -915,7 +915,8 @@ static void nc_xdw_run(const struct nc_node *f, const float *x, float *y)
 	int nt = work < 65536.0 ? 1 : f->nthreads;
 
 	nt = nt < items ? nt : (int)items;
-	mi_work_init(&j.w, items, nt > 1 ? mi_work_grain(items, nt, 4) : items);
+	/* items are a band of a group of channels: claimed one by one */
+	mi_work_init(&j.w, items, nt > 1 ? 1 : items);
 	mi_pool_run(nt, nc_xdw_thread, &j);
 }
 
@@ -1108,6 +1109,7 @@ static double split_cost(const struct nc_node *f, int sg, int sr, int *gmaj)
 /* MI_CPU_NC_SPLIT="<sg>x<sr><g|u>[s]" forces a split where it fits, and
  * with 's' the caller alone runs all parts (the others' from the back, as
  * when workers are late): tests.  MI_CPU_NC_VERBOSE=1 prints each split. */
+#define NC_SPLIT_WBYTES (64 * 1024)
 static void plan_split(struct nc_node *f)
 {
 	const int B = f->k->b, mb = nc_cb(f->m, B);
@@ -1116,9 +1118,12 @@ static void plan_split(struct nc_node *f)
 	char fo = 0, fs = 0;
 	double best = -1;
 
-	/* as the other node runs: small convs stay on one thread */
+	/* as the other node runs: small convs stay on one thread, unless
+	 * their weights alone (read once, mostly from beyond the L2: the
+	 * squeeze-excitation FCs on 1x1 maps) take longer than a split */
 	if ((double)f->p.oh * f->p.ow * f->m * f->c * f->p.kh * f->p.kw <
-	    65536.0)
+		    65536.0 &&
+	    4.0 * f->m * f->c * f->p.kh * f->p.kw < NC_SPLIT_WBYTES)
 		nt = 1;
 	nt = nt < NC_MAXPART ? nt : NC_MAXPART;
 
@@ -1286,9 +1291,29 @@ static bool plan_xdw(struct nc_node *f, const struct nc_node *d,
 		return false;
 	f->xrows = rows;
 	f->xbands = bands;
+	if (nthreads > 1) {
+		/* threads claim items one by one: the group count (up to
+		 * 4x more, smaller groups) with the shortest makespan in
+		 * block-bands, ceil(items / nt) x the largest group (11
+		 * groups of 3-4 blocks on 2 threads: 6 x 4 = 24 for 21) */
+		int best = f->xg;
+		int64_t bm = -1;
+
+		for (int xg = f->xg; xg <= cbe && xg <= 4 * f->xg; xg++) {
+			int64_t items = (int64_t)f->nb * bands * xg;
+			int64_t ms = (items + nthreads - 1) / nthreads *
+				     ((cbe + xg - 1) / xg);
+
+			if (bm < 0 || ms < bm) {
+				bm = ms;
+				best = xg;
+			}
+		}
+		f->xg = best;
+		gmax = (cbe + f->xg - 1) / f->xg;
+	}
 	f->xslice = ((size_t)xdw_in_rows(&d->p, rows) * d->p.w * gmax * B + 15) &
 		    ~(size_t)15;
-	(void)nthreads;
 	return true;
 }
 
@@ -1317,6 +1342,12 @@ static void fuse_xdw(struct mi_graph *g, struct nc_ws *ws, int nthreads)
 		    (int64_t)d->p.h * d->p.w != f->p.ow ||
 		    !plan_xdw(f, d, nthreads))
 			continue;
+		if (getenv("MI_CPU_NC_VERBOSE"))
+			fprintf(stderr,
+				"nchwc xdw c%d m%d -> dw %dx%d k%dx%d s%d -> %dx%d: %d groups x %d bands of %d rows\n",
+				f->c, f->m, d->p.h, d->p.w, d->p.kh, d->p.kw,
+				d->p.sh, d->p.oh, d->p.ow, f->xg, f->xbands,
+				f->xrows);
 		f->xdw = d;
 		f->xdw_node = c;
 		f->xdw_t = t;
@@ -1499,6 +1530,13 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 				continue;
 			switch (kind[i]) {
 			case NC_CONV:
+				/* on a 1x1 map (squeeze-excitation FCs) NCHW
+				 * and blocked are the same pixel: the lane by
+				 * lane ends cost nothing, and the NCHW GEMM has
+				 * N = 1 (edge tiles, B packed per call) */
+				if (fs[i]->p.h * fs[i]->p.w == 1 &&
+				    fs[i]->p.oh * fs[i]->p.ow == 1)
+					break;
 				/* at a chain boundary a 1x1 stride-1 conv reads
 				 * or writes NCHW lane by lane where the NCHW
 				 * GEMM streams it (ResNet-50, ShuffleNet ran

@@ -742,18 +742,31 @@ static void test_concat(int c, int a, int b, int nb, int hw, int nthreads)
 	mi_graph_fini(&g);
 }
 
+/* Nodes a and b run the same kernel function. */
+static bool same_kernel(const struct mi_graph *g, int a, int b)
+{
+	const struct mi_cpu_kernel_hdr *ha = g->nodes[a].priv;
+	const struct mi_cpu_kernel_hdr *hb = g->nodes[b].priv;
+
+	return ha && hb && ha->run == hb->run;
+}
+
 /*
  * Squeeze-excitation scale folded into the next 1x1 conv (nchwc.c
  * fuse_semul), batch nb (the scale differs per image):
  *   x -> Conv3x3 (c -> e) -(t1)-> GAP -> Conv1x1 (1x1 map) -> Sigmoid -> s;
  *   Mul(t1, s) -> Conv1x1 (e -> m) -> MaxPool 2x2 -> y.
- * Folded when m <= hw * hw / 2, else the Mul runs on its own.
+ * Folded when m <= hw * hw / 2, else the Mul runs on its own.  With
+ * r > 0 the squeeze is two FCs, Conv1x1 (e -> r) + Relu and Conv1x1
+ * (r -> e), both direct convs on the 1x1 map (NCHW or blocked between
+ * them; split over the threads when their weights are large).
  */
-static void test_semul(int c, int e, int m, int hw, int nb, int nthreads)
+static void test_semul(int c, int e, int m, int hw, int nb, int nthreads,
+		       int r)
 {
 	struct mi_graph g;
 	struct mi_cpu_opts o = { .nthreads = nthreads };
-	int x, t1, gp, sq, sg, t3, t4, y, nmul, npw;
+	int x, t1, gp, sq, sg, t3, t4, y, nmul, npw, nfc1 = -1, nfc2;
 	float *fast[1] = { 0 }, *ref[1] = { 0 };
 	int64_t ks[2] = { 2, 2 };
 	bool fold = 2 * m <= hw * hw;
@@ -770,7 +783,16 @@ static void test_semul(int c, int e, int m, int hw, int nb, int nthreads)
 	y = tensor(&g, "y", nb, m, hw - 1, hw - 1, 0, false);
 	conv(&g, x, c, e, 3, 1, 1, t1);
 	node(&g, "GlobalAveragePool", 1, (int[]){ t1 }, gp);
-	conv(&g, gp, e, e, 1, 1, 1, sq);
+	if (r > 0) {
+		int sr = tensor(&g, "sr", nb, r, 1, 1, 0, false);
+		int sa = tensor(&g, "sa", nb, r, 1, 1, 0, false);
+
+		nfc1 = conv(&g, gp, e, r, 1, 1, 1, sr);
+		node(&g, "Relu", 1, (int[]){ sr }, sa);
+		nfc2 = conv(&g, sa, r, e, 1, 1, 1, sq);
+	} else {
+		nfc2 = conv(&g, gp, e, e, 1, 1, 1, sq);
+	}
 	node(&g, "Sigmoid", 1, (int[]){ sq }, sg);
 	nmul = node(&g, "Mul", 2, nb & 1 ? (int[]){ sg, t1 } : (int[]){ t1, sg },
 		    t3);
@@ -784,6 +806,12 @@ static void test_semul(int c, int e, int m, int hw, int nb, int nthreads)
 		CHECK(!mi_graph_toposort(&g), "%s", g.err);
 		CHECK(g.nodes[npw].priv && g.tensors[t1].phys_bytes,
 		      "semul: chain not blocked");
+		/* the FCs run on the blocked path's kernel (as the 1x1 conv
+		 * after the Mul does), not on the NCHW GEMM */
+		CHECK(g.nodes[nfc2].priv && (nfc1 < 0 || g.nodes[nfc1].priv) &&
+			      same_kernel(&g, nfc2, npw) &&
+			      (nfc1 < 0 || same_kernel(&g, nfc1, npw)),
+		      "semul e%d r%d: FCs on the 1x1 map not blocked convs", e, r);
 		CHECK((g.nodes[nmul].dead && !g.nodes[nmul].priv &&
 		       g.nodes[npw].inputs[0] == t1 && g.nodes[npw].ninputs == 4) ==
 			      fold,
@@ -802,8 +830,8 @@ static void test_semul(int c, int e, int m, int hw, int nb, int nthreads)
 			double er = nerr(fast[0], ref[0],
 					 mi_tensor_numel(&g.tensors[y]));
 
-			CHECK(er < 1e-5, "semul c%d e%d m%d hw%d n%d t%d: err %g",
-			      c, e, m, hw, nb, nthreads, er);
+			CHECK(er < 1e-5, "semul c%d e%d m%d hw%d n%d t%d r%d: err %g",
+			      c, e, m, hw, nb, nthreads, r, er);
 		}
 		free(fast[0]);
 		free(ref[0]);
@@ -948,9 +976,14 @@ int main(void)
 	test_concat(16, 2 * B, 3 * B, 1, 9, 2);
 	test_concat(24, 4 * B, B, 2, 7, 3);
 	test_concat(16, 2 * B, B + B / 2, 1, 8, 2);
-	test_semul(16, 40, 24, 8, 2, 2);
-	test_semul(24, 88, 16, 7, 1, 3);
-	test_semul(16, 32, 24, 5, 2, 2);
+	test_semul(16, 40, 24, 8, 2, 2, 0);
+	test_semul(24, 88, 16, 7, 1, 3, 0);
+	test_semul(16, 32, 24, 5, 2, 2, 0);
+	/* two FCs; r a partial block (NCHW between them) or blocked;
+	 * weights >= 64 KiB: split over 2-3 threads */
+	test_semul(16, 40, 24, 8, 2, 2, 10);
+	test_semul(8, 300, 40, 6, 1, 3, 4 * B - 3);
+	test_semul(8, 280, 24, 7, 2, 2, 64);
 	test_lone_conv();
 	for (it = 0; it < 120; it++)
 		conv_case(0, it, 1);

@@ -1436,13 +1436,27 @@ int mi_nc_kforce = -1;
  * fused; MobileNetV2 min_cosine file features.4 0.47 -> 0.38 ms).
  * MI_CPU_NC_X1=0 turns it off.
  */
-static bool x1_keep(struct mi_graph *g, struct mi_node *n, const int *kind, const char *blk)
+static bool x1_keep(struct mi_graph *g, struct mi_node *n, const struct nc_node *f,
+		    const int *kind, const char *blk)
 {
 	int c[2];
 	const char *e = getenv("MI_CPU_NC_X1");
 
-	if ((e && *e == '0') || !blk[n->outputs[0]])
+	if (e && *e == '0')
 		return false;
+	if (!blk[n->outputs[0]]) {
+		/* also one writing NCHW whose input is a blocked SE scale Mul
+		 * read by it alone, where fuse_semul folds the Mul into it
+		 * (mixed int8 files: the project conv of an fp32 block before
+		 * an int8 one; EfficientNet-B0 min_cosine features.2.0 Mul +
+		 * project 0.40 -> 0.22 ms).  MI_CPU_NC_X1SE=0 turns it off. */
+		int t = n->inputs[0], p = g->tensors[t].producer;
+		const char *se = getenv("MI_CPU_NC_X1SE");
+
+		return !(se && *se == '0') && blk[t] && p >= 0 && kind[p] == NC_MUL &&
+		       2 * (int64_t)f->m <= (int64_t)f->p.oh * f->p.ow &&
+		       mi_cpu_consumers(g, t, c, 2) == 1;
+	}
 	return mi_cpu_consumers(g, n->outputs[0], c, 2) == 1 && kind[c[0]] == NC_DW;
 }
 
@@ -1545,7 +1559,7 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 				if (fs[i]->p.kh == 1 && fs[i]->p.kw == 1 &&
 				    fs[i]->p.sh == 1 && fs[i]->p.sw == 1 &&
 				    (!blk[n->inputs[0]] || !blk[n->outputs[0]]) &&
-				    !x1_keep(g, n, kind, blk))
+				    !x1_keep(g, n, fs[i], kind, blk))
 					drop = true;
 				break;
 			case NC_MUL:

@@ -759,17 +759,20 @@ static bool same_kernel(const struct mi_graph *g, int a, int b)
  * Folded when m <= hw * hw / 2, else the Mul runs on its own.  With
  * r > 0 the squeeze is two FCs, Conv1x1 (e -> r) + Relu and Conv1x1
  * (r -> e), both direct convs on the 1x1 map (NCHW or blocked between
- * them; split over the threads when their weights are large).
+ * them; split over the threads when their weights are large).  nchw_out:
+ * the 1x1 conv writes the graph output (NCHW) instead of the MaxPool, and
+ * stays blocked for the fold (x1_keep) unless MI_CPU_NC_X1SE=0.
  */
 static void test_semul(int c, int e, int m, int hw, int nb, int nthreads,
-		       int r)
+		       int r, bool nchw_out)
 {
 	struct mi_graph g;
 	struct mi_cpu_opts o = { .nthreads = nthreads };
 	int x, t1, gp, sq, sg, t3, t4, y, nmul, npw, nfc1 = -1, nfc2;
 	float *fast[1] = { 0 }, *ref[1] = { 0 };
 	int64_t ks[2] = { 2, 2 };
-	bool fold = 2 * m <= hw * hw;
+	const char *x1se = getenv("MI_CPU_NC_X1SE");
+	bool fold = 2 * m <= hw * hw && !(nchw_out && x1se && *x1se == '0');
 
 	mi_graph_init(&g);
 	g.opset = 17;
@@ -797,26 +800,32 @@ static void test_semul(int c, int e, int m, int hw, int nb, int nthreads,
 	nmul = node(&g, "Mul", 2, nb & 1 ? (int[]){ sg, t1 } : (int[]){ t1, sg },
 		    t3);
 	npw = conv(&g, t3, e, m, 1, 1, 1, t4);
-	mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1, (int[]){ t4 }, y)],
-			 "kernel_shape", ks, 2);
+	if (nchw_out) {
+		y = t4;
+	} else {
+		mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1, (int[]){ t4 }, y)],
+				 "kernel_shape", ks, 2);
+	}
 	set_output(&g, y);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
 	for (int round = 0; round < 2; round++) {
 		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
 		CHECK(!mi_graph_toposort(&g), "%s", g.err);
-		CHECK(g.nodes[npw].priv && g.tensors[t1].phys_bytes,
+		CHECK(g.tensors[t1].phys_bytes && (g.nodes[npw].priv || (nchw_out && !fold)),
 		      "semul: chain not blocked");
 		/* the FCs run on the blocked path's kernel (as the 1x1 conv
-		 * after the Mul does), not on the NCHW GEMM */
-		CHECK(g.nodes[nfc2].priv && (nfc1 < 0 || g.nodes[nfc1].priv) &&
-			      same_kernel(&g, nfc2, npw) &&
-			      (nfc1 < 0 || same_kernel(&g, nfc1, npw)),
+		 * after the Mul does), not on the NCHW GEMM (an NCHW-output 1x1
+		 * left unfolded is on the NCHW kernels itself) */
+		CHECK((nchw_out && !fold) ||
+			      (g.nodes[nfc2].priv && (nfc1 < 0 || g.nodes[nfc1].priv) &&
+			       same_kernel(&g, nfc2, npw) &&
+			       (nfc1 < 0 || same_kernel(&g, nfc1, npw))),
 		      "semul e%d r%d: FCs on the 1x1 map not blocked convs", e, r);
 		CHECK((g.nodes[nmul].dead && !g.nodes[nmul].priv &&
 		       g.nodes[npw].inputs[0] == t1 && g.nodes[npw].ninputs == 4) ==
 			      fold,
-		      "semul e%d m%d hw%d: folded %d, expected %d", e, m, hw,
-		      g.nodes[nmul].dead, fold);
+		      "semul e%d m%d hw%d%s: folded %d, expected %d", e, m, hw,
+		      nchw_out ? " nchw out" : "", g.nodes[nmul].dead, fold);
 		CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
 		mi_cpu_plan_fini(&g);
 		CHECK(!g.nodes[nmul].dead && !count_planned(&g) &&
@@ -976,14 +985,18 @@ int main(void)
 	test_concat(16, 2 * B, 3 * B, 1, 9, 2);
 	test_concat(24, 4 * B, B, 2, 7, 3);
 	test_concat(16, 2 * B, B + B / 2, 1, 8, 2);
-	test_semul(16, 40, 24, 8, 2, 2, 0);
-	test_semul(24, 88, 16, 7, 1, 3, 0);
-	test_semul(16, 32, 24, 5, 2, 2, 0);
+	test_semul(16, 40, 24, 8, 2, 2, 0, false);
+	test_semul(24, 88, 16, 7, 1, 3, 0, false);
+	test_semul(16, 32, 24, 5, 2, 2, 0, false);
 	/* two FCs; r a partial block (NCHW between them) or blocked;
 	 * weights >= 64 KiB: split over 2-3 threads */
-	test_semul(16, 40, 24, 8, 2, 2, 10);
-	test_semul(8, 300, 40, 6, 1, 3, 4 * B - 3);
-	test_semul(8, 280, 24, 7, 2, 2, 64);
+	test_semul(16, 40, 24, 8, 2, 2, 10, false);
+	test_semul(8, 300, 40, 6, 1, 3, 4 * B - 3, false);
+	test_semul(8, 280, 24, 7, 2, 2, 64, false);
+	/* the 1x1 writes NCHW (a mixed int8 file's fp32 project conv) */
+	test_semul(16, 40, 24, 8, 2, 2, 0, true);
+	test_semul(24, 88, 20, 7, 1, 3, 10, true);
+	test_semul(16, 32, 24, 5, 2, 1, 0, true);
 	test_lone_conv();
 	for (it = 0; it < 120; it++)
 		conv_case(0, it, 1);

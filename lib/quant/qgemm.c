@@ -119,6 +119,21 @@ void mi_quant_set_call_threads(int n)
 	call_threads = n;
 }
 
+static __thread int par_align;
+
+void mi_quant_par_align(int items)
+{
+	par_align = items;
+}
+
+int mi_quant_par_align_take(void)
+{
+	int a = par_align > 0 ? par_align : 1;
+
+	par_align = 0;
+	return a;
+}
+
 void mi_quant_set_parallel(mi_qparallel_for pf, int nthreads)
 {
 	par_for = pf ? pf : serial_for;
@@ -2432,7 +2447,9 @@ dwt_item(void *arg, int item, int tid)
 {
 	const struct dwt_job *j = arg;
 	const struct mi_qdwtab *t = j->cv->dwt;
-	int quad = item / j->nsplit, part = item % j->nsplit, c0 = quad * 4;
+	/* part-major: a thread's contiguous block of items is a pixel range
+	 * of every quad, the rows the conv before wrote on that thread */
+	int nq = (j->cv->s.c + 3) / 4, quad = item % nq, part = item / nq, c0 = quad * 4;
 	int nc = j->cv->s.c - c0 < 4 ? j->cv->s.c - c0 : 4;
 	int v0 = (int)((int64_t)t->npv * part / j->nsplit);
 	int v1 = (int)((int64_t)t->npv * (part + 1) / j->nsplit);
@@ -2605,9 +2622,12 @@ static void dwt_run(const struct mi_qconv *cv, const uint8_t *x, uint8_t zx, uin
 	int nq = (cv->s.c + 3) / 4, nt = call_threads > 0 ? call_threads : par_threads;
 	struct dwt_job j = { cv, x, zx, flip, ep, y, 1 };
 
-	/* few channel quads for the threads: split the pixels too */
-	if (nt > 1 && nq < 4 * nt) {
-		j.nsplit = (4 * nt + nq - 1) / nq;
+	/* maps of 512+ pixels: one pixel range per thread (few channel quads:
+	 * more); smaller maps (cheap to share between the cores, costly to cut
+	 * in pixels) split the pixels only when they have few quads */
+	if (nt > 1 && (nq < 4 * nt || cv->dwt->npv >= 32)) {
+		j.nsplit = nq < 4 * nt ? (4 * nt + nq - 1) / nq : nt;
+		j.nsplit = (j.nsplit + nt - 1) / nt * nt;
 		j.nsplit = j.nsplit < cv->dwt->npv ? j.nsplit : cv->dwt->npv;
 	}
 	par_for(nq * j.nsplit, dwt_item, &j);
@@ -2851,6 +2871,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 			j.bpc += j.amx && j.bpc % 2 && j.bpc < cv->w.nblk;
 			j.nchunk = (cv->w.nblk + j.bpc - 1) / j.bpc;
 		}
+		mi_quant_par_align(2 * j.nchunk); /* pairs of panels: planar lines */
 		par_for(items * j.nchunk, j.amx_rows ? conv_amx_rows_item : conv_gemm_item, &j);
 	}
 	free(own);

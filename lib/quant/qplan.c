@@ -84,6 +84,7 @@ struct qnode {
 	struct qcat *cat; /* Concat */
 	int *cat_orig;    /* Concat: original inputs */
 	int nthreads; /* planned with */
+	bool px_c4;   /* Add / byte table: its tensors are in C4 layout */
 	bool is_conv;
 	struct mi_qconv cv;
 	struct mi_qweights w; /* GEMM */
@@ -145,14 +146,72 @@ static int pf_grain(int n, int nt)
 	return g < 2 ? 1 : g + (g & 1);
 }
 
+#define PF_MAXT 8
+
+struct pf_blk {
+	atomic_int next __attribute__((aligned(64)));
+	int end;
+};
+
+struct pf_actx {
+	struct pf_blk blk[PF_MAXT];
+	int grain;
+	mi_qpar_fn fn;
+	void *arg;
+};
+
+static void pf_claim(struct pf_actx *c, struct pf_blk *k, int t)
+{
+	int b;
+
+	while ((b = atomic_fetch_add_explicit(&k->next, c->grain, memory_order_relaxed)) < k->end) {
+		int e = k->end - b < c->grain ? k->end : b + c->grain;
+
+		for (int i = b; i < e; i++)
+			c->fn(c->arg, i, t);
+	}
+}
+
+static void pf_worker_aff(void *ctx, int t, int nt)
+{
+	struct pf_actx *c = ctx;
+
+	for (int k = 0; k < nt; k++)
+		pf_claim(c, &c->blk[(t + k) % nt], t);
+}
+
+static int aff_on = -1;
+
 static void pool_for(int n, mi_qpar_fn fn, void *arg)
 {
 	struct pf_ctx c = { .n = n, .fn = fn, .arg = arg };
-	int nt = cur_threads < n ? cur_threads : n;
+	int nt = cur_threads < n ? cur_threads : n, al = mi_quant_par_align_take();
 
 	if (nt <= 1) {
 		for (int i = 0; i < n; i++)
 			fn(arg, i, 0);
+		return;
+	}
+	if (aff_on < 0)
+		aff_on = !getenv("MI_QUANT_AFF") || *getenv("MI_QUANT_AFF") != '0';
+	if (aff_on && nt <= PF_MAXT) {
+		struct pf_actx a = { .fn = fn, .arg = arg };
+		int g = pf_grain(n, nt);
+
+		/* blocks start at multiples of al when each thread gets 2+
+		 * (a conv keeps pairs of 32-pixel panels on one thread: they
+		 * share the cache lines of planar outputs) */
+		al = n >= 2 * al * nt ? al : 1;
+		a.grain = g;
+		for (int t = 0; t < nt; t++) {
+			int b = (int)((int64_t)n * t / nt), e = (int)((int64_t)n * (t + 1) / nt);
+
+			b = t ? (b + al / 2) / al * al : 0;
+			e = t + 1 < nt ? (e + al / 2) / al * al : n;
+			atomic_init(&a.blk[t].next, b);
+			a.blk[t].end = e;
+		}
+		mi_pool_run(nt, pf_worker_aff, &a);
 		return;
 	}
 	c.grain = pf_grain(n, nt);
@@ -198,6 +257,59 @@ static void par_range(int nthreads, int64_t n, int64_t min,
 	j.chunk = (j.chunk < min ? min : j.chunk + 63) & ~(int64_t)63;
 	cur_threads = nthreads;
 	pool_for((int)((n + j.chunk - 1) / j.chunk), prange_item, &j);
+}
+
+/*
+ * The same over a 4-D tensor stored as rows of `row` elements (a channel's
+ * plane, or a C4 quad's 4 x H*W bytes): the threads split each row in one
+ * pixel range per thread, and thread t's block of items (pool_for) is the
+ * t-th range of every row, the pixels the convs before and after this node
+ * handle on that thread (their panels are pixel ranges): each core mostly
+ * reads what it wrote.  row 0 (other shapes) or rows too short for one
+ * cache line per thread: par_range.
+ */
+struct prow_job {
+	int64_t row, nrow, *bnd;
+	void (*fn)(void *arg, int64_t b, int64_t e);
+	void *arg;
+};
+
+static void prow_item(void *arg, int i, int tid)
+{
+	const struct prow_job *j = arg;
+	int64_t r = i % j->nrow, p = i / j->nrow;
+
+	j->fn(j->arg, r * j->row + j->bnd[p], r * j->row + j->bnd[p + 1]);
+}
+
+#define PROW_MAXT 16
+
+static void par_rows(int nthreads, int64_t n, int64_t row, int64_t min,
+		     void (*fn)(void *arg, int64_t b, int64_t e), void *arg)
+{
+	int64_t bnd[PROW_MAXT + 1];
+	int np = split_all ? 2 * nthreads : nthreads;
+	struct prow_job j = { row, 0, bnd, fn, arg };
+
+	if (nthreads <= 1 || np > PROW_MAXT || row <= 0 || n % row ||
+	    row < (split_all ? 64 : 128) * np || (!split_all && n < 2 * min)) {
+		par_range(nthreads, n, min, fn, arg);
+		return;
+	}
+	j.nrow = n / row;
+	for (int p = 0; p <= np; p++)
+		bnd[p] = p == np ? row : (row * p / np + 32) & ~(int64_t)63;
+	cur_threads = nthreads;
+	pool_for((int)(np * j.nrow), prow_item, &j);
+}
+
+/* Elements per row of t for par_rows: a 4-D tensor's plane (H*W), or
+ * 4 planes when it is in C4 layout; 0 for other shapes. */
+static int64_t px_row(const struct mi_tensor *t, bool c4)
+{
+	if (t->ndim != 4 || !mi_tensor_shape_known(t) || (c4 && t->dims[1] % 4))
+		return 0;
+	return t->dims[2] * t->dims[3] * (c4 ? 4 : 1);
 }
 
 /* ---- node helpers -------------------------------------------------------- */
@@ -1051,7 +1163,8 @@ static int qadd_run(struct mi_graph *g, struct mi_node *n)
 	struct qadd_job j = { q, mi_in(g, n, 0)->data, mi_in(g, n, 1)->data,
 			      mi_out(g, n, 0)->data };
 
-	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), 16 << 10, qadd_range, &j);
+	par_rows(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), px_row(mi_out(g, n, 0), q->px_c4),
+		 16 << 10, qadd_range, &j);
 	return 0;
 }
 
@@ -1362,8 +1475,8 @@ static int qlut_run(struct mi_graph *g, struct mi_node *n)
 
 	if (qdq_layout_run(q, j.x, j.y)) /* C4 input / blocked output */
 		return 0;
-	par_range(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), q->lut8 ? 32 << 10 : 8 << 10,
-		  qlut_range, &j);
+	par_rows(q->nthreads, mi_tensor_numel(mi_out(g, n, 0)), px_row(mi_out(g, n, 0), q->px_c4),
+		 q->lut8 ? 32 << 10 : 8 << 10, qlut_range, &j);
 	return 0;
 }
 
@@ -1485,7 +1598,20 @@ struct qse_job {
 	const uint8_t *x;
 	const float *s;
 	uint8_t *y;
+	int nc, np; /* items: np pixel ranges (part-major) x nc channels / quads */
 };
+
+/* Item i's channel (or quad) and pixel range [*p0, *p1): ranges of whole
+ * 64-pixel blocks, part-major so that a thread's block of items is one
+ * pixel range of every channel (see par_rows). */
+static int qse_range(const struct qse_job *j, int i, int64_t *p0, int64_t *p1)
+{
+	int64_t hw = j->q->se_hw, p = i / j->nc;
+
+	*p0 = p ? (hw * p / j->np + 32) & ~(int64_t)63 : 0;
+	*p1 = p + 1 < j->np ? (hw * (p + 1) / j->np + 32) & ~(int64_t)63 : hw;
+	return i % j->nc;
+}
 
 /*
  * y[i] = Q(lut[x[i]] * sv) for i < n, 16 pixels per step: the table
@@ -1612,15 +1738,15 @@ qse_c4_store(const __m512i part[4], int64_t n, uint8_t *dst)
  * bytes in lane_perm order), then interleaved into 4 x 64 bytes.
  */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
-qse_quad_vbmi(const uint8_t *planes, const uint8_t *x, int64_t hw, const float *sv,
-	      const struct qact *qy, uint8_t *y)
+qse_quad_vbmi(const uint8_t *planes, const uint8_t *x, int64_t hw, int64_t pa, int64_t pb,
+	      const float *sv, const struct qact *qy, uint8_t *y)
 {
 	bool mul = mi_rcp_ok(qy->scale);
 	__m512i t[16];
 
 	lut32_load(planes, t);
-	for (int64_t p0 = 0; p0 < hw; p0 += 64) {
-		int64_t n = hw - p0 < 64 ? hw - p0 : 64;
+	for (int64_t p0 = pa; p0 < pb; p0 += 64) {
+		int64_t n = pb - p0 < 64 ? pb - p0 : 64;
 		__mmask64 k = n == 64 ? ~0ull : (1ull << n) - 1;
 		__m512i part[4];
 		__m512 v[4];
@@ -1642,8 +1768,8 @@ qse_quad_vbmi(const uint8_t *planes, const uint8_t *x, int64_t hw, const float *
  * lane_perm order so that the interleave writes pixels in order.
  */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
-qse_quad_tab_vbmi(const float *lut, const uint8_t *x, int64_t hw, const float *sv,
-		  const struct qact *qy, uint8_t *y)
+qse_quad_tab_vbmi(const float *lut, const uint8_t *x, int64_t hw, int64_t pa, int64_t pb,
+		  const float *sv, const struct qact *qy, uint8_t *y)
 {
 	bool mul = mi_rcp_ok(qy->scale);
 	__m512i perm = lane_perm(), tab[4][4];
@@ -1658,8 +1784,8 @@ qse_quad_tab_vbmi(const float *lut, const uint8_t *x, int64_t hw, const float *s
 
 			tab[c][k] = _mm512_permutexvar_epi8(perm, qse_q64(v, sv[c], qy, mul));
 		}
-	for (int64_t p0 = 0; p0 < hw; p0 += 64) {
-		int64_t n = hw - p0 < 64 ? hw - p0 : 64;
+	for (int64_t p0 = pa; p0 < pb; p0 += 64) {
+		int64_t n = pb - p0 < 64 ? pb - p0 : 64;
 		__mmask64 k = n == 64 ? ~0ull : (1ull << n) - 1;
 		__m512i part[4];
 
@@ -1676,16 +1802,18 @@ qse_quad_tab_vbmi(const float *lut, const uint8_t *x, int64_t hw, const float *s
 	}
 }
 
-static void qse_item(void *arg, int c, int tid)
+static void qse_item(void *arg, int item, int tid)
 {
 	const struct qse_job *j = arg;
 	const struct qnode *q = j->q;
-	int64_t hw = q->se_hw;
-	const uint8_t *x = j->x + (size_t)c * hw;
-	uint8_t *y = j->y + (size_t)c * hw;
+	int64_t pa, pb, hw;
+	int c = qse_range(j, item, &pa, &pb);
+	const uint8_t *x = j->x + (size_t)c * q->se_hw + pa;
+	uint8_t *y = j->y + (size_t)c * q->se_hw + pa;
 	float sv = j->s[c], v[256];
 
-	if (hw >= 256) {
+	hw = pb - pa;
+	if (q->se_hw >= 256) { /* the whole plane's choice: the same bytes */
 		uint8_t tab[256];
 		int64_t i = 0;
 
@@ -1744,20 +1872,21 @@ static void qse_part(const struct qnode *q, const uint8_t *x, float sv, const ui
 }
 
 /* C4 output: channels 4c4..4c4+3 interleaved ([C/4][H*W][4] per image) */
-static void qse_item_c4(void *arg, int c4, int tid)
+static void qse_item_c4(void *arg, int item, int tid)
 {
 	const struct qse_job *j = arg;
 	const struct qnode *q = j->q;
-	int64_t hw = q->se_hw;
+	int64_t hw = q->se_hw, pa, pb;
+	int c4 = qse_range(j, item, &pa, &pb);
 	uint8_t tabs[4][256], part[4][64] __attribute__((aligned(16))), out[64 * 4];
 	bool use_tab = hw >= 256;
 
 	if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi()) {
 		if (hw >= 128)
-			qse_quad_tab_vbmi(q->lut, j->x + (size_t)4 * c4 * hw, hw, j->s + 4 * c4,
-					  &q->se_y, j->y + (size_t)c4 * hw * 4);
+			qse_quad_tab_vbmi(q->lut, j->x + (size_t)4 * c4 * hw, hw, pa, pb,
+					  j->s + 4 * c4, &q->se_y, j->y + (size_t)c4 * hw * 4);
 		else
-			qse_quad_vbmi(q->lutb, j->x + (size_t)4 * c4 * hw, hw, j->s + 4 * c4,
+			qse_quad_vbmi(q->lutb, j->x + (size_t)4 * c4 * hw, hw, pa, pb, j->s + 4 * c4,
 				      &q->se_y, j->y + (size_t)c4 * hw * 4);
 		return;
 	}
@@ -1769,8 +1898,8 @@ static void qse_item_c4(void *arg, int c4, int tid)
 			v[b] = q->lut[b] * sv;
 		mi_quantize_f32(v, 256, q->se_y.scale, q->se_y.zp, q->se_y.dtype, tabs[k]);
 	}
-	for (int64_t p0 = 0; p0 < hw; p0 += 64) {
-		int n = hw - p0 < 64 ? (int)(hw - p0) : 64;
+	for (int64_t p0 = pa; p0 < pb; p0 += 64) {
+		int n = pb - p0 < 64 ? (int)(pb - p0) : 64;
 		uint8_t *dst = j->y + ((size_t)c4 * hw + p0) * 4;
 
 		for (int k = 0; k < 4; k++)
@@ -1798,13 +1927,14 @@ static int qse_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
 	struct qse_job j = { q, mi_in(g, n, 0)->data, mi_in(g, n, 1)->data,
-			     mi_out(g, n, 0)->data };
+			     mi_out(g, n, 0)->data, 0, 0 };
 
 	cur_threads = q->nthreads;
-	if (q->se_c4)
-		pool_for((int)(q->se_c / 4), qse_item_c4, &j);
-	else
-		pool_for((int)q->se_c, qse_item, &j);
+	j.nc = (int)(q->se_c4 ? q->se_c / 4 : q->se_c);
+	/* maps of 512+ pixels: one pixel range per thread (see par_rows) */
+	j.np = cur_threads > 1 && (q->se_hw >= 512 || (split_all && q->se_hw > 64)) ?
+		       cur_threads : 1;
+	pool_for(j.np * j.nc, q->se_c4 ? qse_item_c4 : qse_item, &j);
 	return 0;
 }
 
@@ -2895,6 +3025,8 @@ static void plan_c4_tensors(struct mi_graph *g)
 			continue;
 		if (q->hdr.run == qpool_run && ok[n->outputs[0]])
 			q->in_c4 = true; /* and writes C4 */
+		if (c4_role(g, n) == C4_SAME)
+			q->px_c4 = ok[n->outputs[0]];
 		if (qdq_like(q))
 			q->qdq_c4 = ok[n->inputs[0]] || ok[n->outputs[0]];
 		if (c4_role(g, n) != C4_CONV)

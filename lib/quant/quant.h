@@ -62,6 +62,10 @@ void mi_quant_set_parallel(mi_qparallel_for pf, int nthreads);
 /* Threads the parallel-for will really use for the calls that follow from
  * this thread (a node run on fewer threads than planned); 0: nthreads. */
 void mi_quant_set_call_threads(int n);
+/* the next parallel-for keeps groups of this many items on one thread
+ * (default 1); _take returns it and resets it */
+void mi_quant_par_align(int items);
+int mi_quant_par_align_take(void);
 
 /* ---- packed weights --------------------------------------------------- */
 #define MI_QMR 8  /* output channels per micro-tile */

@@ -613,6 +613,12 @@ def main():
                  for t in (2, 3)]
         check(all(np.array_equal(one, o) for o in split),
               f"{name}: every node split over 2 and 3 threads == 1 thread")
+    # the same on the other ISAs' kernels (SE gate and table pixel ranges)
+    for isa in ("avx2", "generic"):
+        env = {"MI_CPU_ISA": isa}
+        one = mi_run(qa, inputs[0], tmp, env)
+        split = mi_run(qa, inputs[0], tmp, dict(env, MI_QUANT_SPLIT_ALL="1"), threads=3)
+        check(np.array_equal(one, split), f"act: every node split over 3 threads == 1 thread ({isa})")
     check_qdq_standalone(tmp)
     check_gap(tmp)
 

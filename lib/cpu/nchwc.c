@@ -89,6 +89,9 @@ struct nc_node {
 	/* conv with pads: each image is first copied into a zero-padded
 	 * map of ph x pw in the shared workspace (no edge tiles) */
 	int pad, h0, w0, pt0, pl0, ph, pw;
+	/* pad 2: a strided 1x1 conv's input subsampled (ssh x ssw) into
+	 * the workspace; nosub (MI_CPU_NC_SUB=0) keeps the strided tiles */
+	int ssh, ssw, nosub;
 	struct nc_ws *ws;
 	int slot2;        /* residual / scale / 2nd addend input slot, -1 */
 	int act;
@@ -610,6 +613,35 @@ static void nc_range(const struct nc_job *j, int64_t b, int64_t e, int nt)
 	const int B = k->b;
 	int64_t i;
 
+	if (f->kind == NC_CONV && j->pad && f->pad == 2) {
+		/* items: planes of the input image, every sh-th row and
+		 * sw-th column copied into an ph x pw plane */
+		int esz = f->xblk ? B : 1;
+
+		for (i = b; i < e; i++) {
+			const float *xp = j->x + i * f->h0 * f->w0 * esz;
+			float *yp = j->y + i * f->ph * f->pw * esz;
+
+			for (int r = 0; r < f->ph; r++) {
+				const float *s = xp + (size_t)r * f->ssh * f->w0 * esz;
+				float *d = yp + (size_t)r * f->pw * esz;
+
+				/* constant sizes: inlined vector moves */
+#define NC_SUBCOPY(E)                                                     \
+	for (int q = 0; q < f->pw; q++)                                   \
+		memcpy(d + (size_t)q * (E), s + (size_t)q * f->ssw * (E), \
+		       (E) * sizeof(float))
+				switch (esz) {
+				case 16: NC_SUBCOPY(16); break;
+				case 8: NC_SUBCOPY(8); break;
+				case 4: NC_SUBCOPY(4); break;
+				default: NC_SUBCOPY(1); break;
+				}
+#undef NC_SUBCOPY
+			}
+		}
+		return;
+	}
 	if (f->kind == NC_CONV && j->pad) {
 		/* items: planes of the input image */
 		int esz = f->xblk ? B : 1;
@@ -979,7 +1011,7 @@ static int nc_run(struct mi_graph *g, struct mi_node *n)
 				struct nc_job pj = j;
 
 				pj.x = cj.x;
-				pj.pad = 1;
+				pj.pad = 1; /* f->pad: which copy */
 				pj.y = f->ws->buf;
 				pj.items = f->xblk ? nc_cb(f->c, B) : f->c;
 				nc_launch(&pj, work < 65536.0 ? 1 : nt);
@@ -1192,6 +1224,7 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 	}
 	if (f->kind == NC_CONV || f->kind == NC_DW) {
 		struct mi_tensor *w = mi_in(g, n, 1), *bs = mi_in(g, n, 2);
+		const char *sub = getenv("MI_CPU_NC_SUB");
 
 		f->p.wp = mi_nc_pack_weights(B, f->kind == NC_DW, f->m, f->c,
 					     f->p.kh, f->p.kw, w->data);
@@ -1204,6 +1237,30 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		f->p.act = f->act;
 		f->p.lo = f->lo;
 		f->p.hi = f->hi;
+		f->nosub = sub && *sub == '0';
+		f->h0 = f->p.h;
+		f->w0 = f->p.w;
+		if (f->kind == NC_CONV && f->p.kh == 1 && f->p.kw == 1 &&
+		    (f->p.sh > 1 || f->p.sw > 1) && !f->p.pt && !f->p.pl &&
+		    !f->nosub) {
+			/* strided 1x1 (ResNet downsampling): the input's
+			 * sampled pixels are copied into the workspace, the
+			 * conv runs flat on them (full register tiles,
+			 * contiguous input) */
+			size_t fl = (size_t)(f->xblk ? nc_cb(f->c, B) * B : f->c) *
+				    f->p.oh * f->p.ow;
+
+			f->pad = 2;
+			f->ssh = f->p.sh;
+			f->ssw = f->p.sw;
+			f->ph = f->p.h = f->p.oh;
+			f->pw = f->p.w = f->p.ow;
+			f->p.sh = f->p.sw = 1;
+			if (fl > ws->floats)
+				ws->floats = fl;
+			f->ws = ws;
+			ws->refs++;
+		}
 		if (f->kind == NC_CONV && f->p.kh == 1 && f->p.kw == 1 &&
 		    f->p.sh == 1 && f->p.sw == 1 && !f->p.pt && !f->p.pl &&
 		    f->p.oh == f->p.h && f->p.ow == f->p.w) {
@@ -1212,9 +1269,11 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 			f->p.w = f->p.ow = f->p.h * f->p.w;
 			f->p.h = f->p.oh = 1;
 		}
-		f->h0 = f->p.h;
-		f->w0 = f->p.w;
-		if (f->kind == NC_CONV &&
+		if (!f->pad) {
+			f->h0 = f->p.h;
+			f->w0 = f->p.w;
+		}
+		if (f->kind == NC_CONV && !f->pad &&
 		    (f->p.pt || f->p.pl ||
 		     (f->p.oh - 1) * f->p.sh - f->p.pt + (f->p.kh - 1) * f->p.dh >= f->p.h ||
 		     (f->p.ow - 1) * f->p.sw - f->p.pl + (f->p.kw - 1) * f->p.dw >= f->p.w)) {

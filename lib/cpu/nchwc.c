@@ -1242,7 +1242,9 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		f->w0 = f->p.w;
 		if (f->kind == NC_CONV && f->p.kh == 1 && f->p.kw == 1 &&
 		    (f->p.sh > 1 || f->p.sw > 1) && !f->p.pt && !f->p.pl &&
-		    !f->nosub) {
+		    (f->p.oh - 1) * f->p.sh < f->p.h &&
+		    (f->p.ow - 1) * f->p.sw < f->p.w && !f->nosub) {
+			/* (an end pad that a sample would read: pad copy) */
 			/* strided 1x1 (ResNet downsampling): the input's
 			 * sampled pixels are copied into the workspace, the
 			 * conv runs flat on them (full register tiles,

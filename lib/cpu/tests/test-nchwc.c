@@ -934,6 +934,57 @@ static void test_split(int it)
 	unsetenv("MI_CPU_NC_SPLIT");
 }
 
+/*
+ * Strided 1x1 convs on a blocked input, with end pads (the last sample
+ * in the padding: the padding copy, not the subsample copy) or without:
+ *   x -> Conv3x3 (c -> e) -> Conv1x1 stride 2 pads (0, 0, pe, pe)
+ *   (e -> m) -> MaxPool 2x2 -> y
+ */
+static void test_strided_1x1(int c, int e, int m, int hw, int pe, int nb,
+			     int nthreads)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = nthreads };
+	int oh = (hw + pe - 1) / 2 + 1;
+	int x, t, u, y, n2;
+	int64_t ks[2] = { 2, 2 }, pads[4] = { 0, 0, pe, pe };
+	float *fast[1] = { 0 }, *ref[1] = { 0 };
+
+	mi_graph_init(&g);
+	g.opset = 17;
+	x = tensor(&g, "x", nb, c, hw, hw, MI_TF_INPUT, true);
+	t = tensor(&g, "t", nb, e, hw, hw, 0, false);
+	u = tensor(&g, "u", nb, m, oh, oh, 0, false);
+	y = tensor(&g, "y", nb, m, oh - 1, oh - 1, 0, false);
+	conv(&g, x, c, e, 3, 1, 1, t);
+	n2 = conv(&g, t, e, m, 1, 2, 1, u);
+	mi_node_set_ints(&g.nodes[n2], "pads", pads, 4);
+	mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1, (int[]){ u }, y)],
+			 "kernel_shape", ks, 2);
+	set_output(&g, y);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(g.nodes[n2].priv && g.tensors[t].phys_bytes &&
+		      g.tensors[u].phys_bytes,
+	      "strided 1x1: not blocked");
+	CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
+	mi_cpu_plan_fini(&g);
+	free_activations(&g);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	CHECK(!run_graph(&g, ref), "reference run: %s", g.err);
+	if (fast[0] && ref[0]) {
+		double er = nerr(fast[0], ref[0], mi_tensor_numel(&g.tensors[y]));
+
+		CHECK(er < 1e-5, "strided 1x1 c%d e%d m%d hw%d pe%d n%d t%d: err %g",
+		      c, e, m, hw, pe, nb, nthreads, er);
+	}
+	free(fast[0]);
+	free(ref[0]);
+	free_activations(&g);
+	mi_graph_fini(&g);
+}
+
 /* A Conv feeding only NCHW ops stays off the blocked path. */
 static void test_lone_conv(void)
 {
@@ -1002,6 +1053,9 @@ int main(void)
 	test_semul(24, 88, 20, 7, 1, 3, 10, true);
 	test_semul(16, 32, 24, 5, 2, 1, 0, true);
 	test_lone_conv();
+	test_strided_1x1(8, 40, 24, 10, 1, 2, 2);
+	test_strided_1x1(8, 24, 40, 9, 0, 1, 3);
+	test_strided_1x1(8, 3 * B, 2 * B, 12, 0, 2, 1);
 	for (it = 0; it < 120; it++)
 		conv_case(0, it, 1);
 	for (it = 0; it < 24; it++)

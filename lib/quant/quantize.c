@@ -97,6 +97,9 @@ struct qctx {
 	double percentile; /* 0 = min/max */
 	bool mse;          /* ranges minimizing the quantization error */
 	double min_cos;    /* --min-cosine target (0 = all int8) */
+	double search_cos; /* the target of the search (before the final
+			    * check on all inputs): min_cos, or for tests
+			    * MI_MINCOS_SEARCH_TARGET */
 	int nthreads;
 	const char *path;  /* the fp32 model */
 	void *src;         /* its bytes (read once) */
@@ -1509,8 +1512,12 @@ out:
 #define MINCOS_SENS 8      /* inputs the per-unit errors are measured on */
 #define MINCOS_PROF_RUNS 10 /* timed runs per profile (min per node) */
 #define MINCOS_REFINE 12   /* refinement trials at most */
-#define MINCOS_CONF 0.9    /* tail estimate: probability that a fresh draw
-			    * of as many inputs keeps its minimum */
+#define MINCOS_FRESH 100   /* tail estimate: the minimum over a fresh draw of
+			    * as many inputs (the held-out count, and what
+			    * tools/bench/cosine.py checks)... */
+#define MINCOS_CONF 0.9    /* ...kept with this probability... */
+#define MINCOS_MARGIN_Z 1.2816 /* ...plus this many standard errors (one-sided
+				* 90% confidence) */
 #define MINCOS_TAIL_MIN 16 /* fewer judged inputs: the plain minimum */
 
 /*
@@ -1613,42 +1620,115 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *se
 }
 
 /*
- * What a configuration is judged by: the minimum cosine over the n
- * evaluation inputs, or, if lower, an estimate of the minimum over a fresh
- * draw of n inputs.  The minimum of a sample is a random variable (a new
- * draw holds a worse input than all of the old n with probability 1/2), so
- * the errors 1 - cosine are fitted by a log-normal (their logarithms'
- * mean and deviation) and its quantile at 1 - p is taken, p chosen so that
- * n fresh draws all stay within it with probability MINCOS_CONF:
- * (1 - p)^n = MINCOS_CONF.  *tail gets that estimate.
+ * The probit of q: z with P(N(0,1) < z) = q, by bisection on erfc (exact
+ * to the last bits; only a few hundred are needed per judgement).
  */
-static double judged(const double *per, int n, double *tail)
+static double probit(double q)
 {
-	double mn = 1, mu = 0, var = 0, p, lo = 0, hi = 40;
+	double lo = -40, hi = 40;
 
-	for (int i = 0; i < n; i++) {
-		mn = fmin(mn, per[i]);
-		mu += log(fmax(1 - per[i], 1e-15)) / n;
-	}
-	*tail = mn;
-	if (n < MINCOS_TAIL_MIN)
-		return mn;
-	for (int i = 0; i < n; i++) {
-		double d = log(fmax(1 - per[i], 1e-15)) - mu;
-
-		var += d * d / (n - 1);
-	}
-	/* z with P(N(0,1) > z) = p, by bisection on erfc */
-	p = 1 - pow(MINCOS_CONF, 1.0 / n);
 	for (int it = 0; it < 100; it++) {
 		double z = (lo + hi) / 2;
 
-		if (0.5 * erfc(z / sqrt(2)) > p)
+		if (0.5 * erfc(-z / sqrt(2)) < q)
 			lo = z;
 		else
 			hi = z;
 	}
-	*tail = 1 - exp(mu + lo * sqrt(var));
+	return (lo + hi) / 2;
+}
+
+/*
+ * Fitted tail of the sorted log errors e[0..n-1] (skip: the index left out,
+ * or -1): the line a + b * z through the upper half of the normal
+ * probability plot (e[i] against the normal quantile q[i] of its plotting
+ * position, Blom's (i + 1 - 3/8) / (n + 1/4)), evaluated at z.
+ */
+static double tail_fit(const double *e, int n, int skip, const double *q, double z)
+{
+	int m = (n - (skip >= 0)) / 2, n1 = n - (skip >= 0), j = 0;
+	double sq = 0, se = 0, sqq = 0, sqe = 0, b;
+
+	for (int i = 0; i < n; i++) {
+		int r = j;	/* rank among the n1 kept */
+
+		if (i == skip)
+			continue;
+		j++;
+		if (r < n1 - m)
+			continue;
+		sq += q[r];
+		se += e[i];
+		sqq += q[r] * q[r];
+		sqe += q[r] * e[i];
+	}
+	b = (sqe - sq * se / m) / fmax(sqq - sq * sq / m, 1e-300);
+	return se / m + b * (z - sq / m);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * What a configuration is judged by: the minimum cosine over the n
+ * evaluation inputs, or, if lower, an estimate of the minimum over a fresh
+ * draw of MINCOS_FRESH inputs.  The minimum of a sample is a random
+ * variable, so the errors 1 - cosine are modelled: their logarithms' upper
+ * half is fitted by a normal tail (a line through the upper half of the
+ * normal probability plot: the logarithms are skewed to the right, so a
+ * fit of all of them, as a log-normal, underestimates the tail), and the
+ * fit's quantile at 1 - p is taken, p chosen so that MINCOS_FRESH fresh
+ * draws all stay within it with probability MINCOS_CONF: (1 - p)^N =
+ * MINCOS_CONF.  The search picks the cheapest configuration whose estimate
+ * passes, so an estimate high by chance is preferred (selection bias): the
+ * estimate is moved up by MINCOS_MARGIN_Z of its standard error (the
+ * jackknife's: the estimate with each input left out in turn).  *tail gets
+ * that estimate, *se its standard error (in log error).
+ */
+static double judged(const double *per, int n, double *tail, double *se)
+{
+	double mn = 1, z, t, *e = NULL, *q = NULL, *q1 = NULL, mj = 0, vj = 0, *lj = NULL;
+
+	for (int i = 0; i < n; i++)
+		mn = fmin(mn, per[i]);
+	*tail = mn;
+	*se = 0;
+	if (n < MINCOS_TAIL_MIN)
+		return mn;
+	e = malloc(n * sizeof(*e));
+	q = malloc(2 * n * sizeof(*q));
+	lj = malloc(n * sizeof(*lj));
+	if (!e || !q || !lj) {
+		/* out of memory: the plain minimum */
+		free(e);
+		free(q);
+		free(lj);
+		return mn;
+	}
+	q1 = q + n;
+	for (int i = 0; i < n; i++) {
+		e[i] = log(fmax(1 - per[i], 1e-15));
+		q[i] = probit((i + 1 - 0.375) / (n + 0.25));
+		q1[i] = i < n - 1 ? probit((i + 1 - 0.375) / (n - 1 + 0.25)) : 0;
+	}
+	qsort(e, n, sizeof(*e), cmp_dbl);
+	z = probit(pow(MINCOS_CONF, 1.0 / MINCOS_FRESH));
+	t = tail_fit(e, n, -1, q, z);
+	for (int j = 0; j < n; j++) {
+		lj[j] = tail_fit(e, n, j, q1, z);
+		mj += lj[j] / n;
+	}
+	for (int j = 0; j < n; j++)
+		vj += (lj[j] - mj) * (lj[j] - mj) * (n - 1) / n;
+	*se = sqrt(vj);
+	*tail = 1 - exp(t + MINCOS_MARGIN_Z * *se);
+	free(e);
+	free(q);
+	free(lj);
 	return fmin(mn, *tail);
 }
 
@@ -2149,17 +2229,33 @@ static const char *unit_name(const struct qctx *c, const struct unit *u)
 
 /* Evaluate the configuration the flags say on n evaluation inputs (in the
  * order ord, or the first n), stopping at the first one below the target;
- * *pass: the judged cosine (judged()) reaches it. */
-static int try_config(struct qctx *c, struct calib *ev, int n, const int *ord, double *per,
-		      bool *pass, double *cmin, double *tail)
+ * *pass: the judged cosine (judged()) reaches it, and if hold > 0, also
+ * that of inputs hold..n-1 alone (the held-out ones, which the search did
+ * not choose by; *tail: the lower of the two).  MI_MINCOS_DEBUG=1 prints
+ * each judgement and its inputs' cosines on stderr. */
+static int try_config(struct qctx *c, struct calib *ev, int n, const int *ord, int hold,
+		      double target, double *per, bool *pass, double *cmin, double *tail)
 {
-	double cmean;
-	int err = eval_model(c, ev, n, ord, c->min_cos, cmin, &cmean, per);
+	double cmean, se = 0, htail = 1, hse = 0;
+	int err = eval_model(c, ev, n, ord, target, cmin, &cmean, per);
 
 	*pass = false;
 	*tail = *cmin;
-	if (!err && *cmin >= c->min_cos)
-		*pass = judged(per, n, tail) >= c->min_cos;
+	if (!err && *cmin >= target) {
+		*pass = judged(per, n, tail, &se) >= target;
+		if (hold > 0 && hold < n) {
+			*pass = *pass && judged(per + hold, n - hold, &htail, &hse) >= target;
+			*tail = fmin(*tail, htail);
+		}
+	}
+	if (!err && getenv("MI_MINCOS_DEBUG")) {
+		fprintf(stderr, "judged %d inputs (held out from %d): target %.12f min %.12f tail "
+			"%.12f se %.12f held-out tail %.12f se %.12f %s%s", n, hold, target, *cmin,
+			*tail, se, htail, hse, *cmin < target ? "stopped" : *pass ? "pass" : "fail",
+			*cmin < target ? "\n" : ":");
+		for (int i = 0; i < n && *cmin >= target; i++)
+			fprintf(stderr, " %.12f%s", per[i], i + 1 < n ? "" : "\n");
+	}
 	return err;
 }
 
@@ -2190,7 +2286,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	int ntry = 0, nkept = 0, nevals = 0;
 	struct unit *u = calloc(c->nnodes + c->nqt + 1, sizeof(*u));
 	struct qtime tm = { 0 };
-	double cmin, cmean, tail, jd, best = 0, macs = 0, t8 = 0, t32 = 0, tcur = 0, t0 = now_s();
+	double cmin, cmean, tail, tse, jd, best = 0, macs = 0, t8 = 0, t32 = 0, tcur = 0, t0 = now_s();
 	double *per = calloc(nall + 1, sizeof(double));
 	const double **ordp = calloc(n + 1, sizeof(*ordp));
 	int *ord = calloc(n + 1, sizeof(int)), *cand = calloc(c->nnodes + c->nqt + 1, sizeof(int));
@@ -2235,7 +2331,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	qsort(ordp, n, sizeof(*ordp), cmp_run);
 	for (int r = 0; r < n; r++)
 		ord[r] = (int)(ordp[r] - per);
-	jd = judged(per, nall, &tail);
+	jd = judged(per, nall, &tail, &tse);
 	printf("min-cosine: all int8: cosine min %.9f mean %.9f over %d inputs, tail estimate "
 	       "%.9f\n", cmin, cmean, nall, tail);
 	if (jd >= c->min_cos)
@@ -2295,7 +2391,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		int mid = (lo + hi) / 2;
 
 		set_prefix(c, u, nu, mid);
-		err = try_config(c, ev, n, ord, per, &pass, &cmin, &tail);
+		err = try_config(c, ev, n, ord, 0, c->search_cos, per, &pass, &cmin, &tail);
 		nevals++;
 		if (err)
 			goto out;
@@ -2352,7 +2448,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 			apply_units(c, u, nu);
 			continue;
 		}
-		err = try_config(c, ev, n, ord, per, &pass, &cmin, &tail);
+		err = try_config(c, ev, n, ord, 0, c->search_cos, per, &pass, &cmin, &tail);
 		ntry++;
 		if (err)
 			goto out;
@@ -2379,11 +2475,12 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	int hlo = -1;
 
 	while (nall > n) {
-		err = try_config(c, ev, nall, NULL, per, &pass, &cmin, &tail);
+		err = try_config(c, ev, nall, NULL, n, c->min_cos, per, &pass, &cmin, &tail);
 		if (err)
 			goto out;
-		printf("min-cosine: check on all %d inputs (%d held out): %s (cosine min %.9f, tail "
-		       "%.9f)\n", nall, nall - n, pass ? "passed" : "failed", cmin, tail);
+		printf("min-cosine: check on all %d inputs (%d held out), %d units in fp32 + %d "
+		       "refinements: %s (cosine min %.9f, tail %.9f)\n", nall, nall - n, hi, nkept,
+		       pass ? "passed" : "failed", cmin, tail);
 		fflush(stdout);
 		if (pass) {
 			best = cmin;
@@ -2405,7 +2502,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		double mmin, mtail;
 
 		set_prefix(c, u, nu, mid);
-		err = try_config(c, ev, nall, NULL, per, &pass, &mmin, &mtail);
+		err = try_config(c, ev, nall, NULL, n, c->min_cos, per, &pass, &mmin, &mtail);
 		if (err)
 			goto out;
 		printf("min-cosine: check on all %d inputs, %d units in fp32: %s (cosine min %.9f, "
@@ -2653,6 +2750,9 @@ int mi_quant_main(int argc, char **argv)
 		QERR("%s: %s", model, c.g->err);
 		goto out;
 	}
+	c.search_cos = c.min_cos;
+	if (getenv("MI_MINCOS_SEARCH_TARGET"))
+		c.search_cos = strtod(getenv("MI_MINCOS_SEARCH_TARGET"), NULL);
 	if (c.min_cos > 0 && !calib) {
 		/* judged on more inputs than the calibration's: the first
 		 * nrandom are the calibration inputs, the rest new; the last

@@ -2244,17 +2244,19 @@ static int try_config(struct qctx *c, struct calib *ev, int n, const int *ord, i
 	if (!err && *cmin >= target) {
 		*pass = judged(per, n, tail, &se) >= target;
 		if (hold > 0 && hold < n) {
-			*pass = *pass && judged(per + hold, n - hold, &htail, &hse) >= target;
+			bool hpass = judged(per + hold, n - hold, &htail, &hse) >= target;
+
+			*pass = *pass && hpass;
 			*tail = fmin(*tail, htail);
 		}
 	}
 	if (!err && getenv("MI_MINCOS_DEBUG")) {
-		fprintf(stderr, "judged %d inputs (held out from %d): target %.12f min %.12f tail "
-			"%.12f se %.12f held-out tail %.12f se %.12f %s%s", n, hold, target, *cmin,
+		fprintf(stderr, "judged %d inputs (held out from %d): target %.17g min %.17g tail "
+			"%.17g se %.17g held-out tail %.17g se %.17g %s%s", n, hold, target, *cmin,
 			*tail, se, htail, hse, *cmin < target ? "stopped" : *pass ? "pass" : "fail",
 			*cmin < target ? "\n" : ":");
 		for (int i = 0; i < n && *cmin >= target; i++)
-			fprintf(stderr, " %.12f%s", per[i], i + 1 < n ? "" : "\n");
+			fprintf(stderr, " %.17g%s", per[i], i + 1 < n ? "" : "\n");
 	}
 	return err;
 }
@@ -2516,8 +2518,10 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		}
 		pass = true;
 	}
-	if (hlo >= 0)
+	if (hlo >= 0) {
 		set_prefix(c, u, nu, hi);
+		printf("min-cosine: after the checks on all inputs: %d units in fp32\n", hi);
+	}
 	if (tm.ok)
 		tcur = predict_time(c, &tm);
 	if (tm.ok && getenv("MI_MINCOS_DEBUG")) {

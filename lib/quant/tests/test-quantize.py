@@ -339,6 +339,104 @@ def check_gap(tmp):
     check(ok, "gap: fused pool == unfused table + pool (+ Q), bit for bit, generic/avx2/avx512, 1 and 3 threads")
 
 
+def probit(q):
+    """z with P(N(0,1) < z) = q (bisection on erfc, as quantize.c)."""
+    import math
+    lo, hi = -40.0, 40.0
+    for _ in range(100):
+        z = (lo + hi) / 2
+        if 0.5 * math.erfc(-z / math.sqrt(2)) < q:
+            lo = z
+        else:
+            hi = z
+    return (lo + hi) / 2
+
+
+def judged_tail(cs, fresh=100, conf=0.9, margin_z=1.2816):
+    """quantize.c's judged(), written again: the normal tail fitted to the
+    upper half of the sorted log errors (Blom plotting positions), at the
+    quantile a fresh draw of `fresh` inputs keeps with probability conf,
+    plus margin_z jackknife standard errors.  Returns (tail, se)."""
+    e = np.sort(np.log(np.maximum(1 - np.asarray(cs, dtype=np.float64), 1e-15)))
+    n = len(e)
+    if n < 16:
+        return float(min(cs)), 0.0
+    z = probit(conf ** (1.0 / fresh))
+
+    def fit(s):
+        k = len(s)
+        m = k // 2
+        q = np.array([probit((i + 1 - 0.375) / (k + 0.25)) for i in range(k - m, k)])
+        b, a = np.polyfit(q, s[k - m:], 1)
+        return a + b * z
+
+    lj = np.array([fit(np.delete(e, j)) for j in range(n)])
+    se = float(np.sqrt((n - 1) / n * ((lj - lj.mean()) ** 2).sum()))
+    return 1 - float(np.exp(fit(e) + margin_z * se)), se
+
+
+def check_holdout(fp32, tmp, mn):
+    """--min-cosine's judgement and hold-out path, on the quantizer's own
+    300 inputs (seed 1: 200 searched, 100 held out).  A search target
+    looser than the final one (MI_MINCOS_SEARCH_TARGET, a test hook) makes
+    the search stop early, so the check on all inputs fails, the prefix
+    grows and a bisection on all inputs finds the shortest passing prefix.
+    Every judgement MI_MINCOS_DEBUG=1 prints is recomputed here from the
+    per-input cosines it lists: the tail estimate (normal tail fit +
+    jackknife margin) and the verdict (minimum and tail of all inputs, and
+    in the final checks of the held-out ones alone, reach the target)."""
+    tgt = float("%.10f" % (1 - (1 - mn) / 6))
+    loose = float("%.10f" % (1 - (1 - mn) / 1.5))
+    q = os.path.join(tmp, "mc-hold.onnx")
+    r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
+             "--min-cosine", "%.10f" % tgt],
+            env={**os.environ, "MI_MINCOS_DEBUG": "1", "MI_MINCOS_SEARCH_TARGET": "%.10f" % loose})
+    fin = re.findall(r"check on all 300 inputs \(100 held out\), (\d+) units in fp32 \+ (\d+) "
+                     r"refinements: (passed|failed)", r.stdout)
+    bis = re.findall(r"check on all 300 inputs, (\d+) units in fp32: (passed|failed)", r.stdout)
+    mk = re.search(r"after the checks on all inputs: (\d+) units in fp32", r.stdout)
+    checked = {}
+    for k, nk, v in fin:
+        if int(nk) == 0:
+            checked[int(k)] = v == "passed"
+    for k, v in bis:
+        checked[int(k)] = v == "passed"
+    k = int(mk.group(1)) if mk else -1
+    check(fin and fin[0][2] == "failed" and mk is not None and checked.get(k) is True and
+          checked.get(k - 1) is False and
+          all(p_ == (kk >= k) for kk, p_ in checked.items()) and "left in fp32" in r.stdout,
+          f"--min-cosine {tgt:.10f} (search {loose:.10f}): the check on all inputs fails, the "
+          f"bisection on all inputs ends at the shortest passing prefix ({k} units; checked "
+          f"{sorted(checked.items())})")
+    # every judgement, recomputed
+    bad, nj, nhold = [], 0, 0
+    for m in re.finditer(r"^judged (\d+) inputs \(held out from (\d+)\): target (\S+) min "
+                         r"(\S+) tail (\S+) se (\S+) held-out tail (\S+) se "
+                         r"(\S+) (pass|fail):(.*)$", r.stderr, re.M):
+        n, hold = int(m.group(1)), int(m.group(2))
+        t, cmin, tail, hse = (float(m.group(i)) for i in (3, 4, 5, 8))
+        cs = [float(x) for x in m.group(10).split()]
+        if len(cs) != n:
+            bad.append("count")
+            continue
+        nj += 1
+        mytail, myse = judged_tail(cs)
+        ok = cmin >= t and mytail >= t
+        want = min(mytail, cmin)
+        if 0 < hold < n:
+            nhold += 1
+            htail, hse_ = judged_tail(cs[hold:])
+            ok = ok and htail >= t
+            want = min(want, htail)
+        if abs(want - tail) > 1e-12 or abs(min(cs) - cmin) > 1e-15:
+            bad.append(f"tail {tail:.10f} != {want:.10f}")
+        elif abs(want - t) > 1e-12 and ok != (m.group(9) == "pass"):
+            bad.append(f"verdict {m.group(9)} at tail {want:.10f} target {t:.10f}")
+    check(nj >= 5 and nhold >= 2 and not bad,
+          f"--min-cosine: {nj} judgements ({nhold} with held-out inputs) recomputed: tail fit, "
+          f"jackknife margin, verdict {bad[:3]}")
+
+
 def main():
     import onnx
 
@@ -522,6 +620,8 @@ def main():
                (min(float(x[1]), float(x[2])) >= t) == (x[0] == "kept") for x, t in mr]
         check(all(ok_), f"--min-cosine: refinement keeps exactly the steps that hold the target "
               f"({sum(x[0] == 'kept' for x, _ in mr)} of {len(mr)} kept)")
+
+        check_holdout(fp32, tmp, mn_)
 
     # 5x5/7x7 depthwise kernels, Sigmoid/SiLU/HardSwish/HardSigmoid tables
     fa = os.path.join(tmp, "act.onnx")

@@ -2469,7 +2469,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	}
 	/* hold-out check: the search chose among configurations by the first
 	 * n inputs, so a marginal pass there is optimistic; the result must
-	 * pass on all inputs, the held-out ones included.  If not, the kept
+	 * pass on all inputs, and on the held-out ones alone.  If not, the kept
 	 * refinements are undone (last first), then the prefix grows in
 	 * steps of 1/8 of the rest until it passes, and a bisection on all
 	 * inputs between the last failing and the passing prefix finds the
@@ -2603,10 +2603,12 @@ static void usage(FILE *f)
 		"                       cosine similarity >= C with the fp32 model (e.g. 0.99)\n"
 		"                       on the evaluation inputs (the calibration inputs; with\n"
 		"                       --calib-random at least 200 drawn alike for the search\n"
-		"                       and 100 more for a final check): both their\n"
-		"                       minimum and a tail estimate (log-normal fit of the\n"
-		"                       errors 1 - cosine: the minimum a fresh draw of as many\n"
-		"                       inputs keeps with probability 0.9) must reach C\n"
+		"                       and 100 more for a final check, which must also pass\n"
+		"                       on those 100 alone): both their minimum and a tail\n"
+		"                       estimate (normal fit of the upper half of the log\n"
+		"                       errors 1 - cosine: the minimum a fresh draw of 100\n"
+		"                       inputs keeps with probability 0.9, plus 1.28 jackknife\n"
+		"                       standard errors) must reach C\n"
 		"  --seed S             seed of --calib-random (default 1234)\n"
 		"  --threads N          threads for the calibration runs\n");
 }

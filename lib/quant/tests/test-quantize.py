@@ -363,11 +363,14 @@ def judged_tail(cs, fresh=100, conf=0.9, margin_z=1.2816):
         return float(min(cs)), 0.0
     z = probit(conf ** (1.0 / fresh))
 
+    qs = {}
+
     def fit(s):
         k = len(s)
         m = k // 2
-        q = np.array([probit((i + 1 - 0.375) / (k + 0.25)) for i in range(k - m, k)])
-        b, a = np.polyfit(q, s[k - m:], 1)
+        if k not in qs:
+            qs[k] = np.array([probit((i + 1 - 0.375) / (k + 0.25)) for i in range(k - m, k)])
+        b, a = np.polyfit(qs[k], s[k - m:], 1)
         return a + b * z
 
     lj = np.array([fit(np.delete(e, j)) for j in range(n)])

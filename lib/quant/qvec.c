@@ -28,21 +28,35 @@ static void quant_c(const float *x, int64_t n, float scale, float zp, float lo,
 	}
 }
 
+/* A quantization's parameters, broadcast for quant16_avx512(). */
+struct q16 {
+	__m512 s, rc, z, l, h;
+	bool mul; /* x / scale by the reciprocal (mi_rcp_ok) */
+};
+
+__attribute__((target("avx512f"), always_inline)) static inline struct q16
+q16_init(float scale, float zp, float lo, float hi)
+{
+	return (struct q16){ .s = _mm512_set1_ps(scale), .rc = _mm512_set1_ps(1.0f / scale),
+			     .z = _mm512_set1_ps(zp), .l = _mm512_set1_ps(lo),
+			     .h = _mm512_set1_ps(hi), .mul = mi_rcp_ok(scale) };
+}
+
 /* The clamped value of 16 floats (x / scale rounded, + zp, clamped to
  * [lo, hi]) as int32: the same operations as quant_c. */
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline __m512i
-quant16_avx512(__m512 x, __m512 s, __m512 rc, __m512 z, __m512 l, __m512 h, bool mul)
+quant16_avx512(__m512 x, const struct q16 *q)
 {
 	__m512 v;
 
-	if (mul) {
-		v = mi_rne_div_avx512(x, s, rc);
+	if (q->mul) {
+		v = mi_rne_div_avx512(x, q->s, q->rc);
 	} else {
-		v = _mm512_div_ps(x, s);
+		v = _mm512_div_ps(x, q->s);
 		v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 	}
-	v = _mm512_add_ps(v, z);
-	v = _mm512_min_ps(_mm512_max_ps(v, l), h);
+	v = _mm512_add_ps(v, q->z);
+	v = _mm512_min_ps(_mm512_max_ps(v, q->l), q->h);
 	return _mm512_cvttps_epi32(v);
 }
 
@@ -50,29 +64,26 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t
 quant_avx512(const float *x, int64_t n, float scale, float zp, float lo, float hi,
 	     int u8, void *y)
 {
-	__m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
-	__m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
-	__m512 rc = _mm512_set1_ps(1.0f / scale);
+	const struct q16 k = q16_init(scale, zp, lo, hi);
 	/* packs work per 128-bit lane: dword j of the packed vector holds
 	 * bytes 4j..4j+3 of lane j % 4 of vector j / 4 */
 	const __m512i un = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-	bool mul = mi_rcp_ok(scale);
 	int64_t i = 0;
 
 	/* 64 at a time: the values are in [lo, hi], so the saturating
 	 * packs only narrow them */
 	for (; i + 64 <= n; i += 64) {
-		__m512i a = quant16_avx512(_mm512_loadu_ps(x + i), s, rc, z, l, h, mul);
-		__m512i b = quant16_avx512(_mm512_loadu_ps(x + i + 16), s, rc, z, l, h, mul);
-		__m512i c = quant16_avx512(_mm512_loadu_ps(x + i + 32), s, rc, z, l, h, mul);
-		__m512i d = quant16_avx512(_mm512_loadu_ps(x + i + 48), s, rc, z, l, h, mul);
+		__m512i a = quant16_avx512(_mm512_loadu_ps(x + i), &k);
+		__m512i b = quant16_avx512(_mm512_loadu_ps(x + i + 16), &k);
+		__m512i c = quant16_avx512(_mm512_loadu_ps(x + i + 32), &k);
+		__m512i d = quant16_avx512(_mm512_loadu_ps(x + i + 48), &k);
 		__m512i ab = _mm512_packs_epi32(a, b), cd = _mm512_packs_epi32(c, d);
 		__m512i q = u8 ? _mm512_packus_epi16(ab, cd) : _mm512_packs_epi16(ab, cd);
 
 		_mm512_storeu_si512((uint8_t *)y + i, _mm512_permutexvar_epi32(un, q));
 	}
 	for (; i + 16 <= n; i += 16) {
-		__m512i q = quant16_avx512(_mm512_loadu_ps(x + i), s, rc, z, l, h, mul);
+		__m512i q = quant16_avx512(_mm512_loadu_ps(x + i), &k);
 
 		_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(q));
 	}
@@ -84,21 +95,16 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void
 quant_c4_avx512(const float *x, int64_t rs, int64_t np, float scale, float zp, float lo,
 		float hi, uint8_t *y)
 {
-	__m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
-	__m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
-	__m512 rc = _mm512_set1_ps(1.0f / scale);
+	const struct q16 k = q16_init(scale, zp, lo, hi);
 	const __m512i b0 = _mm512_set1_epi32(0xff), b01 = _mm512_set1_epi32(0xffff);
 	const __m512i b012 = _mm512_set1_epi32(0xffffff);
-	bool mul = mi_rcp_ok(scale);
 
 	for (int64_t p = 0; p < np; p += 16) {
 		__mmask16 m = np - p >= 16 ? 0xffff : (__mmask16)((1u << (np - p)) - 1);
-		__m512i q0 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + p), s, rc, z, l, h, mul);
-		__m512i q1 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + rs + p), s, rc, z, l, h, mul);
-		__m512i q2 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + 2 * rs + p), s, rc, z, l, h,
-					    mul);
-		__m512i q3 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + 3 * rs + p), s, rc, z, l, h,
-					    mul);
+		__m512i q0 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + p), &k);
+		__m512i q1 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + rs + p), &k);
+		__m512i q2 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + 2 * rs + p), &k);
+		__m512i q3 = quant16_avx512(_mm512_maskz_loadu_ps(m, x + 3 * rs + p), &k);
 		/* byte k of each dword: row k (0xca: a ? b : c bitwise) */
 		__m512i d = _mm512_ternarylogic_epi32(b0, q0, _mm512_slli_epi32(q1, 8), 0xca);
 

@@ -2294,7 +2294,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	int *ord = calloc(n + 1, sizeof(int)), *cand = calloc(c->nnodes + c->nqt + 1, sizeof(int));
 	double *gain = calloc(c->nnodes + c->nqt + 1, sizeof(double));
 	int *wunit = calloc(c->nnodes + 1, sizeof(int)), *kept = calloc(c->nnodes + c->nqt + 1, sizeof(int));
-	bool pass;
+	bool pass, macs_only;
 
 	if (!u || !per || !ordp || !ord || !cand || !gain || !wunit || !kept) {
 		err = -ENOMEM;
@@ -2338,8 +2338,10 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	       "%.9f\n", cmin, cmean, nall, tail);
 	if (jd >= c->min_cos)
 		goto out;
-	/* costs: measured time (multiply-adds if profiling fails) */
-	err = qtime_init(c, ev, u, nu, &tm);
+	/* costs: measured time (multiply-adds if profiling fails, or with
+	 * MI_MINCOS_COST=macs, a test hook) */
+	macs_only = getenv("MI_MINCOS_COST") && !strcmp(getenv("MI_MINCOS_COST"), "macs");
+	err = macs_only ? 0 : qtime_init(c, ev, u, nu, &tm);
 	if (err == -ENOMEM)
 		goto out;
 	if (tm.ok) {
@@ -2356,6 +2358,8 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		}
 		printf("min-cosine: profiled at 1 thread: all int8 %.3f ms, all fp32 %.3f ms (%.0f s)\n",
 		       t8 * 1e-6, t32 * 1e-6, now_s() - t0);
+	} else if (macs_only) {
+		printf("min-cosine: costs are multiply-adds (MI_MINCOS_COST=macs)\n");
 	} else {
 		printf("min-cosine: profiling failed (%s): costs are multiply-adds\n",
 		       mi_last_error());
@@ -2386,6 +2390,17 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 			fprintf(stderr, "unit %3d %s %-70s sens %.3e cost %8.1f us macs %.0f rank "
 				"%.3e\n", i, u[i].weight ? "w" : "a", unit_name(c, &u[i]), u[i].sens,
 				u[i].cost * 1e-3, u[i].weight ? node_macs(c, u[i].idx) : 0.0, u[i].rank);
+	/* test hook: every prefix of the ranking on all inputs, so that a
+	 * test can replay the searches below for any targets */
+	for (int k = 0; getenv("MI_MINCOS_PREFIXES") && k <= nu; k++) {
+		set_prefix(c, u, nu, k);
+		err = eval_model(c, ev, nall, NULL, 0, &cmin, &cmean, per);
+		if (err)
+			goto out;
+		fprintf(stderr, "prefix %d:", k);
+		for (int i = 0; i < nall; i++)
+			fprintf(stderr, " %.17g%s", per[i], i + 1 < nall ? "" : "\n");
+	}
 	/* f(0) fails; f(nu) (all fp32) is taken to pass */
 	lo = 0;
 	hi = nu;
@@ -2397,6 +2412,9 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		nevals++;
 		if (err)
 			goto out;
+		if (getenv("MI_MINCOS_DEBUG"))
+			fprintf(stderr, "bisection: %d units in fp32: %s\n", mid,
+				pass ? "passed" : "failed");
 		if (pass) {
 			hi = mid;
 			best = cmin;

@@ -411,11 +411,19 @@ def check_holdout(fp32, tmp, mn):
           f"--min-cosine {tgt:.10f} (search {loose:.10f}): the check on all inputs fails, the "
           f"bisection on all inputs ends at the shortest passing prefix ({k} units; checked "
           f"{sorted(checked.items())})")
-    # every judgement, recomputed
+    nj, nhold, bad = recheck_judgements(r.stderr)
+    check(nj >= 5 and nhold >= 2 and not bad,
+          f"--min-cosine: {nj} judgements ({nhold} with held-out inputs) recomputed: tail fit, "
+          f"jackknife margin, verdict {bad[:3]}")
+
+
+def recheck_judgements(err):
+    """Every judgement MI_MINCOS_DEBUG=1 printed in err, recomputed from its
+    per-input cosines: (judgements, those with held-out inputs, mismatches)."""
     bad, nj, nhold = [], 0, 0
     for m in re.finditer(r"^judged (\d+) inputs \(held out from (\d+)\): target (\S+) min "
                          r"(\S+) tail (\S+) se (\S+) held-out tail (\S+) se "
-                         r"(\S+) (pass|fail):(.*)$", r.stderr, re.M):
+                         r"(\S+) (pass|fail):(.*)$", err, re.M):
         n, hold = int(m.group(1)), int(m.group(2))
         t, cmin, tail, hse = (float(m.group(i)) for i in (3, 4, 5, 8))
         cs = [float(x) for x in m.group(10).split()]
@@ -435,9 +443,129 @@ def check_holdout(fp32, tmp, mn):
             bad.append(f"tail {tail:.10f} != {want:.10f}")
         elif abs(want - t) > 1e-12 and ok != (m.group(9) == "pass"):
             bad.append(f"verdict {m.group(9)} at tail {want:.10f} target {t:.10f}")
-    check(nj >= 5 and nhold >= 2 and not bad,
-          f"--min-cosine: {nj} judgements ({nhold} with held-out inputs) recomputed: tail fit, "
-          f"jackknife margin, verdict {bad[:3]}")
+    return nj, nhold, bad
+
+
+def judged_min(cs):
+    """What quantize.c's judged() returns: the lower of minimum and tail."""
+    return min(min(cs), judged_tail(cs)[0])
+
+
+def replay(jd_s, jd_a, jd_h, mn_a, s_, t_):
+    """--min-cosine's searches replayed on the judgements of each prefix of
+    the ranking (jd_s: of the 200 search inputs; jd_a, jd_h: of all 300 and
+    of the 100 held-out ones; mn_a: minimum of all 300), search target s_,
+    final target t_, no refinement (costs are multiply-adds).  Returns the
+    main bisection's steps, the checks on all inputs (growth, then the
+    bisection), the final prefix and the features the run exercises."""
+    nu = len(jd_s) - 1
+    main_, hold, feat = [], [], set()
+    lo, hi = 0, nu
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        p = jd_s[mid] >= s_
+        feat.add("search bisection: a passing step" if p else "search bisection: a failing step")
+        main_.append((mid, p))
+        hi, lo = (mid, lo) if p else (hi, mid)
+
+    def final(k):
+        pa, ph = jd_a[k] >= t_, jd_h[k] >= t_
+        if mn_a[k] >= t_ and pa != ph:
+            feat.add("all inputs and held-out inputs disagree")
+        return pa and ph
+    hlo, p = -1, False
+    while True:
+        p = final(hi)
+        hold.append((hi, p))
+        if p or hi >= nu:
+            break
+        hlo, hi = hi, hi + (nu - hi + 7) // 8
+    if len(hold) > 2:
+        feat.add("the prefix grows twice")
+    while p and hlo >= 0 and hi - hlo > 1:
+        mid = hlo + (hi - hlo) // 2
+        pm = final(mid)
+        hold.append((mid, pm))
+        if pm:
+            feat.add("bisection on all inputs: a passing step")
+            hi = mid
+        else:
+            if hi - mid >= 2:
+                feat.add("bisection on all inputs: a failing step, then more")
+            feat.add("bisection on all inputs: a failing step")
+            hlo = mid
+    if hlo >= 0 and len(hold) > 1 and not hold[-1][1]:
+        feat.add("bisection on all inputs: ends on a failing step")
+    return main_, hold, hi, feat
+
+
+def check_search(fp32, tmp, mn):
+    """--min-cosine's searches, replayed: with MI_MINCOS_PREFIXES=1 (a test
+    hook) the quantizer prints each prefix's per-input cosines on all 300
+    inputs (seed 1; MI_MINCOS_COST=macs makes the ranking independent of
+    timing).  From them this test picks search and final targets whose
+    searches take every branch (the search bisection passing and failing,
+    the prefix growing, the bisection on all inputs passing and failing
+    before its last step, a configuration that passes on all inputs but not
+    on the held-out ones or the other way round), predicts every step of
+    each, and checks the quantizer took exactly those steps."""
+    env = {**os.environ, "MI_MINCOS_DEBUG": "1", "MI_MINCOS_COST": "macs"}
+    q = os.path.join(tmp, "mc-search.onnx")
+    tgt = 1 - (1 - mn) / 6
+    r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
+             "--min-cosine", repr(tgt)], env={**env, "MI_MINCOS_PREFIXES": "1"})
+    pre = {int(m.group(1)): [float(x) for x in m.group(2).split()]
+           for m in re.finditer(r"^prefix (\d+):(.*)$", r.stderr, re.M)}
+    nu = len(pre) - 1
+    if nu < 8 or sorted(pre) != list(range(nu + 1)) or any(len(v) != 300 for v in pre.values()):
+        check(False, f"--min-cosine: MI_MINCOS_PREFIXES lists every prefix ({sorted(pre)})")
+        return
+    jd_s = [judged_min(pre[k][:200]) for k in range(nu + 1)]
+    jd_a = [judged_min(pre[k]) for k in range(nu + 1)]
+    jd_h = [judged_min(pre[k][200:]) for k in range(nu + 1)]
+    mn_a = [min(pre[k]) for k in range(nu + 1)]
+
+    def between(vals):
+        # targets half-way between neighbouring judgements: no ties
+        v = sorted(set(vals))
+        return [(a + b) / 2 for a, b in zip(v, v[1:]) if b - a > 1e-13]
+    ss = between(jd_s)
+    ts = [t for t in between(jd_a + jd_h + mn_a) if t > jd_a[0]]  # all int8 fails it
+    runs = {}
+    for s_ in ss:
+        for t_ in ts:
+            runs[(s_, t_)] = replay(jd_s, jd_a, jd_h, mn_a, s_, t_)
+    want = set().union(*(v[3] for v in runs.values())) if runs else set()
+    # a few runs that together take every branch (greedy cover)
+    pick, got = [], set()
+    while runs and len(pick) < 4:
+        k = max(runs, key=lambda x: len(runs[x][3] - got))
+        if not runs[k][3] - got:
+            break
+        pick.append(k)
+        got |= runs[k][3]
+    check(len(want) == 8 and got == want,
+          f"--min-cosine: {nu} prefixes listed; {len(pick)} pairs of targets take every branch "
+          f"of the searches ({sorted(want)})")
+    bad = []
+    for s_, t_ in pick:
+        main_, hold, k, _ = runs[(s_, t_)]
+        r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
+                 "--min-cosine", repr(t_)], env={**env, "MI_MINCOS_SEARCH_TARGET": repr(s_)})
+        got_main = [(int(a), b == "passed") for a, b in
+                    re.findall(r"^bisection: (\d+) units in fp32: (passed|failed)$", r.stderr, re.M)]
+        got_hold = [(int(a), b == "passed") for a, b, c_ in re.findall(
+            r"check on all 300 inputs(?: \(100 held out\))?, (\d+) units in fp32(?: \+ (\d+) "
+            r"refinements)?: (passed|failed)", r.stdout) for b in [c_]]
+        mk = re.search(r"after the checks on all inputs: (\d+) units in fp32", r.stdout)
+        got_k = int(mk.group(1)) if mk else (got_hold[0][0] if got_hold else -1)
+        nj, _, badj = recheck_judgements(r.stderr)
+        if got_main != main_ or got_hold != hold or got_k != k or badj:
+            bad.append(f"search {s_!r} final {t_!r}: bisection {got_main} (want {main_}), "
+                       f"checks {got_hold} (want {hold}), end {got_k} (want {k}) {badj[:2]}")
+    check(pick and not bad,
+          f"--min-cosine: {len(pick)} searches replayed step by step from the prefixes' cosines "
+          f"{bad[:2]}")
 
 
 def main():
@@ -625,6 +753,7 @@ def main():
               f"({sum(x[0] == 'kept' for x, _ in mr)} of {len(mr)} kept)")
 
         check_holdout(fp32, tmp, mn_)
+        check_search(fp32, tmp, mn_)
 
     # 5x5/7x7 depthwise kernels, Sigmoid/SiLU/HardSwish/HardSigmoid tables
     fa = os.path.join(tmp, "act.onnx")

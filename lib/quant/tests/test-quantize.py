@@ -433,7 +433,7 @@ def recheck_judgements(err):
         nj += 1
         mytail, myse = judged_tail(cs)
         ok = cmin >= t and mytail >= t
-        want = min(mytail, cmin)
+        want = mytail  # the printed tail: the estimates, not the minimum
         if 0 < hold < n:
             nhold += 1
             htail, hse_ = judged_tail(cs[hold:])
@@ -465,6 +465,8 @@ def replay(jd_s, jd_a, jd_h, mn_a, s_, t_):
         mid = (lo + hi) // 2
         p = jd_s[mid] >= s_
         feat.add("search bisection: a passing step" if p else "search bisection: a failing step")
+        if not p and hi - mid >= 2:
+            feat.add("search bisection: a failing step, then more")
         main_.append((mid, p))
         hi, lo = (mid, lo) if p else (hi, mid)
 
@@ -544,7 +546,7 @@ def check_search(fp32, tmp, mn):
             break
         pick.append(k)
         got |= runs[k][3]
-    check(len(want) == 8 and got == want,
+    check(len(want) == 9 and got == want,
           f"--min-cosine: {nu} prefixes listed; {len(pick)} pairs of targets take every branch "
           f"of the searches ({sorted(want)})")
     bad = []

@@ -1409,6 +1409,7 @@ struct conv_job {
 	bool amx;       /* AMX tiles for pairs of output blocks */
 	bool amx_rows;  /* conv_amx_rows_item: no im2col */
 	bool dw_defer;  /* depthwise, C4 output, not fused: a quad's sums, then one epilogue */
+	bool chan;      /* items chunk-major (MI_QCONV_CHAN) */
 };
 
 /* Interleave one row of 4 planar channels (NULL: the fill byte) into
@@ -1554,6 +1555,12 @@ static void conv_item_decode(const struct conv_job *j, int item, int *g, int *pa
 {
 	int chunk = item % j->nchunk, nblk = j->cv->w.nblk;
 
+	if (j->chan) {
+		int gp = j->cv->s.group * j->npanel;
+
+		chunk = item / gp;
+		item = item % gp * j->nchunk;
+	}
 	*g = item / j->nchunk / j->npanel;
 	*panel = item / j->nchunk % j->npanel;
 	*blk0 = chunk * j->bpc;
@@ -2864,14 +2871,23 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 
 		j.nchunk = 1;
 		j.bpc = cv->w.nblk;
-		if (nt > 1 && items < 4 * nt && ((j.in_direct && cv->direct1x1) || j.amx_rows)) {
+		if (nt > 1 && (flags & MI_QCONV_CHAN) && j.in_direct && cv->direct1x1 &&
+		    cv->w.nblk >= 2 * nt) {
+			/* one chunk of output channels per thread, every pixel:
+			 * the thread's planes are what a channel-split reader
+			 * (a depthwise conv on a small map) takes on that core */
+			j.bpc = (cv->w.nblk + nt - 1) / nt;
+			j.bpc += j.amx && j.bpc % 2;
+			j.nchunk = (cv->w.nblk + j.bpc - 1) / j.bpc;
+			j.chan = true;
+		} else if (nt > 1 && items < 4 * nt && ((j.in_direct && cv->direct1x1) || j.amx_rows)) {
 			j.nchunk = (4 * nt + items - 1) / items;
 			j.nchunk = j.nchunk < cv->w.nblk ? j.nchunk : cv->w.nblk;
 			j.bpc = (cv->w.nblk + j.nchunk - 1) / j.nchunk;
 			j.bpc += j.amx && j.bpc % 2 && j.bpc < cv->w.nblk;
 			j.nchunk = (cv->w.nblk + j.bpc - 1) / j.bpc;
 		}
-		mi_quant_par_align(2 * j.nchunk); /* pairs of panels: planar lines */
+		mi_quant_par_align(j.chan ? 1 : 2 * j.nchunk); /* pairs of panels: planar lines */
 		par_for(items * j.nchunk, j.amx_rows ? conv_amx_rows_item : conv_gemm_item, &j);
 	}
 	free(own);

@@ -85,6 +85,7 @@ struct qnode {
 	int *cat_orig;    /* Concat: original inputs */
 	int nthreads; /* planned with */
 	bool px_c4;   /* Add / byte table: its tensors are in C4 layout */
+	bool chan;    /* conv: split by output channels (plan_chan) */
 	bool is_conv;
 	struct mi_qconv cv;
 	struct mi_qweights w; /* GEMM */
@@ -709,7 +710,13 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 	bool prep = !q->cv.depthwise && !(q->in_c4 && q->cv.direct1x1 && !q->x_signed);
 	int64_t work = q->cv.depthwise ? macs * 16 : prep ? macs / 2 : macs;
 
-	cur_threads = work < QPAR_MIN_MACS && !split_all ? 1 : q->nthreads;
+	/* a dense conv on a map of 512+ pixels splits in pixel ranges (16+
+	 * panels), like the depthwise convs and tables around it: each
+	 * core reads the pixels it wrote, so it pays from a quarter of that */
+	int64_t lim = !q->cv.depthwise && (int64_t)s->oh * s->ow >= 512 ? QPAR_MIN_MACS / 4
+									: QPAR_MIN_MACS;
+
+	cur_threads = work < lim && !split_all ? 1 : q->nthreads;
 	mi_quant_set_call_threads(cur_threads);
 	size_t xs = (size_t)s->c * s->h * s->w;
 	size_t ys = (size_t)s->oc * s->oh * s->ow * (q->ep.mode >= MI_QOUT_S32 ? 4 : 1);
@@ -718,7 +725,8 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 	for (int64_t b = 0; b < nb; b++) {
 		int err = mi_qconv_run(&q->cv, (const uint8_t *)x->data + b * xs, q->x_signed,
 				       q->zx, &q->ep, (uint8_t *)y->data + b * ys, q->sh->ws,
-				       q->in_c4 ? MI_QCONV_IN_C4 : 0);
+				       (q->in_c4 ? MI_QCONV_IN_C4 : 0) |
+					       (q->chan ? MI_QCONV_CHAN : 0));
 
 		if (err)
 			return mi_graph_err(g, n, err, "int8 conv failed");
@@ -3071,6 +3079,75 @@ static void plan_c4(struct mi_graph *g)
 	}
 }
 
+/*
+ * Readers of tensor t that split their work by channels on the threads
+ * (depth 0: also through one byte table): int8 depthwise convs on maps
+ * of fewer than 32 pixel vectors with 4+ channel quads per thread
+ * (dwt_run), reading t planar.  A table keeps its layout; its planes
+ * are shorter than 128 bytes per thread, so par_rows cuts the tensor in
+ * flat ranges, i.e. channel ranges too.
+ */
+static bool chan_readers(struct mi_graph *g, int t, int depth)
+{
+	int nr = 0;
+
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *n = &g->nodes[i];
+		const struct qnode *q = n->priv;
+		bool reads = false;
+
+		for (int k = 0; k < n->ninputs && !n->dead; k++)
+			reads |= n->inputs[k] == t;
+		if (!reads)
+			continue;
+		nr++;
+		if (!mi_quant_node_is(n))
+			return false;
+		if (q->hdr.run == qlut_run && q->lut8 && depth == 0 && !q->px_c4) {
+			const struct mi_tensor *y = mi_out(g, n, 0);
+
+			if (y->ndim != 4 || y->dims[2] * y->dims[3] >= 128 * q->nthreads ||
+			    !chan_readers(g, n->outputs[0], 1))
+				return false;
+			continue;
+		}
+		if (!q->is_conv || !q->cv.depthwise || q->in_c4 || n->inputs[0] != t ||
+		    (q->cv.s.oh * q->cv.s.ow + 15) / 16 >= 32 || q->cv.s.c < 16 * q->nthreads)
+			return false;
+	}
+	return nr > 0;
+}
+
+/*
+ * A 1x1 conv reading its C4 input in place, on a small map, whose output
+ * only channel-split readers take: with MI_QCONV_CHAN each thread computes
+ * its chunk of output channels over the whole map, so the depthwise conv
+ * after it reads the planes its own core wrote (split by pixels, half of
+ * them crossed cores: ~10-40 ns per cache line on the benchmark VM).
+ * MI_QUANT_CHAN=0 turns it off.
+ */
+static void plan_chan(struct mi_graph *g)
+{
+	const char *e = getenv("MI_QUANT_CHAN");
+	int nchan = 0;
+
+	if (e && *e == '0')
+		return;
+	for (int i = 0; i < g->nnodes; i++) {
+		struct mi_node *n = &g->nodes[i];
+		struct qnode *q = n->priv;
+
+		if (n->dead || !mi_quant_node_is(n) || !q->is_conv || q->cv.depthwise ||
+		    !q->in_c4 || !q->cv.direct1x1 || q->ep.out_c4 || q->nthreads < 2 ||
+		    q->cv.s.oh * q->cv.s.ow >= 256)
+			continue;
+		q->chan = chan_readers(g, n->outputs[0], 0);
+		nchan += q->chan;
+	}
+	if (nchan && getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+		fprintf(stderr, "metainfer: int8: %d convs split by output channels\n", nchan);
+}
+
 /* DequantizeLinear nodes nobody reads any more (every consumer now takes
  * the quantized tensor): dead, undone with the node that bypassed them. */
 static void kill_unused_dq(struct mi_graph *g)
@@ -3167,8 +3244,10 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	}
 	if (err)
 		return mi_graph_err(g, NULL, err, "int8 planning failed");
-	if (nint8)
+	if (nint8) {
 		plan_c4(g);
+		plan_chan(g);
+	}
 	if (!nq)
 		return 0;
 	sh = calloc(1, sizeof(*sh));

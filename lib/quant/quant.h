@@ -169,6 +169,10 @@ size_t mi_qconv_workspace(const struct mi_qconv *cv);
  * mi_qconv_workspace() bytes (NULL: allocated here). */
 #define MI_QDW_KMAX 7 /* largest depthwise kernel side on the direct path */
 #define MI_QCONV_IN_C4 1u /* x is in C4 layout (not for depthwise) */
+/* split the output channels first: thread t computes chunk t of the
+ * output blocks over every pixel (a 1x1 conv reading C4 directly, split
+ * over the threads; else ignored) */
+#define MI_QCONV_CHAN 2u
 int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		 int zx, const struct mi_qepi *ep, void *y, void *ws,
 		 unsigned int flags);

@@ -112,7 +112,9 @@ static void make_epi(struct mi_qepi *ep, int mode, int oc, int32_t *comp,
 	}
 }
 
-static int dw_cases, dwtab_cases, densetab_cases;
+static int dw_cases, dwtab_cases, densetab_cases, chan_cases;
+static bool chan_focus;
+static int fake_threads = 3;
 
 static int test_conv(int iter)
 {
@@ -161,6 +163,13 @@ static int test_conv(int iter)
 		s.pl = rndi(0, 2);
 		s.pr = rndi(0, 2);
 	}
+	if (chan_focus) { /* the 1x1 convs MI_QCONV_CHAN applies to */
+		s.group = 1 + rnd() % 4 / 3;
+		s.c = s.group * 4 * rndi(1, 24);
+		s.oc = s.group * rndi(17, 80);
+		s.kh = s.kw = s.sh = s.sw = s.dh = s.dw = 1;
+		s.pt = s.pb = s.pl = s.pr = 0;
+	}
 	int eh = (s.kh - 1) * s.dh + 1, ew = (s.kw - 1) * s.dw + 1;
 
 	if (s.h + s.pt + s.pb < eh || s.w + s.pl + s.pr < ew)
@@ -174,7 +183,7 @@ static int test_conv(int iter)
 	uint8_t *x = malloc(nx);
 	int32_t *acc = calloc(ny, 4), *bias = malloc(s.oc * 4), *comp = malloc(s.oc * 4);
 	float *mult = malloc(s.oc * 4), *fb = malloc(s.oc * 4);
-	int x_signed = rnd() % 3 == 0;
+	int x_signed = rnd() % 3 == 0 && !chan_focus;
 	int zx = x_signed ? rndi(-128, 127) : rndi(0, 255);
 	int zxu = x_signed ? zx + 128 : zx;
 	int fails = 0;
@@ -224,10 +233,16 @@ static int test_conv(int iter)
 	dwtab_cases += cv.depthwise && cv.dwt;
 	densetab_cases += !cv.depthwise && cv.dwt;
 	/* C4 layouts where the shapes allow them */
-	bool in_c4 = !cv.depthwise && cg % 4 == 0 && rnd() % 2;
+	bool in_c4 = !cv.depthwise && cg % 4 == 0 && (rnd() % 2 || chan_focus);
 	bool out_c4 = s.oc % 4 == 0 && (cv.depthwise || ocg % 4 == 0) && rnd() % 2;
 	size_t hw = (size_t)s.h * s.w, ohw = (size_t)s.oh * s.ow;
 	uint8_t *xin = x;
+
+	/* output modes 1 and 3 split the output channels first
+	 * (MI_QCONV_CHAN: 1x1 stride-1 convs reading C4 in place, on the
+	 * fake threads) */
+	chan_cases += in_c4 && cv.direct1x1 && !x_signed && iter % 2 &&
+		      cv.w.nblk >= 2 * fake_threads;
 
 	if (in_c4) {
 		xin = malloc(nx);
@@ -274,7 +289,8 @@ static int test_conv(int iter)
 			mi_quant_set_isa(isa);
 			memset(yk, 0xcd, ny * es);
 			if (mi_qconv_run(&cv, xin, x_signed, zx, &ep, yk, NULL,
-					 in_c4 ? MI_QCONV_IN_C4 : 0)) {
+					 (in_c4 ? MI_QCONV_IN_C4 : 0) |
+						 (mode % 2 ? MI_QCONV_CHAN : 0))) {
 				fprintf(stderr, "FAIL conv run refused\n");
 				fails++;
 			}
@@ -681,8 +697,6 @@ static int test_pool(int iter)
 /* A parallel-for that runs the items in reverse order on one thread but
  * hands out thread ids 0..fake_threads-1: the kernels' work splitting and
  * per-thread workspaces are exercised without real threads. */
-static int fake_threads = 3;
-
 static void fake_for(int n, mi_qpar_fn fn, void *arg)
 {
 	for (int i = n - 1; i >= 0; i--)
@@ -710,9 +724,17 @@ int main(int argc, char **argv)
 		fails += test_qdq_c4(i);
 		fails += test_pool(i);
 	}
+	/* 1x1 convs split by output channels first, on 2 and 3 fake threads */
+	chan_focus = true;
+	for (int i = 0; i < n / 10; i++) {
+		fake_threads = 2 + i % 2;
+		mi_quant_set_parallel(fake_for, fake_threads);
+		fails += test_conv(2 * i + 1);
+	}
+	chan_focus = false;
 	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d q/dq-c4 + %d maxpool cases, x %d ISAs: %d failures\n",
 	       n, n, n, n, n, n, mi_quant_isa_max() + 1, fails);
-	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables)\n",
-	       dw_cases, dwtab_cases, densetab_cases);
+	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels)\n",
+	       dw_cases, dwtab_cases, densetab_cases, chan_cases);
 	return fails ? 1 : 0;
 }

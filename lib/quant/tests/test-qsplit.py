@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""How the int8 nodes split over threads does not change a byte.
+
+A small fp32 net in the shape of the mobile CNNs' inverted residual
+blocks on 14x14 and 28x28 maps (1x1 expansion -> Relu or HardSwish ->
+depthwise 3x3 -> 1x1 projection (+ residual)), quantized by `metainfer
+quantize`, batch 2.  On 14x14 maps a 1x1 expansion read only by a
+depthwise conv (directly or through the HardSwish byte table) splits its
+output channels over the threads (MI_QCONV_CHAN, "convs split by output
+channels" on the MI_QUANT_VERBOSE line); on 28x28 maps the dense convs
+split in pixel panels from 512K multiply-adds.  Outputs at 2 and 3
+threads, with the default splits and with every node split
+(MI_QUANT_SPLIT_ALL=1), with MI_QUANT_CHAN=0, and on every ISA path must
+equal the 1-thread run bit for bit.  ~1 s.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
+MI = os.path.join(ROOT, "build/metainfer")
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    r = subprocess.run(args, capture_output=True, text=True, env=e)
+    if r.returncode:
+        print(r.stdout, r.stderr)
+        raise SystemExit("command failed: " + " ".join(args))
+    return r
+
+
+def build(path, rng):
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits = [], []
+    n = [0]
+
+    def conv(x, cin, cout, k, group=1, act=None):
+        n[0] += 1
+        name = "c%d" % n[0]
+        w = (rng.standard_normal((cout, cin // group, k, k)) * (2.0 / (cin // group * k * k)) ** 0.5)
+        inits.append(numpy_helper.from_array(w.astype(np.float32), name + "_w"))
+        inits.append(numpy_helper.from_array((rng.standard_normal(cout) * 0.1).astype(np.float32),
+                                             name + "_b"))
+        nodes.append(helper.make_node("Conv", [x, name + "_w", name + "_b"], [name], group=group,
+                                      kernel_shape=[k, k], pads=[k // 2] * 4))
+        if act:
+            nodes.append(helper.make_node(act, [name], [name + "_a"]))
+            return name + "_a"
+        return name
+
+    def block(x, c, e, act, residual):
+        y = conv(x, c, e, 1, act=act)
+        y = conv(y, e, e, 3, group=e, act="Relu")
+        y = conv(y, e, c, 1)
+        if residual:
+            n[0] += 1
+            nodes.append(helper.make_node("Add", [x, y], ["add%d" % n[0]]))
+            return "add%d" % n[0]
+        return y
+
+    x = conv("x", 3, 16, 3, act="Relu")                         # 28x28
+    x = block(x, 16, 48, "Relu", True)                          # dense 1x1 on 28x28
+    n[0] += 1
+    nodes.append(helper.make_node("MaxPool", [x], ["mp"], kernel_shape=[2, 2], strides=[2, 2]))
+    x = block("mp", 16, 64, "Relu", True)                       # 14x14: expansion -> dw
+    x = block(x, 16, 72, "HardSwish", True)                     # through the byte table
+    x = block(x, 16, 56, "Relu", False)
+    g = helper.make_graph(nodes, "qsplit",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 28, 28])],
+                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 16, 14, 14])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    open(path, "wb").write(m.SerializeToString())
+
+
+def mi_run(model, inp, tmp, env, threads):
+    out = os.path.join(tmp, "o.npy")
+    r = run([MI, "run", model, "--input", inp, "--output", out, "--threads", str(threads)],
+            dict(env, MI_QUANT_VERBOSE="1"))
+    return open(out, "rb").read(), r.stderr
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="mi-qsplit-")
+    rng = np.random.default_rng(7)
+    fp, q8 = os.path.join(tmp, "net.onnx"), os.path.join(tmp, "net.int8.onnx")
+    build(fp, rng)
+    run([MI, "quantize", fp, "--calib-random", "4", "-o", q8])
+    inp = os.path.join(tmp, "x.npy")
+    np.save(inp, rng.uniform(-1, 1, (2, 3, 28, 28)).astype(np.float32))
+    for isa in ("avx512", "avx2", "generic"):
+        env = {"MI_CPU_ISA": isa}
+        ref, _ = mi_run(q8, inp, tmp, env, 1)
+        for t in (2, 3):
+            for lab, extra in (("default", {}), ("split all", {"MI_QUANT_SPLIT_ALL": "1"}),
+                               ("split all, MI_QUANT_CHAN=0",
+                                {"MI_QUANT_SPLIT_ALL": "1", "MI_QUANT_CHAN": "0"})):
+                out, err = mi_run(q8, inp, tmp, dict(env, **extra), t)
+                check(out == ref, "%s %d threads %s == 1 thread" % (isa, t, lab))
+                m = re.search(r"(\d+) convs split by output channels", err)
+                nchan = int(m.group(1)) if m else 0
+                want = 0 if "CHAN" in lab else 3
+                check(nchan == want, "%s %d threads %s: %d convs split by output channels (want %d)"
+                      % (isa, t, lab, nchan, want))
+    shutil.rmtree(tmp)
+    if failures:
+        print("%d FAILED" % len(failures))
+        return 1
+    print("all passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

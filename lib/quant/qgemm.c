@@ -2886,6 +2886,11 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 			j.bpc = (cv->w.nblk + j.nchunk - 1) / j.nchunk;
 			j.bpc += j.amx && j.bpc % 2 && j.bpc < cv->w.nblk;
 			j.nchunk = (cv->w.nblk + j.bpc - 1) / j.bpc;
+			/* under 2 panels per thread (maps up to ~96 pixels) a
+			 * pixel split cannot balance (32 + 17 pixels on 7x7):
+			 * chunk-major, each thread a range of output channels
+			 * (and of the weights, which stay in its cache) */
+			j.chan = items < 2 * nt;
 		}
 		mi_quant_par_align(j.chan ? 1 : 2 * j.nchunk); /* pairs of panels: planar lines */
 		par_for(items * j.nchunk, j.amx_rows ? conv_amx_rows_item : conv_gemm_item, &j);

@@ -717,7 +717,7 @@ static uint64_t now_ns(void)
 static int prof_reserve(struct mi_model *m)
 {
 	int n = m->g.nnodes;
-	uint64_t *ns, *calls;
+	uint64_t *ns, *calls, *mins;
 
 	if (n <= m->prof_cap)
 		return 0;
@@ -727,10 +727,14 @@ static int prof_reserve(struct mi_model *m)
 	calls = realloc(m->prof_calls, n * sizeof(*calls));
 	if (calls)
 		m->prof_calls = calls;
-	if (!ns || !calls)
+	mins = realloc(m->prof_min, n * sizeof(*mins));
+	if (mins)
+		m->prof_min = mins;
+	if (!ns || !calls || !mins)
 		return mi_graph_err(&m->g, NULL, -ENOMEM, "out of memory");
 	memset(ns + m->prof_cap, 0, (n - m->prof_cap) * sizeof(*ns));
 	memset(calls + m->prof_cap, 0, (n - m->prof_cap) * sizeof(*calls));
+	memset(mins + m->prof_cap, 0, (n - m->prof_cap) * sizeof(*mins));
 	m->prof_cap = n;
 	return 0;
 }
@@ -756,8 +760,11 @@ int mi_model_exec(struct mi_model *m)
 		if (err)
 			return err;
 		if (prof) {
-			m->prof_ns[ni] += now_ns() - t0;
-			m->prof_calls[ni]++;
+			uint64_t dt = now_ns() - t0;
+
+			m->prof_ns[ni] += dt;
+			if (!m->prof_calls[ni]++ || dt < m->prof_min[ni])
+				m->prof_min[ni] = dt;
 		}
 		/* Free run-time allocated tensors after their last use. */
 		for (int j = 0; j < n->ninputs; j++) {
@@ -809,10 +816,26 @@ int mi_model_profile(const struct mi_model *m, int index,
 	return 0;
 }
 
+int mi_model_profile_min(const struct mi_model *m, int index, uint64_t *min_ns)
+{
+	int ni;
+
+	if (!m || !min_ns || !(m->opts.flags & MI_MODEL_PROFILE))
+		return mi_set_error(-EINVAL,
+			"mi_model_profile_min: model not loaded with MI_MODEL_PROFILE");
+	if (index < 0 || index >= m->g.norder)
+		return mi_set_error(-ENOENT, "mi_model_profile_min: no node %d",
+				    index);
+	ni = m->g.order[index];
+	*min_ns = ni < m->prof_cap && m->prof_calls[ni] ? m->prof_min[ni] : 0;
+	return 0;
+}
+
 void mi_model_profile_reset(struct mi_model *m)
 {
 	if (!m || !m->prof_cap)
 		return;
 	memset(m->prof_ns, 0, m->prof_cap * sizeof(*m->prof_ns));
 	memset(m->prof_calls, 0, m->prof_cap * sizeof(*m->prof_calls));
+	memset(m->prof_min, 0, m->prof_cap * sizeof(*m->prof_min));
 }

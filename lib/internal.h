@@ -117,8 +117,9 @@ struct mi_model {
 	size_t arena_size;
 	size_t arena_peak;	/* bytes used by the plan */
 	uint64_t runs;
-	/* MI_MODEL_PROFILE: per node index, allocated on the first run */
-	uint64_t *prof_ns, *prof_calls;
+	/* MI_MODEL_PROFILE: per node index, allocated on the first run;
+	 * prof_min is the fastest single run (valid when prof_calls > 0) */
+	uint64_t *prof_ns, *prof_calls, *prof_min;
 	int prof_cap;
 };
 

@@ -59,15 +59,22 @@ $(O)/lib/tests/so-smoke: lib/tests/so-smoke.c $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $< -o $@ -L$(O) -lmetainfer -Wl,-rpath,'$$ORIGIN/../..'
 
-ALL += $(LIB_TESTS) $(O)/lib/tests/so-smoke
+# the public header from C++ (extern "C" around every declaration)
+$(O)/lib/tests/cxx-smoke: lib/tests/cxx-smoke.cc lib/include/metainfer/metainfer.h $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++11 -O2 -Wall -Wextra -Werror -Ilib/include $< -o $@ -L$(O) -lmetainfer \
+		-Wl,-rpath,'$$ORIGIN/../..'
+
+ALL += $(LIB_TESTS) $(O)/lib/tests/so-smoke $(O)/lib/tests/cxx-smoke
 CHECKS += check-lib
 
 .PHONY: check-lib
-check-lib: $(LIB_TESTS) $(O)/metainfer
+check-lib: $(LIB_TESTS) $(O)/lib/tests/cxx-smoke $(O)/metainfer
 	@rm -rf $(O)/lib/tests/models
 	$(PYTHON) lib/tests/gen_pass_models.py $(O)/lib/tests/models
 	@set -e; for t in $(LIB_TESTS); do echo "--- $$t"; $$t $(O)/lib/tests/models; done
 	$(O)/lib/tests/so-smoke $(O)/lib/tests/models/api_net.onnx
+	$(O)/lib/tests/cxx-smoke $(O)/lib/tests/models/api_net.onnx
 	@bad=$$(nm -D --defined-only $(LIB_SO) | awk '$$2 == "T" && $$3 !~ /^mi_/'); \
 		if [ -n "$$bad" ]; then echo "FAIL: libmetainfer.so exports $$bad"; exit 1; fi; \
 		echo "ok   libmetainfer.so exports only mi_* ($$(nm -D --defined-only $(LIB_SO) | grep -c ' T '))"

@@ -57,6 +57,7 @@ void mi_model_free(struct mi_model *m)
 	free(m->pos_of);
 	free(m->prof_ns);
 	free(m->prof_calls);
+	free(m->prof_min);
 	free(m);
 }
 

@@ -294,7 +294,7 @@ static void test_profile(void)
 	int64_t d[4] = { 2, 3, 16, 16 };
 	struct mi_node_profile np;
 	struct mi_value in, out;
-	uint64_t ns = 0;
+	uint64_t ns = 0, nmin = 0, mn;
 	char p[512];
 	int r, n;
 
@@ -302,7 +302,8 @@ static void test_profile(void)
 	r = mi_model_load(p, NULL, &m);
 	CHECK(!r, "load: %s", mi_last_error());
 	CHECK(mi_model_profile_count(m) == 0 &&
-	      mi_model_profile(m, 0, &np) == -EINVAL,
+	      mi_model_profile(m, 0, &np) == -EINVAL &&
+	      mi_model_profile_min(m, 0, &mn) == -EINVAL,
 	      "profile without MI_MODEL_PROFILE");
 	mi_model_free(m);
 	r = mi_model_load(p, &o, &m);
@@ -328,13 +329,32 @@ static void test_profile(void)
 		CHECK(np.calls == 3, "node %d (%s) ran %llu times, expected 3", i,
 		      np.op_type, (unsigned long long)np.calls);
 		ns += np.ns;
+		/* the fastest of 3 runs is at most their mean */
+		r = mi_model_profile_min(m, i, &mn);
+		CHECK(!r && mn * 3 <= np.ns,
+		      "node %d (%s): min %llu ns of 3 runs totalling %llu", i, np.op_type,
+		      (unsigned long long)mn, (unsigned long long)np.ns);
+		nmin += mn;
 	}
-	CHECK(ns > 0, "no time recorded");
+	CHECK(ns > 0 && nmin > 0, "no time recorded");
 	CHECK(mi_model_profile(m, n, &np) == -ENOENT &&
-	      mi_model_profile(m, -1, &np) == -ENOENT, "index out of range");
+	      mi_model_profile(m, -1, &np) == -ENOENT &&
+	      mi_model_profile_min(m, n, &mn) == -ENOENT &&
+	      mi_model_profile_min(m, -1, &mn) == -ENOENT, "index out of range");
 	mi_model_profile_reset(m);
 	r = mi_model_profile(m, 0, &np);
 	CHECK(!r && np.calls == 0 && np.ns == 0, "reset");
+	mn = 1;
+	r = mi_model_profile_min(m, 0, &mn);
+	CHECK(!r && mn == 0, "reset: min %llu", (unsigned long long)mn);
+	/* one run after the reset: its time is both the sum and the min */
+	r = mi_model_run(m, &in, 1, &out, 1);
+	CHECK(!r, "run: %s", mi_last_error());
+	for (int i = 0; i < n; i++) {
+		r = mi_model_profile(m, i, &np) || mi_model_profile_min(m, i, &mn);
+		CHECK(!r && np.calls == 1 && mn == np.ns, "node %d: one run: min %llu, sum %llu",
+		      i, (unsigned long long)mn, (unsigned long long)np.ns);
+	}
 	mi_model_free(m);
 	printf("ok   per-node profile (%d nodes)\n", n);
 }

@@ -193,7 +193,7 @@ static double now_ms(void)
 struct prof_row {
 	const char *label, *op;
 	int fast, nodes;
-	uint64_t ns;
+	uint64_t ns, min;	/* summed over the runs; fastest run */
 };
 
 static int cmp_prof(const void *a, const void *b)
@@ -205,15 +205,16 @@ static int cmp_prof(const void *a, const void *b)
 
 /*
  * --profile: time per op type, then the slowest nodes, per run (the
- * timed runs when --bench is given, else the single run).  "fast" counts
- * nodes run by a fast kernel variant; "[reference]" marks the others.
+ * timed runs when --bench is given, else the single run), each with the
+ * sum of its nodes' fastest runs ("min").  "fast" counts nodes run by a
+ * fast kernel variant; "[reference]" marks the others.
  */
 static int print_profile(struct mi_model *m, int top)
 {
 	int n = mi_model_profile_count(m), nt = 0;
 	struct prof_row *ops = calloc(n + 1, sizeof(*ops));
 	struct prof_row *nodes = calloc(n + 1, sizeof(*nodes));
-	uint64_t total = 0, runs = 0;
+	uint64_t total = 0, tmin = 0, runs = 0;
 
 	if (!ops || !nodes) {
 		free(ops);
@@ -223,13 +224,16 @@ static int print_profile(struct mi_model *m, int top)
 	}
 	for (int i = 0; i < n; i++) {
 		struct mi_node_profile p;
+		uint64_t pmin;
 		int k;
 
-		if (mi_model_profile(m, i, &p))
+		if (mi_model_profile(m, i, &p) || mi_model_profile_min(m, i, &pmin))
 			continue;
 		nodes[i] = (struct prof_row){ .label = p.name, .op = p.op_type,
-					      .fast = p.fast, .ns = p.ns };
+					      .fast = p.fast, .ns = p.ns,
+					      .min = pmin };
 		total += p.ns;
+		tmin += pmin;
 		runs = p.calls > runs ? p.calls : runs;
 		for (k = 0; k < nt && strcmp(ops[k].label, p.op_type); k++)
 			;
@@ -238,27 +242,28 @@ static int print_profile(struct mi_model *m, int top)
 		ops[k].nodes++;
 		ops[k].fast += p.fast;
 		ops[k].ns += p.ns;
+		ops[k].min += pmin;
 	}
 	if (!runs)
 		runs = 1;
 	qsort(ops, nt, sizeof(*ops), cmp_prof);
 	qsort(nodes, n, sizeof(*nodes), cmp_prof);
-	printf("profile: %d nodes, %.3f ms per run in nodes (%llu runs)\n", n,
-	       total / 1e6 / runs, (unsigned long long)runs);
-	printf("  %-24s %6s %6s %10s %7s\n", "op type", "nodes", "fast",
-	       "ms/run", "share");
+	printf("profile: %d nodes, %.3f ms per run in nodes, %.3f ms sum of node minima "
+	       "(%llu runs)\n", n, total / 1e6 / runs, tmin / 1e6, (unsigned long long)runs);
+	printf("  %-24s %6s %6s %10s %7s %10s\n", "op type", "nodes", "fast",
+	       "ms/run", "share", "min ms");
 	for (int k = 0; k < nt; k++)
-		printf("  %-24s %6d %6d %10.3f %6.1f%%\n", ops[k].label,
+		printf("  %-24s %6d %6d %10.3f %6.1f%% %10.3f\n", ops[k].label,
 		       ops[k].nodes, ops[k].fast, ops[k].ns / 1e6 / runs,
-		       total ? 100.0 * ops[k].ns / total : 0.0);
+		       total ? 100.0 * ops[k].ns / total : 0.0, ops[k].min / 1e6);
 	if (top > 0 && n > 0)
 		printf("  slowest nodes:\n");
 	for (int i = 0; i < n && i < top; i++)
-		printf("  %10.3f ms %6.1f%%  %-18s %s%s\n",
+		printf("  %10.3f ms %6.1f%%  %-18s %s%s  (min %.3f)\n",
 		       nodes[i].ns / 1e6 / runs,
 		       total ? 100.0 * nodes[i].ns / total : 0.0, nodes[i].op,
 		       nodes[i].label[0] ? nodes[i].label : "(unnamed)",
-		       nodes[i].fast ? "" : " [reference]");
+		       nodes[i].fast ? "" : " [reference]", nodes[i].min / 1e6);
 	free(ops);
 	free(nodes);
 	return 0;

@@ -137,10 +137,6 @@ const char *mi_last_error(void);
 /* Library version, "MAJOR.MINOR.PATCH". */
 const char *mi_version(void);
 
-#ifdef __cplusplus
-}
-#endif
-
 /*
  * Per-node profile of a model loaded with MI_MODEL_PROFILE: wall-clock
  * time of every node summed over the runs since the last reset.  Index
@@ -162,5 +158,19 @@ int mi_model_profile_count(const struct mi_model *model);
 int mi_model_profile(const struct mi_model *model, int index,
 		     struct mi_node_profile *prof);
 void mi_model_profile_reset(struct mi_model *model);
+
+/*
+ * The same node's fastest single run since the last reset, in ns (0 when
+ * it has not run).  On a shared machine the sum of these minima is a
+ * steadier figure for comparing two builds than the sums above, which
+ * include every preemption.  Same index and return values as
+ * mi_model_profile().  Since METAINFER_0.2.
+ */
+int mi_model_profile_min(const struct mi_model *model, int index,
+			 uint64_t *min_ns);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* METAINFER_H */

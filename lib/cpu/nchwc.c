@@ -1486,6 +1486,7 @@ static int fuse_semul(struct mi_graph *g)
 }
 
 int mi_nc_kforce = -1;
+int mi_nc_d3 = 1, mi_nc_r1 = 1;
 
 /*
  * A 1x1 stride-1 conv reading NCHW (a chain start) stays blocked when its
@@ -1535,6 +1536,10 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 		return 0;
 	if (ks)
 		mi_nc_kforce = atoi(ks);
+	ks = getenv("MI_CPU_NC_DW3");
+	mi_nc_d3 = !(ks && *ks == '0');
+	ks = getenv("MI_CPU_NC_ROW1");
+	mi_nc_r1 = !(ks && *ks == '0');
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
 		return -ENOMEM;

@@ -266,6 +266,79 @@ static const ncc_fn ncc_tab[4][12] = {
 };
 
 /*
+ * 1x1 conv, positions [ox, oxe) of row oy, every one in range: whole
+ * register tiles in one call, the tail by the general tile.  With few
+ * input channels (16-32: MobileNet expansions) a tile is ~300 cycles of
+ * FMAs, and the general path spent ~100 more per tile on its call, its
+ * tap loops and the balanced-tile divisions (c16 -> m64: 57 GMAC/s
+ * against 86 with 256 input channels).
+ */
+static inline __attribute__((always_inline)) void
+nc1_row(const int OB0, const struct mi_nc_conv *p, const float *x,
+	const float *res, float *y, int mb, int oy, int ox, int oxe)
+{
+	const int OB = OB0 > NC_OB ? NC_OB : OB0;
+	const int RM = NC_ACC / OB < NC_R ? NC_ACC / OB : NC_R;
+	const int64_t hw = (int64_t)p->h * p->w, ohw = (int64_t)p->oh * p->ow;
+	const ptrdiff_t ps = p->xblk ? VW : 1;
+	const ptrdiff_t ls = p->xblk ? 1 : hw;
+	const ptrdiff_t cbs = hw * VW;
+	const ptrdiff_t rstep = p->sw * ps;
+	const ptrdiff_t wos = (ptrdiff_t)p->c * VW;
+	const int c = p->c;
+	const float *wt = p->wp + mb * wos, *bias = p->bias + mb * VW;
+	const float *xrow = x + ((ptrdiff_t)(oy * p->sh - p->pt) * p->w -
+				 p->pl) * ps;
+	int r, o, icb, l;
+
+	for (; oxe - ox >= RM; ox += RM) {
+		const float *xp = xrow + (ptrdiff_t)ox * rstep;
+		vf acc[NC_ACC][NC_OB];
+
+		UNROLL_MR for (r = 0; r < RM; r++)
+			UNROLL_NV for (o = 0; o < OB; o++)
+				acc[r][o] = vld(bias + o * VW);
+		for (icb = 0; icb * VW < c; icb++) {
+			const float *xb = xp + icb * cbs;
+			const float *wb = wt + (ptrdiff_t)icb * VW * VW;
+			int n = c - icb * VW < VW ? c - icb * VW : VW;
+
+			for (l = 0; l < n; l++) {
+				vf wv[NC_OB];
+				const float *xl = xb + l * ls;
+
+				UNROLL_NV for (o = 0; o < OB; o++)
+					wv[o] = vld(wb + l * VW + o * wos);
+				UNROLL_MR for (r = 0; r < RM; r++) {
+					vf xv = vset1(xl[r * rstep]);
+
+					UNROLL_NV for (o = 0; o < OB; o++)
+						acc[r][o] += xv * wv[o];
+				}
+			}
+		}
+		nc_epi(RM, OB, p, res, y, mb, ohw, (int64_t)oy * p->ow + ox,
+		       acc);
+	}
+	if (ox < oxe)
+		ncc_tab[OB - 1][oxe - ox - 1](p, x, res, y, mb, oy, ox, 0, 1, 0,
+					      1);
+}
+
+#define NC1_INST(OB)                                                      \
+	static void nc1_row_##OB(const struct mi_nc_conv *p, const float *x, \
+				 const float *res, float *y, int mb, int oy, \
+				 int ox, int oxe)                          \
+	{                                                                 \
+		nc1_row(OB, p, x, res, y, mb, oy, ox, oxe);                \
+	}
+NC1_INST(1) NC1_INST(2) NC1_INST(3) NC1_INST(4)
+static void (*const nc1_tab[4])(const struct mi_nc_conv *, const float *,
+				const float *, float *, int, int, int,
+				int) = { nc1_row_1, nc1_row_2, nc1_row_3,
+					 nc1_row_4 };
+
+/*
  * Direct convolution tile over R0 consecutive output positions of the
  * flattened map (q0 .. q0 + R0 - 1, rows oy * ow + ox, possibly
  * crossing rows), OB0 output blocks from mb; every tap of every
@@ -461,6 +534,7 @@ static void nc_conv(const struct mi_nc_conv *p, const float *x,
 		    int oy1, int ox0, int ox1)
 {
 	int oy, ox, mb, oxl, oxr, oyl, oyr;
+	const bool r1 = p->kh == 1 && p->kw == 1 && !p->koff && mi_nc_r1;
 
 	nc_interior(p->sw, p->pl, p->dw, p->kw, p->w, p->ow, &oxl, &oxr);
 	nc_interior(p->sh, p->pt, p->dh, p->kh, p->h, p->oh, &oyl, &oyr);
@@ -485,6 +559,14 @@ static void nc_conv(const struct mi_nc_conv *p, const float *x,
 			for (ox = ox0; ox < ox1;) {
 				int run = 1, kx0 = 0, kx1 = p->kw;
 
+				if (r1 && ky0 == 0 && ky1 == 1 && ox >= oxl &&
+				    ox < oxr) {
+					int e = oxr < ox1 ? oxr : ox1;
+
+					nc1_tab[ob - 1](p, x, res, y, mb, oy, ox, e);
+					ox = e;
+					continue;
+				}
 				if (ox >= oxl && ox < oxr) {
 					/* balanced tiles: 7 = 4 + 3, not 6 + 1 */
 					int left = oxr < ox1 ? oxr - ox : ox1 - ox;
@@ -557,11 +639,118 @@ typedef void (*ncd_fn)(NCD_ARGS);
 static const ncd_fn ncd_tab[8] = { ncd_1, ncd_2, ncd_3, ncd_4,
 				   ncd_5, ncd_6, ncd_7, ncd_8 };
 
+/*
+ * 3x3 depthwise, dilation 1, column stride S (1 or 2): R interior
+ * positions of row oy from ox (every column tap in range), rows ky in
+ * [ky0, ky1).  The taps are unrolled, so an input vector is loaded once
+ * and serves the (up to 3) taps that read it, and a row runs its whole
+ * tiles in one call: the general tile reloaded every tap's input and
+ * spent most of its time outside the FMAs (~25 GMAC/s on MobileNetV2's
+ * 112x112 / 56x56 maps).
+ */
+#if VW == 16
+#define ND3_R 16
+#else
+#define ND3_R 8
+#endif
+static inline __attribute__((always_inline)) void
+ncd3_tile(const int S, const int R0, const struct mi_nc_conv *p,
+	  const float *xc, const float *wc, vf b, const float *res, float *y,
+	  int cb, int oy, int ox, int ky0, int ky1, int64_t ohw)
+{
+	const int R = R0 > ND3_R ? ND3_R : R0;
+	const ptrdiff_t rs = (ptrdiff_t)p->w * VW;
+	const float *x0 = xc + (ptrdiff_t)(oy * p->sh - p->pt) * rs +
+			  (ptrdiff_t)(ox * S - p->pl) * VW;
+	vf acc[ND3_R][NC_OB];
+	int r, ky;
+
+	UNROLL_MR for (r = 0; r < R; r++)
+		acc[r][0] = b;
+	_Pragma("GCC unroll 3") for (ky = 0; ky < 3; ky++) {
+		const float *xr = x0 + ky * rs;
+		vf w0, w1, w2;
+
+		if (ky < ky0 || ky >= ky1)
+			continue;
+		w0 = vld(wc + (ky * 3) * VW);
+		w1 = vld(wc + (ky * 3 + 1) * VW);
+		w2 = vld(wc + (ky * 3 + 2) * VW);
+		UNROLL_MR for (r = 0; r < R; r++) {
+			acc[r][0] += w0 * vld(xr + (S * r) * VW);
+			acc[r][0] += w1 * vld(xr + (S * r + 1) * VW);
+			acc[r][0] += w2 * vld(xr + (S * r + 2) * VW);
+		}
+	}
+	nc_epi(R, 1, p, res, y, cb, ohw, (int64_t)oy * p->ow + ox, acc);
+}
+
+#define NCD3_ARGS                                                         \
+	const struct mi_nc_conv *p, const float *xc, const float *wc, vf b, \
+		const float *res, float *y, int cb, int oy, int ox, int ky0,  \
+		int ky1, int64_t ohw
+#define NCD3_INST(S, R)                                                   \
+	static void ncd3_##S##_##R(NCD3_ARGS)                             \
+	{                                                                 \
+		ncd3_tile(S, R, p, xc, wc, b, res, y, cb, oy, ox, ky0, ky1, \
+			  ohw);                                           \
+	}
+#define NCD3_ROW(S)                                                       \
+	NCD3_INST(S, 1) NCD3_INST(S, 2) NCD3_INST(S, 3) NCD3_INST(S, 4)    \
+	NCD3_INST(S, 5) NCD3_INST(S, 6) NCD3_INST(S, 7) NCD3_INST(S, 8)    \
+	NCD3_INST(S, 9) NCD3_INST(S, 10) NCD3_INST(S, 11) NCD3_INST(S, 12) \
+	NCD3_INST(S, 13) NCD3_INST(S, 14) NCD3_INST(S, 15)
+NCD3_ROW(1) NCD3_ROW(2)
+typedef void (*ncd3_fn)(NCD3_ARGS);
+#define NCD3_TROW(S)                                                      \
+	{ ncd3_##S##_1, ncd3_##S##_2, ncd3_##S##_3, ncd3_##S##_4,          \
+	  ncd3_##S##_5, ncd3_##S##_6, ncd3_##S##_7, ncd3_##S##_8,          \
+	  ncd3_##S##_9, ncd3_##S##_10, ncd3_##S##_11, ncd3_##S##_12,       \
+	  ncd3_##S##_13, ncd3_##S##_14, ncd3_##S##_15 }
+static const ncd3_fn ncd3_tab[2][15] = { NCD3_TROW(1), NCD3_TROW(2) };
+
+/* Interior columns [ox, oxe) of row oy: whole tiles here, the tail by
+ * one call. */
+static inline __attribute__((always_inline)) void
+ncd3_row(const int S, const struct mi_nc_conv *p, const float *x,
+	 const float *res, float *y, int cb, int oy, int ox, int oxe,
+	 int ky0, int ky1)
+{
+	const int64_t ohw = (int64_t)p->oh * p->ow;
+	const float *xc = x + (int64_t)cb * p->h * p->w * VW;
+	const float *wc = p->wp + (int64_t)cb * 9 * VW;
+	const vf b = vld(p->bias + cb * VW);
+
+	for (; oxe - ox >= ND3_R; ox += ND3_R)
+		ncd3_tile(S, ND3_R, p, xc, wc, b, res, y, cb, oy, ox, ky0, ky1,
+			  ohw);
+	if (ox < oxe)
+		ncd3_tab[S - 1][oxe - ox - 1](p, xc, wc, b, res, y, cb, oy, ox,
+					      ky0, ky1, ohw);
+}
+
+static void ncd3_row1(const struct mi_nc_conv *p, const float *x,
+		      const float *res, float *y, int cb, int oy, int ox,
+		      int oxe, int ky0, int ky1)
+{
+	ncd3_row(1, p, x, res, y, cb, oy, ox, oxe, ky0, ky1);
+}
+
+static void ncd3_row2(const struct mi_nc_conv *p, const float *x,
+		      const float *res, float *y, int cb, int oy, int ox,
+		      int oxe, int ky0, int ky1)
+{
+	ncd3_row(2, p, x, res, y, cb, oy, ox, oxe, ky0, ky1);
+}
+
 static void nc_dw(const struct mi_nc_conv *p, const float *x,
 		  const float *res, float *y, int cb0, int cb1, int oy0,
 		  int oy1)
 {
 	int cb, oy, ox, oxl, oxr;
+	const bool d3 = p->kh == 3 && p->kw == 3 && p->dh == 1 &&
+			p->dw == 1 && (p->sw == 1 || p->sw == 2) &&
+			mi_nc_d3 != 0;
 
 	nc_interior(p->sw, p->pl, p->dw, p->kw, p->w, p->ow, &oxl, &oxr);
 	for (cb = cb0; cb < cb1; cb++)
@@ -573,6 +762,11 @@ static void nc_dw(const struct mi_nc_conv *p, const float *x,
 				nc_taps(ox, p->sw, p->pl, p->dw, p->kw, p->w,
 					&kx0, &kx1);
 				ncd_1(p, x, res, y, cb, oy, ox, ky0, ky1, kx0, kx1);
+			}
+			if (d3 && ox < oxr) {
+				(p->sw == 1 ? ncd3_row1 : ncd3_row2)(
+					p, x, res, y, cb, oy, ox, oxr, ky0, ky1);
+				ox = oxr;
 			}
 			/* balanced tiles of <= ND_R positions (7 = 4 + 3) */
 			while (ox < oxr) {

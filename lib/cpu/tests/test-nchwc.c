@@ -140,6 +140,11 @@ static void pick_act(int *act, float *lo, float *hi)
  * range: tiles across rows on narrow maps), split in bands of rows on
  * odd it.
  */
+/* conv_case draws wide maps (17-80 columns, 1-5 rows) of 3x3 depthwise
+ * or 1x1 convs: whole register tiles of the row kernels (ncd3_row,
+ * nc1_row) and their tails */
+static int wide;
+
 static void conv_case(int dw, int it, int planned)
 {
 	struct mi_conv_shape s = { .n = 1, .group = 1 };
@@ -167,6 +172,18 @@ static void conv_case(int dw, int it, int planned)
 	s.pl = (int)rnd(s.kw);
 	s.pb = (int)rnd(s.kh);
 	s.pr = (int)rnd(s.kw);
+	if (wide) {
+		s.kh = s.kw = dw ? 3 : 1;
+		s.dh = s.dw = 1;
+		s.w = 17 + (int)rnd(64);
+		s.h = 1 + (int)rnd(5);
+		s.pt = (int)rnd(s.kh);
+		s.pl = (int)rnd(s.kw);
+		s.pb = (int)rnd(s.kh);
+		s.pr = (int)rnd(s.kw);
+		if (!dw && rnd(2))
+			s.c = 1 + (int)rnd(40);
+	}
 	if (planned && it % 3 != 1) {
 		/* as planned (input pre-padded): every tap in range, so
 		 * tiles run across rows on narrow maps */
@@ -602,9 +619,12 @@ static void test_chain(int c, int e, int hw, int nthreads, bool out_mid)
  * rows per band (MI_CPU_XDW_ROWS), so band edges, padding rows and
  * channel groups all get hit.
  */
+static int xdw_nb = 1;
+
 static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
 		     int rows, bool pool, bool planar)
 {
+	const int nb = xdw_nb;
 	struct mi_graph g;
 	struct mi_cpu_opts o = { .nthreads = nthreads };
 	int oh = (hw + 2 * (k / 2) - k) / s + 1;
@@ -617,12 +637,12 @@ static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
 		setenv("MI_CPU_XDW_ROWS", rs, 1);
 	mi_graph_init(&g);
 	g.opset = 17;
-	x = tensor(&g, "x", 1, c, hw, hw, MI_TF_INPUT, true);
-	t0 = tensor(&g, "t0", 1, c, hw, hw, 0, false);
-	t1 = tensor(&g, "t1", 1, e, hw, hw, 0, false);
-	t1r = tensor(&g, "t1r", 1, e, hw, hw, 0, false);
-	t2 = tensor(&g, "t2", 1, e, oh, oh, 0, false);
-	t2h = tensor(&g, "t2h", 1, e, oh, oh, 0, false);
+	x = tensor(&g, "x", nb, c, hw, hw, MI_TF_INPUT, true);
+	t0 = tensor(&g, "t0", nb, c, hw, hw, 0, false);
+	t1 = tensor(&g, "t1", nb, e, hw, hw, 0, false);
+	t1r = tensor(&g, "t1r", nb, e, hw, hw, 0, false);
+	t2 = tensor(&g, "t2", nb, e, oh, oh, 0, false);
+	t2h = tensor(&g, "t2h", nb, e, oh, oh, 0, false);
 	/* planar: the 1x1 conv reads the (NCHW) graph input */
 	if (!planar)
 		conv(&g, x, c, c, 3, 1, 1, t0);
@@ -633,7 +653,7 @@ static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
 	if (pool) {
 		int64_t ks[2] = { 2, 2 };
 
-		y = tensor(&g, "y", 1, e, oh - 1, oh - 1, 0, false);
+		y = tensor(&g, "y", nb, e, oh - 1, oh - 1, 0, false);
 		mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1,
 					       (int[]){ t2h }, y)],
 				 "kernel_shape", ks, 2);
@@ -1066,6 +1086,18 @@ int main(void)
 		conv_case(0, it, 1);
 	}
 	mi_nc_kforce = -1;
+	/* wide rows: the row kernels' whole tiles and tails, every
+	 * layout, residual and activation */
+	wide = 1;
+	for (it = 0; it < 80; it++)
+		conv_case(it & 1, it, 0);
+	wide = 0;
+	/* fused expand + depthwise on wide maps, batch 2 */
+	xdw_nb = 2;
+	test_xdw(16, 40, 37, 3, 2, 1, 0, false, false);
+	test_xdw(24, 3 * B + 5, 41, 3, 1, 2, 0, false, true);
+	test_xdw(16, 56, 36, 3, 2, 3, 5, false, false);
+	xdw_nb = 1;
 	printf("test-nchwc: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -339,6 +339,59 @@ static void (*const nc1_tab[4])(const struct mi_nc_conv *, const float *,
 					 nc1_row_4 };
 
 /*
+ * The same for convs on NCHW input through p->koff (the stem convs:
+ * 3 channels, every tap of the row's interior in range): one loop over
+ * the kh * kw * c taps per tile, column stride S as a constant.
+ */
+static inline __attribute__((always_inline)) void
+ncr_row(const int S, const int OB0, const struct mi_nc_conv *p,
+	const float *x, const float *res, float *y, int mb, int oy, int ox,
+	int oxe)
+{
+	const int OB = OB0 > NC_OB ? NC_OB : OB0;
+	const int RM = NC_ACC / OB < NC_R ? NC_ACC / OB : NC_R;
+	const int64_t ohw = (int64_t)p->oh * p->ow;
+	const ptrdiff_t wos = (ptrdiff_t)p->kh * p->kw * p->c * VW;
+	const int nk = p->kh * p->kw * p->c;
+	const float *wt = p->wp + mb * wos, *bias = p->bias + mb * VW;
+	const float *xrow = x + (ptrdiff_t)(oy * p->sh - p->pt) * p->w - p->pl;
+	const int32_t *koff = p->koff;
+	int r, o;
+
+	for (; oxe - ox >= RM; ox += RM) {
+		vf acc[NC_ACC][NC_OB];
+
+		UNROLL_MR for (r = 0; r < RM; r++)
+			UNROLL_NV for (o = 0; o < OB; o++)
+				acc[r][o] = vld(bias + o * VW);
+		ncc_koff(OB, RM, S, koff, nk, xrow + (ptrdiff_t)ox * S, wt, wos,
+			 acc);
+		nc_epi(RM, OB, p, res, y, mb, ohw, (int64_t)oy * p->ow + ox,
+		       acc);
+	}
+	if (ox < oxe)
+		ncc_tab[OB - 1][oxe - ox - 1](p, x, res, y, mb, oy, ox, 0, p->kh,
+					      0, p->kw);
+}
+
+#define NCR_INST(S, OB)                                                   \
+	static void ncr_row_##S##_##OB(const struct mi_nc_conv *p,         \
+				       const float *x, const float *res,    \
+				       float *y, int mb, int oy, int ox,    \
+				       int oxe)                             \
+	{                                                                 \
+		ncr_row(S, OB, p, x, res, y, mb, oy, ox, oxe);             \
+	}
+NCR_INST(1, 1) NCR_INST(1, 2) NCR_INST(1, 3) NCR_INST(1, 4)
+NCR_INST(2, 1) NCR_INST(2, 2) NCR_INST(2, 3) NCR_INST(2, 4)
+static void (*const ncr_tab[2][4])(const struct mi_nc_conv *, const float *,
+				   const float *, float *, int, int, int,
+				   int) = {
+	{ ncr_row_1_1, ncr_row_1_2, ncr_row_1_3, ncr_row_1_4 },
+	{ ncr_row_2_1, ncr_row_2_2, ncr_row_2_3, ncr_row_2_4 },
+};
+
+/*
  * Direct convolution tile over R0 consecutive output positions of the
  * flattened map (q0 .. q0 + R0 - 1, rows oy * ow + ox, possibly
  * crossing rows), OB0 output blocks from mb; every tap of every
@@ -534,7 +587,9 @@ static void nc_conv(const struct mi_nc_conv *p, const float *x,
 		    int oy1, int ox0, int ox1)
 {
 	int oy, ox, mb, oxl, oxr, oyl, oyr;
-	const bool r1 = p->kh == 1 && p->kw == 1 && !p->koff && mi_nc_r1;
+	/* rows of whole tiles in one call: 1x1 convs, and convs on NCHW
+	 * input through p->koff (column stride 1 or 2) */
+	const bool r1 = ((p->kh == 1 && p->kw == 1) || p->koff) && mi_nc_r1;
 
 	nc_interior(p->sw, p->pl, p->dw, p->kw, p->w, p->ow, &oxl, &oxr);
 	nc_interior(p->sh, p->pt, p->dh, p->kh, p->h, p->oh, &oyl, &oyr);
@@ -559,11 +614,16 @@ static void nc_conv(const struct mi_nc_conv *p, const float *x,
 			for (ox = ox0; ox < ox1;) {
 				int run = 1, kx0 = 0, kx1 = p->kw;
 
-				if (r1 && ky0 == 0 && ky1 == 1 && ox >= oxl &&
+				if (r1 && ky0 == 0 && ky1 == p->kh && ox >= oxl &&
 				    ox < oxr) {
 					int e = oxr < ox1 ? oxr : ox1;
 
-					nc1_tab[ob - 1](p, x, res, y, mb, oy, ox, e);
+					if (p->koff)
+						ncr_tab[p->sw - 1][ob - 1](
+							p, x, res, y, mb, oy, ox, e);
+					else
+						nc1_tab[ob - 1](p, x, res, y, mb, oy,
+								ox, e);
 					ox = e;
 					continue;
 				}

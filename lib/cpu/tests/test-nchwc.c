@@ -140,9 +140,9 @@ static void pick_act(int *act, float *lo, float *hi)
  * range: tiles across rows on narrow maps), split in bands of rows on
  * odd it.
  */
-/* conv_case draws wide maps (17-80 columns, 1-5 rows) of 3x3 depthwise
- * or 1x1 convs: whole register tiles of the row kernels (ncd3_row,
- * nc1_row) and their tails */
+/* conv_case draws wide maps (17-80 columns, 1-5 rows) of 3x3 depthwise,
+ * 1x1 or 3x3 convs: whole register tiles of the row kernels (ncd3_row,
+ * nc1_row, ncr_row) and their tails */
 static int wide;
 
 static void conv_case(int dw, int it, int planned)
@@ -173,7 +173,8 @@ static void conv_case(int dw, int it, int planned)
 	s.pb = (int)rnd(s.kh);
 	s.pr = (int)rnd(s.kw);
 	if (wide) {
-		s.kh = s.kw = dw ? 3 : 1;
+		/* conv: 1x1, or 3x3 (NCHW input: the p->koff rows) */
+		s.kh = s.kw = dw || rnd(2) ? 3 : 1;
 		s.dh = s.dw = 1;
 		s.w = 17 + (int)rnd(64);
 		s.h = 1 + (int)rnd(5);

@@ -118,6 +118,8 @@ nc_epi(const int R, const int OB, const struct mi_nc_conv *p,
 		NC_EPI_CASE(MI_ACT_RELU)
 		NC_EPI_CASE(MI_ACT_CLIP)
 		NC_EPI_CASE(MI_ACT_HSWISH)
+		NC_EPI_CASE(MI_ACT_SIGMOID)
+		NC_EPI_CASE(MI_ACT_SILU)
 		default:
 			break;
 		}

@@ -1825,8 +1825,9 @@ static double node_macs(const struct qctx *c, int k)
 }
 
 /*
- * The time model of a configuration, from five profiles of the real
- * kernels (1 thread, min over runs per node):
+ * The time model of a configuration, from five models planned on the real
+ * kernels (1 thread; each step costed by the cost model, or with
+ * MI_MINCOS_COST=profile timed, min over runs per step):
  *  - all int8 and all fp32: each node's time inside a run of its own kind;
  *  - every activation quantized, every weight fp32: each fp32 node alone
  *    between int8 data (reading a DequantizeLinear, writing a
@@ -1854,6 +1855,8 @@ struct qtime {
 	double *pt;       /* scratch, per node: its predicted time */
 	bool *side;       /* scratch, per tensor: readable by an int8 node */
 	bool ok;          /* profiles taken (else costs are multiply-adds) */
+	bool timed;       /* the profiles' steps timed (MI_MINCOS_COST=profile),
+			   * else costed by the model (cm_rate) */
 };
 
 static void qtime_free(struct qtime *tm)
@@ -1899,13 +1902,209 @@ static int profile_load(struct qctx *c, struct mi_model **m)
 
 #define NPROF 5
 
-/* Run the NPROF models in turn (so load from other processes hits them
- * alike), MINCOS_PROF_RUNS times after one warm-up, on evaluation input
- * 0; add each node's minimum time to ns[p][node] (where pick[p], if not
- * NULL, says so), each standalone QuantizeLinear's to q[qi], each
- * DequantizeLinear's to dq[qi] (from the models whose qdq[p] is set). */
+/*
+ * The cost model (the default; MI_MINCOS_COST=profile times the steps
+ * instead): the five models of qtime_init() are planned and run once,
+ * which tells which steps the planner made (fused nodes leave no step of
+ * their own, a fused activation runs inside its convolution); each step's
+ * time is then a fixed function of its kind and sizes:
+ *   ns = a * multiply-adds + b * elements read and written + c * weight
+ *        elements + d
+ * with a, b, c, d per context (the step in the all-fp32 model, an fp32 step
+ * alone between int8 data, in the all-int8 model, an int8 step alone
+ * between fp32 data, a standalone QuantizeLinear or DequantizeLinear) and
+ * per class of the step's operator (below), fitted once by least squares
+ * (relative error) to the per-step minima of 10 runs of MobileNetV2,
+ * EfficientNet-B0, MobileNetV3-Small, ShuffleNetV2 and ResNet-50 on an
+ * Emerald Rapids core (AVX-512 VNNI) at 1 thread.  No time is measured,
+ * so the choice depends on the model and the flags only (the same on
+ * every machine; the table is the AVX-512 one whatever the ISA).
+ */
+enum { CM_N32, CM_A32, CM_N8, CM_A8, CM_Q, CM_DQ, CM_NCTX };
+enum { CC_CONV, CC_CONV1, CC_DW, CC_GEMM, CC_POOL, CC_GAP, CC_ADD, CC_MUL, CC_SIGM, CC_HSWISH,
+       CC_RELU, CC_MOVE, CC_VIEW, CC_OTHER, CC_NCLS };
+static const char *const cm_ctx_name[CM_NCTX] = { "n32", "a32", "n8", "a8", "q", "dq" };
+static const char *const cm_cls_name[CC_NCLS] = { "conv", "conv1x1", "dwconv", "gemm", "pool",
+						  "gap", "add", "mul", "sigmoid", "hswish",
+						  "relu", "move", "view", "other" };
+/* ns per multiply-add, per element, per weight element, per step
+ * (fitted with weights 1 / sqrt(ns): relative errors, large steps
+ * counting more) */
+static const double cm_rate[CM_NCTX][CC_NCLS][4] = {
+	{ /* n32 */
+		{ 0.009522, 0.5864, 0.2913, 0 }, /* conv */
+		{ 0.01119, 0.2168, 0.2161, 1231 }, /* conv1x1 */
+		{ 0.04322, 0.1126, 0.8274, 1038 }, /* dwconv */
+		{ 0.1486, 0, 0.1486, 0 }, /* gemm */
+		{ 0, 0.2468, 0, 0 }, /* pool */
+		{ 0, 0.07151, 0, 0 }, /* gap */
+		{ 0, 0.09998, 0, 32.1 }, /* add */
+		{ 0, 0.08263, 0, 0 }, /* mul */
+		{ 0, 0.01091, 0, 457 }, /* sigmoid */
+		{ 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0 }, /* relu */
+		{ 0, 0.006272, 0, 51.59 }, /* move */
+		{ 0, 0, 0, 62.41 }, /* view */
+		{ 0, 0, 0, 0 }, /* other */
+	},
+	{ /* a32 */
+		{ 0.009961, 0.5361, 0.2778, 0 }, /* conv */
+		{ 0.01263, 0.08177, 0.2826, 609.8 }, /* conv1x1 */
+		{ 0.05062, 0.1782, 0.6092, 2000 }, /* dwconv */
+		{ 0.1445, 0, 0.1445, 0 }, /* gemm */
+		{ 0, 0.07763, 0, 0 }, /* pool */
+		{ 0, 0.2216, 0, 2000 }, /* gap */
+		{ 0, 0.09998, 0, 32.1 }, /* add */
+		{ 0, 0.06991, 0, 123.1 }, /* mul */
+		{ 0, 0.03136, 0, 503.2 }, /* sigmoid */
+		{ 0, 0.01683, 0, 94.09 }, /* hswish */
+		{ 0, 0, 0, 0 }, /* relu */
+		{ 0, 0.006205, 0, 65.27 }, /* move */
+		{ 0, 0, 0, 50.57 }, /* view */
+		{ 0, 0, 0, 0 }, /* other */
+	},
+	{ /* n8 */
+		{ 0.0006378, 0.2904, 0.1028, 0 }, /* conv */
+		{ 0.0005236, 0.08001, 0.0922, 2000 }, /* conv1x1 */
+		{ 0.01924, 0.03558, 0.3194, 1780 }, /* dwconv */
+		{ 0.03718, 0, 0.03718, 0 }, /* gemm */
+		{ 0, 0.08339, 0, 0 }, /* pool */
+		{ 0, 0.2141, 0, 2000 }, /* gap */
+		{ 0, 0.09824, 0, 34.99 }, /* add */
+		{ 0, 0.04889, 0, 120 }, /* mul */
+		{ 0, 0.02355, 0, 349.1 }, /* sigmoid */
+		{ 0, 0.01406, 0, 192.1 }, /* hswish */
+		{ 0, 0, 0, 0 }, /* relu */
+		{ 0, 0.005291, 0, 79.88 }, /* move */
+		{ 0, 0, 0, 52.99 }, /* view */
+		{ 0, 0, 0, 0 }, /* other */
+	},
+	{ /* a8 */
+		{ 0.0007022, 0.2851, 0.09993, 0 }, /* conv */
+		{ 0.0006017, 0.07971, 0.09854, 2000 }, /* conv1x1 */
+		{ 0.01895, 0.04032, 0.3538, 1282 }, /* dwconv */
+		{ 0.03804, 0, 0.03804, 0 }, /* gemm */
+		{ 0, 0, 0, 0 }, /* pool */
+		{ 0, 0, 0, 0 }, /* gap */
+		{ 0, 0, 0, 0 }, /* add */
+		{ 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0 }, /* relu */
+		{ 0, 0, 0, 0 }, /* move */
+		{ 0, 0, 0, 0 }, /* view */
+		{ 0, 0, 0, 0 }, /* other */
+	},
+	{ /* q */
+		{ 0, 0, 0, 0 }, /* conv */
+		{ 0, 0, 0, 0 }, /* conv1x1 */
+		{ 0, 0, 0, 0 }, /* dwconv */
+		{ 0, 0, 0, 0 }, /* gemm */
+		{ 0, 0, 0, 0 }, /* pool */
+		{ 0, 0, 0, 0 }, /* gap */
+		{ 0, 0, 0, 0 }, /* add */
+		{ 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0 }, /* relu */
+		{ 0, 0, 0, 0 }, /* move */
+		{ 0, 0, 0, 0 }, /* view */
+		{ 0, 0.2115, 0, 83.31 }, /* other */
+	},
+	{ /* dq */
+		{ 0, 0, 0, 0 }, /* conv */
+		{ 0, 0, 0, 0 }, /* conv1x1 */
+		{ 0, 0, 0, 0 }, /* dwconv */
+		{ 0, 0, 0, 0 }, /* gemm */
+		{ 0, 0, 0, 0 }, /* pool */
+		{ 0, 0, 0, 0 }, /* gap */
+		{ 0, 0, 0, 0 }, /* add */
+		{ 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0 }, /* relu */
+		{ 0, 0, 0, 0 }, /* move */
+		{ 0, 0, 0, 0 }, /* view */
+		{ 0, 0.204, 0, 0 }, /* other */
+	},
+};
+
+/* The class of a step running IR node x as op (the planner's op type). */
+static int step_class(const struct qctx *c, int x, const char *op)
+{
+	const struct mi_node *n = &c->g->nodes[x];
+
+	if (!strcmp(op, "Conv") || !strcmp(op, "QLinearConv")) {
+		int64_t grp = mi_attr_int(n, "group", 1);
+		const struct mi_tensor *w = n->ninputs > 1 && n->inputs[1] >= 0 ?
+						    &c->g->tensors[n->inputs[1]] : NULL;
+		int64_t kk = 1;
+
+		for (int d = 2; w && d < w->ndim; d++)
+			kk *= w->dims[d];
+		return grp > 1 ? CC_DW : kk == 1 ? CC_CONV1 : CC_CONV;
+	}
+	if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul") || !strcmp(op, "QLinearMatMul"))
+		return CC_GEMM;
+	if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"))
+		return CC_POOL;
+	if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "ReduceMean"))
+		return CC_GAP;
+	if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Div"))
+		return CC_ADD;
+	if (!strcmp(op, "Mul"))
+		return CC_MUL;
+	if (!strcmp(op, "Sigmoid") || !strcmp(op, "HardSigmoid") || !strcmp(op, "Tanh") ||
+	    !strcmp(op, "Exp") || !strcmp(op, "Erf") || !strcmp(op, "Softmax"))
+		return CC_SIGM;
+	if (!strcmp(op, "HardSwish") || !strcmp(op, "Silu") || !strcmp(op, "Gelu"))
+		return CC_HSWISH;
+	if (!strcmp(op, "Relu") || !strcmp(op, "Clip") || !strcmp(op, "LeakyRelu") ||
+	    !strcmp(op, "PRelu"))
+		return CC_RELU;
+	if (!strcmp(op, "Concat") || !strcmp(op, "Transpose") || !strcmp(op, "Split") ||
+	    !strcmp(op, "Slice") || !strcmp(op, "Gather"))
+		return CC_MOVE;
+	if (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") ||
+	    !strcmp(op, "Unsqueeze") || !strcmp(op, "Identity") || !strcmp(op, "Shape"))
+		return CC_VIEW;
+	return CC_OTHER;
+}
+
+/* Sizes of IR node x: multiply-adds (quantizable nodes), elements of its
+ * non-constant inputs and outputs, weight elements. */
+static void step_sizes(const struct qctx *c, const int *kq, int x, double f[3])
+{
+	const struct mi_node *n = &c->g->nodes[x];
+
+	f[0] = kq[x] >= 0 ? node_macs(c, kq[x]) : 0;
+	f[1] = 0;
+	f[2] = kq[x] >= 0 ? (double)mi_tensor_numel(&c->g->tensors[c->nodes[kq[x]].weight]) : 0;
+	for (int a = 0; a < n->ninputs; a++)
+		if (n->inputs[a] >= 0 && !(c->g->tensors[n->inputs[a]].flags & MI_TF_CONST))
+			f[1] += fmax((double)mi_tensor_numel(&c->g->tensors[n->inputs[a]]), 0);
+	for (int j = 0; j < n->noutputs; j++)
+		f[1] += fmax((double)mi_tensor_numel(&c->g->tensors[n->outputs[j]]), 0);
+}
+
+static double step_model(int ctx, int cls, const double f[3])
+{
+	/* an operator the fit never saw costs as an Add of its sizes */
+	const double *r = cm_rate[ctx][cls == CC_OTHER && ctx <= CM_A8 ? CC_ADD : cls];
+
+	return r[0] * f[0] + r[1] * f[1] + r[2] * f[2] + r[3];
+}
+
+/* Run the NPROF models once each on evaluation input 0 and cost each step
+ * that ran by the cost model (timed: in turn, so that load from other
+ * processes hits them alike, MINCOS_PROF_RUNS times after one warm-up,
+ * each step's minimum time); add each node's time to ns[p][node] (where
+ * pick[p], if not NULL, says so), each standalone QuantizeLinear's to
+ * q[qi], each DequantizeLinear's to dq[qi] (from the models whose qdq[p]
+ * is set).  kq: per IR node, its quantizable node or -1. */
 static int profile_run(struct qctx *c, struct calib *ev, struct mi_model **m,
-		       double **ns, bool **pick, const bool *qdq, double *q, double *dq)
+		       double **ns, bool **pick, const bool *qdq, double *q, double *dq,
+		       const int *kq, bool timed)
 {
 	struct mi_value *outs = calloc(c->orig_noutputs + 1, sizeof(*outs));
 	struct mi_node_profile pr;
@@ -1923,7 +2122,7 @@ static int profile_run(struct qctx *c, struct calib *ev, struct mi_model **m,
 		for (int i = 0; !err && i < np; i++)
 			best[p][i] = INFINITY;
 	}
-	for (int r = 0; r <= MINCOS_PROF_RUNS && !err; r++)
+	for (int r = 0; r <= (timed ? MINCOS_PROF_RUNS : 0) && !err; r++)
 		for (int p = 0; p < NPROF && !err; p++) {
 			int np = mi_model_profile_count(m[p]);
 
@@ -1934,24 +2133,47 @@ static int profile_run(struct qctx *c, struct calib *ev, struct mi_model **m,
 				break;
 			}
 			err = 0;
-			for (int i = 0; r > 0 && i < np && !mi_model_profile(m[p], i, &pr); i++)
-				best[p][i] = fmin(best[p][i], (double)pr.ns);
+			for (int i = 0; (r > 0 || !timed) && i < np && !mi_model_profile(m[p], i, &pr);
+			     i++)
+				best[p][i] = timed ? fmin(best[p][i], (double)pr.ns) : 0;
 		}
 	for (int p = 0; p < NPROF && !err; p++) {
 		int np = mi_model_profile_count(m[p]);
 
 		for (int i = 0; i < np && !mi_model_profile(m[p], i, &pr); i++) {
-			int x, at = 0;
+			int x, at = 0, ctx = -1, cls = CC_OTHER;
+			double f[3] = { 0, 0, 0 };
 
+			/* the step's context, class and sizes: the cost model's
+			 * input, or with MI_MINCOS_DEBUG=1 and timed steps, a
+			 * line to fit it to */
 			if (sscanf(pr.name, "mi#n%d%n", &x, &at) == 1 && !pr.name[at] && x >= 0 &&
 			    x < c->g->nnodes) {
+				ctx = p == 0 ? CM_N32 : p == 1 ? CM_A32 : p == 2 ? CM_N8 : CM_A8;
+				cls = step_class(c, x, pr.op_type);
+				step_sizes(c, kq, x, f);
+			} else if (sscanf(pr.name, "mi#q%d%n", &x, &at) == 1 && !pr.name[at] &&
+				   x >= 0 && x < c->nqt) {
+				ctx = CM_Q;
+			} else if (sscanf(pr.name, "mi#d%d%n", &x, &at) == 1 && !pr.name[at] &&
+				   x >= 0 && x < c->nqt) {
+				ctx = CM_DQ;
+			}
+			if (ctx == CM_Q || ctx == CM_DQ)
+				f[1] = fmax((double)mi_tensor_numel(&c->g->tensors[c->qt[x].t]), 0);
+			if (ctx >= 0 && !timed)
+				best[p][i] = pr.calls ? step_model(ctx, cls, f) : 0;
+			if (ctx >= 0 && timed && getenv("MI_MINCOS_DEBUG") &&
+			    (ctx > CM_A8 || !pick[p] || pick[p][x]))
+				fprintf(stderr, "step %d %s %s %s %.0f %.0f %.0f %d %.1f %d\n", p,
+					cm_ctx_name[ctx], pr.op_type, cm_cls_name[cls], f[0], f[1],
+					f[2], (int)pr.calls, best[p][i], x);
+			if (ctx >= CM_N32 && ctx <= CM_A8) {
 				if (!pick[p] || pick[p][x])
 					ns[p][x] += best[p][i];
-			} else if (qdq[p] && sscanf(pr.name, "mi#q%d%n", &x, &at) == 1 &&
-				   !pr.name[at] && x >= 0 && x < c->nqt) {
+			} else if (qdq[p] && ctx == CM_Q) {
 				q[x] += best[p][i];
-			} else if (qdq[p] && sscanf(pr.name, "mi#d%d%n", &x, &at) == 1 &&
-				   !pr.name[at] && x >= 0 && x < c->nqt) {
+			} else if (qdq[p] && ctx == CM_DQ) {
 				dq[x] += best[p][i];
 			}
 		}
@@ -2157,7 +2379,7 @@ static int qtime_init(struct qctx *c, struct calib *ev, struct unit *u, int nu,
 		bool *pk[NPROF] = { NULL, NULL, NULL, pick[0], pick[1] };
 		const bool qdq[NPROF] = { false, true, false, false, false };
 
-		err = profile_run(c, ev, pm, ns, pk, qdq, tm->q, tm->dq);
+		err = profile_run(c, ev, pm, ns, pk, qdq, tm->q, tm->dq, tm->kq, tm->timed);
 	}
 	for (int p = 0; p < NPROF; p++)
 		mi_model_free(pm[p]);
@@ -2295,6 +2517,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	double *gain = calloc(c->nnodes + c->nqt + 1, sizeof(double));
 	int *wunit = calloc(c->nnodes + 1, sizeof(int)), *kept = calloc(c->nnodes + c->nqt + 1, sizeof(int));
 	bool pass, macs_only;
+	const char *cost;
 
 	if (!u || !per || !ordp || !ord || !cand || !gain || !wunit || !kept) {
 		err = -ENOMEM;
@@ -2338,9 +2561,12 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	       "%.9f\n", cmin, cmean, nall, tail);
 	if (jd >= c->min_cos)
 		goto out;
-	/* costs: measured time (multiply-adds if profiling fails, or with
-	 * MI_MINCOS_COST=macs, a test hook) */
-	macs_only = getenv("MI_MINCOS_COST") && !strcmp(getenv("MI_MINCOS_COST"), "macs");
+	/* costs: the cost model's times of the planned steps (MI_MINCOS_COST=
+	 * profile: measured times; =macs: multiply-adds, as when planning the
+	 * profile models fails) */
+	cost = getenv("MI_MINCOS_COST") ? getenv("MI_MINCOS_COST") : "model";
+	macs_only = !strcmp(cost, "macs");
+	tm.timed = !strcmp(cost, "profile");
 	err = macs_only ? 0 : qtime_init(c, ev, u, nu, &tm);
 	if (err == -ENOMEM)
 		goto out;
@@ -2356,12 +2582,12 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 			apply_units(c, u, nu);
 			u[i].cost = predict_time(c, &tm) - t8;
 		}
-		printf("min-cosine: profiled at 1 thread: all int8 %.3f ms, all fp32 %.3f ms (%.0f s)\n",
-		       t8 * 1e-6, t32 * 1e-6, now_s() - t0);
+		printf("min-cosine: %s at 1 thread: all int8 %.3f ms, all fp32 %.3f ms (%.0f s)\n",
+		       tm.timed ? "profiled" : "cost model", t8 * 1e-6, t32 * 1e-6, now_s() - t0);
 	} else if (macs_only) {
 		printf("min-cosine: costs are multiply-adds (MI_MINCOS_COST=macs)\n");
 	} else {
-		printf("min-cosine: profiling failed (%s): costs are multiply-adds\n",
+		printf("min-cosine: planning the cost models failed (%s): costs are multiply-adds\n",
 		       mi_last_error());
 	}
 	err = 0;
@@ -2617,7 +2843,9 @@ static void usage(FILE *f)
 		"                       shift that weight rounding causes, from calibration)\n"
 		"  --min-cosine C       mixed precision: leave in fp32 the tensors and weights\n"
 		"                       whose quantization costs most accuracy per unit of\n"
-		"                       time (profiled at 1 thread), as few as give an output\n"
+		"                       time (a cost model of the planned kernels at 1\n"
+		"                       thread, nothing timed: the same model and options\n"
+		"                       give the same file), as few as give an output\n"
 		"                       cosine similarity >= C with the fp32 model (e.g. 0.99)\n"
 		"                       on the evaluation inputs (the calibration inputs; with\n"
 		"                       --calib-random at least 200 drawn alike for the search\n"

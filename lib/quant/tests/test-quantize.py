@@ -570,6 +570,36 @@ def check_search(fp32, tmp, mn):
           f"{bad[:2]}")
 
 
+def check_reproducible(fp32, tmp, mn):
+    """--min-cosine's choice depends on the model and the flags only: its
+    costs come from a cost model of the planned steps, not from timing.
+    The same search run twice, the second on the process CPU clock
+    (MI_PROF_CPU=1) while another process spins, writes the same bytes and
+    prints the same unit costs, ranks and per-node predictions
+    (MI_MINCOS_DEBUG=1)."""
+    tgt = "%.10f" % (1 - (1 - mn) / 30)
+    outs = []
+    for hog in (False, True):
+        q = os.path.join(tmp, "mc-rep%d.onnx" % hog)
+        spin = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if hog else None
+        try:
+            r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
+                     "--min-cosine", tgt],
+                    env={**os.environ, "MI_MINCOS_DEBUG": "1", **({"MI_PROF_CPU": "1"} if hog else {})})
+        finally:
+            if spin:
+                spin.kill()
+                spin.wait()
+        lines = [l for l in r.stderr.splitlines() if l.startswith(("unit ", "node ", "tensor "))]
+        with open(q, "rb") as f:
+            outs.append((f.read(), lines, "cost model" in r.stdout))
+    (b0, l0, m0), (b1, l1, m1) = outs
+    diff = [(a, b) for a, b in zip(l0, l1) if a != b]
+    check(m0 and m1 and b0 == b1 and l0 == l1 and len(l0) > 20,
+          f"--min-cosine {tgt}: the same file and the same {len(l0)} unit costs and per-node "
+          f"predictions with a spinning process and the CPU clock ({diff[:1]})")
+
+
 def main():
     import onnx
 
@@ -725,12 +755,12 @@ def main():
         with open(qe + "1", "rb") as f0, open(qt_, "rb") as f1:
             check(f0.read() != f1.read() and "left in fp32" in r.stdout,
                   f"--min-cosine {tgt:.10f} (sample min {mn_:.10f}, tail {lo_:.10f}): not all int8")
-        # costs are measured times: the fp32 weight of the conv with the
+        # costs are modelled times: the fp32 weight of the conv with the
         # most multiply-adds costs more than that of the node with the fewest
         wc = [(float(m.group(2)), float(m.group(1))) for m in
               re.finditer(r"^unit +\d+ w \S+ +sens \S+ cost +(-?[0-9.]+) us macs ([0-9]+)", r.stderr, re.M)]
         check(len(wc) >= 4 and max(wc)[1] > 4 * max(min(wc)[1], 0.05),
-              f"--min-cosine: measured cost of the largest conv's weight > 4x the smallest node's ({sorted(wc)})")
+              f"--min-cosine: modelled cost of the largest conv's weight > 4x the smallest node's ({sorted(wc)})")
         # a strict target (1/30 of the error): many units in fp32, so the
         # refinement has units worth returning to int8
         tst = float("%.10f" % (1 - (1 - mn_) / 30))
@@ -756,6 +786,7 @@ def main():
 
         check_holdout(fp32, tmp, mn_)
         check_search(fp32, tmp, mn_)
+        check_reproducible(fp32, tmp, mn_)
 
     # 5x5/7x7 depthwise kernels, Sigmoid/SiLU/HardSwish/HardSigmoid tables
     fa = os.path.join(tmp, "act.onnx")

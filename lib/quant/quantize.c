@@ -1921,73 +1921,77 @@ static int profile_load(struct qctx *c, struct mi_model **m)
  * every machine; the table is the AVX-512 one whatever the ISA).
  */
 enum { CM_N32, CM_A32, CM_N8, CM_A8, CM_Q, CM_DQ, CM_NCTX };
-enum { CC_CONV, CC_CONV1, CC_DW, CC_GEMM, CC_POOL, CC_GAP, CC_ADD, CC_MUL, CC_SIGM, CC_HSWISH,
-       CC_RELU, CC_MOVE, CC_VIEW, CC_OTHER, CC_NCLS };
+enum { CC_CONV, CC_CONV1, CC_DW, CC_GEMM, CC_POOL, CC_GAP, CC_ADD, CC_MUL, CC_SEMUL, CC_SIGM,
+       CC_HSWISH, CC_RELU, CC_MOVE, CC_VIEW, CC_OTHER, CC_NCLS };
 static const char *const cm_ctx_name[CM_NCTX] = { "n32", "a32", "n8", "a8", "q", "dq" };
 static const char *const cm_cls_name[CC_NCLS] = { "conv", "conv1x1", "dwconv", "gemm", "pool",
-						  "gap", "add", "mul", "sigmoid", "hswish",
+						  "gap", "add", "mul", "semul", "sigmoid", "hswish",
 						  "relu", "move", "view", "other" };
 /* ns per multiply-add, per element, per weight element, per step
  * (fitted with weights 1 / sqrt(ns): relative errors, large steps
  * counting more) */
 static const double cm_rate[CM_NCTX][CC_NCLS][4] = {
 	{ /* n32 */
-		{ 0.009522, 0.5864, 0.2913, 0 }, /* conv */
-		{ 0.01119, 0.2168, 0.2161, 1231 }, /* conv1x1 */
-		{ 0.04322, 0.1126, 0.8274, 1038 }, /* dwconv */
-		{ 0.1486, 0, 0.1486, 0 }, /* gemm */
+		{ 0.009558, 0.5732, 0.2896, 0 }, /* conv */
+		{ 0.01126, 0.2143, 0.2183, 1194 }, /* conv1x1 */
+		{ 0.0427, 0.1086, 1.032, 1025 }, /* dwconv */
+		{ 0.1488, 0, 0.1488, 0 }, /* gemm */
 		{ 0, 0.2468, 0, 0 }, /* pool */
-		{ 0, 0.07151, 0, 0 }, /* gap */
-		{ 0, 0.09998, 0, 32.1 }, /* add */
-		{ 0, 0.08263, 0, 0 }, /* mul */
-		{ 0, 0.01091, 0, 457 }, /* sigmoid */
+		{ 0, 0.0708, 0, 0 }, /* gap */
+		{ 0, 0.1001, 0, 34.78 }, /* add */
+		{ 0, 0.1001, 0, 34.78 }, /* mul */
+		{ 0, 0.08248, 0, 0 }, /* semul */
+		{ 0, 0.113, 0, 405.2 }, /* sigmoid */
 		{ 0, 0, 0, 0 }, /* hswish */
 		{ 0, 0, 0, 0 }, /* relu */
 		{ 0, 0.006272, 0, 51.59 }, /* move */
-		{ 0, 0, 0, 62.41 }, /* view */
+		{ 0, 0, 0, 62.27 }, /* view */
 		{ 0, 0, 0, 0 }, /* other */
 	},
 	{ /* a32 */
-		{ 0.009961, 0.5361, 0.2778, 0 }, /* conv */
-		{ 0.01263, 0.08177, 0.2826, 609.8 }, /* conv1x1 */
-		{ 0.05062, 0.1782, 0.6092, 2000 }, /* dwconv */
-		{ 0.1445, 0, 0.1445, 0 }, /* gemm */
+		{ 0.01002, 0.5137, 0.2748, 0 }, /* conv */
+		{ 0.01267, 0.08149, 0.2883, 663.1 }, /* conv1x1 */
+		{ 0.05113, 0.1685, 0.7129, 2000 }, /* dwconv */
+		{ 0.1396, 0, 0.1396, 0 }, /* gemm */
 		{ 0, 0.07763, 0, 0 }, /* pool */
-		{ 0, 0.2216, 0, 2000 }, /* gap */
-		{ 0, 0.09998, 0, 32.1 }, /* add */
-		{ 0, 0.06991, 0, 123.1 }, /* mul */
-		{ 0, 0.03136, 0, 503.2 }, /* sigmoid */
-		{ 0, 0.01683, 0, 94.09 }, /* hswish */
+		{ 0, 0.2291, 0, 2000 }, /* gap */
+		{ 0, 0.1001, 0, 34.78 }, /* add */
+		{ 0, 0.1001, 0, 34.78 }, /* mul */
+		{ 0, 0.06659, 0, 2000 }, /* semul */
+		{ 0, 0.0325, 0, 504 }, /* sigmoid */
+		{ 0, 0.01419, 0, 467.3 }, /* hswish */
 		{ 0, 0, 0, 0 }, /* relu */
 		{ 0, 0.006205, 0, 65.27 }, /* move */
-		{ 0, 0, 0, 50.57 }, /* view */
+		{ 0, 0, 0, 51.59 }, /* view */
 		{ 0, 0, 0, 0 }, /* other */
 	},
 	{ /* n8 */
-		{ 0.0006378, 0.2904, 0.1028, 0 }, /* conv */
-		{ 0.0005236, 0.08001, 0.0922, 2000 }, /* conv1x1 */
-		{ 0.01924, 0.03558, 0.3194, 1780 }, /* dwconv */
-		{ 0.03718, 0, 0.03718, 0 }, /* gemm */
+		{ 0.0006289, 0.294, 0.1032, 0 }, /* conv */
+		{ 0.0004053, 0.09213, 0.09966, 2000 }, /* conv1x1 */
+		{ 0.02365, 0.02997, 0.2851, 1072 }, /* dwconv */
+		{ 0.0367, 0, 0.0367, 0 }, /* gemm */
 		{ 0, 0.08339, 0, 0 }, /* pool */
-		{ 0, 0.2141, 0, 2000 }, /* gap */
-		{ 0, 0.09824, 0, 34.99 }, /* add */
-		{ 0, 0.04889, 0, 120 }, /* mul */
-		{ 0, 0.02355, 0, 349.1 }, /* sigmoid */
-		{ 0, 0.01406, 0, 192.1 }, /* hswish */
+		{ 0, 0.2352, 0, 2000 }, /* gap */
+		{ 0, 0.09869, 0, 40.52 }, /* add */
+		{ 0, 0.09869, 0, 40.52 }, /* mul */
+		{ 0, 0.05165, 0, 2000 }, /* semul */
+		{ 0, 0.02788, 0, 409.9 }, /* sigmoid */
+		{ 0, 0.0143, 0, 82.92 }, /* hswish */
 		{ 0, 0, 0, 0 }, /* relu */
 		{ 0, 0.005291, 0, 79.88 }, /* move */
-		{ 0, 0, 0, 52.99 }, /* view */
+		{ 0, 0, 0, 51.9 }, /* view */
 		{ 0, 0, 0, 0 }, /* other */
 	},
 	{ /* a8 */
-		{ 0.0007022, 0.2851, 0.09993, 0 }, /* conv */
-		{ 0.0006017, 0.07971, 0.09854, 2000 }, /* conv1x1 */
-		{ 0.01895, 0.04032, 0.3538, 1282 }, /* dwconv */
-		{ 0.03804, 0, 0.03804, 0 }, /* gemm */
+		{ 0.0006965, 0.2874, 0.1002, 0 }, /* conv */
+		{ 0.0005965, 0.08116, 0.09761, 2000 }, /* conv1x1 */
+		{ 0.01949, 0.03993, 0.3734, 1124 }, /* dwconv */
+		{ 0.03517, 0, 0.03517, 0 }, /* gemm */
 		{ 0, 0, 0, 0 }, /* pool */
 		{ 0, 0, 0, 0 }, /* gap */
 		{ 0, 0, 0, 0 }, /* add */
 		{ 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0 }, /* semul */
 		{ 0, 0, 0, 0 }, /* sigmoid */
 		{ 0, 0, 0, 0 }, /* hswish */
 		{ 0, 0, 0, 0 }, /* relu */
@@ -2004,12 +2008,13 @@ static const double cm_rate[CM_NCTX][CC_NCLS][4] = {
 		{ 0, 0, 0, 0 }, /* gap */
 		{ 0, 0, 0, 0 }, /* add */
 		{ 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0 }, /* semul */
 		{ 0, 0, 0, 0 }, /* sigmoid */
 		{ 0, 0, 0, 0 }, /* hswish */
 		{ 0, 0, 0, 0 }, /* relu */
 		{ 0, 0, 0, 0 }, /* move */
 		{ 0, 0, 0, 0 }, /* view */
-		{ 0, 0.2115, 0, 83.31 }, /* other */
+		{ 0, 0.2122, 0, 89.4 }, /* other */
 	},
 	{ /* dq */
 		{ 0, 0, 0, 0 }, /* conv */
@@ -2020,12 +2025,13 @@ static const double cm_rate[CM_NCTX][CC_NCLS][4] = {
 		{ 0, 0, 0, 0 }, /* gap */
 		{ 0, 0, 0, 0 }, /* add */
 		{ 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0 }, /* semul */
 		{ 0, 0, 0, 0 }, /* sigmoid */
 		{ 0, 0, 0, 0 }, /* hswish */
 		{ 0, 0, 0, 0 }, /* relu */
 		{ 0, 0, 0, 0 }, /* move */
 		{ 0, 0, 0, 0 }, /* view */
-		{ 0, 0.204, 0, 0 }, /* other */
+		{ 0, 0.2053, 0, 0 }, /* other */
 	},
 };
 
@@ -2052,8 +2058,21 @@ static int step_class(const struct qctx *c, int x, const char *op)
 		return CC_GAP;
 	if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Div"))
 		return CC_ADD;
-	if (!strcmp(op, "Mul"))
-		return CC_MUL;
+	if (!strcmp(op, "Mul")) {
+		/* a broadcast of a vector (a squeeze-excitation gate) or
+		 * elementwise (a scalar counts as elementwise) */
+		int64_t lo = -1, out = n->noutputs > 0 ?
+					       mi_tensor_numel(&c->g->tensors[n->outputs[0]]) : -1;
+
+		for (int a = 0; a < n->ninputs; a++) {
+			int64_t e = n->inputs[a] >= 0 ?
+					    mi_tensor_numel(&c->g->tensors[n->inputs[a]]) : -1;
+
+			if (e >= 0 && (lo < 0 || e < lo))
+				lo = e;
+		}
+		return lo > 1 && lo < out ? CC_SEMUL : CC_MUL;
+	}
 	if (!strcmp(op, "Sigmoid") || !strcmp(op, "HardSigmoid") || !strcmp(op, "Tanh") ||
 	    !strcmp(op, "Exp") || !strcmp(op, "Erf") || !strcmp(op, "Softmax"))
 		return CC_SIGM;
@@ -2089,8 +2108,15 @@ static void step_sizes(const struct qctx *c, const int *kq, int x, double f[3])
 
 static double step_model(int ctx, int cls, const double f[3])
 {
-	/* an operator the fit never saw costs as an Add of its sizes */
-	const double *r = cm_rate[ctx][cls == CC_OTHER && ctx <= CM_A8 ? CC_ADD : cls];
+	static const int sibling[CM_NCTX] = { CM_A32, CM_N32, CM_A8, CM_N8, CM_Q, CM_DQ };
+	const double *r = cm_rate[ctx][cls];
+
+	/* a class the fit saw no step of in this context: as in the sibling
+	 * context (alone / inside a run of its kind), else as an Add */
+	if (!r[0] && !r[1] && !r[2] && !r[3])
+		r = cm_rate[sibling[ctx]][cls];
+	if (!r[0] && !r[1] && !r[2] && !r[3] && ctx <= CM_A8)
+		r = cm_rate[ctx][CC_ADD];
 
 	return r[0] * f[0] + r[1] * f[1] + r[2] * f[2] + r[3];
 }

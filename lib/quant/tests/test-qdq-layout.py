@@ -23,31 +23,12 @@ bytes also reads blocked floats).  ~2 s.
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
-MI = os.path.join(ROOT, "build/metainfer")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def run(args, env=None):
-    e = dict(os.environ)
-    e.update(env or {})
-    r = subprocess.run(args, capture_output=True, text=True, env=e)
-    if r.returncode:
-        print(r.stdout, r.stderr)
-        raise SystemExit("command failed: " + " ".join(args))
-    return r
+from qtest import MI, check, failures, run  # noqa: E402
 
 
 def build(path, c0, c1, c2, hw, stride, dw, lut, rng):

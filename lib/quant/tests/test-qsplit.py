@@ -17,31 +17,12 @@ equal the 1-thread run bit for bit.  ~1 s.
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
-MI = os.path.join(ROOT, "build/metainfer")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def run(args, env=None):
-    e = dict(os.environ)
-    e.update(env or {})
-    r = subprocess.run(args, capture_output=True, text=True, env=e)
-    if r.returncode:
-        print(r.stdout, r.stderr)
-        raise SystemExit("command failed: " + " ".join(args))
-    return r
+from qtest import MI, check, failures, run  # noqa: E402
 
 
 def build(path, rng):

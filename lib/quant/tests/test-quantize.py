@@ -25,27 +25,10 @@ import tempfile
 
 import numpy as np
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
-MI = os.path.join(ROOT, "build/metainfer")
+from qtest import MI, ROOT, check, failures, run  # noqa: E402
+
 ORT_JS = os.path.join(ROOT, "tools/bench/ort-run.js")
 ORT_DIR = os.path.join(ROOT, "build/ort/node_modules/onnxruntime-node")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def run(args, env=None, ok=True):
-    e = dict(os.environ)
-    e.update(env or {})
-    r = subprocess.run(args, capture_output=True, text=True, env=e)
-    if ok and r.returncode:
-        print(r.stdout, r.stderr)
-        raise SystemExit("command failed: " + " ".join(args))
-    return r
 
 
 def export(path):

@@ -73,6 +73,7 @@ struct qnode {
 	int64_t gap_hw;      /* GlobalAveragePool: pixels per plane (planes: se_c) */
 	int gap_vw;          /* ... lib/cpu's sum lanes (its ISA's vector width) */
 	bool gap_q;          /* ... quantized output (se_y), else fp32 */
+	bool gap_exact;      /* ... every double sum of gap_hw entries exact */
 	struct qact qdq;     /* standalone Q / DQ: the quantized side */
 	bool qdq_deq;        /* ... a DequantizeLinear */
 	/* ... on a 4-D tensor [qdq_n, qdq_c, qdq_hw] (qdq_c 0: other shape):
@@ -1443,6 +1444,54 @@ lut32_load(const uint8_t *planes, __m512i t[16])
 		t[i] = _mm512_load_si512(planes + 64 * i);
 }
 
+/* y[0..n) = lut[x[0..n)] from the table's byte planes: 64 bytes per
+ * lut32_vbmi, the last partial step under masks (no gathers) */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
+lut_f32_vbmi(const uint8_t *planes, const uint8_t *x, int64_t n, float *y)
+{
+	__m512i t[16];
+
+	lut32_load(planes, t);
+	for (int64_t i = 0; i < n; i += 64) {
+		int64_t r = n - i;
+		__mmask64 m = r >= 64 ? ~0ull : (1ull << r) - 1;
+		__m512 v[4];
+
+		lut32_vbmi(t, _mm512_maskz_loadu_epi8(m, x + i), v);
+		if (r >= 64) {
+			_mm512_storeu_ps(y + i, v[0]);
+			_mm512_storeu_ps(y + i + 16, v[1]);
+			_mm512_storeu_ps(y + i + 32, v[2]);
+			_mm512_storeu_ps(y + i + 48, v[3]);
+			continue;
+		}
+		for (int k = 0; k < 4 && r > 16 * k; k++) {
+			int64_t c = r - 16 * k;
+
+			_mm512_mask_storeu_ps(y + i + 16 * k,
+					      c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << c) - 1),
+					      v[k]);
+		}
+	}
+}
+
+/* y[0..n) = lut[x[0..n)]: the vbmi lookups where the node has byte planes,
+ * else gathers / scalar (the same values) */
+static void lut_f32(const struct qnode *q, const uint8_t *x, int64_t n, float *y)
+{
+	int64_t i = 0;
+
+	if (mi_quant_isa() == MI_QISA_AVX512) {
+		if (q->lutb && have_vbmi()) {
+			lut_f32_vbmi(q->lutb, x, n, y);
+			return;
+		}
+		i = lut_avx512(x, q->lut, n, y);
+	}
+	for (; i < n; i++)
+		y[i] = q->lut[x[i]];
+}
+
 /* one parallel job over a node's uint8 input: qlut_range, qgap_item */
 struct qlut_job {
 	const struct qnode *q;
@@ -1466,12 +1515,7 @@ static void qlut_range(void *arg, int64_t b, int64_t e)
 			y8[i] = q->lut8[x[i]];
 		return;
 	}
-	float *y = (float *)j->y + b;
-
-	if (mi_quant_isa() == MI_QISA_AVX512)
-		i = lut_avx512(x, q->lut, cnt, y);
-	for (; i < cnt; i++)
-		y[i] = q->lut[x[i]];
+	lut_f32(q, x, cnt, (float *)j->y + b);
 }
 
 static bool qdq_layout_run(const struct qnode *q, const void *x, void *y);
@@ -1568,6 +1612,11 @@ static int try_qlut(struct mi_graph *g, struct mi_node *n)
 		mi_quantize_f32(q->lut, 256, qa.scale, qa.zp, qa.dtype, q->lut8);
 	} else {
 		qn = NULL;
+		q->lutb = lut_planes(q->lut); /* float output: vpermi2b lookups */
+		if (!q->lutb) {
+			qnode_free(q);
+			return -ENOMEM;
+		}
 		q->qdq = a; /* float output: a DequantizeLinear's layouts */
 		q->qdq_deq = true;
 		qdq_dims(q, y);
@@ -2138,6 +2187,78 @@ static void gap_sums_c(const struct qnode *q, const uint8_t *x, int np, double *
 	gap_tail(lut, x, hw, i, np, s);
 }
 
+/*
+ * True when every sum of up to n entries of lut is exact in double, so
+ * that the order of double additions cannot change it: the entries are
+ * finite, each a multiple of u (the smallest nonzero entry's ulp, a power
+ * of two not above any entry's ulp), so every partial sum is an integer
+ * multiple of u of magnitude at most n * max|entry| < 2^53 u.
+ * (Subnormal entries get a u below their ulp: only stricter.)
+ */
+static bool lut_sums_exact(const float *lut, int64_t n)
+{
+	double mx = 0, u = 0;
+
+	for (int i = 0; i < 256; i++) {
+		float v = fabsf(lut[i]);
+		int e;
+
+		if (!isfinite(v))
+			return false;
+		if (v == 0)
+			continue;
+		frexpf(v, &e); /* v in [2^(e-1), 2^e): ulp 2^(e-24) */
+		if (u == 0 || ldexp(1.0, e - 24) < u)
+			u = ldexp(1.0, e - 24);
+		if (v > mx)
+			mx = v;
+	}
+	return mx == 0 || (double)n * mx < ldexp(u, 53);
+}
+
+/*
+ * Planes of under 64 pixels are all tail: k_sum adds their pixels one by
+ * one in double.  With gap_exact those sums are exact, whatever the order:
+ * the np planes' bytes (contiguous) are looked up 64 at a time into f, and
+ * each plane's floats are added 16 at a time (two double vectors, then
+ * the lanes).  A plane of zeros sums to +0 in both orders (+0 start).
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
+gap_small_vbmi(const __m512i t[16], const uint8_t *x, int hw, int np, double *s)
+{
+	float f[QGAP_PLANES * 64 + 64];
+	int n = np * hw;
+
+	for (int i = 0; i < n; i += 64) {
+		__mmask64 m = n - i >= 64 ? ~0ull : (1ull << (n - i)) - 1;
+		__m512 v[4];
+
+		lut32_vbmi(t, _mm512_maskz_loadu_epi8(m, x + i), v);
+		_mm512_storeu_ps(f + i, v[0]);
+		_mm512_storeu_ps(f + i + 16, v[1]);
+		_mm512_storeu_ps(f + i + 32, v[2]);
+		_mm512_storeu_ps(f + i + 48, v[3]);
+	}
+	for (int p = 0; p < np; p++) {
+		const float *fp = f + p * hw;
+		__m512d a = _mm512_setzero_pd(), b = a;
+		int i = 0;
+
+		for (; i + 16 <= hw; i += 16) {
+			a = _mm512_add_pd(a, _mm512_cvtps_pd(_mm256_loadu_ps(fp + i)));
+			b = _mm512_add_pd(b, _mm512_cvtps_pd(_mm256_loadu_ps(fp + i + 8)));
+		}
+		if (i + 8 <= hw) {
+			a = _mm512_add_pd(a, _mm512_cvtps_pd(_mm256_loadu_ps(fp + i)));
+			i += 8;
+		}
+		if (i < hw)
+			b = _mm512_add_pd(b, _mm512_cvtps_pd(_mm256_maskz_loadu_ps(
+						     (__mmask8)((1u << (hw - i)) - 1), fp + i)));
+		s[p] = 0.0 + _mm512_reduce_add_pd(_mm512_add_pd(a, b));
+	}
+}
+
 /* the same for VW = 16, 64 bytes looked up per step */
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
 gap_sums_vbmi(const struct qnode *q, const uint8_t *x, int np, double *s)
@@ -2148,6 +2269,10 @@ gap_sums_vbmi(const struct qnode *q, const uint8_t *x, int np, double *s)
 	__m512i t[16];
 
 	lut32_load(q->lutb, t);
+	if (q->gap_exact && hw < 64) {
+		gap_small_vbmi(t, x, (int)hw, np, s);
+		return;
+	}
 	for (int p = 0; p < np; p++)
 		s[p] = 0.0;
 	while (i + 64 <= hw) {
@@ -2275,6 +2400,7 @@ static int try_qgap(struct mi_graph *g, struct mi_node *n)
 	q->se_c = x->dims[0] * x->dims[1];
 	q->gap_hw = mi_tensor_numel(x) / q->se_c;
 	q->gap_vw = mi_cpu_isa() == MI_ISA_AVX512 ? 16 : mi_cpu_isa() == MI_ISA_AVX2 ? 8 : 4;
+	q->gap_exact = !getenv("MI_QUANT_GAP_ORDER") && lut_sums_exact(q->lut, q->gap_hw);
 	/* a QuantizeLinear as the only reader: quantize the means */
 	int qi = mi_graph_sole_consumer(g, n->outputs[0]);
 	struct mi_node *qn = qi >= 0 ? &g->nodes[qi] : NULL;
@@ -2572,16 +2698,11 @@ static void qdq_q4(uint8_t *pix, int B, uint8_t *quads, int64_t qs, int nq, int6
  * or a float-output table node (qlut_range's kernels). */
 static void qdq_deq(const struct qnode *q, const uint8_t *x, int64_t n, float *y)
 {
-	int64_t i = 0;
-
 	if (!q->lut) {
 		mi_dequantize(x, q->qdq.dtype, n, q->qdq.scale, q->qdq.zp, y);
 		return;
 	}
-	if (mi_quant_isa() == MI_QISA_AVX512)
-		i = lut_avx512(x, q->lut, n, y);
-	for (; i < n; i++)
-		y[i] = q->lut[x[i]];
+	lut_f32(q, x, n, y);
 }
 
 static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)

@@ -2188,12 +2188,15 @@ static void gap_sums_c(const struct qnode *q, const uint8_t *x, int np, double *
 }
 
 /*
- * True when every sum of up to n entries of lut is exact in double, so
- * that the order of double additions cannot change it: the entries are
- * finite, each a multiple of u (the smallest nonzero entry's ulp, a power
- * of two not above any entry's ulp), so every partial sum is an integer
- * multiple of u of magnitude at most n * max|entry| < 2^53 u.
- * (Subnormal entries get a u below their ulp: only stricter.)
+ * True when every double sum of up to n entries of lut, or of float sums
+ * of them, is exact, so that the order of double additions cannot change
+ * it: the entries are finite, each a multiple of u (the smallest nonzero
+ * entry's ulp, a power of two not above any entry's ulp).  A float sum of
+ * multiples of u is one too (rounded, it is a multiple of a float spacing
+ * above u), so every partial double sum is an integer multiple of u, of
+ * magnitude at most n * max|entry| (float roundings add well under a
+ * factor 2) <= 2^52 u: exact.  (Subnormal entries get a u below their
+ * ulp: only stricter.)
  */
 static bool lut_sums_exact(const float *lut, int64_t n)
 {
@@ -2213,7 +2216,7 @@ static bool lut_sums_exact(const float *lut, int64_t n)
 		if (v > mx)
 			mx = v;
 	}
-	return mx == 0 || (double)n * mx < ldexp(u, 53);
+	return mx == 0 || (double)n * mx <= ldexp(u, 52);
 }
 
 /*
@@ -2259,6 +2262,64 @@ gap_small_vbmi(const __m512i t[16], const uint8_t *x, int hw, int np, double *s)
 	}
 }
 
+/*
+ * The same with gap_exact on planes of 64+ pixels: the float block sums as
+ * k_sum's (four accumulators, (a0 + a1) + (a2 + a3)), then their lanes and
+ * the tail pixels added in double vectors in any order (exact), a plane
+ * at a time.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
+gap_exact_vbmi(const __m512i t[16], const float *lut, const uint8_t *x, int64_t hw, int np,
+	       double *s)
+{
+	for (int p = 0; p < np; p++) {
+		const uint8_t *xp = x + p * hw;
+		__m512d d0 = _mm512_setzero_pd(), d1 = d0;
+		int64_t i = 0;
+
+		while (i + 64 <= hw) {
+			int64_t b = i, end = i + 512 < hw ? i + 512 : hw;
+			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, v[4];
+
+			for (i = b; i + 64 <= end; i += 64) {
+				lut32_vbmi(t, _mm512_loadu_si512(xp + i), v);
+				a0 = _mm512_add_ps(a0, v[0]);
+				a1 = _mm512_add_ps(a1, v[1]);
+				a2 = _mm512_add_ps(a2, v[2]);
+				a3 = _mm512_add_ps(a3, v[3]);
+			}
+			__m512 l = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+
+			d0 = _mm512_add_pd(d0, _mm512_cvtps_pd(_mm512_castps512_ps256(l)));
+			d1 = _mm512_add_pd(d1, _mm512_cvtps_pd(_mm256_castpd_ps(
+						       _mm512_extractf64x4_pd(_mm512_castps_pd(l), 1))));
+		}
+		double e = 0.0;
+
+		if (hw - i < 16) /* a short tail: one by one */
+			for (; i < hw; i++)
+				e += lut[xp[i]];
+		if (i < hw) { /* r < 64 tail pixels, masked lanes 0 */
+			int r = (int)(hw - i);
+			__m512 v[4];
+
+			lut32_vbmi(t, _mm512_maskz_loadu_epi8((1ull << r) - 1, xp + i), v);
+#pragma GCC unroll 4
+			for (int k = 0; k < 4; k++) {
+				int c = r - 16 * k;
+				__mmask8 m0 = c >= 8 ? 0xff : c > 0 ? (__mmask8)((1u << c) - 1) : 0;
+				__mmask8 m1 = c >= 16 ? 0xff : c > 8 ? (__mmask8)((1u << (c - 8)) - 1) : 0;
+
+				d0 = _mm512_add_pd(d0, _mm512_maskz_cvtps_pd(m0, _mm512_castps512_ps256(v[k])));
+				d1 = _mm512_add_pd(d1, _mm512_maskz_cvtps_pd(
+							       m1, _mm256_castpd_ps(_mm512_extractf64x4_pd(
+									   _mm512_castps_pd(v[k]), 1))));
+			}
+		}
+		s[p] = e + _mm512_reduce_add_pd(_mm512_add_pd(d0, d1));
+	}
+}
+
 /* the same for VW = 16, 64 bytes looked up per step */
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
 gap_sums_vbmi(const struct qnode *q, const uint8_t *x, int np, double *s)
@@ -2271,6 +2332,10 @@ gap_sums_vbmi(const struct qnode *q, const uint8_t *x, int np, double *s)
 	lut32_load(q->lutb, t);
 	if (q->gap_exact && hw < 64) {
 		gap_small_vbmi(t, x, (int)hw, np, s);
+		return;
+	}
+	if (q->gap_exact) {
+		gap_exact_vbmi(t, q->lut, x, hw, np, s);
 		return;
 	}
 	for (int p = 0; p < np; p++)

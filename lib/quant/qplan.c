@@ -2616,6 +2616,65 @@ static void qdq_t4(float *pix, float *rows, int64_t rs, int64_t np, bool to_rows
 		}
 }
 
+/*
+ * qdq_t16's B = 16 case, 16 pixels per step: the 16 rows in four
+ * registers (row 4k + L in lane L of register k), each group of four
+ * pixels (64 bytes, byte 16 pp + c = row c, pixel pp) picked from them by
+ * two vpermt2b (rows 0-7, rows 8-15) and a blend.  The other way round
+ * the same index and mask pick row 4k + L's 16 bytes from the four pixel
+ * groups.  Returns the pixels done.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static int64_t
+qdq_t16_vbmi(uint8_t *pix, uint8_t *rows, int64_t rs, int nrows, int64_t np, bool to_rows)
+{
+	/* byte q: ((q & 15) >> 2 & 1) * 64 + (q & 3) * 16 + (q >> 4) */
+	const __m512i base = _mm512_set_epi8(
+		115, 99, 83, 67, 51, 35, 19, 3, 115, 99, 83, 67, 51, 35, 19, 3,
+		114, 98, 82, 66, 50, 34, 18, 2, 114, 98, 82, 66, 50, 34, 18, 2,
+		113, 97, 81, 65, 49, 33, 17, 1, 113, 97, 81, 65, 49, 33, 17, 1,
+		112, 96, 80, 64, 48, 32, 16, 0, 112, 96, 80, 64, 48, 32, 16, 0);
+	const __mmask64 hi8 = 0xff00ff00ff00ff00ull; /* (q & 15) >= 8: registers 2, 3 */
+	int64_t p = 0;
+
+	for (; p + 16 <= np; p += 16) {
+		__m512i in[4], out[4];
+
+		for (int k = 0; k < 4; k++) {
+			if (to_rows) {
+				in[k] = _mm512_loadu_si512(pix + (p + 4 * k) * 16);
+				continue;
+			}
+			in[k] = _mm512_setzero_si512();
+			for (int l = 0; l < 4 && 4 * k + l < nrows; l++)
+				in[k] = _mm512_mask_broadcast_i32x4(
+					in[k], (__mmask16)(0xf << (4 * l)),
+					_mm_loadu_si128((const __m128i *)(rows + (4 * k + l) * rs + p)));
+		}
+#pragma GCC unroll 4
+		for (int j = 0; j < 4; j++) {
+			__m512i ix = _mm512_add_epi8(base, _mm512_set1_epi8((char)(4 * j)));
+
+			out[j] = _mm512_mask_blend_epi8(hi8, _mm512_permutex2var_epi8(in[0], ix, in[1]),
+							_mm512_permutex2var_epi8(in[2], ix, in[3]));
+		}
+		for (int k = 0; k < 4; k++) {
+			if (!to_rows) {
+				_mm512_storeu_si512(pix + (p + 4 * k) * 16, out[k]);
+				continue;
+			}
+			for (int l = 0; l < 4 && 4 * k + l < nrows; l++)
+				_mm_storeu_si128((__m128i *)(rows + (4 * k + l) * rs + p),
+						 _mm512_castsi512_si128(_mm512_permutexvar_epi32(
+							 _mm512_add_epi32(_mm512_set1_epi32(4 * l),
+									  _mm512_setr_epi32(0, 1, 2, 3, 0, 0, 0,
+											    0, 0, 0, 0, 0, 0, 0,
+											    0, 0)),
+							 out[k])));
+		}
+	}
+	return p;
+}
+
 /* Move np pixels of nrows (<= B) channels between B-byte pixel rows (pix,
  * [np][B]) and nrows byte rows of stride rs (rows): to_rows copies pix ->
  * rows, else rows -> pix (lanes past nrows 0).  16x16 byte transposes:
@@ -2626,6 +2685,8 @@ static void qdq_t16(uint8_t *pix, int B, uint8_t *rows, int64_t rs, int nrows, i
 {
 	int64_t p = 0;
 
+	if (B == 16 && mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
+		p = qdq_t16_vbmi(pix, rows, rs, nrows, np, to_rows);
 #ifdef __SSE2__
 	for (; p + 16 <= np; p += 16) {
 		__m128i r[16], t[16];

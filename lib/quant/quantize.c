@@ -1908,85 +1908,101 @@ static int profile_load(struct qctx *c, struct mi_model **m)
  * which tells which steps the planner made (fused nodes leave no step of
  * their own, a fused activation runs inside its convolution); each step's
  * time is then a fixed function of its kind and sizes:
- *   ns = a * multiply-adds + b * elements read and written + c * weight
- *        elements + d
+ *   ns = a * multiply-adds (a step without weights: output channels)
+ *        + b * elements read and written + c * weight elements + d
  * with a, b, c, d per context (the step in the all-fp32 model, an fp32 step
  * alone between int8 data, in the all-int8 model, an int8 step alone
  * between fp32 data, a standalone QuantizeLinear or DequantizeLinear) and
- * per class of the step's operator (below), fitted once by least squares
- * (relative error) to the per-step minima of 10 runs of MobileNetV2,
+ * per class of the step's operator (below), fitted by least squares
+ * (relative error) to the per-step minima of timed runs of MobileNetV2,
  * EfficientNet-B0, MobileNetV3-Small, ShuffleNetV2 and ResNet-50 on an
- * Emerald Rapids core (AVX-512 VNNI) at 1 thread.  No time is measured,
+ * Emerald Rapids core (AVX-512 VNNI) at 1 thread by tools/quant/costfit.py
+ * (Documentation/quantization.rst: refit after kernel changes).  No time is measured,
  * so the choice depends on the model and the flags only (the same on
  * every machine; the table is the AVX-512 one whatever the ISA).
  */
 enum { CM_N32, CM_A32, CM_N8, CM_A8, CM_Q, CM_DQ, CM_NCTX };
-enum { CC_CONV, CC_CONV1, CC_DW, CC_GEMM, CC_POOL, CC_GAP, CC_ADD, CC_MUL, CC_SEMUL, CC_SIGM,
-       CC_HSWISH, CC_RELU, CC_MOVE, CC_VIEW, CC_OTHER, CC_NCLS };
+enum { CC_CONV, CC_CONV1, CC_DW, CC_DW3S2, CC_DW5, CC_DW5S2, CC_GEMM, CC_POOL, CC_GAP, CC_ADD,
+       CC_MUL, CC_SEMUL, CC_SIGM, CC_HSWISH, CC_RELU, CC_MOVE, CC_VIEW, CC_OTHER, CC_NCLS };
 static const char *const cm_ctx_name[CM_NCTX] = { "n32", "a32", "n8", "a8", "q", "dq" };
-static const char *const cm_cls_name[CC_NCLS] = { "conv", "conv1x1", "dwconv", "gemm", "pool",
-						  "gap", "add", "mul", "semul", "sigmoid", "hswish",
-						  "relu", "move", "view", "other" };
+static const char *const cm_cls_name[CC_NCLS] = { "conv", "conv1x1", "dwconv", "dw3s2", "dw5",
+						  "dw5s2", "gemm", "pool", "gap", "add", "mul",
+						  "semul", "sigmoid", "hswish", "relu", "move", "view",
+						  "other" };
 /* ns per multiply-add, per element, per weight element, per step
  * (fitted with weights 1 / sqrt(ns): relative errors, large steps
- * counting more) */
+ * counting more).  Written by tools/quant/costfit.py fit --write: edit
+ * the tool, not the table. */
+/* cm_rate: begin */
 static const double cm_rate[CM_NCTX][CC_NCLS][4] = {
 	{ /* n32 */
-		{ 0.009558, 0.5732, 0.2896, 0 }, /* conv */
-		{ 0.01126, 0.2143, 0.2183, 1194 }, /* conv1x1 */
-		{ 0.0427, 0.1086, 1.032, 1025 }, /* dwconv */
-		{ 0.1488, 0, 0.1488, 0 }, /* gemm */
-		{ 0, 0.2468, 0, 0 }, /* pool */
-		{ 0, 0.0708, 0, 0 }, /* gap */
-		{ 0, 0.1001, 0, 34.78 }, /* add */
-		{ 0, 0.1001, 0, 34.78 }, /* mul */
-		{ 0, 0.08248, 0, 0 }, /* semul */
-		{ 0, 0.113, 0, 405.2 }, /* sigmoid */
+		{ 0.00961, 0.4629, 0.2862, 0 }, /* conv */
+		{ 0.01167, 0.1116, 0.1996, 1483 }, /* conv1x1 */
+		{ 0.04249, 0.009441, 1.03, 2000 }, /* dwconv */
+		{ 0.06596, 0.03664, 0, 0 }, /* dw3s2 */
+		{ 0.04564, 0, 1.578, 0 }, /* dw5 */
+		{ 0.05035, 0.01007, 0.4607, 0 }, /* dw5s2 */
+		{ 0.1385, 0, 0.1385, 0 }, /* gemm */
+		{ 0, 0.236, 0, 0 }, /* pool */
+		{ 0.07144, 0.07086, 0, 0 }, /* gap */
+		{ 0.4088, 0.09615, 0, 240.2 }, /* add */
+		{ 0.4088, 0.09615, 0, 240.2 }, /* mul */
+		{ 0, 0.07962, 0, 0 }, /* semul */
+		{ 0, 0, 0, 697.1 }, /* sigmoid */
 		{ 0, 0, 0, 0 }, /* hswish */
 		{ 0, 0, 0, 0 }, /* relu */
-		{ 0, 0.006272, 0, 51.59 }, /* move */
-		{ 0, 0, 0, 62.27 }, /* view */
+		{ 1.839, 0.006654, 0, 172.1 }, /* move */
+		{ 0.08047, 0.0004985, 0, 235.7 }, /* view */
 		{ 0, 0, 0, 0 }, /* other */
 	},
 	{ /* a32 */
-		{ 0.01002, 0.5137, 0.2748, 0 }, /* conv */
-		{ 0.01267, 0.08149, 0.2883, 663.1 }, /* conv1x1 */
-		{ 0.05113, 0.1685, 0.7129, 2000 }, /* dwconv */
-		{ 0.1396, 0, 0.1396, 0 }, /* gemm */
-		{ 0, 0.07763, 0, 0 }, /* pool */
-		{ 0, 0.2291, 0, 2000 }, /* gap */
-		{ 0, 0.1001, 0, 34.78 }, /* add */
-		{ 0, 0.1001, 0, 34.78 }, /* mul */
-		{ 0, 0.06659, 0, 2000 }, /* semul */
-		{ 0, 0.0325, 0, 504 }, /* sigmoid */
-		{ 0, 0.01419, 0, 467.3 }, /* hswish */
+		{ 0.01007, 0.4155, 0.2621, 0 }, /* conv */
+		{ 0.0122, 0.05437, 0.2797, 777.3 }, /* conv1x1 */
+		{ 0.08561, 0, 2.072, 2000 }, /* dwconv */
+		{ 0.09544, 0.05302, 0.00743, 2000 }, /* dw3s2 */
+		{ 0.05144, 0, 1.369, 2000 }, /* dw5 */
+		{ 0.05772, 0, 0.638, 0 }, /* dw5s2 */
+		{ 0.1295, 0, 0.1295, 0 }, /* gemm */
+		{ 0, 0.08065, 0, 0 }, /* pool */
+		{ 17.73, 0.1589, 0, 1514 }, /* gap */
+		{ 0.4088, 0.09615, 0, 240.2 }, /* add */
+		{ 0.4088, 0.09615, 0, 240.2 }, /* mul */
+		{ 33.26, 0.04598, 0, 2000 }, /* semul */
+		{ 0, 0.03034, 0, 631.8 }, /* sigmoid */
+		{ 0.6391, 0.01654, 0, 0 }, /* hswish */
 		{ 0, 0, 0, 0 }, /* relu */
-		{ 0, 0.006205, 0, 65.27 }, /* move */
-		{ 0, 0, 0, 51.59 }, /* view */
+		{ 1.837, 0.007058, 0, 146.3 }, /* move */
+		{ 0.06516, 5.948e-05, 0, 252.6 }, /* view */
 		{ 0, 0, 0, 0 }, /* other */
 	},
 	{ /* n8 */
-		{ 0.0006289, 0.294, 0.1032, 0 }, /* conv */
-		{ 0.0004053, 0.09213, 0.09966, 2000 }, /* conv1x1 */
-		{ 0.02365, 0.02997, 0.2851, 1072 }, /* dwconv */
-		{ 0.0367, 0, 0.0367, 0 }, /* gemm */
-		{ 0, 0.08339, 0, 0 }, /* pool */
-		{ 0, 0.2352, 0, 2000 }, /* gap */
-		{ 0, 0.09869, 0, 40.52 }, /* add */
-		{ 0, 0.09869, 0, 40.52 }, /* mul */
-		{ 0, 0.05165, 0, 2000 }, /* semul */
-		{ 0, 0.02788, 0, 409.9 }, /* sigmoid */
-		{ 0, 0.0143, 0, 82.92 }, /* hswish */
+		{ 0.000586, 0.2885, 0.09874, 0 }, /* conv */
+		{ 0.0005234, 0.0793, 0.08682, 2000 }, /* conv1x1 */
+		{ 0.02914, 0.006475, 0.7602, 975.5 }, /* dwconv */
+		{ 0.02768, 0.01538, 0.6352, 802.4 }, /* dw3s2 */
+		{ 0.01862, 0.00149, 0.426, 1900 }, /* dw5 */
+		{ 0.02784, 0, 0.5661, 0 }, /* dw5s2 */
+		{ 0.03409, 0, 0.03409, 0 }, /* gemm */
+		{ 0, 0.0823, 0, 0 }, /* pool */
+		{ 17.49, 0.1584, 0, 1336 }, /* gap */
+		{ 1.237, 0.09195, 0, 242.9 }, /* add */
+		{ 1.237, 0.09195, 0, 242.9 }, /* mul */
+		{ 23.13, 0.02781, 0, 2000 }, /* semul */
+		{ 0, 0.02329, 0, 576.8 }, /* sigmoid */
+		{ 0.7015, 0.01561, 0, 0 }, /* hswish */
 		{ 0, 0, 0, 0 }, /* relu */
-		{ 0, 0.005291, 0, 79.88 }, /* move */
-		{ 0, 0, 0, 51.9 }, /* view */
+		{ 1.686, 0.007134, 0, 160 }, /* move */
+		{ 0.06849, 0.0001762, 0, 251.4 }, /* view */
 		{ 0, 0, 0, 0 }, /* other */
 	},
 	{ /* a8 */
-		{ 0.0006965, 0.2874, 0.1002, 0 }, /* conv */
-		{ 0.0005965, 0.08116, 0.09761, 2000 }, /* conv1x1 */
-		{ 0.01949, 0.03993, 0.3734, 1124 }, /* dwconv */
-		{ 0.03517, 0, 0.03517, 0 }, /* gemm */
+		{ 0.0006674, 0.2785, 0.0907, 0 }, /* conv */
+		{ 0.0005407, 0.07804, 0.09039, 2000 }, /* conv1x1 */
+		{ 0.0297, 0.0066, 0.7861, 667.9 }, /* dwconv */
+		{ 0.03694, 0, 0.6988, 668.5 }, /* dw3s2 */
+		{ 0.01897, 0, 0.4894, 761.6 }, /* dw5 */
+		{ 0.02729, 0.005459, 0.5082, 0 }, /* dw5s2 */
+		{ 0.03351, 0, 0.03351, 0 }, /* gemm */
 		{ 0, 0, 0, 0 }, /* pool */
 		{ 0, 0, 0, 0 }, /* gap */
 		{ 0, 0, 0, 0 }, /* add */
@@ -2003,6 +2019,9 @@ static const double cm_rate[CM_NCTX][CC_NCLS][4] = {
 		{ 0, 0, 0, 0 }, /* conv */
 		{ 0, 0, 0, 0 }, /* conv1x1 */
 		{ 0, 0, 0, 0 }, /* dwconv */
+		{ 0, 0, 0, 0 }, /* dw3s2 */
+		{ 0, 0, 0, 0 }, /* dw5 */
+		{ 0, 0, 0, 0 }, /* dw5s2 */
 		{ 0, 0, 0, 0 }, /* gemm */
 		{ 0, 0, 0, 0 }, /* pool */
 		{ 0, 0, 0, 0 }, /* gap */
@@ -2014,12 +2033,15 @@ static const double cm_rate[CM_NCTX][CC_NCLS][4] = {
 		{ 0, 0, 0, 0 }, /* relu */
 		{ 0, 0, 0, 0 }, /* move */
 		{ 0, 0, 0, 0 }, /* view */
-		{ 0, 0.2122, 0, 89.4 }, /* other */
+		{ 0, 0.2111, 0, 303.2 }, /* other */
 	},
 	{ /* dq */
 		{ 0, 0, 0, 0 }, /* conv */
 		{ 0, 0, 0, 0 }, /* conv1x1 */
 		{ 0, 0, 0, 0 }, /* dwconv */
+		{ 0, 0, 0, 0 }, /* dw3s2 */
+		{ 0, 0, 0, 0 }, /* dw5 */
+		{ 0, 0, 0, 0 }, /* dw5s2 */
 		{ 0, 0, 0, 0 }, /* gemm */
 		{ 0, 0, 0, 0 }, /* pool */
 		{ 0, 0, 0, 0 }, /* gap */
@@ -2031,9 +2053,10 @@ static const double cm_rate[CM_NCTX][CC_NCLS][4] = {
 		{ 0, 0, 0, 0 }, /* relu */
 		{ 0, 0, 0, 0 }, /* move */
 		{ 0, 0, 0, 0 }, /* view */
-		{ 0, 0.2053, 0, 0 }, /* other */
+		{ 0.3537, 0.1882, 0, 0 }, /* other */
 	},
 };
+/* cm_rate: end */
 
 /* The class of a step running IR node x as op (the planner's op type). */
 static int step_class(const struct qctx *c, int x, const char *op)
@@ -2048,7 +2071,17 @@ static int step_class(const struct qctx *c, int x, const char *op)
 
 		for (int d = 2; w && d < w->ndim; d++)
 			kk *= w->dims[d];
-		return grp > 1 ? CC_DW : kk == 1 ? CC_CONV1 : CC_CONV;
+		if (grp > 1) {
+			/* grouped / depthwise: by kernel area (up to 3x3, larger)
+			 * and stride (1, more) */
+			const struct mi_attr *st = mi_attr_get(n, "strides");
+			bool s2 = false;
+
+			for (int d = 0; st && st->ints && d < st->n; d++)
+				s2 |= st->ints[d] > 1;
+			return kk <= 9 ? (s2 ? CC_DW3S2 : CC_DW) : (s2 ? CC_DW5S2 : CC_DW5);
+		}
+		return kk == 1 ? CC_CONV1 : CC_CONV;
 	}
 	if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul") || !strcmp(op, "QLinearMatMul"))
 		return CC_GEMM;
@@ -2090,13 +2123,62 @@ static int step_class(const struct qctx *c, int x, const char *op)
 	return CC_OTHER;
 }
 
-/* Sizes of IR node x: multiply-adds (quantizable nodes), elements of its
- * non-constant inputs and outputs, weight elements. */
+/* Channels (dimension 1) of t, 1 for a tensor of fewer dimensions. */
+static double tensor_channels(const struct mi_tensor *t)
+{
+	return t->ndim > 1 && t->dims[1] > 0 ? (double)t->dims[1] : 1;
+}
+
+/* A Conv node that is not grouped. */
+static bool dense_conv(const struct mi_node *n)
+{
+	return !strcmp(n->op_type, "Conv") && mi_attr_int(n, "group", 1) == 1;
+}
+
+/* The class of a standalone QuantizeLinear (dq false) or DequantizeLinear
+ * of quantized tensor qi, by the layout the int8 planner gives its
+ * quantized side (lib/quant/qplan.c, plan_c4_tensors()): CC_CONV where that
+ * is the C4 layout (a 4-D tensor of 4n channels, written by a convolution
+ * for a DQ, read by ungrouped convolutions only for a Q), else CC_OTHER
+ * (planar: the graph input, an SE gate's product, a tensor a depthwise
+ * convolution or another node reads), measured 2-2.5x slower per element
+ * (MobileNetV3-Small: 0.36 against 0.15 ns). */
+static int qdq_class(const struct qctx *c, int qi, bool dq)
+{
+	const struct mi_graph *g = c->g;
+	const struct mi_tensor *x = &g->tensors[c->qt[qi].t];
+	int t = c->qt[qi].t, nr = 0;
+
+	if (x->ndim != 4 || x->dims[1] <= 0 || x->dims[1] % 4)
+		return CC_OTHER;
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct mi_node *n = &g->nodes[i];
+
+		for (int a = 0; dq && a < n->noutputs; a++)
+			if (n->outputs[a] == t)
+				return !strcmp(n->op_type, "Conv") ? CC_CONV : CC_OTHER;
+		for (int a = 0; !dq && a < n->ninputs; a++)
+			if (n->inputs[a] == t) {
+				if (!dense_conv(n))
+					return CC_OTHER;
+				nr++;
+				break;
+			}
+	}
+	return nr ? CC_CONV : CC_OTHER;
+}
+
+/* Sizes of IR node x: multiply-adds (quantizable nodes; another node: the
+ * channels of its output, per-channel work such as a global pooling's or
+ * an SE gate's), elements of its non-constant inputs and outputs, weight
+ * elements. */
 static void step_sizes(const struct qctx *c, const int *kq, int x, double f[3])
 {
 	const struct mi_node *n = &c->g->nodes[x];
 
-	f[0] = kq[x] >= 0 ? node_macs(c, kq[x]) : 0;
+	f[0] = kq[x] >= 0	  ? node_macs(c, kq[x]) :
+	       n->noutputs > 0 ? tensor_channels(&c->g->tensors[n->outputs[0]]) :
+				 0;
 	f[1] = 0;
 	f[2] = kq[x] >= 0 ? (double)mi_tensor_numel(&c->g->tensors[c->nodes[kq[x]].weight]) : 0;
 	for (int a = 0; a < n->ninputs; a++)
@@ -2133,6 +2215,8 @@ static int profile_run(struct qctx *c, struct calib *ev, struct mi_model **m,
 		       const int *kq, bool timed)
 {
 	struct mi_value *outs = calloc(c->orig_noutputs + 1, sizeof(*outs));
+	const char *cm = getenv("MI_MINCOS_COST");
+	bool dump = getenv("MI_MINCOS_DEBUG") || (cm && !strcmp(cm, "steps"));
 	struct mi_node_profile pr;
 	double *best[NPROF] = { NULL };
 	int err = outs ? 0 : -ENOMEM, ni = 0;
@@ -2185,15 +2269,30 @@ static int profile_run(struct qctx *c, struct calib *ev, struct mi_model **m,
 				   x >= 0 && x < c->nqt) {
 				ctx = CM_DQ;
 			}
-			if (ctx == CM_Q || ctx == CM_DQ)
+			if (ctx == CM_Q || ctx == CM_DQ) {
+				cls = qdq_class(c, x, ctx == CM_DQ);
+				f[0] = tensor_channels(&c->g->tensors[c->qt[x].t]);
 				f[1] = fmax((double)mi_tensor_numel(&c->g->tensors[c->qt[x].t]), 0);
+			}
 			if (ctx >= 0 && !timed)
 				best[p][i] = pr.calls ? step_model(ctx, cls, f) : 0;
-			if (ctx >= 0 && timed && getenv("MI_MINCOS_DEBUG") &&
-			    (ctx > CM_A8 || !pick[p] || pick[p][x]))
-				fprintf(stderr, "step %d %s %s %s %.0f %.0f %.0f %d %.1f %d\n", p,
+			if (ctx >= 0 && timed && dump && (ctx > CM_A8 || !pick[p] || pick[p][x])) {
+				/* and the shape of its (first) output: channels, pixels */
+				const struct mi_tensor *y =
+					ctx > CM_A8 ? &c->g->tensors[c->qt[x].t] :
+					c->g->nodes[x].noutputs ? &c->g->tensors[c->g->nodes[x].outputs[0]] :
+								  NULL;
+				int64_t ch = y && y->ndim > 1 ? y->dims[1] : 1, hw = 1;
+
+				for (int d = 2; y && d < y->ndim; d++)
+					hw *= y->dims[d];
+				/* ... and the cost model's time */
+				fprintf(stderr,
+					"step %d %s %s %s %.0f %.0f %.0f %d %.1f %d %lld %lld %.1f\n", p,
 					cm_ctx_name[ctx], pr.op_type, cm_cls_name[cls], f[0], f[1],
-					f[2], (int)pr.calls, best[p][i], x);
+					f[2], (int)pr.calls, best[p][i], x, (long long)ch, (long long)hw,
+					step_model(ctx, cls, f));
+			}
 			if (ctx >= CM_N32 && ctx <= CM_A8) {
 				if (!pick[p] || pick[p][x])
 					ns[p][x] += best[p][i];
@@ -2592,7 +2691,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	 * profile models fails) */
 	cost = getenv("MI_MINCOS_COST") ? getenv("MI_MINCOS_COST") : "model";
 	macs_only = !strcmp(cost, "macs");
-	tm.timed = !strcmp(cost, "profile");
+	tm.timed = !strcmp(cost, "profile") || !strcmp(cost, "steps");
 	err = macs_only ? 0 : qtime_init(c, ev, u, nu, &tm);
 	if (err == -ENOMEM)
 		goto out;
@@ -2610,6 +2709,12 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		}
 		printf("min-cosine: %s at 1 thread: all int8 %.3f ms, all fp32 %.3f ms (%.0f s)\n",
 		       tm.timed ? "profiled" : "cost model", t8 * 1e-6, t32 * 1e-6, now_s() - t0);
+		/* the input of tools/quant/costfit.py: the step lines, then stop */
+		if (!strcmp(cost, "steps")) {
+			err = QERR("--min-cosine: MI_MINCOS_COST=steps: stopped after the profiles") ?
+				      -ECANCELED : 0;
+			goto out;
+		}
 	} else if (macs_only) {
 		printf("min-cosine: costs are multiply-adds (MI_MINCOS_COST=macs)\n");
 	} else {

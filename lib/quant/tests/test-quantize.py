@@ -588,6 +588,70 @@ def check_reproducible(fp32, tmp, mn):
           f"predictions with a spinning process and the CPU clock ({diff[:1]})")
 
 
+def check_costfit(fp32, tmp, mn):
+    """tools/quant/costfit.py, which fits quantize.c's cost model table:
+    - the table has a row per context and class of quantize.c, in order
+      (a class added to the enum without its row would shift every row
+      after it, silently: C zero-fills the rest);
+    - it reads the step lines of MI_MINCOS_COST=steps (the quantizer stops
+      after the profiles, with an error) and costs each step as the C cost
+      model does (the model's ns printed on each line);
+    - its fit recovers a known table from exact synthetic steps."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("costfit",
+                                                  os.path.join(ROOT, "tools/quant/costfit.py"))
+    cf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cf)
+    src = open(cf.QC).read()
+    ctxs, clss = cf.names(src)
+    table = cf.table_of(src, ctxs, clss)
+    block = src[src.index(cf.BEGIN):src.index(cf.END)]
+    tags = re.findall(r"/\* (\w+) \*/", block)
+    want = [t for c in ctxs for t in [c] + clss]
+    enum = re.search(r"enum \{ (CC_[^}]*)\}", src).group(1).replace("\n", " ").split(",")
+    check(tags == want and len([e for e in enum if e.strip()]) == len(clss) + 1,
+          f"cost table: {len(ctxs)} contexts x {len(clss)} classes, rows in the order of "
+          f"cm_ctx_name / cm_cls_name and the CC_ enum")
+    d = os.path.join(tmp, "steps")
+    os.makedirs(d, exist_ok=True)
+    r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o",
+             os.path.join(d, "x.onnx"), "--min-cosine", "%.10f" % (1 - (1 - mn) / 30)],
+            env={"MI_MINCOS_COST": "steps"}, ok=False)
+    lines = [l for l in r.stderr.splitlines() if l.startswith("step ")]
+    with open(os.path.join(d, "net.0.steps"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    steps = cf.read_steps([d])
+    bad, ncm = [], 0
+    for l in lines:
+        v = l.split()
+        st = dict(ctx=v[2], cls=v[4], macs=float(v[5]), el=float(v[6]), wn=float(v[7]))
+        a, b = float(v[13]), cf.model_ns(table, st)
+        ncm += 1
+        if abs(a - b) > 0.051 + 1e-4 * abs(a):
+            bad.append((l, b))
+    check(r.returncode != 0 and "MI_MINCOS_COST=steps" in r.stderr and
+          not os.path.exists(os.path.join(d, "x.onnx")) and len(steps) > 20 and
+          ncm >= len(steps) and not bad,
+          f"MI_MINCOS_COST=steps: {len(steps)} steps, stopped before writing; costfit.py "
+          f"costs them as quantize.c's cost model ({bad[:1]})")
+    # exact synthetic steps: the fit gives back the table they came from
+    rng = np.random.default_rng(5)
+    truth = {("n8", "conv"): [0.002, 0.3, 0.1, 900.0], ("a32", "gap"): [4.0, 0.25, 0, 300.0],
+             ("q", "other"): [0, 0.2, 0, 0]}
+    syn = []
+    for (ctx, cls), t in truth.items():
+        for i in range(40):
+            m, e, w = (rng.uniform(1e4, 1e7) if t[0] and cls != "gap" else rng.uniform(8, 512),
+                       rng.uniform(1e3, 1e6), rng.uniform(1e2, 1e5) if t[2] else 0)
+            syn.append(dict(model="syn", ctx=ctx, op="X", cls=cls, macs=m, el=e, wn=w,
+                            ns=float(np.dot(t, [m, e, w, 1])), runs=1))
+    fit, _ = cf.fit(syn, ctxs, clss)
+    err = max(abs(fit[k][j] - truth[k][j]) / max(abs(truth[k][j]), 1e-3)
+              for k in truth for j in range(4))
+    check(err < 1e-6, f"costfit.py fit recovers a known table from exact steps (rel err {err:.1e})")
+
+
 def main():
     import onnx
 
@@ -775,6 +839,7 @@ def main():
         check_holdout(fp32, tmp, mn_)
         check_search(fp32, tmp, mn_)
         check_reproducible(fp32, tmp, mn_)
+        check_costfit(fp32, tmp, mn_)
 
     # 5x5/7x7 depthwise kernels, Sigmoid/SiLU/HardSwish/HardSigmoid tables
     fa = os.path.join(tmp, "act.onnx")

@@ -1910,7 +1910,8 @@ static int profile_load(struct qctx *c, struct mi_model **m)
  * time is then a fixed function of its kind and sizes:
  *   ns = a * multiply-adds (a step without weights: output channels)
  *        + b * elements read and written + c * weight elements + d
- * with a, b, c, d per context (the step in the all-fp32 model, an fp32 step
+ *        + e * elements read and written beyond CM_BIG
+ * with a, b, c, d, e per context (the step in the all-fp32 model, an fp32 step
  * alone between int8 data, in the all-int8 model, an int8 step alone
  * between fp32 data, a standalone QuantizeLinear or DequantizeLinear) and
  * per class of the step's operator (below), fitted by least squares
@@ -1929,131 +1930,136 @@ static const char *const cm_cls_name[CC_NCLS] = { "conv", "conv1x1", "dwconv", "
 						  "dw5s2", "gemm", "pool", "gap", "add", "mul",
 						  "semul", "sigmoid", "hswish", "relu", "move", "view",
 						  "other" };
-/* ns per multiply-add, per element, per weight element, per step
+/* elements (read and written) past which a step's data leave the 2 MB L2
+ * cache (fp32: 1 MB each side): each one beyond costs e more */
+#define CM_BIG 262144.0
+
+/* ns per multiply-add, per element, per weight element, per step, per
+ * element beyond CM_BIG
  * (fitted with weights 1 / sqrt(ns): relative errors, large steps
  * counting more).  Written by tools/quant/costfit.py fit --write: edit
  * the tool, not the table. */
 /* cm_rate: begin */
-static const double cm_rate[CM_NCTX][CC_NCLS][4] = {
+static const double cm_rate[CM_NCTX][CC_NCLS][5] = {
 	{ /* n32 */
-		{ 0.00961, 0.4629, 0.2862, 0 }, /* conv */
-		{ 0.01167, 0.1116, 0.1996, 1483 }, /* conv1x1 */
-		{ 0.04249, 0.009441, 1.03, 2000 }, /* dwconv */
-		{ 0.06596, 0.03664, 0, 0 }, /* dw3s2 */
-		{ 0.04564, 0, 1.578, 0 }, /* dw5 */
-		{ 0.05035, 0.01007, 0.4607, 0 }, /* dw5s2 */
-		{ 0.1385, 0, 0.1385, 0 }, /* gemm */
-		{ 0, 0.236, 0, 0 }, /* pool */
-		{ 0.07144, 0.07086, 0, 0 }, /* gap */
-		{ 0.4088, 0.09615, 0, 240.2 }, /* add */
-		{ 0.4088, 0.09615, 0, 240.2 }, /* mul */
-		{ 0, 0.07962, 0, 0 }, /* semul */
-		{ 0, 0, 0, 697.1 }, /* sigmoid */
-		{ 0, 0, 0, 0 }, /* hswish */
-		{ 0, 0, 0, 0 }, /* relu */
-		{ 1.839, 0.006654, 0, 172.1 }, /* move */
-		{ 0.08047, 0.0004985, 0, 235.7 }, /* view */
-		{ 0, 0, 0, 0 }, /* other */
+		{ 0.01029, 0.4099, 0.2614, 2000, 0.319 }, /* conv */
+		{ 0.01198, 0.1268, 0.2394, 1740, 0.08761 }, /* conv1x1 */
+		{ 0.04908, 0, 3.119, 2000, 0.08191 }, /* dwconv */
+		{ 0.04639, 0.02577, 3.264, 2000, 0.1608 }, /* dw3s2 */
+		{ 0.04521, 0, 1.911, 0, 0.3851 }, /* dw5 */
+		{ 0.03202, 0, 1.727, 0, 0.2355 }, /* dw5s2 */
+		{ 0.1478, 0, 0.1478, 0, 0 }, /* gemm */
+		{ 0, 0.2528, 0, 0, 0 }, /* pool */
+		{ 2.494, 0.04965, 0, 0, 0.227 }, /* gap */
+		{ 0.5296, 0.1072, 0, 246.6, 0.00167 }, /* add */
+		{ 0.5296, 0.1072, 0, 246.6, 0.00167 }, /* mul */
+		{ 0.5936, 0.06172, 0, 0, 0.1294 }, /* semul */
+		{ 0, 0, 0, 714.9, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 1.973, 0.007912, 0, 168.8, 0 }, /* move */
+		{ 0.1084, 0.0004556, 0, 250.9, 0 }, /* view */
+		{ 0, 0, 0, 0, 0 }, /* other */
 	},
 	{ /* a32 */
-		{ 0.01007, 0.4155, 0.2621, 0 }, /* conv */
-		{ 0.0122, 0.05437, 0.2797, 777.3 }, /* conv1x1 */
-		{ 0.08561, 0, 2.072, 2000 }, /* dwconv */
-		{ 0.09544, 0.05302, 0.00743, 2000 }, /* dw3s2 */
-		{ 0.05144, 0, 1.369, 2000 }, /* dw5 */
-		{ 0.05772, 0, 0.638, 0 }, /* dw5s2 */
-		{ 0.1295, 0, 0.1295, 0 }, /* gemm */
-		{ 0, 0.08065, 0, 0 }, /* pool */
-		{ 17.73, 0.1589, 0, 1514 }, /* gap */
-		{ 0.4088, 0.09615, 0, 240.2 }, /* add */
-		{ 0.4088, 0.09615, 0, 240.2 }, /* mul */
-		{ 33.26, 0.04598, 0, 2000 }, /* semul */
-		{ 0, 0.03034, 0, 631.8 }, /* sigmoid */
-		{ 0.6391, 0.01654, 0, 0 }, /* hswish */
-		{ 0, 0, 0, 0 }, /* relu */
-		{ 1.837, 0.007058, 0, 146.3 }, /* move */
-		{ 0.06516, 5.948e-05, 0, 252.6 }, /* view */
-		{ 0, 0, 0, 0 }, /* other */
+		{ 0.01092, 0.3418, 0.2767, 0, 0.2863 }, /* conv */
+		{ 0.01324, 0.01916, 0.3244, 1254, 0.125 }, /* conv1x1 */
+		{ 0.1143, 0, 3.792, 0, 0 }, /* dwconv */
+		{ 0.08954, 0.04974, 3.516, 2000, 0.1338 }, /* dw3s2 */
+		{ 0.05527, 0, 1.723, 0, 0 }, /* dw5 */
+		{ 0.05501, 0, 0.8825, 0, 0.3766 }, /* dw5s2 */
+		{ 0.1611, 0, 0.1611, 0, 0 }, /* gemm */
+		{ 0, 0.0809, 0, 0, 0.0002663 }, /* pool */
+		{ 19.55, 0.1776, 0, 571.2, 0.01039 }, /* gap */
+		{ 0.5296, 0.1072, 0, 246.6, 0.00167 }, /* add */
+		{ 0.5296, 0.1072, 0, 246.6, 0.00167 }, /* mul */
+		{ 33.97, 0.05592, 0, 2000, 0 }, /* semul */
+		{ 0.1562, 0.02057, 0, 854.4, 0.03902 }, /* sigmoid */
+		{ 0.1099, 0.01106, 0, 687.5, 0.01894 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 2.102, 0.00807, 0, 158.6, 0 }, /* move */
+		{ 0.1244, 0.0001179, 0, 246.8, 0 }, /* view */
+		{ 0, 0, 0, 0, 0 }, /* other */
 	},
 	{ /* n8 */
-		{ 0.000586, 0.2885, 0.09874, 0 }, /* conv */
-		{ 0.0005234, 0.0793, 0.08682, 2000 }, /* conv1x1 */
-		{ 0.02914, 0.006475, 0.7602, 975.5 }, /* dwconv */
-		{ 0.02768, 0.01538, 0.6352, 802.4 }, /* dw3s2 */
-		{ 0.01862, 0.00149, 0.426, 1900 }, /* dw5 */
-		{ 0.02784, 0, 0.5661, 0 }, /* dw5s2 */
-		{ 0.03409, 0, 0.03409, 0 }, /* gemm */
-		{ 0, 0.0823, 0, 0 }, /* pool */
-		{ 17.49, 0.1584, 0, 1336 }, /* gap */
-		{ 1.237, 0.09195, 0, 242.9 }, /* add */
-		{ 1.237, 0.09195, 0, 242.9 }, /* mul */
-		{ 23.13, 0.02781, 0, 2000 }, /* semul */
-		{ 0, 0.02329, 0, 576.8 }, /* sigmoid */
-		{ 0.7015, 0.01561, 0, 0 }, /* hswish */
-		{ 0, 0, 0, 0 }, /* relu */
-		{ 1.686, 0.007134, 0, 160 }, /* move */
-		{ 0.06849, 0.0001762, 0, 251.4 }, /* view */
-		{ 0, 0, 0, 0 }, /* other */
+		{ 0.0008251, 0.07124, 0.1065, 2000, 0.4786 }, /* conv */
+		{ 0.0003076, 0.1015, 0.1094, 2000, 0 }, /* conv1x1 */
+		{ 0.03206, 0, 0.9997, 785.7, 0.04872 }, /* dwconv */
+		{ 0.03945, 0, 0.7569, 602.6, 0.02076 }, /* dw3s2 */
+		{ 0.01779, 0.001423, 0.6338, 1637, 0.02484 }, /* dw5 */
+		{ 0.02078, 0, 0.9912, 0, 0.07246 }, /* dw5s2 */
+		{ 0.04088, 0, 0.04088, 0, 0 }, /* gemm */
+		{ 0, 0.09685, 0, 0, 0 }, /* pool */
+		{ 18.62, 0.1656, 0, 978.3, 0 }, /* gap */
+		{ 0.7575, 0.09984, 0, 255.7, 0 }, /* add */
+		{ 0.7575, 0.09984, 0, 255.7, 0 }, /* mul */
+		{ 24.81, 0.02983, 0, 2000, 0 }, /* semul */
+		{ 0.1454, 0.01356, 0, 738.6, 0.02794 }, /* sigmoid */
+		{ 0, 0.00955, 0, 866.9, 0.01874 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 1.968, 0.007742, 0, 168.5, 0 }, /* move */
+		{ 0.1075, 0.0002689, 0, 257, 0 }, /* view */
+		{ 0, 0, 0, 0, 0 }, /* other */
 	},
 	{ /* a8 */
-		{ 0.0006674, 0.2785, 0.0907, 0 }, /* conv */
-		{ 0.0005407, 0.07804, 0.09039, 2000 }, /* conv1x1 */
-		{ 0.0297, 0.0066, 0.7861, 667.9 }, /* dwconv */
-		{ 0.03694, 0, 0.6988, 668.5 }, /* dw3s2 */
-		{ 0.01897, 0, 0.4894, 761.6 }, /* dw5 */
-		{ 0.02729, 0.005459, 0.5082, 0 }, /* dw5s2 */
-		{ 0.03351, 0, 0.03351, 0 }, /* gemm */
-		{ 0, 0, 0, 0 }, /* pool */
-		{ 0, 0, 0, 0 }, /* gap */
-		{ 0, 0, 0, 0 }, /* add */
-		{ 0, 0, 0, 0 }, /* mul */
-		{ 0, 0, 0, 0 }, /* semul */
-		{ 0, 0, 0, 0 }, /* sigmoid */
-		{ 0, 0, 0, 0 }, /* hswish */
-		{ 0, 0, 0, 0 }, /* relu */
-		{ 0, 0, 0, 0 }, /* move */
-		{ 0, 0, 0, 0 }, /* view */
-		{ 0, 0, 0, 0 }, /* other */
+		{ 0.0009047, 0.1126, 0.09627, 0, 0.4099 }, /* conv */
+		{ 0.0005039, 0.1024, 0.1093, 2000, 0 }, /* conv1x1 */
+		{ 0.03846, 0.008546, 1.451, 0, 0.01404 }, /* dwconv */
+		{ 0.04008, 0, 1.847, 0, 0.01955 }, /* dw3s2 */
+		{ 0.0201, 0, 0.5648, 0, 0 }, /* dw5 */
+		{ 0.0203, 0.00406, 0.9816, 0, 0.06753 }, /* dw5s2 */
+		{ 0.04212, 0, 0.04212, 0, 0 }, /* gemm */
+		{ 0, 0, 0, 0, 0 }, /* pool */
+		{ 0, 0, 0, 0, 0 }, /* gap */
+		{ 0, 0, 0, 0, 0 }, /* add */
+		{ 0, 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0, 0 }, /* semul */
+		{ 0, 0, 0, 0, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 0, 0, 0, 0, 0 }, /* move */
+		{ 0, 0, 0, 0, 0 }, /* view */
+		{ 0, 0, 0, 0, 0 }, /* other */
 	},
 	{ /* q */
-		{ 0, 0, 0, 0 }, /* conv */
-		{ 0, 0, 0, 0 }, /* conv1x1 */
-		{ 0, 0, 0, 0 }, /* dwconv */
-		{ 0, 0, 0, 0 }, /* dw3s2 */
-		{ 0, 0, 0, 0 }, /* dw5 */
-		{ 0, 0, 0, 0 }, /* dw5s2 */
-		{ 0, 0, 0, 0 }, /* gemm */
-		{ 0, 0, 0, 0 }, /* pool */
-		{ 0, 0, 0, 0 }, /* gap */
-		{ 0, 0, 0, 0 }, /* add */
-		{ 0, 0, 0, 0 }, /* mul */
-		{ 0, 0, 0, 0 }, /* semul */
-		{ 0, 0, 0, 0 }, /* sigmoid */
-		{ 0, 0, 0, 0 }, /* hswish */
-		{ 0, 0, 0, 0 }, /* relu */
-		{ 0, 0, 0, 0 }, /* move */
-		{ 0, 0, 0, 0 }, /* view */
-		{ 0, 0.2111, 0, 303.2 }, /* other */
+		{ 2.538, 0.248, 0, 60.19, 0.2713 }, /* conv */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1 */
+		{ 0, 0, 0, 0, 0 }, /* dwconv */
+		{ 0, 0, 0, 0, 0 }, /* dw3s2 */
+		{ 0, 0, 0, 0, 0 }, /* dw5 */
+		{ 0, 0, 0, 0, 0 }, /* dw5s2 */
+		{ 0, 0, 0, 0, 0 }, /* gemm */
+		{ 0, 0, 0, 0, 0 }, /* pool */
+		{ 0, 0, 0, 0, 0 }, /* gap */
+		{ 0, 0, 0, 0, 0 }, /* add */
+		{ 0, 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0, 0 }, /* semul */
+		{ 0, 0, 0, 0, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 0, 0, 0, 0, 0 }, /* move */
+		{ 0, 0, 0, 0, 0 }, /* view */
+		{ 0.009391, 0.2035, 0, 469.4, 0.1373 }, /* other */
 	},
 	{ /* dq */
-		{ 0, 0, 0, 0 }, /* conv */
-		{ 0, 0, 0, 0 }, /* conv1x1 */
-		{ 0, 0, 0, 0 }, /* dwconv */
-		{ 0, 0, 0, 0 }, /* dw3s2 */
-		{ 0, 0, 0, 0 }, /* dw5 */
-		{ 0, 0, 0, 0 }, /* dw5s2 */
-		{ 0, 0, 0, 0 }, /* gemm */
-		{ 0, 0, 0, 0 }, /* pool */
-		{ 0, 0, 0, 0 }, /* gap */
-		{ 0, 0, 0, 0 }, /* add */
-		{ 0, 0, 0, 0 }, /* mul */
-		{ 0, 0, 0, 0 }, /* semul */
-		{ 0, 0, 0, 0 }, /* sigmoid */
-		{ 0, 0, 0, 0 }, /* hswish */
-		{ 0, 0, 0, 0 }, /* relu */
-		{ 0, 0, 0, 0 }, /* move */
-		{ 0, 0, 0, 0 }, /* view */
-		{ 0.3537, 0.1882, 0, 0 }, /* other */
+		{ 1.291, 0.1844, 0, 0, 0.1275 }, /* conv */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1 */
+		{ 0, 0, 0, 0, 0 }, /* dwconv */
+		{ 0, 0, 0, 0, 0 }, /* dw3s2 */
+		{ 0, 0, 0, 0, 0 }, /* dw5 */
+		{ 0, 0, 0, 0, 0 }, /* dw5s2 */
+		{ 0, 0, 0, 0, 0 }, /* gemm */
+		{ 0, 0, 0, 0, 0 }, /* pool */
+		{ 0, 0, 0, 0, 0 }, /* gap */
+		{ 0, 0, 0, 0, 0 }, /* add */
+		{ 0, 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0, 0 }, /* semul */
+		{ 0, 0, 0, 0, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 0, 0, 0, 0, 0 }, /* move */
+		{ 0, 0, 0, 0, 0 }, /* view */
+		{ 0.5129, 0.1732, 0, 338.7, 0.2385 }, /* other */
 	},
 };
 /* cm_rate: end */
@@ -2139,7 +2145,8 @@ static bool dense_conv(const struct mi_node *n)
  * of quantized tensor qi, by the layout the int8 planner gives its
  * quantized side (lib/quant/qplan.c, plan_c4_tensors()): CC_CONV where that
  * is the C4 layout (a 4-D tensor of 4n channels, written by a convolution
- * for a DQ, read by ungrouped convolutions only for a Q), else CC_OTHER
+ * for a DQ (through layout-keeping nodes), read by ungrouped convolutions
+ * only for a Q), else CC_OTHER
  * (planar: the graph input, an SE gate's product, a tensor a depthwise
  * convolution or another node reads), measured 2-2.5x slower per element
  * (MobileNetV3-Small: 0.36 against 0.15 ns). */
@@ -2151,13 +2158,31 @@ static int qdq_class(const struct qctx *c, int qi, bool dq)
 
 	if (x->ndim != 4 || x->dims[1] <= 0 || x->dims[1] % 4)
 		return CC_OTHER;
-	for (int i = 0; i < g->nnodes; i++) {
+	/* a DQ: the producer, through nodes that keep the layout (an
+	 * activation fused into the conv or run as a byte table, Add,
+	 * MaxPool, Concat: first inputs), is a convolution */
+	for (int hop = 0; dq && hop < 8; hop++) {
+		const struct mi_node *n = NULL;
+
+		for (int i = 0; i < g->nnodes && !n; i++)
+			for (int a = 0; a < g->nodes[i].noutputs; a++)
+				if (g->nodes[i].outputs[a] == t)
+					n = &g->nodes[i];
+		if (!n || n->ninputs < 1 || n->inputs[0] < 0)
+			return CC_OTHER;
+		if (!strcmp(n->op_type, "Conv"))
+			return CC_CONV;
+		if (strcmp(n->op_type, "Relu") && strcmp(n->op_type, "Clip") &&
+		    strcmp(n->op_type, "LeakyRelu") && strcmp(n->op_type, "HardSwish") &&
+		    strcmp(n->op_type, "HardSigmoid") && strcmp(n->op_type, "Add") &&
+		    strcmp(n->op_type, "MaxPool") && strcmp(n->op_type, "Concat"))
+			return CC_OTHER;
+		t = n->inputs[0];
+	}
+	for (int i = 0; !dq && i < g->nnodes; i++) {
 		const struct mi_node *n = &g->nodes[i];
 
-		for (int a = 0; dq && a < n->noutputs; a++)
-			if (n->outputs[a] == t)
-				return !strcmp(n->op_type, "Conv") ? CC_CONV : CC_OTHER;
-		for (int a = 0; !dq && a < n->ninputs; a++)
+		for (int a = 0; a < n->ninputs; a++)
 			if (n->inputs[a] == t) {
 				if (!dense_conv(n))
 					return CC_OTHER;
@@ -2195,12 +2220,12 @@ static double step_model(int ctx, int cls, const double f[3])
 
 	/* a class the fit saw no step of in this context: as in the sibling
 	 * context (alone / inside a run of its kind), else as an Add */
-	if (!r[0] && !r[1] && !r[2] && !r[3])
+	if (!r[0] && !r[1] && !r[2] && !r[3] && !r[4])
 		r = cm_rate[sibling[ctx]][cls];
-	if (!r[0] && !r[1] && !r[2] && !r[3] && ctx <= CM_A8)
+	if (!r[0] && !r[1] && !r[2] && !r[3] && !r[4] && ctx <= CM_A8)
 		r = cm_rate[ctx][CC_ADD];
 
-	return r[0] * f[0] + r[1] * f[1] + r[2] * f[2] + r[3];
+	return r[0] * f[0] + r[1] * f[1] + r[2] * f[2] + r[3] + r[4] * fmax(f[1] - CM_BIG, 0);
 }
 
 /* Run the NPROF models once each on evaluation input 0 and cost each step

@@ -5,7 +5,8 @@
 The cost model (lib/quant/quantize.c, "The cost model") prices each planned
 step of the quantizer's five profile models as
 
-    ns = a * multiply-adds + b * elements + c * weight elements + d
+    ns = a * multiply-adds (a step without weights: output channels)
+         + b * elements + c * weight elements + d + e * elements beyond CM_BIG
 
 per context (n32 a32 n8 a8 q dq) and per operator class (cm_cls_name).
 This tool makes the data and fits the table:
@@ -45,6 +46,8 @@ BEGIN, END = "/* cm_rate: begin */", "/* cm_rate: end */"
 # per-step constants above this are capped (step overheads are ~0.1-2 us;
 # a larger constant comes from few or clustered points)
 DMAX = 2000.0
+NCOEF = 5          # a b c d e
+BIG = 262144.0     # CM_BIG, read from quantize.c
 MIN_ROWS = 8       # fewer steps: the class takes its sibling context's row
 MIN_ELEMS = 1000   # ... and so does a class whose steps are all tiny
 SIBLING = {"n32": "a32", "a32": "n32", "n8": "a8", "a8": "n8"}
@@ -67,13 +70,21 @@ def names(src):
     return out
 
 
+def big_of(src):
+    """CM_BIG of quantize.c."""
+    m = re.search(r"#define CM_BIG ([0-9.e+]+)", src)
+    if not m:
+        sys.exit("costfit: CM_BIG not found in %s" % QC)
+    return float(m.group(1))
+
+
 def table_of(src, ctxs, clss):
     """The cm_rate table now in quantize.c."""
     i, j = src.find(BEGIN), src.find(END)
     if i < 0 or j < i:
         sys.exit("costfit: markers %s / %s not found" % (BEGIN, END))
-    rows = re.findall(r"\{\s*([-0-9.e+]+),\s*([-0-9.e+]+),\s*([-0-9.e+]+),\s*([-0-9.e+]+)\s*\}",
-                      src[i:j])
+    num = r"\s*([-0-9.e+]+)\s*"
+    rows = re.findall(r"\{" + ",".join([num] * NCOEF) + r"\}", src[i:j])
     if len(rows) != len(ctxs) * len(clss):
         sys.exit("costfit: the table has %d rows, expected %d" % (len(rows), len(ctxs) * len(clss)))
     return {(ctxs[k // len(clss)], clss[k % len(clss)]): np.array([float(v) for v in r])
@@ -167,7 +178,7 @@ def nnls(A, b, it=200):
 
 
 def features(rows, cls):
-    X = np.array([[r["macs"], r["el"], r["wn"], 1.0] for r in rows])
+    X = np.array([[r["macs"], r["el"], r["wn"], 1.0, max(r["el"] - BIG, 0.0)] for r in rows])
     if cls == "gemm":
         X[:, 1] = 0  # multiply-adds and weights, not the (tiny) activations
     return X
@@ -185,7 +196,9 @@ def fit(steps, ctxs, clss):
         coef = nnls(X * w[:, None], y * w)
         dmax = DMAX if len(r) >= MIN_ROWS else 0.0
         if coef[3] > dmax:
-            coef = np.r_[nnls(X[:, :3] * w[:, None], (y - dmax) * w), dmax]
+            k = [0, 1, 2, 4]
+            c = nnls(X[:, k] * w[:, None], (y - dmax) * w)
+            coef = np.r_[c[:3], dmax, c[3]]
         table[key] = coef
     # a class with (almost) no data in one context: its sibling context's
     # row; an elementwise Mul with tiny data only: the Add of its context
@@ -209,11 +222,11 @@ def fit(steps, ctxs, clss):
 def model_ns(table, s):
     """As step_model() in quantize.c: an empty row falls back to the
     sibling context's, then to the Add of the context."""
-    r = table.get((s["ctx"], s["cls"]), np.zeros(4))
+    r = table.get((s["ctx"], s["cls"]), np.zeros(NCOEF))
     if not r.any():
-        r = table.get((SIBLING.get(s["ctx"], s["ctx"]), s["cls"]), np.zeros(4))
+        r = table.get((SIBLING.get(s["ctx"], s["ctx"]), s["cls"]), np.zeros(NCOEF))
     if not r.any() and s["ctx"] in SIBLING:
-        r = table.get((s["ctx"], "add"), np.zeros(4))
+        r = table.get((s["ctx"], "add"), np.zeros(NCOEF))
     return float(features([s], s["cls"])[0] @ r)
 
 
@@ -244,12 +257,12 @@ def report(steps, table, verbose):
 
 
 def c_table(table, ctxs, clss):
-    out = [BEGIN, "static const double cm_rate[CM_NCTX][CC_NCLS][4] = {"]
+    out = [BEGIN, "static const double cm_rate[CM_NCTX][CC_NCLS][%d] = {" % NCOEF]
     for ctx in ctxs:
         out.append("\t{ /* %s */" % ctx)
         for cls in clss:
-            c = table.get((ctx, cls), np.zeros(4))
-            out.append("\t\t{ %.4g, %.4g, %.4g, %.4g }, /* %s */" % (*c, cls))
+            c = table.get((ctx, cls), np.zeros(NCOEF))
+            out.append("\t\t{ %s }, /* %s */" % (", ".join("%.4g" % v for v in c), cls))
         out.append("\t},")
     out += ["};", END]
     return "\n".join(out)
@@ -276,8 +289,10 @@ def main():
     if args.cmd not in ("fit", "check"):
         ap.print_help()
         return 2
+    global BIG
     src = open(getattr(args, "write", None) or QC).read()
     ctxs, clss = names(src)
+    BIG = big_of(src)
     steps = read_steps(args.dumps)
     bad = sorted({s["cls"] for s in steps} - set(clss)) + sorted({s["ctx"] for s in steps} -
                                                                   set(ctxs))

@@ -605,6 +605,7 @@ def check_costfit(fp32, tmp, mn):
     spec.loader.exec_module(cf)
     src = open(cf.QC).read()
     ctxs, clss = cf.names(src)
+    cf.BIG = cf.big_of(src)
     table = cf.table_of(src, ctxs, clss)
     block = src[src.index(cf.BEGIN):src.index(cf.END)]
     tags = re.findall(r"/\* (\w+) \*/", block)
@@ -637,18 +638,18 @@ def check_costfit(fp32, tmp, mn):
           f"costs them as quantize.c's cost model ({bad[:1]})")
     # exact synthetic steps: the fit gives back the table they came from
     rng = np.random.default_rng(5)
-    truth = {("n8", "conv"): [0.002, 0.3, 0.1, 900.0], ("a32", "gap"): [4.0, 0.25, 0, 300.0],
-             ("q", "other"): [0, 0.2, 0, 0]}
+    truth = {("n8", "conv"): [0.002, 0.3, 0.1, 900.0, 0.05], ("a32", "gap"): [4.0, 0.25, 0, 300.0, 0],
+             ("q", "other"): [0, 0.2, 0, 0, 0.1]}
     syn = []
     for (ctx, cls), t in truth.items():
         for i in range(40):
             m, e, w = (rng.uniform(1e4, 1e7) if t[0] and cls != "gap" else rng.uniform(8, 512),
                        rng.uniform(1e3, 1e6), rng.uniform(1e2, 1e5) if t[2] else 0)
             syn.append(dict(model="syn", ctx=ctx, op="X", cls=cls, macs=m, el=e, wn=w,
-                            ns=float(np.dot(t, [m, e, w, 1])), runs=1))
+                            ns=float(np.dot(t, [m, e, w, 1, max(e - cf.BIG, 0)])), runs=1))
     fit, _ = cf.fit(syn, ctxs, clss)
     err = max(abs(fit[k][j] - truth[k][j]) / max(abs(truth[k][j]), 1e-3)
-              for k in truth for j in range(4))
+              for k in truth for j in range(cf.NCOEF))
     check(err < 1e-6, f"costfit.py fit recovers a known table from exact steps (rel err {err:.1e})")
 
 

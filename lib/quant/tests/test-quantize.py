@@ -261,6 +261,64 @@ def check_qdq_standalone(tmp):
         check(ok, f"qdq {np.dtype(np_dt).name}: == numpy on generic/avx2/avx512, 1 thread and split over 3")
 
 
+def check_se_ties(tmp):
+    """SE gate Mul on the bytes (qse, C4 output for an int8 1x1 conv) with
+    products whose quotients by the output scale lie within a few ulps of
+    half-integers: the division-free rounding must fall back to the
+    division exactly where that changes a byte.  The DQ map is k / 16, the
+    gates (k_c + 0.5) * 0.1 +- 0..3 ulps over 64 channels, the pixels
+    +-1, +-3, 5 times 1/16 steps (products near ties); 7x7 (per-pixel
+    lookups) and 14x14 (per-channel byte tables), avx512 == generic == avx2."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(9)
+    c, co = 64, 8
+    base = ((np.arange(c) % 23) + 0.5).astype(np.float64) * 0.1
+    g = np.array([np.nextafter(np.float32(b), np.float32(np.inf * (u or 1)), dtype=np.float32)
+                  if u else np.float32(b) for b, u in zip(base, rng.integers(-3, 4, c))],
+                 np.float32)
+    for k in range(c):  # a few more ulps either way
+        for _ in range(int(rng.integers(0, 3))):
+            g[k] = np.nextafter(g[k], np.float32(np.inf if k % 2 else -np.inf))
+    w = rng.integers(-127, 128, (co, c, 1, 1)).astype(np.int8)
+    ok, n_near = True, 0
+    for hw in (7, 14):
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                 helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+                 helper.make_node("Mul", ["d", "g"], ["m"]),
+                 helper.make_node("QuantizeLinear", ["m", "s2", "z2"], ["mq"]),
+                 helper.make_node("DequantizeLinear", ["mq", "s2", "z2"], ["md"]),
+                 helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
+                 helper.make_node("Conv", ["md", "wd"], ["y"])]
+        gr = helper.make_graph(
+            nodes, "se_ties", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, co, hw, hw])],
+            [helper.make_tensor("s", TensorProto.FLOAT, [], [1 / 16]),
+             helper.make_tensor("z", TensorProto.UINT8, [], [128]),
+             helper.make_tensor("s2", TensorProto.FLOAT, [], [0.1]),
+             helper.make_tensor("z2", TensorProto.UINT8, [], [100]),
+             numpy_helper.from_array(g.reshape(1, c, 1, 1), "g"), numpy_helper.from_array(w, "w"),
+             numpy_helper.from_array(np.full(co, 2.0 ** -10, np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(co, np.int8), "wz")])
+        path = os.path.join(tmp, "se_ties%d.onnx" % hw)
+        onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)]), path)
+        t = rng.choice(np.array([1, -1, 3, -3, 5, 2, 0.5], np.float32), (1, c, hw, hw))
+        x = (t * np.float32(1)).astype(np.float32)
+        q = np.float32(x) * g.reshape(1, c, 1, 1)
+        r = q.astype(np.float64) / np.float64(np.float32(0.1))
+        n_near += int((np.abs(np.abs(r - np.floor(r)) - 0.5) < 2.0 ** -11).sum())
+        r = run([MI, "run", path, "-q", "--bench", "1", "--profile"])
+        ok &= bool(re.search(r"^\s*Mul\s+1\s+1\s", r.stdout, re.M))
+        outs = [mi_run(path, x, tmp, {"MI_CPU_ISA": isa}) for isa in ("generic", "avx2", "avx512")]
+        for o, isa in zip(outs[1:], ("avx2", "avx512")):
+            if not np.array_equal(o, outs[0]):
+                ok = False
+                print(f"  se ties {hw}x{hw} {isa}: {int((o != outs[0]).sum())} outputs differ from generic")
+    check(ok and n_near > 500, f"se ties: SE Mul on the bytes, {n_near} products near ties, "
+          "avx512 == avx2 == generic (7x7 lookups, 14x14 byte tables)")
+
+
 def check_gap(tmp):
     """GlobalAveragePool of a quantized tensor (DQ, or a HardSwish/SiLU
     table, ahead of it; Q after it or not) reads the bytes: the same fp32
@@ -940,6 +998,7 @@ def main():
         check(np.array_equal(one, split), f"act: every node split over 3 threads == 1 thread ({isa})")
     check_qdq_standalone(tmp)
     check_gap(tmp)
+    check_se_ties(tmp)
 
     # bad input: one line, non-zero exit, no crash
     bad = os.path.join(tmp, "bad.onnx")

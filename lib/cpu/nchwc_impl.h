@@ -35,9 +35,9 @@ static inline __attribute__((always_inline)) vf nc_act(int act, vf x,
 	case MI_ACT_HSWISH:
 		return x * vmin(vmax(x * lo + hi, vset1(0.0f)), vset1(1.0f));
 	case MI_ACT_SIGMOID:
-		return vrcp(1.0f + vexp(-x));
+		return vsigmoid(x);
 	case MI_ACT_SILU:
-		return x * vrcp(1.0f + vexp(-x));
+		return vsilu(x);
 	default:
 		return x;
 	}

@@ -19,6 +19,7 @@
 typedef float vf __attribute__((vector_size(VW * 4)));
 typedef float vfu __attribute__((vector_size(VW * 4), aligned(4)));
 typedef int32_t vi __attribute__((vector_size(VW * 4)));
+typedef uint32_t vu __attribute__((vector_size(VW * 4)));
 
 static inline vf vld(const float *p)
 {
@@ -112,9 +113,51 @@ static inline vf vrcp(vf d)
 #endif
 }
 
+/*
+ * 1 + exp(-x), the denominator of sigmoid / SiLU: -x clamped to [-87, 87]
+ * (the constant first in vmin / vmax, which return their second operand
+ * for a NaN, so a NaN passes through), n = round(-x / ln2) by the magic
+ * sum, whose low mantissa bits then hold 127 + n: shifted into the
+ * exponent field they are 2^n; r = -x - n ln2, e^r by a degree-5 fit on
+ * [-ln2/2, ln2/2] (relative error 2.9e-7; with FMA, 2.4e-7 more from
+ * the one-part ln2 at |n| = 126).  12 operations against vexp's 19, and a division
+ * instead of the reciprocal estimate and its Newton step: in a loop of
+ * SiLU alone 4.1 against 6 ns per 16 floats (AVX-512), 2.3 against 4.4
+ * per 8 (AVX2), where the activation was about half of a small-K
+ * expansion conv's time (EfficientNet's K = 16 .. 40).
+ */
+static inline vf vsig_den(vf x)
+{
+	const float rnd = 12582912.0f + 127.0f; /* 1.5 * 2^23 + bias */
+	vf a = vmax(vset1(-87.0f), vmin(vset1(87.0f), -x));
+	vf tr = a * 1.44269504088896341f + rnd;
+	vf n = tr - rnd, r, p;
+
+#ifdef __FMA__
+	r = a - n * 0.693147180559945f; /* one rounding */
+#else
+	r = a - n * 0.693359375f; /* exact product, then the rest of ln2 */
+	r = r - n * -2.12194440e-4f;
+#endif
+
+	p = vset1(8.072146214544773e-3f);
+	p = p * r + 4.188502952456474e-2f;
+	p = p * r + 1.6670504212379456e-1f;
+	p = p * r + 4.999919831752777e-1f;
+	p = p * r + 9.999989867210388e-1f;
+	p = p * r + 1.0f;
+	return p * (vf)((vu)tr << 23) + 1.0f;
+}
+
 static inline vf vsigmoid(vf x)
 {
-	return vrcp(1.0f + vexp(-x));
+	return 1.0f / vsig_den(x);
+}
+
+/* x * sigmoid(x) */
+static inline vf vsilu(vf x)
+{
+	return x / vsig_den(x);
 }
 
 /* Activation of enum mi_act (cpu.h) on a vector. */
@@ -130,7 +173,7 @@ static inline vf vact(int act, vf x, float lo, float hi)
 	case 4: /* SIGMOID */
 		return vsigmoid(x);
 	case 5: /* SILU */
-		return x * vsigmoid(x);
+		return vsilu(x);
 	default:
 		return x;
 	}

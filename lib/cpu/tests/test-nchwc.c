@@ -397,6 +397,70 @@ static void misc_case(void)
 	mi_cpu_free(g);
 }
 
+/*
+ * Sigmoid and SiLU (vec.h's short exp and division) through the Add
+ * kernel (b = 0) on [-100, 100] and at +-inf / NaN, element by element
+ * against double precision: sigmoid within 1e-6 absolute and 2e-6
+ * relative where it is above 1e-30 (|x| < ~69), SiLU within 2e-6
+ * relative plus 1e-30; a NaN stays NaN.  The conv cases' random data
+ * (|x| < ~10) and their normalized error do not see the clamps or the
+ * tails.
+ */
+static void act_range_case(void)
+{
+	const int c = 2 * B + 3;
+	const int64_t hw = 1001, n = c * hw;
+	float *a = nanbuf(n), *z = nanbuf(n), *al, *zl, *y, *yo;
+
+	for (int64_t i = 0; i < n; i++) {
+		a[i] = -100.0f + 200.0f * (float)i / (float)(n - 1);
+		z[i] = 0.0f;
+	}
+	a[0] = NAN, a[1] = INFINITY, a[2] = -INFINITY, a[n - 1] = NAN;
+	al = to_layout(a, c, hw, 1);
+	zl = to_layout(z, c, hw, 1);
+	for (int silu = 0; silu < 2; silu++) {
+		int act = silu ? MI_ACT_SILU : MI_ACT_SIGMOID, bad = 0;
+		double worst = 0;
+		int64_t at = -1;
+
+		y = nanbuf((size_t)cb(c) * B * hw);
+		K->add(al, zl, c, hw, y, 1, act, 0, 0, 0, cb(c));
+		yo = from_layout(y, c, hw, 1);
+		for (int64_t i = 0; i < n; i++) {
+			double x = a[i], sg = 1.0 / (1.0 + exp(-x));
+			double ref = silu ? x * sg : sg, d = fabs(yo[i] - ref), e;
+
+			if (isnan(x) || (silu && isinf(x))) {
+				/* SiLU(+inf) = +inf; -inf * sigmoid(-inf):
+				 * NaN or -inf, either */
+				if ((isnan(x) && !isnan(yo[i])) ||
+				    (x > 0 && yo[i] != x))
+					bad++, at = i;
+				continue;
+			}
+			if (silu)
+				e = d / (2e-6 * fabs(ref) + 1e-30);
+			else
+				e = fmax(d / 1e-6, ref > 1e-30 ?
+						   d / (2e-6 * ref) : 0);
+			if (!(e <= 1))
+				bad++;
+			if (!(e <= worst))
+				worst = e, at = i;
+		}
+		CHECK(!bad, "%s on [-100, 100]: %d bad, worst %g x tolerance at x=%g (%g)",
+		      silu ? "silu" : "sigmoid", bad, worst,
+		      at >= 0 ? a[at] : 0.0, at >= 0 ? yo[at] : 0.0);
+		mi_cpu_free(y);
+		mi_cpu_free(yo);
+	}
+	mi_cpu_free(a);
+	mi_cpu_free(z);
+	mi_cpu_free(al);
+	mi_cpu_free(zl);
+}
+
 /* ---- planner ------------------------------------------------------------ */
 static int tensor(struct mi_graph *g, const char *name, int64_t d0, int64_t d1,
 		  int64_t d2, int64_t d3, unsigned int flags, bool fill)
@@ -1045,6 +1109,7 @@ int main(void)
 		pool_case();
 	for (it = 0; it < 40; it++)
 		misc_case();
+	act_range_case();
 	test_chain(3, 24, 9, 1, false);
 	test_chain(17, 40, 14, 2, false);
 	test_chain(16, 88, 7, 2, true);

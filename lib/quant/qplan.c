@@ -2624,9 +2624,14 @@ static void qdq_t4(float *pix, float *rows, int64_t rs, int64_t np, bool to_rows
  * the same index and mask pick row 4k + L's 16 bytes from the four pixel
  * groups.  Returns the pixels done.
  */
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static int64_t
-qdq_t16_vbmi(uint8_t *pix, uint8_t *rows, int64_t rs, int nrows, int64_t np, bool to_rows)
+__attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline)) static inline int64_t
+qdq_t16_body(uint8_t *pix, uint8_t *rows, int64_t rs, int nrows, int64_t np, bool to_rows,
+	     const uint8_t *planes, float *y)
 {
+	__m512i t[16];
+
+	if (planes)
+		lut32_load(planes, t);
 	/* byte q: ((q & 15) >> 2 & 1) * 64 + (q & 3) * 16 + (q >> 4) */
 	const __m512i base = _mm512_set_epi8(
 		115, 99, 83, 67, 51, 35, 19, 3, 115, 99, 83, 67, 51, 35, 19, 3,
@@ -2658,6 +2663,14 @@ qdq_t16_vbmi(uint8_t *pix, uint8_t *rows, int64_t rs, int nrows, int64_t np, boo
 							_mm512_permutex2var_epi8(in[2], ix, in[3]));
 		}
 		for (int k = 0; k < 4; k++) {
+			if (!to_rows && planes) { /* the four pixels' floats */
+				__m512 v[4];
+
+				lut32_vbmi(t, out[k], v);
+				for (int i = 0; i < 4; i++)
+					_mm512_storeu_ps(y + (p + 4 * k + i) * 16, v[i]);
+				continue;
+			}
 			if (!to_rows) {
 				_mm512_storeu_si512(pix + (p + 4 * k) * 16, out[k]);
 				continue;
@@ -2670,6 +2683,59 @@ qdq_t16_vbmi(uint8_t *pix, uint8_t *rows, int64_t rs, int nrows, int64_t np, boo
 											    0, 0, 0, 0, 0, 0, 0,
 											    0, 0)),
 							 out[k])));
+		}
+	}
+	return p;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static int64_t
+qdq_t16_vbmi(uint8_t *pix, uint8_t *rows, int64_t rs, int nrows, int64_t np, bool to_rows)
+{
+	return qdq_t16_body(pix, rows, rs, nrows, np, to_rows, NULL, NULL);
+}
+
+/* planar bytes -> 16-lane pixel rows looked up in the table's byte planes
+ * straight from registers: y[16 p + c] = lut[row c, pixel p] (pad rows
+ * past nrows: lut[0], as qdq_t16 + qdq_deq give).  Returns the pixels done. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static int64_t
+qdq_t16_lut_vbmi(const uint8_t *planes, uint8_t *rows, int64_t rs, int nrows, int64_t np,
+		 float *y)
+{
+	return qdq_t16_body(NULL, rows, rs, nrows, np, false, planes, y);
+}
+
+/* C4 quads -> 16-lane pixel rows looked up in the table's byte planes
+ * (qdq_q4 + qdq_deq for B = 16 from registers): per 16 pixels each of the
+ * four quad planes (nq real, the rest zero bytes) looked up, then 4x4
+ * transposes of 128-bit blocks put pixel j's four quads side by side.
+ * Returns the pixels done. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static int64_t
+qdq_q4_lut_vbmi(const uint8_t *planes, const uint8_t *quads, int64_t qs, int nq, int64_t np,
+		float *y)
+{
+	__m512i t[16];
+	int64_t p = 0;
+
+	lut32_load(planes, t);
+	for (; p + 16 <= np; p += 16) {
+		__m512 v[4][4];
+
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++)
+			lut32_vbmi(t, k < nq ? _mm512_loadu_si512(quads + k * qs + p * 4) :
+					       _mm512_setzero_si512(), v[k]);
+#pragma GCC unroll 4
+		for (int i = 0; i < 4; i++) {
+			__m512 a = _mm512_shuffle_f32x4(v[0][i], v[1][i], 0x44);
+			__m512 b = _mm512_shuffle_f32x4(v[0][i], v[1][i], 0xee);
+			__m512 c = _mm512_shuffle_f32x4(v[2][i], v[3][i], 0x44);
+			__m512 d = _mm512_shuffle_f32x4(v[2][i], v[3][i], 0xee);
+			float *o = y + (p + 4 * i) * 16;
+
+			_mm512_storeu_ps(o, _mm512_shuffle_f32x4(a, c, 0x88));
+			_mm512_storeu_ps(o + 16, _mm512_shuffle_f32x4(a, c, 0xdd));
+			_mm512_storeu_ps(o + 32, _mm512_shuffle_f32x4(b, d, 0x88));
+			_mm512_storeu_ps(o + 48, _mm512_shuffle_f32x4(b, d, 0xdd));
 		}
 	}
 	return p;
@@ -2849,12 +2915,22 @@ static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 		float *y = (float *)yv + fofs;
 
 		if (B && q->qdq_c4) { /* C4 quads -> pixel rows of B lanes */
-			qdq_q4(tb, B, (uint8_t *)xq + c0 * HW + p0 * 4, HW * 4, (int)(cnt + 3) / 4, np,
-			       false);
-			qdq_deq(q, tb, np * B, y);
+			int64_t d = 0;
+
+			if (B == 16 && q->lutb && mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
+				d = qdq_q4_lut_vbmi(q->lutb, xq + c0 * HW + p0 * 4, HW * 4,
+						    (int)(cnt + 3) / 4, np, y);
+			qdq_q4(tb, B, (uint8_t *)xq + c0 * HW + (p0 + d) * 4, HW * 4, (int)(cnt + 3) / 4,
+			       np - d, false);
+			qdq_deq(q, tb, (np - d) * B, y + d * B);
 		} else if (B) { /* planar -> pixel rows of B lanes */
-			qdq_t16(tb, B, (uint8_t *)xq + c0 * HW + p0, HW, (int)cnt, np, false);
-			qdq_deq(q, tb, np * B, y);
+			int64_t d = 0;
+
+			if (B == 16 && q->lutb && mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
+				d = qdq_t16_lut_vbmi(q->lutb, (uint8_t *)xq + c0 * HW + p0, HW,
+						     (int)cnt, np, y);
+			qdq_t16(tb, B, (uint8_t *)xq + c0 * HW + p0 + d, HW, (int)cnt, np - d, false);
+			qdq_deq(q, tb, (np - d) * B, y + d * B);
 		} else if (!q->lut) { /* C4 -> planar */
 			mi_dequantize_c4(xq + c0 * HW + p0 * 4, np, a->dtype, a->scale, a->zp,
 					 (float *)yv + img * fimg + c0 * HW + p0, HW);

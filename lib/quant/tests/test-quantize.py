@@ -664,7 +664,11 @@ def check_costfit(fp32, tmp, mn):
     src = open(cf.QC).read()
     ctxs, clss = cf.names(src)
     cf.BIG = cf.big_of(src)
-    table = cf.table_of(src, ctxs, clss)
+    try:
+        table = cf.table_of(src, ctxs, clss)
+    except SystemExit as e:
+        check(False, f"cost table: {e}")
+        return
     block = src[src.index(cf.BEGIN):src.index(cf.END)]
     tags = re.findall(r"/\* (\w+) \*/", block)
     want = [t for c in ctxs for t in [c] + clss]

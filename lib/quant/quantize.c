@@ -1926,11 +1926,13 @@ enum { CM_N32, CM_A32, CM_N8, CM_A8, CM_Q, CM_DQ, CM_NCTX };
 enum { CC_CONV, CC_CONV1, CC_DW, CC_DW3S2, CC_DW5, CC_DW5S2, CC_GEMM, CC_POOL, CC_GAP, CC_ADD,
        CC_MUL, CC_SEMUL, CC_SIGM, CC_HSWISH, CC_RELU, CC_MOVE, CC_CONCAT, CC_VIEW, CC_OTHER,
        CC_NCLS };
-static const char *const cm_ctx_name[CM_NCTX] = { "n32", "a32", "n8", "a8", "q", "dq" };
-static const char *const cm_cls_name[CC_NCLS] = { "conv", "conv1x1", "dwconv", "dw3s2", "dw5",
-						  "dw5s2", "gemm", "pool", "gap", "add", "mul",
-						  "semul", "sigmoid", "hswish", "relu", "move", "concat",
-						  "view", "other" };
+static const char *const cm_ctx_name[] = { "n32", "a32", "n8", "a8", "q", "dq" };
+static const char *const cm_cls_name[] = { "conv", "conv1x1", "dwconv", "dw3s2",
+					    "dw5", "dw5s2", "gemm", "pool", "gap", "add",
+					    "mul", "semul", "sigmoid", "hswish", "relu",
+					    "move", "concat", "view", "other" };
+_Static_assert(sizeof(cm_ctx_name) / sizeof(cm_ctx_name[0]) == CM_NCTX, "a name per context");
+_Static_assert(sizeof(cm_cls_name) / sizeof(cm_cls_name[0]) == CC_NCLS, "a name per class");
 /* elements (read and written) past which a step's data leave the 2 MB L2
  * cache (fp32: 1 MB each side): each one beyond costs e more */
 #define CM_BIG 262144.0

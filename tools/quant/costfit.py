@@ -63,7 +63,7 @@ def names(src):
     """cm_ctx_name and cm_cls_name of quantize.c."""
     out = []
     for var in ("cm_ctx_name", "cm_cls_name"):
-        m = re.search(var + r"\[[A-Z_]+\]\s*=\s*\{([^}]*)\}", src)
+        m = re.search(var + r"\[[A-Z_]*\]\s*=\s*\{([^}]*)\}", src)
         if not m:
             sys.exit("costfit: %s not found in %s" % (var, QC))
         out.append(re.findall(r'"([^"]+)"', m.group(1)))

@@ -1487,6 +1487,10 @@ static int fuse_semul(struct mi_graph *g)
 
 int mi_nc_kforce = -1;
 int mi_nc_d3 = 1, mi_nc_r1 = 1;
+/* 1x1 rows (nc1_rowk): L1 bytes of weights per input-channel chunk (0: no
+ * chunks, -1: the plain nc1_row tiles with a tail), positions per sweep
+ * (0: NC1_PB); MI_CPU_NC_KC1, MI_CPU_NC_PB1 (tests, A/B) */
+int mi_nc_kc1 = 32 * 1024, mi_nc_pb1;
 
 /*
  * A 1x1 stride-1 conv reading NCHW (a chain start) stays blocked when its
@@ -1540,6 +1544,12 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 	mi_nc_d3 = !(ks && *ks == '0');
 	ks = getenv("MI_CPU_NC_ROW1");
 	mi_nc_r1 = !(ks && *ks == '0');
+	ks = getenv("MI_CPU_NC_KC1");
+	if (ks)
+		mi_nc_kc1 = atoi(ks);
+	ks = getenv("MI_CPU_NC_PB1");
+	if (ks)
+		mi_nc_pb1 = atoi(ks);
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
 		return -ENOMEM;

@@ -106,6 +106,7 @@ extern int mi_nc_d3;
 /* 1x1 convs run their rows' whole tiles in one call: 1, or 0
  * (MI_CPU_NC_ROW1=0, set when planning) one call per tile. */
 extern int mi_nc_r1;
+extern int mi_nc_kc1, mi_nc_pb1;
 
 const struct mi_nc_kern *mi_nc_kern_get(int isa);
 extern const struct mi_nc_kern mi_nc_kern_generic, mi_nc_kern_avx2,

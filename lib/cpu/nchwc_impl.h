@@ -327,11 +327,148 @@ nc1_row(const int OB0, const struct mi_nc_conv *p, const float *x,
 					      1);
 }
 
+/*
+ * One tile of nc1_rowk: R positions from xp (output yt), OB blocks,
+ * input channel blocks [i0, i1): starts from the bias (i0 == 0) or the
+ * partial sums in yt, ends with the epilogue (last) or stores them.
+ */
+static inline __attribute__((always_inline)) void
+nc1_tilek(const int OB, const int R, const struct mi_nc_conv *p,
+	  const float *xp, const float *wt, const float *bias, float *yt,
+	  int i0, int i1, bool last, const float *res, float *y, int mb,
+	  int64_t ohw, int64_t pos)
+{
+	const ptrdiff_t ps = p->xblk ? VW : 1;
+	const ptrdiff_t ls = p->xblk ? 1 : (ptrdiff_t)p->h * p->w;
+	const ptrdiff_t cbs = (ptrdiff_t)p->h * p->w * VW;
+	const ptrdiff_t rstep = p->sw * ps;
+	const ptrdiff_t wos = (ptrdiff_t)p->c * VW;
+	const ptrdiff_t os = (ptrdiff_t)ohw * VW;
+	const int c = p->c;
+	vf acc[NC_ACC][NC_OB];
+	int r, o, icb, l;
+
+	if (i0) {
+		UNROLL_MR for (r = 0; r < R; r++)
+			UNROLL_NV for (o = 0; o < OB; o++)
+				acc[r][o] = vld(yt + o * os + r * VW);
+	} else {
+		UNROLL_MR for (r = 0; r < R; r++)
+			UNROLL_NV for (o = 0; o < OB; o++)
+				acc[r][o] = vld(bias + o * VW);
+	}
+	for (icb = i0; icb < i1; icb++) {
+		const float *xb = xp + icb * cbs;
+		const float *wb = wt + (ptrdiff_t)icb * VW * VW;
+		int n = c - icb * VW < VW ? c - icb * VW : VW;
+
+		for (l = 0; l < n; l++) {
+			vf wv[NC_OB];
+			const float *xl = xb + l * ls;
+
+			UNROLL_NV for (o = 0; o < OB; o++)
+				wv[o] = vld(wb + l * VW + o * wos);
+			UNROLL_MR for (r = 0; r < R; r++) {
+				vf xv = vset1(xl[r * rstep]);
+
+				UNROLL_NV for (o = 0; o < OB; o++)
+					acc[r][o] += xv * wv[o];
+			}
+		}
+	}
+	if (last) {
+		nc_epi(R, OB, p, res, y, mb, ohw, pos, acc);
+		return;
+	}
+	UNROLL_MR for (r = 0; r < R; r++)
+		UNROLL_NV for (o = 0; o < OB; o++)
+			vst(yt + o * os + r * VW, acc[r][o]);
+}
+
+/*
+ * 1x1 conv rows as nc1_row, with two changes for many input channels
+ * (256-2048: ResNet bottlenecks) and short rows (7x7 and 14x14 maps run
+ * flat, 49 or 196 positions):
+ *  - whole tiles of RM and RM - 1 positions (49 = 4 x 6 + 5 x 5), no
+ *    tail: a 1-position tail (6 x 8 + 1) ran at a fraction of the FMA
+ *    rate and streamed the group's weights once more for one pixel;
+ *  - with kc < the channel blocks, the input channels run in chunks of
+ *    kc blocks whose weights stay in L1 (mi_nc_kc1 bytes) while tiles of
+ *    up to NC1_PB positions sweep them, instead of streaming c x OB
+ *    blocks of weights (128 KB for c = 512) from L2 per tile; the partial
+ *    sums wait in y (blocked, y != res: the caller checks).
+ * Returns false (nothing done) when the row is too short for such tiles.
+ */
+#define NC1_PB 96
+static inline __attribute__((always_inline)) bool
+nc1_rowk(const int OB0, const struct mi_nc_conv *p, const float *x,
+	 const float *res, float *y, int mb, int oy, int ox, int oxe, int kc)
+{
+	const int OB = OB0 > NC_OB ? NC_OB : OB0;
+	const int RM = NC_ACC / OB < NC_R ? NC_ACC / OB : NC_R;
+	const int TPB = (mi_nc_pb1 > 0 ? mi_nc_pb1 : NC1_PB) / RM > 1 ?
+				(mi_nc_pb1 > 0 ? mi_nc_pb1 : NC1_PB) / RM : 1;
+	const int64_t ohw = (int64_t)p->oh * p->ow;
+	const ptrdiff_t ps = p->xblk ? VW : 1;
+	const ptrdiff_t rstep = p->sw * ps;
+	const int ncb = (p->c + VW - 1) / VW;
+	const float *wt = p->wp + mb * (ptrdiff_t)p->c * VW;
+	const float *bias = p->bias + mb * VW;
+	const float *xrow = x + ((ptrdiff_t)(oy * p->sh - p->pt) * p->w -
+				 p->pl) * ps;
+	float *yrow = y + ((int64_t)mb * ohw + (int64_t)oy * p->ow) * VW;
+	const int n = oxe - ox, nsm = (RM - n % RM) % RM;
+	const int nbig = (n - nsm * (RM - 1)) / RM, nt = nbig + nsm;
+
+	if (n - nsm * (RM - 1) < 0)
+		return false;
+	for (int t0 = 0; t0 < nt; t0 += TPB) {
+		int t1 = t0 + TPB < nt ? t0 + TPB : nt;
+
+		for (int i0 = 0; i0 < ncb; i0 += kc) {
+			int i1 = i0 + kc < ncb ? i0 + kc : ncb;
+
+			for (int t = t0; t < t1; t++) {
+				int q = ox + (t < nbig ? t * RM :
+						  nbig * RM + (t - nbig) * (RM - 1));
+				const float *xp = xrow + (ptrdiff_t)q * rstep;
+				float *yt = yrow + (ptrdiff_t)q * VW;
+				int64_t pos = (int64_t)oy * p->ow + q;
+
+				if (t < nbig)
+					nc1_tilek(OB, RM, p, xp, wt, bias, yt, i0,
+						  i1, i1 == ncb, res, y, mb, ohw,
+						  pos);
+				else
+					nc1_tilek(OB, RM - 1, p, xp, wt, bias, yt,
+						  i0, i1, i1 == ncb, res, y, mb,
+						  ohw, pos);
+			}
+		}
+	}
+	return true;
+}
+
+/* kc: chunks only with blocked y apart from res (partial sums in y).
+ * Without chunks only short rows take nc1_rowk (their tail matters): on
+ * long rows of one output block nc1_row was faster (MobileNetV2's 32 -> 16
+ * on 112x112: 116 vs 170 us). */
+#define NC1_SHORT 256
 #define NC1_INST(OB)                                                      \
 	static void nc1_row_##OB(const struct mi_nc_conv *p, const float *x, \
 				 const float *res, float *y, int mb, int oy, \
 				 int ox, int oxe)                          \
 	{                                                                 \
+		const int ob_ = OB > NC_OB ? NC_OB : OB;                   \
+		const int ncb_ = (p->c + VW - 1) / VW;                     \
+		int kc_ = mi_nc_kc1 / (VW * VW * 4 * ob_);                 \
+                                                                          \
+		if (kc_ < 1 || !p->yblk || res == y)                       \
+			kc_ = ncb_;                                         \
+		if (mi_nc_kc1 >= 0 &&                                      \
+		    (kc_ < ncb_ || (ob_ > 1 && oxe - ox < NC1_SHORT)) &&   \
+		    nc1_rowk(OB, p, x, res, y, mb, oy, ox, oxe, kc_))      \
+			return;                                             \
 		nc1_row(OB, p, x, res, y, mb, oy, ox, oxe);                \
 	}
 NC1_INST(1) NC1_INST(2) NC1_INST(3) NC1_INST(4)

@@ -288,6 +288,100 @@ static void conv_case(int dw, int it, int planned)
 	mi_cpu_free((void *)p.koff);
 }
 
+/*
+ * 1x1 rows on nc1_rowk: rows of 17-260 positions (whole tiles of RM and
+ * RM - 1, no tail), 1-130 input channels in chunks of 1-3 blocks
+ * (mi_nc_kc1 made small: the partial sums through y), strides 1-2, every
+ * layout, activation and residual, the residual aliasing y (in place: no
+ * chunks then) on some; also the default chunk size, no chunks (0) and
+ * the plain nc1_row (-1).
+ */
+static void row1k_case(int it)
+{
+	struct mi_conv_shape s = { .n = 1, .group = 1, .kh = 1, .kw = 1,
+				   .dh = 1, .dw = 1 };
+	struct mi_nc_conv p = { 0 };
+	int xblk = (int)rnd(2), yblk = (int)rnd(2), rblk = (int)rnd(2), act;
+	int mb, inplace;
+	float *x, *w, *bias, *res = NULL, *rl = NULL, *ref, *xl, *y, *yo;
+	float lo, hi;
+	int64_t ohw;
+	double e;
+
+	s.c = 1 + (int)rnd(130);
+	s.m = 1 + (int)rnd(100);
+	s.sh = s.sw = 1 + (int)rnd(2);
+	s.h = 1 + (int)rnd(3);
+	s.w = (17 + (int)rnd(244)) * s.sw;
+	s.oh = (s.h - 1) / s.sh + 1;
+	s.ow = (s.w - 1) / s.sw + 1;
+	ohw = (int64_t)s.oh * s.ow;
+	inplace = yblk && rblk && !rnd(4);
+	pick_act(&act, &lo, &hi);
+	x = rbuf((size_t)s.c * s.h * s.w);
+	w = rbuf((size_t)s.m * s.c);
+	bias = rnd(2) ? rbuf(s.m) : NULL;
+	if (inplace || rnd(2)) {
+		res = rbuf((size_t)s.m * ohw);
+		rl = to_layout(res, s.m, ohw, rblk);
+	}
+	ref = nanbuf((size_t)s.m * ohw);
+	mi_conv_ref(&s, x, w, bias, res, act, lo, hi, ref);
+	xl = to_layout(x, s.c, (int64_t)s.h * s.w, xblk);
+	p = (struct mi_nc_conv){
+		.c = s.c, .h = s.h, .w = s.w, .m = s.m, .oh = s.oh, .ow = s.ow,
+		.kh = 1, .kw = 1, .sh = s.sh, .sw = s.sw, .dh = 1, .dw = 1,
+		.xblk = xblk, .yblk = yblk, .rblk = rblk, .act = act,
+		.lo = lo, .hi = hi,
+	};
+	p.wp = mi_nc_pack_weights(B, 0, s.m, s.c, 1, 1, w);
+	p.bias = mi_nc_pack_bias(B, s.m, bias);
+	mb = cb(s.m);
+	y = inplace ? rl : nanbuf(yblk ? (size_t)mb * B * ohw : (size_t)s.m * ohw);
+	switch (it % 5) {
+	case 0:
+		mi_nc_kc1 = -1;
+		break;
+	case 1:
+		mi_nc_kc1 = 0;
+		break;
+	case 2:
+		mi_nc_kc1 = 32 * 1024;
+		break;
+	default: /* 1-3 blocks of a full group's weights */
+		mi_nc_kc1 = (1 + (int)rnd(3)) * B * B * 4 * K->ob;
+	}
+	if (it & 1) {
+		/* as the planner's group-major pieces */
+		for (int g = 0; g < mb; g += K->ob)
+			K->conv(&p, xl, rl, y, g, g + K->ob < mb ? g + K->ob : mb,
+				0, s.oh, 0, s.ow);
+	} else {
+		int c1 = s.ow / 3;
+
+		K->conv(&p, xl, rl, y, 0, mb, 0, s.oh, 0, c1);
+		K->conv(&p, xl, rl, y, 0, mb, 0, s.oh, c1, s.ow);
+	}
+	mi_nc_kc1 = 32 * 1024;
+	yo = from_layout(y, s.m, ohw, yblk);
+	e = nerr(yo, ref, (int64_t)s.m * ohw);
+	CHECK(e < 2e-5, "1x1 row c%d m%d %dx%d s%d act%d res%d%s lay %d%d%d kc %d: err %g",
+	      s.c, s.m, s.h, s.w, s.sw, act, !!res, inplace ? " in place" : "",
+	      xblk, yblk, rblk, it % 5, e);
+	mi_cpu_free(x);
+	mi_cpu_free(w);
+	mi_cpu_free(bias);
+	mi_cpu_free(res);
+	mi_cpu_free(ref);
+	mi_cpu_free(xl);
+	if (!inplace)
+		mi_cpu_free(y);
+	mi_cpu_free(rl);
+	mi_cpu_free(yo);
+	mi_cpu_free((void *)p.wp);
+	mi_cpu_free((void *)p.bias);
+}
+
 static void pool_case(void)
 {
 	struct mi_pool2d p = { 0 };
@@ -1158,6 +1252,8 @@ int main(void)
 	for (it = 0; it < 80; it++)
 		conv_case(it & 1, it, 0);
 	wide = 0;
+	for (it = 0; it < 60; it++)
+		row1k_case(it);
 	/* fused expand + depthwise on wide maps, batch 2 */
 	xdw_nb = 2;
 	test_xdw(16, 40, 37, 3, 2, 1, 0, false, false);

@@ -2263,6 +2263,28 @@ gap_small_vbmi(const __m512i t[16], const uint8_t *x, int hw, int np, double *s)
 }
 
 /*
+ * the table outputs of one plane's pixels [b, end) in whole 64-pixel steps
+ * summed as k_sum does (four accumulators, (a0 + a1) + (a2 + a3)); *pi
+ * gets the first pixel not summed
+ */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"), always_inline)) static inline __m512
+lut_block_sum(const __m512i t[16], const uint8_t *xp, int64_t b, int64_t end, int64_t *pi)
+{
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, v[4];
+	int64_t i;
+
+	for (i = b; i + 64 <= end; i += 64) {
+		lut32_vbmi(t, _mm512_loadu_si512(xp + i), v);
+		a0 = _mm512_add_ps(a0, v[0]);
+		a1 = _mm512_add_ps(a1, v[1]);
+		a2 = _mm512_add_ps(a2, v[2]);
+		a3 = _mm512_add_ps(a3, v[3]);
+	}
+	*pi = i;
+	return _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+}
+
+/*
  * The same with gap_exact on planes of 64+ pixels: the float block sums as
  * k_sum's (four accumulators, (a0 + a1) + (a2 + a3)), then their lanes and
  * the tail pixels added in double vectors in any order (exact), a plane
@@ -2278,17 +2300,8 @@ gap_exact_vbmi(const __m512i t[16], const float *lut, const uint8_t *x, int64_t 
 		int64_t i = 0;
 
 		while (i + 64 <= hw) {
-			int64_t b = i, end = i + 512 < hw ? i + 512 : hw;
-			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, v[4];
-
-			for (i = b; i + 64 <= end; i += 64) {
-				lut32_vbmi(t, _mm512_loadu_si512(xp + i), v);
-				a0 = _mm512_add_ps(a0, v[0]);
-				a1 = _mm512_add_ps(a1, v[1]);
-				a2 = _mm512_add_ps(a2, v[2]);
-				a3 = _mm512_add_ps(a3, v[3]);
-			}
-			__m512 l = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+			int64_t end = i + 512 < hw ? i + 512 : hw;
+			__m512 l = lut_block_sum(t, xp, i, end, &i);
 
 			d0 = _mm512_add_pd(d0, _mm512_cvtps_pd(_mm512_castps512_ps256(l)));
 			d1 = _mm512_add_pd(d1, _mm512_cvtps_pd(_mm256_castpd_ps(
@@ -2344,18 +2357,7 @@ gap_sums_vbmi(const struct qnode *q, const uint8_t *x, int np, double *s)
 		int64_t b = i, end = i + 512 < hw ? i + 512 : hw;
 
 		for (int p = 0; p < np; p++) {
-			const uint8_t *xp = x + p * hw;
-			__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, v[4];
-
-			for (i = b; i + 64 <= end; i += 64) {
-				lut32_vbmi(t, _mm512_loadu_si512(xp + i), v);
-				a0 = _mm512_add_ps(a0, v[0]);
-				a1 = _mm512_add_ps(a1, v[1]);
-				a2 = _mm512_add_ps(a2, v[2]);
-				a3 = _mm512_add_ps(a3, v[3]);
-			}
-			_mm512_storeu_ps(l[p], _mm512_add_ps(_mm512_add_ps(a0, a1),
-							     _mm512_add_ps(a2, a3)));
+			_mm512_storeu_ps(l[p], lut_block_sum(t, x + p * hw, b, end, &i));
 		}
 		for (int m = 0; m < 16; m++)
 			for (int p = 0; p < np; p++)

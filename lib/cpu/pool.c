@@ -19,12 +19,16 @@
  * claim their work dynamically (struct mi_work) also rebalance the work
  * of a worker that starts late.
  */
+#include <dlfcn.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -177,6 +181,67 @@ static void pool_grow(int nt)
 	pthread_mutex_unlock(&pool.grow);
 }
 
+/*
+ * MI_POOL_STATS=1: at exit, print how many runs the pool opened, how many
+ * thread indices no worker joined (the caller ran them), how often the
+ * caller slept on the futex, and per pool function (fn) the caller's
+ * time between finishing its own indices and the last joined worker
+ * finishing: the imbalance and join latency of that kind of node at
+ * this thread count.  Functions are printed as offsets in their ELF
+ * file, for `addr2line -f -e FILE OFFSET`.  Written only by the caller
+ * holding pool.lock.
+ */
+#define PS_FNS 64
+
+static struct {
+	int on; /* -1 unread */
+	long runs, unjoined, sleeps;
+	int nfn;
+	mi_pool_fn fn[PS_FNS];
+	long fruns[PS_FNS], fwait_ns[PS_FNS];
+} ps = { .on = -1 };
+
+static long ps_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static void ps_print(void)
+{
+	fprintf(stderr, "metainfer: pool: %ld runs, %ld indices not joined, %ld caller sleeps\n",
+		ps.runs, ps.unjoined, ps.sleeps);
+	for (int i = 0; i < ps.nfn; i++) {
+		Dl_info di;
+		void *p = *(void **)&ps.fn[i];
+		bool ok = dladdr(p, &di) && di.dli_fname;
+
+		fprintf(stderr, "metainfer: pool:   %s+0x%lx: %ld runs, caller waited %.1f us (%.2f us per run)\n",
+			ok ? di.dli_fname : "?", (long)((char *)p - (ok ? (char *)di.dli_fbase : NULL)),
+			ps.fruns[i], ps.fwait_ns[i] / 1e3, ps.fwait_ns[i] / 1e3 / ps.fruns[i]);
+	}
+}
+
+static void ps_note(mi_pool_fn fn, int unjoined, bool slept, long wait_ns)
+{
+	int i;
+
+	ps.runs++;
+	ps.unjoined += unjoined;
+	ps.sleeps += slept;
+	for (i = 0; i < ps.nfn && ps.fn[i] != fn; i++)
+		;
+	if (i == ps.nfn) {
+		if (i == PS_FNS)
+			return;
+		ps.fn[ps.nfn++] = fn;
+	}
+	ps.fruns[i]++;
+	ps.fwait_ns[i] += wait_ns;
+}
+
 void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 {
 	int t, i, d;
@@ -188,6 +253,8 @@ void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 	if (nt > 1 && pthread_mutex_trylock(&pool.lock) == 0) {
 		unsigned int s;
 		int joined;
+		bool slept = false;
+		long t0;
 
 		pool_grow(nt);
 		pool.fn = fn;
@@ -204,6 +271,12 @@ void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 		joined = (int)ST_JOINED(s);
 		for (t = joined + 1; t < nt; t++)
 			fn(ctx, t, nt);
+		if (ps.on < 0) {
+			ps.on = getenv("MI_POOL_STATS") && *getenv("MI_POOL_STATS") == '1';
+			if (ps.on)
+				atexit(ps_print);
+		}
+		t0 = ps.on ? ps_ns() : 0;
 		for (i = 0; i < SPIN_ITERS; i++) {
 			if (atomic_load_explicit(&pool.done,
 						 memory_order_acquire) == joined)
@@ -215,7 +288,10 @@ void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 			while ((d = atomic_load(&pool.done)) != joined)
 				futex_wait(&pool.done, d);
 			atomic_store(&pool.cwait, 0);
+			slept = true;
 		}
+		if (ps.on)
+			ps_note(fn, nt - 1 - joined, slept, ps_ns() - t0);
 		pthread_mutex_unlock(&pool.lock);
 		return;
 	}

@@ -190,5 +190,21 @@ for name, g, fast, absent in models:
             fails += bool(line)
             if line:
                 print(f'FAIL {name} threads={t}: {op} still runs: {line}')
+# MI_POOL_STATS=1 (lib/cpu/pool.c): the run count and one line per pool
+# function at exit; nothing without it
+path = os.path.join(out, 'shuffle.onnx')
+for stats in ('1', None):
+    env = dict(os.environ)
+    env.pop('MI_POOL_STATS', None)
+    if stats:
+        env['MI_POOL_STATS'] = stats
+    r = subprocess.run([mi, 'run', path, '-q', '-t', '2', '--bench', '3', '--warmup', '0'],
+                       env=env, capture_output=True, text=True)
+    lines = [l for l in r.stderr.splitlines() if l.startswith('metainfer: pool:')]
+    runs = [int(l.split()[2]) for l in lines[:1] if l.split()[3] == 'runs,']
+    fns = [l for l in lines[1:] if '+0x' in l and 'us per run' in l]
+    ok = r.returncode == 0 and (bool(runs and runs[0] > 0 and fns) if stats else not lines)
+    fails += not ok
+    print(f'{"ok  " if ok else "FAIL"} MI_POOL_STATS={stats}: {len(lines)} pool lines')
 print(f'xform-models: {fails} failures')
 sys.exit(1 if fails else 0)

@@ -1800,18 +1800,21 @@ static void dw_row_tail(int32_t *restrict acc, const uint8_t *const *rows,
  * x * w.  Stride 2 widens to 16 bits instead: lane i is the pair
  * (r[2i], r[2i+1]), multiplied by (w0, w1) in one instruction.
  */
-/* Requantization fused into the AVX-512 depthwise row (uint8/int8 out). */
+/* The epilogue fused into the AVX-512 depthwise rows: requantized
+ * uint8/int8, or fp32 (MI_QOUT_F32: epi_one's fma and clamps). */
 struct dw_rq {
 	int32_t comp;
 	float mult, flo, fhi;
 	int32_t zy;
 	uint8_t *out;
-	bool c4; /* out advances 4 bytes per pixel */
+	bool c4;  /* out advances 4 bytes per pixel */
+	bool f32; /* out holds floats (4 bytes per pixel, planar) */
+	float fb; /* fp32 bias (f32) */
 };
 
 struct dw_rqv {
 	__m512i comp, zy;
-	__m512 mult, lo, hi;
+	__m512 mult, lo, hi, fb;
 };
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
@@ -1824,6 +1827,11 @@ dw_store(int32_t *acc, int x, __mmask16 m, __m512i a, const struct dw_rq *rq,
 	}
 	__m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(a, v->comp));
 
+	if (rq->f32) {
+		f = _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(f, v->mult, v->fb), v->lo), v->hi);
+		_mm512_mask_storeu_ps((float *)(void *)rq->out + x, m, f);
+		return;
+	}
 	f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(f, v->mult), v->lo), v->hi);
 	if (rq->c4)
 		store16_c4(rq->out + (size_t)x * 4, m,
@@ -1863,6 +1871,7 @@ dw_rqv_set(struct dw_rqv *v, const struct dw_rq *rq)
 		v->mult = _mm512_set1_ps(rq->mult);
 		v->lo = _mm512_set1_ps(rq->flo);
 		v->hi = _mm512_set1_ps(rq->fhi);
+		v->fb = _mm512_set1_ps(rq->fb);
 	}
 }
 
@@ -2094,13 +2103,7 @@ dw_rowk_avx512(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *
 {
 	struct dw_rqv v = { 0 };
 
-	if (rq) {
-		v.comp = _mm512_set1_epi32(rq->comp);
-		v.zy = _mm512_set1_epi32(rq->zy);
-		v.mult = _mm512_set1_ps(rq->mult);
-		v.lo = _mm512_set1_ps(rq->flo);
-		v.hi = _mm512_set1_ps(rq->fhi);
-	}
+	dw_rqv_set(&v, rq);
 	for (int x = 0; x < ow; x += 16) {
 		int n = ow - x >= 16 ? 16 : ow - x;
 		__mmask16 m = (__mmask16)((1u << n) - 1);
@@ -2419,6 +2422,23 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 				_mm_mask_storeu_epi8(yp + 3 * npix, m, _mm512_extracti32x4_epi32(d, 3));
 			continue;
 		}
+		if (ep->mode == MI_QOUT_F32) { /* dw_store's fp32 epilogue, planar */
+			float *yf = (float *)(void *)j->y + c0 * npix + p0;
+
+#define MI_DWT_F32(a, mv, c)                                                             \
+	_mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(_mm512_cvtepi32_ps(a), mv,           \
+						    _mm512_set1_ps(ep->fbias ? ep->fbias[c] : 0.0f)), \
+				    lo), hi)
+			_mm512_mask_storeu_ps(yf, m, MI_DWT_F32(a0, m0, c0));
+			if (nc > 1)
+				_mm512_mask_storeu_ps(yf + npix, m, MI_DWT_F32(a1, m1, c0 + 1));
+			if (nc > 2)
+				_mm512_mask_storeu_ps(yf + 2 * npix, m, MI_DWT_F32(a2, m2, c0 + 2));
+			if (nc > 3)
+				_mm512_mask_storeu_ps(yf + 3 * npix, m, MI_DWT_F32(a3, m3, c0 + 3));
+#undef MI_DWT_F32
+			continue;
+		}
 		/* the requantization of dw_store, four channels */
 #define MI_DWT_RQ(a, m)                                                                  \
 	_mm512_add_epi32(_mm512_cvtps_epi32(_mm512_min_ps(                               \
@@ -2614,7 +2634,8 @@ dwt_dense_item(void *arg, int item, int tid)
 static bool dwt_use(const struct mi_qconv *cv, int isa, const struct mi_qepi *ep)
 {
 	return cv->dwt && dwtab_on() && isa == MI_QISA_AVX512 && have_vbmi() &&
-	       (ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8);
+	       (ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8 ||
+		(cv->depthwise && ep->mode == MI_QOUT_F32 && !ep->out_c4));
 }
 
 static void dwt_run(const struct mi_qconv *cv, const uint8_t *x, uint8_t zx, uint8_t flip,
@@ -2670,13 +2691,28 @@ static void dw_prep_item(void *arg, int c, int tid)
 	}
 }
 
+/* The epilogues the AVX-512 depthwise kernels fuse (dw_store): uint8 /
+ * int8, and planar fp32. */
+static bool dw_rq_mode(const struct mi_qepi *ep)
+{
+	return ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8 ||
+	       (ep->mode == MI_QOUT_F32 && !ep->out_c4);
+}
+
+static struct dw_rq dw_rq_of(const struct mi_qepi *ep, int c, uint8_t *out)
+{
+	return (struct dw_rq){ ep->comp[c], ep->mult[c], ep->flo, ep->fhi, ep->zy, out,
+			       ep->out_c4, ep->mode == MI_QOUT_F32,
+			       ep->fbias ? ep->fbias[c] : 0.0f };
+}
+
 /* Requantization fused into the AVX-512 depthwise kernels. */
 static bool dw_fused(const struct conv_job *j)
 {
 	const struct mi_qconv_shape *s = &j->cv->s;
 
 	return j->dw_isa == MI_QISA_AVX512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) &&
-	       (j->ep->mode == MI_QOUT_U8 || j->ep->mode == MI_QOUT_S8);
+	       dw_rq_mode(j->ep);
 }
 
 /* The channel runs dw_chan_vbmi on the unpadded input (no dw_prep_item). */
@@ -2685,8 +2721,7 @@ static bool dw_direct(const struct conv_job *j)
 	const struct mi_qconv_shape *s = &j->cv->s;
 
 	return j->dw_isa == MI_QISA_AVX512 && have_vbmi() && !j->flip && s->dw == 1 &&
-	       s->dh == 1 && (s->sw == 1 || s->sw == 2) &&
-	       (j->ep->mode == MI_QOUT_U8 || j->ep->mode == MI_QOUT_S8);
+	       s->dh == 1 && (s->sw == 1 || s->sw == 2) && dw_rq_mode(j->ep);
 }
 
 static void dw_item(void *arg, int c, int tid)
@@ -2703,13 +2738,12 @@ static void dw_item(void *arg, int c, int tid)
 						      dw_row_generic;
 	size_t es = out_elem(j->ep->mode);
 	uint8_t *yc = j->ep->out_c4 ? j->y + (c / 4) * npix * 4 + c % 4 : j->y + c * npix * es;
-	size_t rowstep = j->ep->out_c4 ? (size_t)s->ow * 4 : (size_t)s->ow;
+	size_t rowstep = j->ep->out_c4 ? (size_t)s->ow * 4 : (size_t)s->ow * es;
 
 	bool fused = dw_fused(j);
 
 	if (dw_direct(j)) {
-		struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo, j->ep->fhi,
-				    j->ep->zy, yc, j->ep->out_c4 };
+		struct dw_rq rq = dw_rq_of(j->ep, c, yc);
 
 		dw_chan_vbmi(j->xsrc + (size_t)c * s->h * s->w, s->h, s->w, s->pt, s->pl, j->zx,
 			     cv->dww + (size_t)c * s->kh * s->kw, s->kh, s->kw, s->oh, s->ow, s->sh,
@@ -2724,8 +2758,7 @@ static void dw_item(void *arg, int c, int tid)
 			    (s->sw == 1 || s->sw == 2);
 
 		if (simd && s->dh == 1) {
-			struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo,
-					    j->ep->fhi, j->ep->zy, yc, j->ep->out_c4 };
+			struct dw_rq rq = dw_rq_of(j->ep, c, yc);
 
 			dwk_chan_avx512(xp, j->wp, wc, s->kh, s->kw, s->oh, s->ow, s->sh, s->sw,
 					fused ? NULL : acc, fused ? &rq : NULL, rowstep);
@@ -2739,9 +2772,7 @@ static void dw_item(void *arg, int c, int tid)
 			for (int ky = 0; ky < s->kh; ky++)
 				rows[ky] = xp + ((size_t)oy * s->sh + ky * s->dh) * j->wp;
 			if (fused) {
-				struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo,
-						    j->ep->fhi, j->ep->zy, yc + oy * rowstep,
-						    j->ep->out_c4 };
+				struct dw_rq rq = dw_rq_of(j->ep, c, yc + oy * rowstep);
 
 				dw_rowk_avx512(ar, rows, wc, s->kh, s->kw, s->ow, s->sw, &rq);
 			} else if (simd) {
@@ -2759,8 +2790,7 @@ static void dw_item(void *arg, int c, int tid)
 	}
 
 	if (fused && s->dh == 1) {
-		struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo, j->ep->fhi,
-				    j->ep->zy, yc, j->ep->out_c4 };
+		struct dw_rq rq = dw_rq_of(j->ep, c, yc);
 
 		dw3_chan_avx512_rq(xp, j->wp, cv->dww + c * 9, s->oh, s->ow, s->sh, s->sw, rq,
 				   rowstep);
@@ -2773,8 +2803,7 @@ static void dw_item(void *arg, int c, int tid)
 		for (int ky = 0; ky < 3; ky++)
 			rows[ky] = xp + ((size_t)oy * s->sh + ky * s->dh) * j->wp;
 		if (fused) {
-			struct dw_rq rq = { j->ep->comp[c], j->ep->mult[c], j->ep->flo, j->ep->fhi,
-					    j->ep->zy, yc + oy * rowstep, j->ep->out_c4 };
+			struct dw_rq rq = dw_rq_of(j->ep, c, yc + oy * rowstep);
 			dw_row_avx512_rq(ar, rows, cv->dww + c * 9, s->ow, s->sw, &rq);
 			continue;
 		}

@@ -2845,6 +2845,40 @@ static void dw_quad_item(void *arg, int item, int tid)
 	}
 }
 
+/*
+ * 1x1 convs on a one-pixel map (the squeeze-excitation blocks' two FCs):
+ * the packed weights are the GEMM's (k = input channel), so mi_qgemm's
+ * GEMV kernel applies, with no reorder and no 32-pixel panel for one
+ * pixel.  Planar and C4 inputs and outputs of one pixel are the same
+ * bytes (channel c at byte c).
+ */
+static bool conv_gemv_use(const struct mi_qconv *cv, int isa)
+{
+	const struct mi_qconv_shape *s = &cv->s;
+
+	return isa == MI_QISA_AVX512 && !cv->depthwise && s->group == 1 && s->kh == 1 &&
+	       s->kw == 1 && s->h == 1 && s->w == 1 && s->oh == 1 && s->ow == 1;
+}
+
+/* a: c4 * 4 bytes of room (the workspace's reorder buffer) */
+static void conv_gemv(const struct mi_qconv *cv, const uint8_t *x, uint8_t flip,
+		      const struct mi_qepi *ep, void *y, uint8_t *a)
+{
+	const struct mi_qweights *w = &cv->w;
+	struct gemv_job v = { .w = w, .a = a, .ep = ep, .y = y,
+			      .epi = kernels_for(MI_QISA_AVX512).epi };
+	int nt = call_threads > 0 ? call_threads : par_threads;
+
+	/* the padding channels' weights are 0: any byte there */
+	for (int c = 0; c < cv->s.c; c++)
+		a[c] = x[c] ^ flip;
+	memset(a + cv->s.c, 0, (size_t)w->k4 * 4 - cv->s.c);
+	v.nchunk = 2 * nt < w->nblk ? 2 * nt : w->nblk;
+	v.bpc = (w->nblk + v.nchunk - 1) / v.nchunk;
+	v.nchunk = (w->nblk + v.bpc - 1) / v.bpc;
+	par_for(v.nchunk, gemv_item, &v);
+}
+
 int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		 int zx, const struct mi_qepi *ep, void *y, void *ws,
 		 unsigned int flags)
@@ -2880,7 +2914,9 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	j.xi = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
 	j.ws = j.xi + ((conv_xi_bytes(cv) + 63) & ~(size_t)63);
 	j.ws_per = conv_ws_per_thread(cv);
-	if (dwt_use(cv, isa, ep) && !(flags & MI_QCONV_IN_C4)) {
+	if (conv_gemv_use(cv, isa)) {
+		conv_gemv(cv, x, j.flip, ep, y, j.xi);
+	} else if (dwt_use(cv, isa, ep) && !(flags & MI_QCONV_IN_C4)) {
 		dwt_run(cv, x, j.zx, j.flip, ep, y);
 	} else if (cv->depthwise) {
 		j.dw_defer = ep->out_c4 && !dw_fused(&j);

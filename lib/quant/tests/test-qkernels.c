@@ -114,6 +114,8 @@ static void make_epi(struct mi_qepi *ep, int mode, int oc, int32_t *comp,
 
 static int dw_cases, dwtab_cases, densetab_cases, chan_cases;
 static bool chan_focus;
+static bool px1_focus; /* 1x1 convs on one pixel (SE FCs: the GEMV path) */
+static int px1_cases;
 static int fake_threads = 3;
 
 static int test_conv(int iter)
@@ -167,6 +169,14 @@ static int test_conv(int iter)
 		s.group = 1 + rnd() % 4 / 3;
 		s.c = s.group * 4 * rndi(1, 24);
 		s.oc = s.group * rndi(17, 80);
+		s.kh = s.kw = s.sh = s.sw = s.dh = s.dw = 1;
+		s.pt = s.pb = s.pl = s.pr = 0;
+	}
+	if (px1_focus) {
+		s.group = 1;
+		s.c = rndi(1, 300);
+		s.oc = rnd() % 2 ? rndi(1, 40) : rndi(41, 600);
+		s.h = s.w = 1;
 		s.kh = s.kw = s.sh = s.sw = s.dh = s.dw = 1;
 		s.pt = s.pb = s.pl = s.pr = 0;
 	}
@@ -230,6 +240,7 @@ static int test_conv(int iter)
 	}
 	mi_qconv_comp(&cv, bias, zxu, comp);
 	dw_cases += cv.depthwise;
+	px1_cases += px1_focus;
 	dwtab_cases += cv.depthwise && cv.dwt;
 	densetab_cases += !cv.depthwise && cv.dwt;
 	/* C4 layouts where the shapes allow them */
@@ -732,9 +743,17 @@ int main(int argc, char **argv)
 		fails += test_conv(2 * i + 1);
 	}
 	chan_focus = false;
+	/* 1x1 convs on one pixel, 1 to 3 (fake) threads */
+	px1_focus = true;
+	for (int i = 0; i < n / 10; i++) {
+		fake_threads = 2 + i % 2;
+		mi_quant_set_parallel(i % 3 ? fake_for : NULL, fake_threads);
+		fails += test_conv(3 * i + 1);
+	}
+	px1_focus = false;
 	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d q/dq-c4 + %d maxpool cases, x %d ISAs: %d failures\n",
 	       n, n, n, n, n, n, mi_quant_isa_max() + 1, fails);
-	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels)\n",
-	       dw_cases, dwtab_cases, densetab_cases, chan_cases);
+	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels; %d 1x1 on one pixel)\n",
+	       dw_cases, dwtab_cases, densetab_cases, chan_cases, px1_cases);
 	return fails ? 1 : 0;
 }

@@ -1036,6 +1036,7 @@ int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
  * into C4 dwords (one store).  Exact: uint8 x int8 into int32.
  */
 #define DWT_MAX_BYTES (40 * 1024)
+#define DWT_AMX_K4 64 /* dense tables on AMX: k4 rows of the panel at most */
 
 struct mi_qdwtab {
 	int npv, ng, nent; /* pixel vectors, tap groups, table rows */
@@ -1049,6 +1050,8 @@ struct mi_qdwtab {
 	uint32_t *wq;      /* [c][ng] (depthwise), [oc][c][ng]: the group's four weights */
 	int gt[4 * 2 * MI_QDW_KMAX]; /* [ng][4] the taps of each group, -1: none */
 	void *mem;
+	int nwk; /* dense: weight dwords per output channel (c * ng) */
+	struct mi_qweights *aw; /* dense: wq as AMX tiles (k = (c * ng + g) * 4 + b), or NULL */
 };
 
 static int dwtab_cur = -1;
@@ -1072,8 +1075,12 @@ static bool dwtab_on(void)
 
 static void dwt_free(struct mi_qdwtab *t)
 {
-	if (t)
+	if (t) {
 		free(t->mem);
+		if (t->aw)
+			mi_qweights_free(t->aw);
+		free(t->aw);
+	}
 	free(t);
 }
 
@@ -1237,6 +1244,32 @@ static struct mi_qdwtab *dwt_build(const struct mi_qconv_shape *s, size_t nwq_pe
 	return best;
 }
 
+/* weight byte k of output channel o in the dense tables' order */
+static int dwt_wget(const void *vctx, int g, int o, int k)
+{
+	const struct mi_qdwtab *t = vctx;
+
+	return (int8_t)(t->wq[(size_t)o * t->nwk + k / 4] >> (8 * (k % 4)));
+}
+
+/* Dense tables: the weights as AMX tiles too, when the CPU has them (no
+ * tiles: the VNNI kernel). */
+static void dwt_amx_pack(struct mi_qdwtab *t, const struct mi_qconv_shape *s)
+{
+	struct mi_qweights *w;
+
+	t->nwk = s->c * t->ng;
+	if (!mi_quant_amx() || t->nwk > DWT_AMX_K4 || s->oc > 32 || !(w = calloc(1, sizeof(*w))))
+		return;
+	if (mi_qweights_pack(w, 1, s->oc, t->nwk * 4, dwt_wget, t) ||
+	    (!w->amx && mi_qamx_pack(w))) {
+		mi_qweights_free(w);
+		free(w);
+		return;
+	}
+	t->aw = w;
+}
+
 /* ---- convolution ------------------------------------------------------ */
 
 struct conv_get_ctx {
@@ -1337,6 +1370,7 @@ int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 							     << (8 * b);
 					cv->dwt->wq[((size_t)o * s->c + ci) * ng + g] = d;
 				}
+		dwt_amx_pack(cv->dwt, s);
 	}
 	return err;
 }
@@ -2630,6 +2664,78 @@ dwt_dense_item(void *arg, int item, int tid)
 		dwt_dense_body(j, v0, v1, false);
 }
 
+/*
+ * The same dense convs on AMX tiles: two pixel vectors' gathered vectors
+ * are the rows of a 32-pixel B panel ([k4][32][4], exactly the VNNI
+ * path's panel), one mi_qamx_tile gives the sums of up to 32 output
+ * channels, the VNNI path's epilogue stores each vector's pixels.  Exact:
+ * int32 sums of the same products.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) static void
+dwt_amx_item(void *arg, int item, int tid)
+{
+	const struct dwt_job *j = arg;
+	const struct mi_qconv_shape *s = &j->cv->s;
+	const struct mi_qdwtab *t = j->cv->dwt;
+	const struct mi_qepi *ep = j->ep;
+	size_t plane = (size_t)s->h * s->w, npix = (size_t)s->oh * s->ow;
+	size_t es = out_elem(ep->mode);
+	int v0 = item * 8, v1 = v0 + 8 < t->npv ? v0 + 8 : t->npv;
+	const __m512i zxv = _mm512_set1_epi8((char)j->zx), fv = _mm512_set1_epi8((char)j->flip);
+	/* 16 readable rows at least (qamx.c: k4 < 16 reads 16) */
+	_Alignas(64) uint8_t panel[DWT_AMX_K4 * MI_QNR * 4];
+	_Alignas(64) int32_t acc[32 * MI_QNR];
+	const bool sat = ep->out_c4 && rq_sat_ok(ep, ep->mult, s->oc);
+	struct rq_sat rs;
+
+	rq_sat_set(&rs, ep);
+
+	for (int v = v0; v < v1; v += 2) {
+		for (int h = 0; h < 2; h++) {
+			int vv = v + h < v1 ? v + h : v; /* past v1: computed, not stored */
+			size_t e0 = (size_t)t->ent[vv] * t->ng;
+			int32_t dv = t->delta[vv];
+
+			for (int ci = 0; ci < s->c; ci++)
+				for (int g = 0; g < t->ng; g++) {
+					size_t e = e0 + g;
+					__m512i x = _mm512_maskz_loadu_epi8(t->lmask[e], j->x + ci * plane +
+										 t->base[e] + dv);
+
+					x = _mm512_xor_si512(x, fv);
+					_mm512_store_si512(panel + ((size_t)(ci * t->ng + g) * MI_QNR + 16 * h) * 4,
+							   _mm512_mask_permutexvar_epi8(
+								   zxv, t->pmask[e],
+								   _mm512_load_si512(t->idx + e * 64), x));
+				}
+		}
+		mi_qamx_tile(t->aw, 0, 0, s->oc > 16 ? 2 : 1, panel, MI_QNR * 4, NULL, 0, acc);
+		for (int h = 0; h < 2 && v + h < v1; h++) {
+			int p0 = t->p0[v + h], n = t->p0[v + h + 1] - p0;
+
+			n = n < 16 ? n : 16;
+			if (sat) { /* dwt_dense_body's C4 stores */
+				__mmask16 m = (__mmask16)((1u << n) - 1);
+				const int32_t *a = acc + 16 * h;
+				const float *mo = ep->mult;
+
+#define MI_DWT_ACC(o) _mm512_add_epi32(_mm512_load_si512(a + (o) * MI_QNR), \
+				       _mm512_set1_epi32(ep->comp[o]))
+				for (int o = 0; o < s->oc; o += 4)
+					_mm512_mask_storeu_epi32(
+						j->y + ((size_t)(o / 4) * npix + p0) * 4, m,
+						rq_sat_c4(&rs, MI_DWT_ACC(o), MI_DWT_ACC(o + 1),
+							  MI_DWT_ACC(o + 2), MI_DWT_ACC(o + 3), mo[o],
+							  mo[o + 1], mo[o + 2], mo[o + 3]));
+#undef MI_DWT_ACC
+				continue;
+			}
+			epi_avx512(acc + 16 * h, MI_QNR, s->oc, n, ep, 0,
+				   ep->out_c4 ? j->y + (size_t)p0 * 4 : j->y + (size_t)p0 * es, npix);
+		}
+	}
+}
+
 /* The gather-table path applies (AVX-512 VBMI, requantized output). */
 static bool dwt_use(const struct mi_qconv *cv, int isa, const struct mi_qepi *ep)
 {
@@ -2644,7 +2750,8 @@ static void dwt_run(const struct mi_qconv *cv, const uint8_t *x, uint8_t zx, uin
 	if (!cv->depthwise) {
 		struct dwt_job j = { cv, x, zx, flip, ep, y, 1 };
 
-		par_for((cv->dwt->npv + 7) / 8, dwt_dense_item, &j);
+		par_for((cv->dwt->npv + 7) / 8,
+			cv->dwt->aw && mi_quant_amx() ? dwt_amx_item : dwt_dense_item, &j);
 		return;
 	}
 	int nq = (cv->s.c + 3) / 4, nt = call_threads > 0 ? call_threads : par_threads;

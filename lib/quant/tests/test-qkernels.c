@@ -115,6 +115,7 @@ static void make_epi(struct mi_qepi *ep, int mode, int oc, int32_t *comp,
 static int dw_cases, dwtab_cases, densetab_cases, chan_cases;
 static bool chan_focus;
 static bool px1_focus; /* 1x1 convs on one pixel (SE FCs: the GEMV path) */
+static bool dense_focus; /* few input channels (RGB first convs: the gather tables) */
 static int px1_cases;
 static int fake_threads = 3;
 
@@ -179,6 +180,15 @@ static int test_conv(int iter)
 		s.h = s.w = 1;
 		s.kh = s.kw = s.sh = s.sw = s.dh = s.dw = 1;
 		s.pt = s.pb = s.pl = s.pr = 0;
+	}
+	if (dense_focus) {
+		s.group = 1;
+		s.c = rndi(1, 4);
+		s.oc = rnd() % 2 ? 4 * rndi(1, 8) : rndi(1, 32);
+		s.kh = rnd() % 2 ? 3 : rndi(2, 7);
+		s.kw = rnd() % 2 ? s.kh : rndi(2, 7);
+		s.h = rndi(s.kh, 40);
+		s.w = rndi(s.kw, 60);
 	}
 	int eh = (s.kh - 1) * s.dh + 1, ew = (s.kw - 1) * s.dw + 1;
 
@@ -751,6 +761,14 @@ int main(int argc, char **argv)
 		fails += test_conv(3 * i + 1);
 	}
 	px1_focus = false;
+	/* dense convs on 1 to 4 input channels (gather tables, AMX tiles) */
+	dense_focus = true;
+	for (int i = 0; i < n / 10; i++) {
+		fake_threads = 2 + i % 2;
+		mi_quant_set_parallel(i % 3 ? fake_for : NULL, fake_threads);
+		fails += test_conv(5 * i + 2);
+	}
+	dense_focus = false;
 	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d q/dq-c4 + %d maxpool cases, x %d ISAs: %d failures\n",
 	       n, n, n, n, n, n, mi_quant_isa_max() + 1, fails);
 	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels; %d 1x1 on one pixel)\n",

@@ -1047,7 +1047,7 @@ struct mi_qdwtab {
 	uint64_t *lmask;   /* [nent * ng] window bytes to load */
 	uint64_t *pmask;   /* [nent * ng] gathered bytes that are inside the map */
 	uint8_t *idx;      /* [nent * ng][64] window byte of each gathered byte */
-	uint32_t *wq;      /* [c][ng] (depthwise), [oc][c][ng]: the group's four weights */
+	uint32_t *wq;      /* [c/4][ng][4] (depthwise), [oc][c][ng]: the group's four weights */
 	int gt[4 * 2 * MI_QDW_KMAX]; /* [ng][4] the taps of each group, -1: none */
 	void *mem;
 	int nwk; /* dense: weight dwords per output channel (c * ng) */
@@ -1326,16 +1326,18 @@ int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 				cv->dww[o * nt + t] = (int8_t)v;
 				cv->wsum_dw[o] += v;
 			}
-		cv->dwt = dwt_build(s, s->c); /* NULL: the row kernels */
-		for (int c = 0; cv->dwt && c < s->c; c++)
+		cv->dwt = dwt_build(s, (s->c + 3) / 4 * 4); /* NULL: the row kernels */
+		/* [c / 4][ng][c % 4]: a quad's four weights of a group side
+		 * by side (channels past c: 0) */
+		for (int c = 0; cv->dwt && c < (s->c + 3) / 4 * 4; c++)
 			for (int g = 0; g < cv->dwt->ng; g++) {
 				uint32_t d = 0;
 
-				for (int b = 0, tap; b < 4; b++)
+				for (int b = 0, tap; b < 4 && c < s->c; b++)
 					if ((tap = cv->dwt->gt[4 * g + b]) >= 0)
 						d |= (uint32_t)(uint8_t)cv->dww[(size_t)c * nt + tap]
 						     << (8 * b);
-				cv->dwt->wq[(size_t)c * cv->dwt->ng + g] = d;
+				cv->dwt->wq[((size_t)(c / 4) * cv->dwt->ng + g) * 4 + c % 4] = d;
 			}
 		return 0;
 	}
@@ -2374,7 +2376,8 @@ struct dwt_job {
  * whole quads). */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"), always_inline))
 static inline void
-dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const bool flip)
+dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const bool flip,
+	      const bool full, const bool unm)
 {
 	const struct mi_qconv_shape *s = &j->cv->s;
 	const struct mi_qdwtab *t = j->cv->dwt;
@@ -2383,9 +2386,9 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 	const uint8_t *x0 = j->x + c0 * plane;
 	const uint8_t *x1 = x0 + (nc > 1) * plane, *x2 = x0 + (nc > 2) * 2 * plane;
 	const uint8_t *x3 = x0 + (nc > 3) * 3 * plane;
-	const uint32_t *w0 = t->wq + (size_t)c0 * t->ng;
-	const uint32_t *w1 = w0 + (nc > 1) * t->ng, *w2 = w0 + (nc > 2) * 2 * t->ng;
-	const uint32_t *w3 = w0 + (nc > 3) * 3 * t->ng;
+	/* full quads: plane k at x0 + k * plane (fewer live pointers) */
+	const size_t xs3 = 3 * plane;
+	const uint32_t *wq4 = t->wq + (size_t)(c0 / 4) * t->ng * 4;
 	const __m512i zxv = _mm512_set1_epi8((char)j->zx), fv = _mm512_set1_epi8((char)0x80);
 	const __m512 lo = _mm512_set1_ps(ep->flo), hi = _mm512_set1_ps(ep->fhi);
 	const __m512i zy = _mm512_set1_epi32(ep->zy);
@@ -2424,10 +2427,31 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 		zxv, pm, ix,                                                             \
 		flip ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(lm, (xp) + b), fv)     \
 		     : _mm512_maskz_loadu_epi8(lm, (xp) + b))
-			a0 = _mm512_dpbusd_epi32(a0, MI_DWT_GATHER(x0), _mm512_set1_epi32((int)w0[g]));
-			a1 = _mm512_dpbusd_epi32(a1, MI_DWT_GATHER(x1), _mm512_set1_epi32((int)w1[g]));
-			a2 = _mm512_dpbusd_epi32(a2, MI_DWT_GATHER(x2), _mm512_set1_epi32((int)w2[g]));
-			a3 = _mm512_dpbusd_epi32(a3, MI_DWT_GATHER(x3), _mm512_set1_epi32((int)w3[g]));
+			const uint32_t *wg = wq4 + 4 * g;
+
+			if (full) {
+				const uint8_t *xb = x0 + b;
+
+#define MI_DWT_LD(p) (unm ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(lm, (p)))
+#define MI_DWT_GATHER_AT(p)                                                              \
+	_mm512_mask_permutexvar_epi8(zxv, pm, ix,                                        \
+				     flip ? _mm512_xor_si512(MI_DWT_LD(p), fv) : MI_DWT_LD(p))
+				a0 = _mm512_dpbusd_epi32(a0, MI_DWT_GATHER_AT(xb),
+							 _mm512_set1_epi32((int)wg[0]));
+				a1 = _mm512_dpbusd_epi32(a1, MI_DWT_GATHER_AT(xb + plane),
+							 _mm512_set1_epi32((int)wg[1]));
+				a2 = _mm512_dpbusd_epi32(a2, MI_DWT_GATHER_AT(xb + 2 * plane),
+							 _mm512_set1_epi32((int)wg[2]));
+				a3 = _mm512_dpbusd_epi32(a3, MI_DWT_GATHER_AT(xb + xs3),
+							 _mm512_set1_epi32((int)wg[3]));
+#undef MI_DWT_GATHER_AT
+#undef MI_DWT_LD
+				continue;
+			}
+			a0 = _mm512_dpbusd_epi32(a0, MI_DWT_GATHER(x0), _mm512_set1_epi32((int)wg[0]));
+			a1 = _mm512_dpbusd_epi32(a1, MI_DWT_GATHER(x1), _mm512_set1_epi32((int)wg[1]));
+			a2 = _mm512_dpbusd_epi32(a2, MI_DWT_GATHER(x2), _mm512_set1_epi32((int)wg[2]));
+			a3 = _mm512_dpbusd_epi32(a3, MI_DWT_GATHER(x3), _mm512_set1_epi32((int)wg[3]));
 #undef MI_DWT_GATHER
 		}
 		int p0 = t->p0[v], n = t->p0[v + 1] - p0;
@@ -2515,10 +2539,22 @@ dwt_item(void *arg, int item, int tid)
 	int v0 = (int)((int64_t)t->npv * part / j->nsplit);
 	int v1 = (int)((int64_t)t->npv * (part + 1) / j->nsplit);
 
-	if (j->flip)
-		dwt_quad_body(j, c0, nc, v0, v1, true);
+	/* unmasked 64-byte window loads where they stay inside the tensor
+	 * (the bytes past the window are not picked: pmask) */
+	bool unm = nc == 4 && (size_t)(j->cv->s.c - c0 - 4) * j->cv->s.h * j->cv->s.w >= 64;
+
+	if (unm && j->flip)
+		dwt_quad_body(j, c0, 4, v0, v1, true, true, true);
+	else if (unm)
+		dwt_quad_body(j, c0, 4, v0, v1, false, true, true);
+	else if (nc == 4 && j->flip)
+		dwt_quad_body(j, c0, 4, v0, v1, true, true, false);
+	else if (nc == 4)
+		dwt_quad_body(j, c0, 4, v0, v1, false, true, false);
+	else if (j->flip)
+		dwt_quad_body(j, c0, nc, v0, v1, true, false, false);
 	else
-		dwt_quad_body(j, c0, nc, v0, v1, false);
+		dwt_quad_body(j, c0, nc, v0, v1, false, false, false);
 }
 
 /* Four channels' requantized pixel vector: one C4 store, or per plane. */

@@ -100,7 +100,7 @@ struct mi_nc_kern {
  * a block group's weights outgrow the L2, n > 0 chunks of n channel blocks
  * everywhere (tests), 0 never.  MI_CPU_NC_KSPLIT sets it when planning. */
 extern int mi_nc_kforce;
-/* 3x3 depthwise convs (dilation 1, stride 1 or 2) on their unrolled
+/* 3x3 and 5x5 depthwise convs (dilation 1, stride 1 or 2) on their unrolled
  * kernel: 1, or 0 (MI_CPU_NC_DW3=0, set when planning) the general one. */
 extern int mi_nc_d3;
 /* 1x1 convs run their rows' whole tiles in one call: 1, or 0

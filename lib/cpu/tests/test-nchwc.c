@@ -141,8 +141,9 @@ static void pick_act(int *act, float *lo, float *hi)
  * odd it.
  */
 /* conv_case draws wide maps (17-80 columns, 1-5 rows) of 3x3 depthwise,
- * 1x1 or 3x3 convs: whole register tiles of the row kernels (ncd3_row,
- * nc1_row, ncr_row) and their tails */
+ * 1x1 or 3x3 convs (wide == 1), 5x5 depthwise (wide == 2): whole register
+ * tiles of the row kernels (ncd3_row, ncd5_row, nc1_row, ncr_row) and their
+ * tails */
 static int wide;
 
 static void conv_case(int dw, int it, int planned)
@@ -173,8 +174,9 @@ static void conv_case(int dw, int it, int planned)
 	s.pb = (int)rnd(s.kh);
 	s.pr = (int)rnd(s.kw);
 	if (wide) {
-		/* conv: 1x1, or 3x3 (NCHW input: the p->koff rows) */
-		s.kh = s.kw = dw || rnd(2) ? 3 : 1;
+		/* conv: 1x1, or 3x3 (NCHW input: the p->koff rows);
+		 * depthwise: 3x3, 5x5 (wide == 2) */
+		s.kh = s.kw = dw || rnd(2) ? (dw && wide == 2 ? 5 : 3) : 1;
 		s.dh = s.dw = 1;
 		s.w = 17 + (int)rnd(64);
 		s.h = 1 + (int)rnd(5);
@@ -1251,6 +1253,9 @@ int main(void)
 	wide = 1;
 	for (it = 0; it < 80; it++)
 		conv_case(it & 1, it, 0);
+	wide = 2;
+	for (it = 0; it < 40; it++)
+		conv_case(1, it, 0);
 	wide = 0;
 	for (it = 0; it < 60; it++)
 		row1k_case(it);

@@ -12,7 +12,10 @@
  *     calibration inputs with those tensors marked as graph outputs, and
  *     keep each tensor's min/max, then (default) clip it where a histogram
  *     of |x| says the squared quantization error is smallest (or at a
- *     percentile of |x|). Per-channel activation means give the bias
+ *     percentile of |x|); with --range mse-act a tensor whose readers
+ *     apply a HardSigmoid, HardSwish, Sigmoid or SiLU gets both ends from
+ *     a signed histogram, judged by the error after that function
+ *     (mse_range()). Per-channel activation means give the bias
  *     correction of the weights' rounding (bias_correction()).
  *  4. Rewrite the ModelProto (protobuf-c): uint8 asymmetric activations
  *     (QuantizeLinear -> DequantizeLinear pairs), int8 symmetric weights
@@ -50,14 +53,20 @@ __attribute__((format(printf, 1, 2))) static int QERR(const char *fmt, ...)
 	return 1;
 }
 
+/* the function the readers of a quantized tensor apply (act_fn()) */
+enum { ACT_ID, ACT_RELU, ACT_HSIG, ACT_HSWISH, ACT_SIG, ACT_SILU };
+
 struct qtensor {
 	int t;          /* IR tensor index */
 	double mn, mx;  /* calibrated range */
 	float scale;
 	int zp;
 	bool seen;
-	uint32_t *hist; /* percentile mode: |x| histogram */
-	double hmax;    /* histogram range */
+	uint32_t *hist; /* percentile mode: |x| histogram; mse: signed */
+	double hmax;    /* histogram range (|x| up to hmax; signed: hlo + hmax) */
+	double hlo;     /* signed histogram: its lowest value */
+	int fn;         /* mse: the function its readers apply (ACT_*) */
+	float fa, fb;   /* HardSigmoid's alpha and beta */
 	int caxis;      /* channel axis of the per-channel means, or -1 */
 	int nch;        /* channels (caxis >= 0) */
 	double *csum;   /* per-channel sums over the calibration runs */
@@ -96,6 +105,7 @@ struct qctx {
 	bool bias_correct; /* fold the weight rounding's mean shift into the bias */
 	double percentile; /* 0 = min/max */
 	bool mse;          /* ranges minimizing the quantization error */
+	bool mse_act;      /* ... after the readers' function (--range mse-act) */
 	double min_cos;    /* --min-cosine target (0 = all int8) */
 	double search_cos; /* the target of the search (before the final
 			    * check on all inputs): min_cos, or for tests
@@ -336,6 +346,14 @@ static void observe(struct qctx *c, int pass)
 					}
 				q->ccount += (double)outer * inner;
 			}
+		} else if (q->hist && q->hmax > 0 && c->mse && q->fn != ACT_ID) {
+			double f = HIST_BINS / q->hmax;
+
+			for (int64_t k = 0; k < n; k++) {
+				int b = (int)((d[k] - q->hlo) * f);
+
+				q->hist[b < 0 ? 0 : b >= HIST_BINS ? HIST_BINS - 1 : b]++;
+			}
 		} else if (q->hist && q->hmax > 0) {
 			double f = HIST_BINS / q->hmax;
 
@@ -519,6 +537,164 @@ static double mse_limit(const struct qtensor *q)
 	return lim_best;
 }
 
+/*
+ * What the readers of a quantized tensor do with it: the error that
+ * matters is the one after that function (act_fn()), e.g. a HardSigmoid
+ * gate ignores everything outside [-3, 3] and a SiLU its far negative
+ * values.
+ */
+static int act_fn(const struct mi_graph *g, int t, float *fa, float *fb)
+{
+	int nc = 0, cons[3], hs = -1, sg = -1, mul = -1;
+
+	if (is_graph_output(g, t))
+		return ACT_ID;
+	for (int i = 0; i < g->nnodes && nc < 3; i++) {
+		const struct mi_node *n = &g->nodes[i];
+
+		if (n->dead)
+			continue;
+		for (int j = 0; j < n->ninputs; j++)
+			if (n->inputs[j] == t) {
+				cons[nc++] = i;
+				break;
+			}
+	}
+	if (nc < 1 || nc > 2)
+		return ACT_ID;
+	for (int k = 0; k < nc; k++) {
+		const struct mi_node *n = &g->nodes[cons[k]];
+
+		if (n->domain[0] || n->noutputs != 1 || n->inputs[0] != t)
+			return ACT_ID;
+		if (!strcmp(n->op_type, "HardSigmoid"))
+			hs = cons[k];
+		else if (!strcmp(n->op_type, "Sigmoid"))
+			sg = cons[k];
+		else if (!strcmp(n->op_type, "Mul") && n->ninputs == 2)
+			mul = cons[k];
+		else if (nc == 1 && !strcmp(n->op_type, "Relu"))
+			return ACT_RELU;
+		else if (nc == 1 && !strcmp(n->op_type, "HardSwish")) {
+			*fa = 1.0f / 6;
+			*fb = 0.5f;
+			return ACT_HSWISH;
+		} else
+			return ACT_ID;
+	}
+	if (hs >= 0) {
+		*fa = mi_attr_float(&g->nodes[hs], "alpha", 0.2f);
+		*fb = mi_attr_float(&g->nodes[hs], "beta", 0.5f);
+	}
+	if (nc == 1)
+		return hs >= 0 ? ACT_HSIG : sg >= 0 ? ACT_SIG : ACT_ID;
+	/* x * f(x): the Mul reads x and the HardSigmoid's/Sigmoid's output */
+	int gate = hs >= 0 ? hs : sg;
+
+	if (mul < 0 || gate < 0 || g->nodes[mul].inputs[1] != g->nodes[gate].outputs[0])
+		return ACT_ID;
+	return hs >= 0 ? ACT_HSWISH : ACT_SILU;
+}
+
+/* f(x) and f'(x) of act_fn()'s function */
+static double act_eval(int fn, double a, double b, double x, double *dfdx)
+{
+	double h, s;
+
+	switch (fn) {
+	case ACT_RELU:
+		*dfdx = x > 0;
+		return x > 0 ? x : 0;
+	case ACT_HSIG:
+	case ACT_HSWISH:
+		h = a * x + b;
+		s = h <= 0 ? 0 : h >= 1 ? 1 : h;
+		if (fn == ACT_HSIG) {
+			*dfdx = h > 0 && h < 1 ? a : 0;
+			return s;
+		}
+		*dfdx = s + (h > 0 && h < 1 ? a * x : 0);
+		return x * s;
+	case ACT_SIG:
+	case ACT_SILU:
+		s = 1 / (1 + exp(-x));
+		if (fn == ACT_SIG) {
+			*dfdx = s * (1 - s);
+			return s;
+		}
+		*dfdx = s + x * s * (1 - s);
+		return x * s;
+	default:
+		*dfdx = 1;
+		return x;
+	}
+}
+
+#define MSE_CAND 256 /* clipping limits tried per side */
+
+/*
+ * The range [lo, hi] (lo <= 0 <= hi, at bin edges of the signed histogram)
+ * that minimizes the expected squared quantization error after the
+ * readers' function f: a value clipped to an end costs (f(x) - f(end))^2,
+ * the others the rounding error f'(x)^2 step^2 / 12, step = (hi - lo) /
+ * 255. Without a saturating f (identity, Relu, the x * f(x) ones) ranges
+ * below 1/16 of the calibrated one are not considered.
+ */
+static void mse_range(const struct qtensor *q, double *lo_out, double *hi_out)
+{
+	int B = HIST_BINS, iz, st, nl = 0, nh = 0, il[MSE_CAND + 2], ih[MSE_CAND + 2];
+	double w = q->hmax / B, fx[HIST_BINS], d2[HIST_BINS + 1], cl[MSE_CAND + 2],
+	       ch[MSE_CAND + 2], best = INFINITY;
+	bool sat = q->fn == ACT_HSIG || q->fn == ACT_SIG;
+
+	iz = (int)nearbyint(-q->hlo / w);
+	iz = iz < 0 ? 0 : iz > B ? B : iz;
+	d2[0] = 0;
+	for (int b = 0; b < B; b++) {
+		double df, x = q->hlo + (b + 0.5) * w;
+
+		fx[b] = act_eval(q->fn, q->fa, q->fb, x, &df);
+		d2[b + 1] = d2[b] + q->hist[b] * df * df;
+	}
+	/* candidate edges: every st-th from 0 out, plus the extremes */
+	st = (B + MSE_CAND - 1) / MSE_CAND;
+	for (int i = iz; i >= 0; i -= st)
+		il[nl++] = i;
+	if (il[nl - 1] != 0)
+		il[nl++] = 0;
+	for (int i = iz; i <= B; i += st)
+		ih[nh++] = i;
+	if (ih[nh - 1] != B)
+		ih[nh++] = B;
+	for (int k = 0; k < nl; k++) {
+		double df, fe = act_eval(q->fn, q->fa, q->fb, q->hlo + il[k] * w, &df), e = 0;
+
+		for (int b = 0; b < il[k]; b++)
+			e += q->hist[b] * (fx[b] - fe) * (fx[b] - fe);
+		cl[k] = e;
+	}
+	for (int k = 0; k < nh; k++) {
+		double df, fe = act_eval(q->fn, q->fa, q->fb, q->hlo + ih[k] * w, &df), e = 0;
+
+		for (int b = ih[k]; b < B; b++)
+			e += q->hist[b] * (fx[b] - fe) * (fx[b] - fe);
+		ch[k] = e;
+	}
+	*lo_out = q->hlo;
+	*hi_out = q->hlo + q->hmax;
+	for (int a = 0; a < nl; a++)
+		for (int k = 0; k < nh; k++) {
+			double span = (ih[k] - il[a]) * w, step = span / 255.0;
+			double err = cl[a] + ch[k] + (d2[ih[k]] - d2[il[a]]) * step * step / 12.0;
+
+			if (ih[k] == il[a] || (!sat && span < q->hmax / 16) || !(err < best))
+				continue;
+			best = err;
+			*lo_out = q->hlo + il[a] * w;
+			*hi_out = q->hlo + ih[k] * w;
+		}
+}
+
 static int calibrate(struct qctx *c, struct calib *cal)
 {
 	struct mi_graph *g = c->g;
@@ -528,6 +704,8 @@ static int calibrate(struct qctx *c, struct calib *cal)
 		return -ENOMEM;
 	c->orig_noutputs = g->noutputs;
 	g->outputs = outs;
+	for (int i = 0; i < c->nqt && c->mse_act; i++)
+		c->qt[i].fn = act_fn(g, c->qt[i].t, &c->qt[i].fa, &c->qt[i].fb);
 	/* Mark every calibrated tensor as a graph output so no fusion hides
 	 * it and the arena keeps it until the run ends. */
 	for (int i = 0; i < c->nqt; i++) {
@@ -556,6 +734,10 @@ static int calibrate(struct qctx *c, struct calib *cal)
 				struct qtensor *q = &c->qt[i];
 
 				q->hmax = fmax(fabs(q->mn), fabs(q->mx));
+				if (c->mse && q->seen && q->fn != ACT_ID) { /* signed, 0 included */
+					q->hlo = fmin(q->mn, 0);
+					q->hmax = fmax(q->mx, 0) - q->hlo;
+				}
 				q->hist = calloc(HIST_BINS, sizeof(uint32_t));
 				if (!q->hist)
 					return -ENOMEM;
@@ -567,11 +749,17 @@ static int calibrate(struct qctx *c, struct calib *cal)
 		if (!q->seen)
 			return QERR("tensor '%s' was not computed during calibration",
 				    g->tensors[q->t].name) ? -EINVAL : 0;
-		if (q->hist && q->hmax > 0 && c->mse) {
+		if (q->hist && q->hmax > 0 && c->mse && q->fn == ACT_ID) {
 			double lim = mse_limit(q);
 
 			q->mn = fmax(q->mn, -lim);
 			q->mx = fmin(q->mx, lim);
+		} else if (q->hist && q->hmax > 0 && c->mse) {
+			double lo, hi;
+
+			mse_range(q, &lo, &hi);
+			q->mn = fmax(q->mn, lo);
+			q->mx = fmin(q->mx, hi);
 		} else if (q->hist && q->hmax > 0) {
 			uint64_t tot = 0, acc = 0;
 			int b;
@@ -2988,7 +3176,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: metainfer quantize MODEL.onnx (--calib DIR | --calib-random N) -o OUT.onnx\n"
 		"                          [--format qdq|qlinear] [--per-channel|--per-tensor]\n"
-		"                          [--range mse|minmax | --percentile P] [--no-bias-correction]\n"
+		"                          [--range mse|mse-act|minmax | --percentile P] [--no-bias-correction]\n"
 		"                          [--min-cosine C] [--seed S] [--threads N]\n"
 		"\n"
 		"Post-training static int8 quantization: uint8 asymmetric activations\n"
@@ -3005,6 +3193,8 @@ static void usage(FILE *f)
 		"  --range mse          activation ranges clipped where the quantization error\n"
 		"                       (clipping + rounding) of the calibration values is\n"
 		"                       smallest (default)\n"
+		"  --range mse-act      the same, measured after the readers' HardSigmoid,\n"
+		"                       HardSwish, Sigmoid or SiLU where they apply one\n"
 		"  --range minmax       activation ranges = calibration min/max\n"
 		"  --percentile P       clip activation ranges at the P-th percentile of |x|\n"
 		"                       (e.g. 99.99) instead of min/max\n"
@@ -3087,10 +3277,12 @@ int mi_quant_main(int argc, char **argv)
 		case 'R':
 			c.percentile = 0;
 			c.mse = false;
-			if (!strcmp(optarg, "mse"))
+			c.mse_act = false;
+			if (!strcmp(optarg, "mse") || !strcmp(optarg, "mse-act"))
 				c.mse = true;
 			else if (strcmp(optarg, "minmax"))
-				return QERR("--range: '%s' is not minmax or mse", optarg);
+				return QERR("--range: '%s' is not minmax, mse or mse-act", optarg);
+			c.mse_act = !strcmp(optarg, "mse-act");
 			break;
 		case 'p':
 			c.mse = false;

@@ -261,6 +261,64 @@ def check_qdq_standalone(tmp):
         check(ok, f"qdq {np.dtype(np_dt).name}: == numpy on generic/avx2/avx512, 1 thread and split over 3")
 
 
+def check_act_ranges(tmp):
+    """--range mse-act judges a tensor's range by the error after what its
+    readers compute (--range mse by |x|): a tensor read only by a HardSigmoid keeps at most the
+    HardSigmoid's sloped part [-3, 3]; one read by x * HardSigmoid(x) drops
+    the part below -3 (zero there) and keeps its top; one read by SiLU
+    clips its far negative values (SiLU ~ 0 there) more than the top.  The
+    convolutions' outputs span about +-12."""
+    import onnx
+    import torch
+    import torch.nn as nn
+    from onnx import numpy_helper
+
+    torch.manual_seed(17)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Conv2d(3, 8, 3, padding=1)
+            self.b = nn.Conv2d(3, 8, 3, padding=1)
+            self.c = nn.Conv2d(3, 8, 3, padding=1)
+            self.d = nn.Conv2d(8, 4, 1)
+            for m in (self.a, self.b, self.c):
+                m.weight.data *= 20
+
+        def forward(self, x):
+            y = (nn.functional.hardsigmoid(self.a(x)) * nn.functional.hardswish(self.b(x)) +
+                 nn.functional.silu(self.c(x)))
+            return self.d(y)
+
+    path = os.path.join(tmp, "actr.onnx")
+    torch.onnx.export(Net().eval(), torch.zeros(1, 3, 12, 12), path, opset_version=13,
+                      input_names=["input"], output_names=["y"])
+    rng = {}
+    for tag, extra in (("act", ["--range", "mse-act"]), ("mse", []),
+                       ("minmax", ["--range", "minmax"])):
+        q = os.path.join(tmp, "actr-%s.onnx" % tag)
+        run([MI, "quantize", path, "--calib-random", "16", "-o", q] + extra)
+        ini = {t.name: numpy_helper.to_array(t) for t in onnx.load(q).graph.initializer}
+        for k in ("a", "b", "c"):
+            s = float(ini["/%s/Conv_output_0_scale" % k])
+            z = int(ini["/%s/Conv_output_0_zero_point" % k])
+            rng[tag, k] = (-z * s, (255 - z) * s)
+    (alo, ahi), (blo, bhi), (clo, chi) = (rng["act", k] for k in "abc")
+    (mlo, mhi), (nlo, nhi), (olo, ohi) = (rng["minmax", k] for k in "abc")
+    # the limits tried lie every 8th bin of a 2048-bin histogram
+    bin_ = max(h - l for l, h in (rng["minmax", k] for k in "abc")) * 9 / 2048
+    check(min(mlo, nlo, olo) < -6 and max(mhi, nhi, ohi) > 6,
+          f"--range mse-act test net: calibrated ranges past +-6 ({mlo:.1f}..{mhi:.1f})")
+    check(-3 - bin_ <= alo < 0 < ahi <= 3 + bin_,
+          f"--range mse-act: HardSigmoid input within [-3, 3] ({alo:.2f}..{ahi:.2f})")
+    check(-3 - bin_ <= blo and bhi > 0.9 * nhi,
+          f"--range mse-act: HardSwish input from -3, top kept ({blo:.2f}..{bhi:.2f} of {nlo:.2f}..{nhi:.2f})")
+    check(clo > olo + 0.3 * (-olo) and clo - olo > 4 * (ohi - chi),
+          f"--range mse-act: SiLU input clipped below more than above ({clo:.2f}..{chi:.2f} of {olo:.2f}..{ohi:.2f})")
+    dlo, dhi = rng["mse", "a"]
+    check(dlo < -4 and dhi > 4, f"--range mse (default): |x| ranges, HardSigmoid input {dlo:.2f}..{dhi:.2f}")
+
+
 def check_se_ties(tmp):
     """SE gate Mul on the bytes (qse, C4 output for an int8 1x1 conv) with
     products whose quotients by the output scale lie within a few ulps of
@@ -1003,6 +1061,7 @@ def main():
     check_qdq_standalone(tmp)
     check_gap(tmp)
     check_se_ties(tmp)
+    check_act_ranges(tmp)
 
     # bad input: one line, non-zero exit, no crash
     bad = os.path.join(tmp, "bad.onnx")

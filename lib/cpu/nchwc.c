@@ -86,6 +86,10 @@ struct nc_node {
 	 * group of the part sweeps it) */
 	int mg, units, rb, sg, sr, gmaj, nsub;
 	int steal; /* tests: the caller runs every part (takes from the back) */
+	/* 3x3 stride-1 conv on Winograd's shapes: blocked Winograd (wgo set
+	 * by classify, wino by finish) */
+	int wgo;
+	struct mi_ncw *wino;
 	/* conv with pads: each image is first copied into a zero-padded
 	 * map of ph x pw in the shared workspace (no edge tiles) */
 	int pad, h0, w0, pt0, pl0, ph, pw;
@@ -351,6 +355,10 @@ static bool concat_blocks(struct mi_graph *g, struct mi_node *n, int b)
 	return c == y->dims[1];
 }
 
+/* Winograd's convs run blocked (mi_ncw): 1, or 0 (MI_CPU_NC_WINO=0) they
+ * stay on the NCHW planner's Winograd. */
+static int nc_wino = 1;
+
 /* Kind of node n (or NC_NONE); fills f's shape fields. */
 static int classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 {
@@ -370,8 +378,14 @@ static int classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 		struct mi_conv_shape s;
 		int kind = conv_shape(g, n, &s);
 
-		if (kind < 0 || (kind == NC_CONV && !direct_pays(&s, f->k)))
+		if (kind < 0)
 			return NC_NONE;
+		if (kind == NC_CONV && !direct_pays(&s, f->k)) {
+			/* Winograd's shapes: the blocked Winograd */
+			if (!nc_wino || !mi_cpu_wino_pays(&s))
+				return NC_NONE;
+			f->wgo = 1;
+		}
 		f->p = (struct mi_nc_conv){
 			.c = s.c, .h = s.h, .w = s.w, .m = s.m, .oh = s.oh,
 			.ow = s.ow, .kh = s.kh, .kw = s.kw, .sh = s.sh,
@@ -1007,6 +1021,10 @@ static int nc_run(struct mi_graph *g, struct mi_node *n)
 			cj.x = x0 + i * xi;
 			cj.r = r0 ? r0 + i * ri : NULL;
 			cj.y = (float *)y->data + i * yi;
+			if (f->wino) {
+				mi_ncw_run(f->wino, cj.x, cj.r, cj.y, f->ws->buf);
+				continue;
+			}
 			if (f->pad) {
 				struct nc_job pj = j;
 
@@ -1068,6 +1086,10 @@ static void nc_fini(struct mi_graph *g, struct mi_node *n)
 		f->sem = NULL;
 		mi_cpu_free((void *)f->p.wp);
 		f->p.wp = f->wsrc;
+	}
+	if (f->wino) {
+		mi_ncw_fini(f->wino);
+		free(f->wino);
 	}
 	unfuse(g, n, f);
 	if (f->phys_t >= 0)
@@ -1204,6 +1226,43 @@ static void plan_split(struct nc_node *f)
 			f->gmaj ? "group" : "unit", f->nsub);
 }
 
+/* finish() for a conv on the blocked Winograd (f's layouts set). */
+static int finish_wino(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
+		       struct nc_ws *ws)
+{
+	struct mi_tensor *w = mi_in(g, n, 1), *bs = mi_in(g, n, 2);
+	int err;
+
+	f->p.bias = mi_nc_pack_bias(f->k->b, f->m, bs ? bs->data : NULL);
+	f->wino = calloc(1, sizeof(*f->wino));
+	if (!f->p.bias || !f->wino)
+		return -ENOMEM;
+	f->p.xblk = f->xblk;
+	f->p.yblk = f->yblk;
+	f->p.rblk = f->bblk;
+	f->p.act = f->act;
+	f->p.lo = f->lo;
+	f->p.hi = f->hi;
+	f->h0 = f->p.h;
+	f->w0 = f->p.w;
+	err = mi_ncw_init(f->wino, f->k, &f->p, w->data, f->nthreads);
+	if (err) {
+		free(f->wino);
+		f->wino = NULL;
+		return err;
+	}
+	if (f->wino->ws_floats > ws->floats)
+		ws->floats = f->wino->ws_floats;
+	f->ws = ws;
+	ws->refs++;
+	if (getenv("MI_CPU_NC_VERBOSE"))
+		fprintf(stderr,
+			"nchwc winograd c%d m%d %dx%d: %d tiles, layouts %d%d%d\n",
+			f->c, f->m, f->p.oh, f->p.ow, f->wino->nt, f->xblk,
+			f->yblk, f->bblk);
+	return 0;
+}
+
 /* Pack weights, set layouts; node n becomes f's. */
 static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		  const char *blk, struct nc_ws *ws)
@@ -1222,6 +1281,8 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		y->phys_bytes = (size_t)img_size(f->m, y->dims[2] * y->dims[3],
 						 1, B) * f->nb * sizeof(float);
 	}
+	if (f->kind == NC_CONV && f->wgo)
+		return finish_wino(g, n, f, ws);
 	if (f->kind == NC_CONV || f->kind == NC_DW) {
 		struct mi_tensor *w = mi_in(g, n, 1), *bs = mi_in(g, n, 2);
 		const char *sub = getenv("MI_CPU_NC_SUB");
@@ -1550,6 +1611,8 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 	ks = getenv("MI_CPU_NC_PB1");
 	if (ks)
 		mi_nc_pb1 = atoi(ks);
+	ks = getenv("MI_CPU_NC_WINO");
+	nc_wino = !(ks && *ks == '0');
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
 		return -ENOMEM;

@@ -94,6 +94,16 @@ struct mi_nc_kern {
 	 * kernel <= 16x16), blocked x, y in layout yblk. */
 	void (*pool)(const struct mi_pool2d *p, int c, const float *x,
 		     float *y, int yblk, int cb0, int cb1, int oy0, int oy1);
+	/* Winograd F(4x4, 3x3) transforms (struct mi_ncw): input block cb,
+	 * tile rows [ty0, ty1) of blocked x (p's map and pads) into v,
+	 * element xi of tile t at v[xi * xs + (cb * nt + t) * b]; output
+	 * block mb from mt (same layout) + bias (+ res), activation, into y
+	 * (layouts p->yblk, p->rblk). */
+	void (*wino_in)(const struct mi_nc_conv *p, const float *x, float *v,
+			size_t xs, int tw, int nt, int cb, int ty0, int ty1);
+	void (*wino_out)(const struct mi_nc_conv *p, const float *mt,
+			 size_t xs, int tw, int nt, const float *res, float *y,
+			 int mb, int ty0, int ty1);
 };
 
 /* Input-channel chunks of the flat direct conv (nchwc_impl.h): -1 where
@@ -124,6 +134,34 @@ float *mi_nc_pack_bias(int b, int m, const float *bias);
  * past int32). */
 #define MI_NC_KOFF_MAX 1024
 int32_t *mi_nc_tap_offsets(const struct mi_nc_conv *p);
+
+/*
+ * Winograd F(4x4, 3x3) on blocked data (winograd.c): a 3x3 stride-1 conv
+ * (groups 1, dilation 1, pads <= 2, p as for the direct conv: shape,
+ * pads, layouts, activation, packed bias) whose input transform reads
+ * NCHWc (an NCHW input is reordered first), whose 36 GEMMs run as 1x1
+ * convs on the transformed tiles (the blocked 1x1 kernel), and whose
+ * output transform writes either layout with bias, residual and
+ * activation fused.
+ */
+struct mi_ncw {
+	const struct mi_nc_kern *k;
+	struct mi_nc_conv p;   /* the conv (p.wp unused) */
+	struct mi_nc_conv g;   /* one GEMM: 1x1 conv c -> m over nt positions */
+	float *u;              /* [36][mb][c][b] transformed weights */
+	int th, tw, nt;        /* tile rows, tiles per row, tiles */
+	size_t xs_v, xs_m;     /* floats between consecutive xi in V, M */
+	size_t ws_floats;      /* workspace of mi_ncw_run */
+	int nthreads;
+};
+bool mi_ncw_supports(const struct mi_nc_conv *p);
+/* p->bias must be set (mi_nc_pack_bias); w: [m][c][3][3]. */
+int mi_ncw_init(struct mi_ncw *wg, const struct mi_nc_kern *k,
+		const struct mi_nc_conv *p, const float *w, int nthreads);
+/* One image; ws: wg->ws_floats floats, 64-byte aligned. */
+void mi_ncw_run(const struct mi_ncw *wg, const float *x, const float *res,
+		float *y, float *ws);
+void mi_ncw_fini(struct mi_ncw *wg);
 
 /* plan.c: would the NCHW planner run this conv with Winograd? */
 int mi_cpu_wino_pays(const struct mi_conv_shape *s);

@@ -1293,6 +1293,147 @@ static void nc_pool(const struct mi_pool2d *p, int c, const float *x,
 	}
 }
 
+/* ---- Winograd F(4x4, 3x3) on blocked data (winograd.c's mi_ncw_*) ------ */
+/*
+ * Input transform of channel block cb, tile rows [ty0, ty1) (tw tiles per
+ * row, nt per image): V = B^T d B of each tile's 6x6 patch, vectorized
+ * over the block's channels (no shuffles: a pixel is one vector).
+ * Element xi = 6 * (row of B^T d) + column of tile t goes to
+ * v[xi * xs + (cb * nt + t) * VW], so V[xi] is a blocked map of nt
+ * positions (the GEMM runs as a 1x1 conv on it).  x is blocked; patches
+ * that reach the padding or past the map are gathered with zeros.
+ */
+static void ncw_in(const struct mi_nc_conv *p, const float *x, float *v,
+		   size_t xs, int tw, int nt, int cb, int ty0, int ty1)
+{
+	const int h = p->h, w = p->w;
+	const float *xc = x + (size_t)cb * h * w * VW;
+	float *vc = v + (size_t)cb * nt * VW;
+	float patch[36 * VW] __attribute__((aligned(64)));
+
+	for (int ty = ty0; ty < ty1; ty++)
+		for (int tx = 0; tx < tw; tx++) {
+			const int iy0 = ty * 4 - p->pt, ix0 = tx * 4 - p->pl;
+			const size_t t = (size_t)ty * tw + tx;
+			const float *src;
+			ptrdiff_t rs;
+			vf tt[6][6], d[6], col[6], o[6];
+			int r, i;
+
+			if (iy0 >= 0 && ix0 >= 0 && iy0 + 6 <= h && ix0 + 6 <= w) {
+				src = xc + ((size_t)iy0 * w + ix0) * VW;
+				rs = (ptrdiff_t)w * VW;
+			} else {
+				for (r = 0; r < 6; r++)
+					for (i = 0; i < 6; i++) {
+						int iy = iy0 + r, ix = ix0 + i;
+
+						vst(patch + (r * 6 + i) * VW,
+						    iy >= 0 && iy < h && ix >= 0 &&
+								    ix < w ?
+							    vld(xc + ((size_t)iy * w + ix) * VW) :
+							    vset1(0.0f));
+					}
+				src = patch;
+				rs = 6 * VW;
+			}
+			for (r = 0; r < 6; r++) {
+				for (i = 0; i < 6; i++)
+					d[i] = vld(src + r * rs + i * VW);
+				wino_bt(d, tt[r]);
+			}
+			for (i = 0; i < 6; i++) {
+				for (r = 0; r < 6; r++)
+					col[r] = tt[r][i];
+				wino_bt(col, o);
+				for (r = 0; r < 6; r++)
+					vst(vc + (size_t)(r * 6 + i) * xs + t * VW, o[r]);
+			}
+		}
+}
+
+/*
+ * Output transform of output block mb, tile rows [ty0, ty1): Y = A^T M A
+ * of each tile (M as V above), + bias, + residual, activation, stored
+ * into y's 4x4 pixels that lie in the map (layout p->yblk, residual
+ * p->rblk).  ACT is a constant per instance; fast: blocked y and residual.
+ */
+static inline __attribute__((always_inline)) void
+ncw_out_t(const int ACT, const bool fast, const struct mi_nc_conv *p,
+	  const float *mt, size_t xs, int tw, int nt, const float *res,
+	  float *y, int mb, int ty0, int ty1)
+{
+	const int oh = p->oh, ow = p->ow, m = p->m;
+	const int64_t ohw = (int64_t)oh * ow;
+	const float lo = p->lo, hi = p->hi;
+	const float *mc = mt + (size_t)mb * nt * VW;
+	const vf bias = vld(p->bias + mb * VW);
+	float *yb = y + (size_t)mb * ohw * VW;
+	const float *rb = res ? res + (size_t)mb * ohw * VW : NULL;
+
+	for (int ty = ty0; ty < ty1; ty++)
+		for (int tx = 0; tx < tw; tx++) {
+			const size_t t = (size_t)ty * tw + tx;
+			vf tt[4][6], mm[6], o[4], yv[4];
+			int r, j, k;
+
+			for (j = 0; j < 6; j++) {
+				for (r = 0; r < 6; r++)
+					mm[r] = vld(mc + (size_t)(r * 6 + j) * xs + t * VW);
+				wino_at(mm, o);
+				for (r = 0; r < 4; r++)
+					tt[r][j] = o[r];
+			}
+			for (r = 0; r < 4 && ty * 4 + r < oh; r++) {
+				const int oy = ty * 4 + r;
+
+				wino_at(tt[r], yv);
+				for (k = 0; k < 4 && tx * 4 + k < ow; k++) {
+					const int64_t pos = (int64_t)oy * ow + tx * 4 + k;
+					vf a = yv[k] + bias;
+
+					if (fast) {
+						if (rb)
+							a += vld(rb + pos * VW);
+						vst(yb + pos * VW, nc_act(ACT, a, lo, hi));
+					} else {
+						if (res)
+							a += nc_ld(res, p->rblk, mb, ohw, pos, m);
+						nc_st(y, p->yblk, mb, ohw, pos, m,
+						      nc_act(ACT, a, lo, hi));
+					}
+				}
+			}
+		}
+}
+
+#define NCW_CASE(A)                                                       \
+	case A:                                                           \
+		if (fast)                                                 \
+			ncw_out_t(A, true, p, mt, xs, tw, nt, res, y, mb, ty0, \
+				  ty1);                                   \
+		else                                                      \
+			ncw_out_t(A, false, p, mt, xs, tw, nt, res, y, mb, ty0, \
+				  ty1);                                   \
+		return;
+static void ncw_out(const struct mi_nc_conv *p, const float *mt, size_t xs,
+		    int tw, int nt, const float *res, float *y, int mb, int ty0,
+		    int ty1)
+{
+	const bool fast = p->yblk && (!res || p->rblk);
+
+	switch (p->act) {
+	NCW_CASE(MI_ACT_RELU)
+	NCW_CASE(MI_ACT_CLIP)
+	NCW_CASE(MI_ACT_HSWISH)
+	NCW_CASE(MI_ACT_SIGMOID)
+	NCW_CASE(MI_ACT_SILU)
+	default:
+		NCW_CASE(MI_ACT_NONE)
+	}
+}
+#undef NCW_CASE
+
 const struct mi_nc_kern NTAB = {
 	.b = VW,
 	.ob = NC_OB,
@@ -1304,4 +1445,6 @@ const struct mi_nc_kern NTAB = {
 	.chmul = nc_chmul,
 	.add = nc_add,
 	.pool = nc_pool,
+	.wino_in = ncw_in,
+	.wino_out = ncw_out,
 };

@@ -291,6 +291,99 @@ static void conv_case(int dw, int it, int planned)
 }
 
 /*
+ * Blocked Winograd F(4x4, 3x3) (winograd.c mi_ncw_*, nchwc_impl.h
+ * ncw_in / ncw_out): 1-170 input channels (partial blocks), maps of 1-30
+ * (partial tiles), pads 0-2 on each side, every layout of input, output
+ * and residual, the residual in place (y) on some, every activation,
+ * 1-3 threads, NaN-filled workspace and output; against mi_conv_ref.
+ */
+static void wino_case(int it)
+{
+	struct mi_conv_shape s = { .n = 1, .group = 1, .kh = 3, .kw = 3,
+				   .sh = 1, .sw = 1, .dh = 1, .dw = 1 };
+	struct mi_nc_conv p;
+	struct mi_ncw wg;
+	float *x, *w, *bias, *res = NULL, *ref, *pre, *xl, *rl = NULL, *y, *yo,
+		*ws;
+	int xblk = (int)rnd(2), yblk = (int)rnd(2), rblk = (int)rnd(2);
+	int act, nt = 1 + (int)rnd(3), inplace = 0;
+	float lo, hi;
+	int64_t ohw;
+	double e;
+
+	s.c = it % 4 == 0 ? 120 + (int)rnd(50) : 1 + (int)rnd(90);
+	s.m = 1 + (int)rnd(70);
+	s.h = 1 + (int)rnd(30);
+	s.w = 1 + (int)rnd(30);
+	s.pt = (int)rnd(3);
+	s.pl = (int)rnd(3);
+	s.pb = (int)rnd(3);
+	s.pr = (int)rnd(3);
+	s.oh = s.h + s.pt + s.pb - 2;
+	s.ow = s.w + s.pl + s.pr - 2;
+	if (s.oh < 1 || s.ow < 1)
+		return;
+	ohw = (int64_t)s.oh * s.ow;
+	pick_act(&act, &lo, &hi);
+	x = rbuf((size_t)s.c * s.h * s.w);
+	w = rbuf((size_t)s.m * s.c * 9);
+	bias = rnd(2) ? rbuf(s.m) : NULL;
+	y = nanbuf(yblk ? (size_t)cb(s.m) * B * ohw : (size_t)s.m * ohw);
+	if (rnd(2)) {
+		res = rbuf((size_t)s.m * ohw);
+		inplace = rblk == yblk && !rnd(3);
+		if (inplace) {
+			/* the residual's memory is y's (in place) */
+			rl = to_layout(res, s.m, ohw, rblk);
+			memcpy(y, rl, (yblk ? (size_t)cb(s.m) * B : (size_t)s.m) *
+					      ohw * sizeof(float));
+			mi_cpu_free(rl);
+			rl = y;
+		} else {
+			rl = to_layout(res, s.m, ohw, rblk);
+		}
+	}
+	ref = nanbuf((size_t)s.m * ohw);
+	mi_conv_ref(&s, x, w, bias, res, act, lo, hi, ref);
+	xl = to_layout(x, s.c, (int64_t)s.h * s.w, xblk);
+	p = (struct mi_nc_conv){
+		.c = s.c, .h = s.h, .w = s.w, .m = s.m, .oh = s.oh, .ow = s.ow,
+		.kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1,
+		.pt = s.pt, .pl = s.pl, .xblk = xblk, .yblk = yblk,
+		.rblk = rblk, .act = act, .lo = lo, .hi = hi,
+	};
+	p.bias = mi_nc_pack_bias(B, s.m, bias);
+	CHECK(!mi_ncw_init(&wg, K, &p, w, nt), "mi_ncw_init");
+	ws = nanbuf(wg.ws_floats);
+	mi_ncw_run(&wg, xl, rl, y, ws);
+	yo = from_layout(y, s.m, ohw, yblk);
+	pre = nanbuf((size_t)s.m * ohw);
+	mi_conv_ref(&s, x, w, bias, res, MI_ACT_NONE, 0, 0, pre);
+	e = nerr(yo, ref, (int64_t)s.m * ohw) *
+	    fmax(maxabs(ref, (int64_t)s.m * ohw), 1e-6) /
+	    fmax(fmax(maxabs(ref, (int64_t)s.m * ohw),
+		      maxabs(pre, (int64_t)s.m * ohw)), 1e-6);
+	CHECK(e < 5e-5,
+	      "wino c%d m%d %dx%d p%d,%d,%d,%d act%d res%d%s lay %d%d%d t%d: err %g",
+	      s.c, s.m, s.h, s.w, s.pt, s.pl, s.pb, s.pr, act, !!res,
+	      inplace ? " (in place)" : "", xblk, yblk, rblk, nt, e);
+	mi_ncw_fini(&wg);
+	mi_cpu_free(x);
+	mi_cpu_free(w);
+	mi_cpu_free(bias);
+	mi_cpu_free(res);
+	if (rl != y)
+		mi_cpu_free(rl);
+	mi_cpu_free(ref);
+	mi_cpu_free(pre);
+	mi_cpu_free(xl);
+	mi_cpu_free(y);
+	mi_cpu_free(yo);
+	mi_cpu_free(ws);
+	mi_cpu_free((void *)p.bias);
+}
+
+/*
  * 1x1 rows on nc1_rowk: rows of 17-260 positions (whole tiles of RM and
  * RM - 1, no tail), 1-130 input channels in chunks of 1-3 blocks
  * (mi_nc_kc1 made small: the partial sums through y), strides 1-2, every
@@ -1166,6 +1259,82 @@ static void test_strided_1x1(int c, int e, int m, int hw, int pe, int nb,
 	mi_graph_fini(&g);
 }
 
+/*
+ * Winograd's convs in a blocked chain (nchwc.c, the blocked Winograd):
+ *   x -> Conv3x3 s2 (c0 -> c) + Relu -(t1)-> Conv3x3 s1 (c -> c)
+ *   + Add(t1) + Relu -(v1)-> Conv1x1 (c -> m) -> MaxPool 2x2 s1 -> y
+ * with c >= 128 and >= 25 tiles (Winograd's shapes): t1 and v1 must be
+ * blocked and the Add / Relu fused; or (nchw_in) x -> the Winograd conv
+ * directly (its NCHW input reordered).  MI_CPU_NC_WINO=0 must leave the
+ * conv to the NCHW planner (t1 / v1 not blocked).
+ */
+static void test_wino(int c0, int c, int m, int hw, int nb, int nthreads,
+		      bool nchw_in)
+{
+	struct mi_graph g;
+	struct mi_cpu_opts o = { .nthreads = nthreads };
+	int h1 = nchw_in ? hw : (hw + 1) / 2, x, t0, t1, u, v, v1, z, y;
+	int nw, nadd, nrelu;
+	int64_t ks[2] = { 2, 2 };
+	float *fast[1] = { 0 }, *ref[1] = { 0 };
+
+	mi_graph_init(&g);
+	g.opset = 17;
+	x = tensor(&g, "x", nb, nchw_in ? c : c0, hw, hw, MI_TF_INPUT, true);
+	t0 = tensor(&g, "t0", nb, c, h1, h1, 0, false);
+	t1 = tensor(&g, "t1", nb, c, h1, h1, 0, false);
+	u = tensor(&g, "u", nb, c, h1, h1, 0, false);
+	v = tensor(&g, "v", nb, c, h1, h1, 0, false);
+	v1 = tensor(&g, "v1", nb, c, h1, h1, 0, false);
+	z = tensor(&g, "z", nb, m, h1, h1, 0, false);
+	y = tensor(&g, "y", nb, m, h1 - 1, h1 - 1, 0, false);
+	if (nchw_in) {
+		t1 = x;
+	} else {
+		conv(&g, x, c0, c, 3, 2, 1, t0);
+		node(&g, "Relu", 1, (int[]){ t0 }, t1);
+	}
+	nw = conv(&g, t1, c, c, 3, 1, 1, u);
+	nadd = node(&g, "Add", 2, (int[]){ u, t1 }, v);
+	nrelu = node(&g, "Relu", 1, (int[]){ v }, v1);
+	conv(&g, v1, c, m, 1, 1, 1, z);
+	mi_node_set_ints(&g.nodes[node(&g, "MaxPool", 1, (int[]){ z }, y)],
+			 "kernel_shape", ks, 2);
+	set_output(&g, y);
+	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	for (int round = 0; round < 2; round++) {
+		if (round)
+			setenv("MI_CPU_NC_WINO", "0", 1);
+		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
+		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		CHECK(g.nodes[nw].priv && g.nodes[nadd].dead && g.nodes[nrelu].dead,
+		      "wino conv not planned / fused");
+		CHECK((g.tensors[v1].phys_bytes == 0) == round &&
+			      (nchw_in || (g.tensors[t1].phys_bytes == 0) == round),
+		      "wino round %d: t1 blocked %d, v1 blocked %d", round,
+		      !!g.tensors[t1].phys_bytes, !!g.tensors[v1].phys_bytes);
+		CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
+		mi_cpu_plan_fini(&g);
+		unsetenv("MI_CPU_NC_WINO");
+		free_activations(&g);
+		CHECK(!mi_graph_toposort(&g), "%s", g.err);
+		CHECK(!run_graph(&g, ref), "reference run: %s", g.err);
+		if (fast[0] && ref[0]) {
+			double er = nerr(fast[0], ref[0],
+					 mi_tensor_numel(&g.tensors[y]));
+
+			CHECK(er < 5e-5,
+			      "wino chain c%d m%d hw%d n%d t%d nchw_in %d round %d: err %g",
+			      c, m, hw, nb, nthreads, nchw_in, round, er);
+		}
+		free(fast[0]);
+		free(ref[0]);
+		fast[0] = ref[0] = NULL;
+		free_activations(&g);
+	}
+	mi_graph_fini(&g);
+}
+
 /* A Conv feeding only NCHW ops stays off the blocked path. */
 static void test_lone_conv(void)
 {
@@ -1259,6 +1428,11 @@ int main(void)
 	wide = 0;
 	for (it = 0; it < 60; it++)
 		row1k_case(it);
+	for (it = 0; it < 60; it++)
+		wino_case(it);
+	test_wino(16, 136, 24, 36, 2, 2, false);
+	test_wino(8, 128, 40, 34, 1, 3, false);
+	test_wino(0, 144, 16, 19, 1, 1, true);
 	/* fused expand + depthwise on wide maps, batch 2 */
 	xdw_nb = 2;
 	test_xdw(16, 40, 37, 3, 2, 1, 0, false, false);

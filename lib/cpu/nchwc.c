@@ -30,9 +30,10 @@
  * mi_cpu_plan_fini() undoes everything (fusions, phys_bytes) through
  * each node's fini.
  *
- * Which convolutions: a 3x3 stride-1 conv that the Winograd kernel takes
- * (mi_cpu_wino_pays, plan.c) stays NCHW (Winograd is ~2x the direct
- * convolution's FLOP rate there); every other conv is marked.
+ * Which convolutions: every conv is marked; a 3x3 stride-1 conv that the
+ * Winograd kernel takes (mi_cpu_wino_pays, plan.c) runs on the blocked
+ * Winograd (struct mi_ncw, winograd.c; Winograd is ~2x the direct
+ * convolution's FLOP rate there), or with MI_CPU_NC_WINO=0 stays NCHW.
  * MI_CPU_NCHWC=0 disables the pass.
  */
 #include <errno.h>

@@ -1235,6 +1235,17 @@ static void plan_split(struct nc_node *f)
 			f->gmaj ? "group" : "unit", f->nsub);
 }
 
+/* The conv kernel's copy of f's layouts and activation. */
+static void nc_conv_layouts(struct nc_node *f)
+{
+	f->p.xblk = f->xblk;
+	f->p.yblk = f->yblk;
+	f->p.rblk = f->bblk;
+	f->p.act = f->act;
+	f->p.lo = f->lo;
+	f->p.hi = f->hi;
+}
+
 /* finish() for a conv on the blocked Winograd (f's layouts set). */
 static int finish_wino(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		       struct nc_ws *ws)
@@ -1246,12 +1257,7 @@ static int finish_wino(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 	f->wino = calloc(1, sizeof(*f->wino));
 	if (!f->p.bias || !f->wino)
 		return -ENOMEM;
-	f->p.xblk = f->xblk;
-	f->p.yblk = f->yblk;
-	f->p.rblk = f->bblk;
-	f->p.act = f->act;
-	f->p.lo = f->lo;
-	f->p.hi = f->hi;
+	nc_conv_layouts(f);
 	f->h0 = f->p.h;
 	f->w0 = f->p.w;
 	err = mi_ncw_init(f->wino, f->k, &f->p, w->data, f->nthreads);
@@ -1301,12 +1307,7 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		f->p.bias = mi_nc_pack_bias(B, f->m, bs ? bs->data : NULL);
 		if (!f->p.wp || !f->p.bias)
 			return -ENOMEM;
-		f->p.xblk = f->xblk;
-		f->p.yblk = f->yblk;
-		f->p.rblk = f->bblk;
-		f->p.act = f->act;
-		f->p.lo = f->lo;
-		f->p.hi = f->hi;
+		nc_conv_layouts(f);
 		f->nosub = sub && *sub == '0';
 		f->h0 = f->p.h;
 		f->w0 = f->p.w;

@@ -285,13 +285,49 @@ static bool bn_foldable(struct mi_graph *g, struct mi_node *bn)
 	return true;
 }
 
+/*
+ * Make Conv/Gemm node n read the folded weight nw (the shape of its input 1)
+ * and bias nb ([nbias]) and write BatchNormalization bn's output; bn dies.
+ * Returns 1, or a negative errno.
+ */
+static int bn_fold_into(struct mi_graph *g, struct mi_node *bn,
+			struct mi_node *n, const float *nw, const float *nb,
+			int64_t nbias)
+{
+	int64_t wd[MI_MAX_DIMS];
+	int ndim = g->tensors[n->inputs[1]].ndim, tw, tb;
+
+	memcpy(wd, g->tensors[n->inputs[1]].dims, sizeof(wd));
+	tw = add_const(g, g->tensors[n->inputs[1]].name, MI_DT_FLOAT, ndim, wd,
+		       nw);
+	if (tw < 0)
+		return tw;
+	tb = add_const(g, g->tensors[n->inputs[1]].name, MI_DT_FLOAT, 1,
+		       &nbias, nb);
+	if (tb < 0)
+		return tb;
+	if (n->ninputs < 3) {
+		int *ni = realloc(n->inputs, 3 * sizeof(int));
+
+		if (!ni)
+			return -ENOMEM;
+		n->inputs = ni;
+		n->ninputs = 3;
+	}
+	n->inputs[1] = tw;
+	n->inputs[2] = tb;
+	n->outputs[0] = bn->outputs[0];
+	bn->dead = true;
+	return 1;
+}
+
 static int fold_bn_conv(struct mi_graph *g, struct mi_node *bn,
 			struct mi_node *cv)
 {
 	struct mi_tensor *w = cin(g, cv, 1), *b = NULL;
 	float *scale = NULL, *shift = NULL, *nw = NULL, *nb = NULL;
 	int64_t oc, per;
-	int r, tw, tb, ret = 0;
+	int r, ret = 0;
 
 	if (!w || w->dtype != MI_DT_FLOAT || w->ndim < 3)
 		return 0;
@@ -320,36 +356,7 @@ static int fold_bn_conv(struct mi_graph *g, struct mi_node *bn,
 		nb[o] = (b ? ((float *)b->data)[o] : 0.0f) * scale[o] +
 			shift[o];
 	}
-	int64_t wd[MI_MAX_DIMS];
-
-	memcpy(wd, w->dims, sizeof(wd));
-	tw = add_const(g, g->tensors[cv->inputs[1]].name, MI_DT_FLOAT,
-		       w->ndim, wd, nw);
-	if (tw < 0) {
-		ret = tw;
-		goto out;
-	}
-	tb = add_const(g, g->tensors[cv->inputs[1]].name, MI_DT_FLOAT, 1, &oc,
-		       nb);
-	if (tb < 0) {
-		ret = tb;
-		goto out;
-	}
-	if (cv->ninputs < 3) {
-		int *ni = realloc(cv->inputs, 3 * sizeof(int));
-
-		if (!ni) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		cv->inputs = ni;
-		cv->ninputs = 3;
-	}
-	cv->inputs[1] = tw;
-	cv->inputs[2] = tb;
-	cv->outputs[0] = bn->outputs[0];
-	bn->dead = true;
-	ret = 1;
+	ret = bn_fold_into(g, bn, cv, nw, nb, oc);
 out:
 	free(scale);
 	free(shift);
@@ -367,7 +374,7 @@ static int fold_bn_gemm(struct mi_graph *g, struct mi_node *bn,
 	float beta = mi_attr_float(gm, "beta", 1.0f);
 	int transb = (int)mi_attr_int(gm, "transB", 0);
 	int64_t k, nf;
-	int r, tw, tc, ret = 0;
+	int r, ret = 0;
 
 	if (!bw || bw->dtype != MI_DT_FLOAT || bw->ndim != 2)
 		return 0;
@@ -398,40 +405,12 @@ static int fold_bn_gemm(struct mi_graph *g, struct mi_node *bn,
 	for (int64_t j = 0; j < nf; j++)
 		nc[j] = (c ? beta * ((float *)c->data)[j] : 0.0f) * scale[j] +
 			shift[j];
-	int64_t wd[2] = { bw->dims[0], bw->dims[1] };
-
-	tw = add_const(g, g->tensors[gm->inputs[1]].name, MI_DT_FLOAT, 2, wd,
-		       nw);
-	if (tw < 0) {
-		ret = tw;
-		goto out;
-	}
-	tc = add_const(g, g->tensors[gm->inputs[1]].name, MI_DT_FLOAT, 1, &nf,
-		       nc);
-	if (tc < 0) {
-		ret = tc;
-		goto out;
-	}
-	if (gm->ninputs < 3) {
-		int *ni = realloc(gm->inputs, 3 * sizeof(int));
-
-		if (!ni) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		gm->inputs = ni;
-		gm->ninputs = 3;
-	}
 	if (mi_node_set_float(gm, "alpha", 1.0f) ||
 	    mi_node_set_float(gm, "beta", 1.0f)) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	gm->inputs[1] = tw;
-	gm->inputs[2] = tc;
-	gm->outputs[0] = bn->outputs[0];
-	bn->dead = true;
-	ret = 1;
+	ret = bn_fold_into(g, bn, gm, nw, nc, nf);
 out:
 	free(scale);
 	free(shift);

@@ -13,19 +13,11 @@ CPU_TFLAGS = $(CFLAGS_COMMON) -pthread
 # the library's other parts (ops, importer) need these when linked statically
 CPU_LDLIBS = $(LIB_LDLIBS)
 
-$(CPU_TEST_KERNELS): lib/cpu/tests/test-cpu-kernels.c $(CPU_LIBA)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPU_TFLAGS) $< -o $@ $(CPU_LIBA) $(CPU_LDLIBS)
+CPU_TESTS := $(CPU_TEST_KERNELS) $(CPU_TEST_PLAN) $(CPU_TEST_XFORM) \
+	$(CPU_TEST_NCHWC)
 
-$(CPU_TEST_PLAN): lib/cpu/tests/test-cpu-plan.c $(CPU_LIBA)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPU_TFLAGS) $< -o $@ $(CPU_LIBA) $(CPU_LDLIBS)
-
-$(CPU_TEST_XFORM): lib/cpu/tests/test-xform.c $(CPU_LIBA)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPU_TFLAGS) $< -o $@ $(CPU_LIBA) $(CPU_LDLIBS)
-
-$(CPU_TEST_NCHWC): lib/cpu/tests/test-nchwc.c $(CPU_LIBA)
+$(CPU_TESTS): $(O)/lib/cpu/tests/%: lib/cpu/tests/%.c \
+		lib/cpu/tests/cpu-test.h $(CPU_LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPU_TFLAGS) $< -o $@ $(CPU_LIBA) $(CPU_LDLIBS)
 
@@ -36,8 +28,7 @@ $(CPU_BENCH): lib/cpu/tests/mi-cpu-bench.c $(CPU_LIBA)
 # Every ISA path: generic always, avx2/avx512 where the CPU has them (an
 # unsupported request falls back to the native path with a warning).
 .PHONY: check-cpu bench-cpu
-check-cpu: $(CPU_TEST_KERNELS) $(CPU_TEST_PLAN) $(CPU_TEST_XFORM) \
-	$(CPU_TEST_NCHWC) $(O)/metainfer
+check-cpu: $(CPU_TESTS) $(O)/metainfer
 	@set -eo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	for isa in generic avx2 avx512; do \
 		MI_CPU_ISA=$$isa $(CPU_TEST_KERNELS) | tail -n 20; \
@@ -52,6 +43,5 @@ bench-cpu: $(CPU_BENCH)
 	$(CPU_BENCH) -t 1
 	$(CPU_BENCH) -t 2
 
-ALL += $(CPU_TEST_KERNELS) $(CPU_TEST_PLAN) $(CPU_TEST_XFORM) $(CPU_TEST_NCHWC) \
-	$(CPU_BENCH)
+ALL += $(CPU_TESTS) $(CPU_BENCH)
 CHECKS += check-cpu

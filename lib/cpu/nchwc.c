@@ -430,7 +430,7 @@ static int classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 	return NC_NONE;
 }
 
-/* ---- fusion (plan.c's helpers: mi_cpu_reaches/consumers/act_of) ------- */
+/* ---- fusion (plan.c's helpers: mi_cpu_depends/consumers/act_of) ------- */
 static void absorb(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		   int ci)
 {
@@ -500,16 +500,13 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 		if (is_op(c, "Add") && c->ninputs == 2 && f->slot2 < 0) {
 			int other = c->inputs[0] == t ? c->inputs[1] : c->inputs[0];
 			struct mi_tensor *ot = &g->tensors[other];
-			char *seen;
-			bool cyc;
+			int cyc;
 
 			if (other == t || !f32_4d(ot) || !same_shape(ot, tt))
 				break;
-			seen = calloc(g->nnodes + 1, 1);
-			if (!seen)
-				return -ENOMEM;
-			cyc = mi_cpu_reaches(g, other, ni, seen);
-			free(seen);
+			cyc = mi_cpu_depends(g, other, ni);
+			if (cyc < 0)
+				return cyc;
 			if (cyc)
 				break;
 			if (add_residual(n, f, other))

@@ -166,14 +166,15 @@ void mi_ncw_fini(struct mi_ncw *wg);
 /* plan.c: would the NCHW planner run this conv with Winograd? */
 int mi_cpu_wino_pays(const struct mi_conv_shape *s);
 
-/* plan.c's fusion helpers, shared with the NCHWc pass.  Is node target an
- * ancestor of tensor t through live nodes (seen: one byte per node, zeroed
- * by the caller)?  The live consumers of tensor t (count; the first max in
- * list).  The activation of node c (MI_ACT_*, with its Clip bounds or
- * HardSwish constants in lo/hi), or -1 when it is not one the kernels fuse. */
+/* plan.c's fusion helpers, shared with the NCHWc pass.  Does tensor t
+ * depend on node `node` through live nodes (1: fusing an Add that reads t
+ * into that node would make a cycle; 0: no; -ENOMEM)?  The live consumers
+ * of tensor t (count; the first max in list).  The activation of node c
+ * (MI_ACT_*, with its Clip bounds or HardSwish constants in lo/hi), or -1
+ * when it is not one the kernels fuse. */
 struct mi_graph;
 struct mi_node;
-bool mi_cpu_reaches(struct mi_graph *g, int t, int target, char *seen);
+int mi_cpu_depends(struct mi_graph *g, int t, int node);
 int mi_cpu_consumers(const struct mi_graph *g, int t, int *list, int max);
 int mi_cpu_act_of(struct mi_graph *g, struct mi_node *c, float *lo,
 		  float *hi);

@@ -472,7 +472,7 @@ static int setup_pool(struct mi_graph *g, struct mi_node *n,
 
 /* ---- fusion --------------------------------------------------------------- */
 /* Is node `target` an ancestor of tensor t (through live nodes)? */
-bool mi_cpu_reaches(struct mi_graph *g, int t, int target, char *seen)
+static bool reaches(struct mi_graph *g, int t, int target, char *seen)
 {
 	int p = g->tensors[t].producer;
 
@@ -484,10 +484,22 @@ bool mi_cpu_reaches(struct mi_graph *g, int t, int target, char *seen)
 	for (int j = 0; j < g->nodes[p].ninputs; j++) {
 		int x = g->nodes[p].inputs[j];
 
-		if (x >= 0 && mi_cpu_reaches(g, x, target, seen))
+		if (x >= 0 && reaches(g, x, target, seen))
 			return true;
 	}
 	return false;
+}
+
+int mi_cpu_depends(struct mi_graph *g, int t, int node)
+{
+	char *seen = calloc(g->nnodes + 1, 1);
+	bool r;
+
+	if (!seen)
+		return -ENOMEM;
+	r = reaches(g, t, node, seen);
+	free(seen);
+	return r;
 }
 
 int mi_cpu_consumers(const struct mi_graph *g, int t, int *list, int max)
@@ -648,6 +660,7 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
 			int other = c->inputs[0] == t ? c->inputs[1] :
 							c->inputs[0];
 			struct mi_tensor *ot = &g->tensors[other];
+			int cyc;
 
 			if (other == t)
 				break;
@@ -666,17 +679,11 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
 			}
 			if (!float_known(ot) || !same_shape(ot, tt))
 				break;
-			{
-				char *seen = calloc(g->nnodes + 1, 1);
-				bool cyc;
-
-				if (!seen)
-					return -ENOMEM;
-				cyc = mi_cpu_reaches(g, other, ni, seen);
-				free(seen);
-				if (cyc)
-					break;
-			}
+			cyc = mi_cpu_depends(g, other, ni);
+			if (cyc < 0)
+				return cyc;
+			if (cyc)
+				break;
 			if (add_input(n, f, other))
 				return -ENOMEM;
 			absorb(g, n, f, cons[0]);

@@ -14,18 +14,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_plan.h"
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		checks++;                                                  \
-		if (!(cond)) {                                             \
-			failures++;                                        \
-			printf("FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-			printf(__VA_ARGS__);                               \
-			printf("\n");                                      \
-		}                                                          \
-	} while (0)
+#include "cpu-test.h"
 
 static unsigned int seed = 12345;
 
@@ -65,19 +54,6 @@ static void set_outputs(struct mi_graph *g, int n, const int *outs)
 		g->outputs[i] = outs[i];
 		g->tensors[outs[i]].flags |= MI_TF_OUTPUT;
 	}
-}
-
-static double nerr(const float *y, const float *ref, int64_t n)
-{
-	double md = 0, mr = 0;
-
-	for (int64_t i = 0; i < n; i++) {
-		double d = fabs((double)y[i] - ref[i]);
-
-		md = d > md || isnan(d) ? d : md;
-		mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
-	}
-	return md / (mr > 1e-6 ? mr : 1e-6);
 }
 
 /* Run every planned node of g in order (all nodes must be planned). */
@@ -368,7 +344,6 @@ static void test_no_fuse(void)
 	mi_cpu_plan_fini(&g);
 	mi_graph_fini(&g);
 }
-
 
 /* ---- element-wise fast paths vs the reference ops (lib/ops) ---------- */
 static void set_attr_float(struct mi_graph *g, int nd, const char *name,

@@ -23,18 +23,7 @@
 #include "cpu/cpu_plan.h"
 #include "cpu/nchwc.h"
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		checks++;                                                  \
-		if (!(cond)) {                                             \
-			failures++;                                        \
-			printf("FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-			printf(__VA_ARGS__);                               \
-			printf("\n");                                      \
-		}                                                          \
-	} while (0)
+#include "cpu-test.h"
 
 static unsigned int seed = 4242;
 
@@ -65,19 +54,6 @@ static float *nanbuf(size_t n)
 	for (size_t i = 0; i < n; i++)
 		p[i] = NAN;
 	return p;
-}
-
-static double nerr(const float *y, const float *ref, int64_t n)
-{
-	double md = 0, mr = 0;
-
-	for (int64_t i = 0; i < n; i++) {
-		double d = fabs((double)y[i] - ref[i]);
-
-		md = d > md || isnan(d) ? d : md;
-		mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
-	}
-	return md / (mr > 1e-6 ? mr : 1e-6);
 }
 
 static double maxabs(const float *a, int64_t n)

@@ -20,19 +20,9 @@
 #include "cpu/cpu_plan.h"
 #include "cpu/xform.h"
 
-static int failures, checks;
-static int last_planned; /* nodes with a fast kernel in check_graph */
+#include "cpu-test.h"
 
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		checks++;                                                  \
-		if (!(cond)) {                                             \
-			failures++;                                        \
-			printf("FAIL %s:%d: %s: ", __func__, __LINE__, #cond); \
-			printf(__VA_ARGS__);                               \
-			printf("\n");                                      \
-		}                                                          \
-	} while (0)
+static int last_planned; /* nodes with a fast kernel in check_graph */
 
 static unsigned int seed = 777;
 
@@ -102,19 +92,6 @@ static int live_nodes(const struct mi_graph *g)
 	for (int i = 0; i < g->nnodes; i++)
 		c += !g->nodes[i].dead;
 	return c;
-}
-
-static double nerr(const float *y, const float *ref, int64_t n)
-{
-	double md = 0, mr = 0;
-
-	for (int64_t i = 0; i < n; i++) {
-		double d = fabs((double)y[i] - ref[i]);
-
-		md = d > md || isnan(d) ? d : md;
-		mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
-	}
-	return md / (mr > 1e-6 ? mr : 1e-6);
 }
 
 /* Run g in order: planned nodes get NaN-filled outputs, reference nodes
@@ -357,7 +334,6 @@ static void layernorm_case(int bias, bool lead1, bool bad_scale, bool big)
 	mi_graph_fini(&g);
 }
 
-
 static void set_ints(struct mi_graph *g, int nd, const char *name,
 		     const int64_t *v, int cnt)
 {
@@ -586,7 +562,6 @@ static void reduce_case(const char *op, bool keep, bool as_input)
 	mi_graph_fini(&g);
 }
 
-
 /* Pad (constant mode) with random non-negative pads as an input and a
  * constant value; all-zero pads included (a copy) */
 static void pad_case(bool zero)
@@ -615,7 +590,6 @@ static void pad_case(bool zero)
 	CHECK(last_planned == 1, "%s: not planned", what);
 	mi_graph_fini(&g);
 }
-
 
 /* Add/Sub/Mul/Div with random numpy broadcasting of both operands */
 static void bcast_case(const char *op, bool big)
@@ -653,7 +627,6 @@ static void bcast_case(const char *op, bool big)
 	CHECK(last_planned == 1, "%s: not planned", what);
 	mi_graph_fini(&g);
 }
-
 
 /*
  * Slice -> Reshape -> Transpose (attention head split): the Transpose

@@ -205,16 +205,52 @@ def mi_run(model, x, tmp, env=None, tag="o", threads=1):
     return np.load(out)
 
 
-def ort_rel_diff(model, x, ours, tmp):
-    """max |ORT - ours| / max |ORT| for ONNX Runtime on the same file and
-    input; 1 when ONNX Runtime fails to run it."""
+def ort_exact_int8():
+    """Does ONNX Runtime compute u8 x s8 dot products exactly on this CPU?
+    With VNNI (vpdpbusd) or AMX it does, like metainfer's kernels on every
+    ISA.  On AVX2 without VNNI its kernels add two adjacent products with
+    vpmaddubsw, which saturates at 16 bits (ORT's quantization docs warn of
+    it): wherever two large activations meet two large weights of one sign
+    its result leaves the exact integer one.  Then ORT is only a loose peer
+    (cosine), and exactness rests on the generic-ISA comparisons."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f
+                          if l.startswith("flags")), [])
+    except OSError:
+        return False
+    return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags))
+
+
+ORT_EXACT = ort_exact_int8()
+
+
+def ort_compare(model, x, ours, tmp):
+    """(max |ORT - ours| / max |ORT|, cosine) for ONNX Runtime on the same
+    file and input; (1, 0) when ONNX Runtime fails to run it."""
     inp, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "ort.npy")
     np.save(inp, x)
     r = run(["node", ORT_JS, model, "--input", inp, "--output", out], ok=False)
     if r.returncode:
-        return 1.0
+        return 1.0, 0.0
     o = np.load(out)
-    return float(np.abs(o - ours).max() / (np.abs(o).max() + 1e-12))
+    return float(np.abs(o - ours).max() / (np.abs(o).max() + 1e-12)), cos(o, ours)
+
+
+def check_ort(what, model, x, ours, tmp, tol=1e-6):
+    """ONNX Runtime on the same file gives our int8 output: up to float
+    rounding of the fp32 tail (tol) where it computes exactly, else a
+    cosine >= 0.99 (see ort_exact_int8: on the tests' small nets with
+    full-range weights its saturation costs up to ~0.007 of cosine, while
+    the reference QDQ ops agree with the int8 kernels to 1e-7)."""
+    d, c = ort_compare(model, x, ours, tmp)
+    if ORT_EXACT:
+        check(d < tol and c > 0.99999,
+              f"{what}: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}, cosine {c:.7f}")
+    else:
+        check(c > 0.99,
+              f"{what}: ONNX Runtime (saturating AVX2 u8s8 kernels, no VNNI) on the same file vs "
+              f"metainfer int8: cosine {c:.7f} (max rel diff {d:.1e})")
 
 
 def cos(a, b):
@@ -792,6 +828,10 @@ def main():
     }
     have_ort = os.path.exists(ORT_DIR) and subprocess.run(
         ["node", "--version"], capture_output=True).returncode == 0
+    if have_ort:
+        print("test-quantize: ONNX Runtime's int8 kernels on this CPU: %s" %
+              ("exact (VNNI/AMX): compared to 1e-6" if ORT_EXACT else
+               "AVX2 without VNNI (16-bit saturating pairs): compared by cosine"))
     for name, extra in variants.items():
         q = os.path.join(tmp, name + ".onnx")
         r = run([MI, "quantize", fp32, "--calib-random", "16", "-o", q] + extra)
@@ -842,20 +882,10 @@ def main():
         check(d < 0.05 and cs > 0.999,
               f"{name}: int8 kernels vs reference QDQ ops: max rel diff {d:.2e}, cosine {cs:.7f}")
         if have_ort:
-            np.save(os.path.join(tmp, "x.npy"), inputs[0])
-            r = run(["node", ORT_JS, q, "--input", os.path.join(tmp, "x.npy"),
-                     "--output", os.path.join(tmp, "ort.npy")], ok=False)
-            if r.returncode:
-                check(False, f"{name}: ONNX Runtime runs the model: {r.stderr.strip()[-300:]}")
-            else:
-                o = np.load(os.path.join(tmp, "ort.npy"))
-                c = cos(o, fast[0])
-                d = float(np.abs(o - fast[0]).max() / (np.abs(o).max() + 1e-12))
-                # both compute the integer convolutions exactly: equal up to
-                # float rounding of the fp32 tail (the reference QDQ ops sum
-                # in fp32 and may round a tie the other way, see above)
-                check(c > 0.99999 and d < 1e-6,
-                      f"{name}: ONNX Runtime runs it, vs metainfer int8: cosine {c:.7f} max rel diff {d:.1e}")
+            # both compute the integer convolutions exactly: equal up to
+            # float rounding of the fp32 tail (the reference QDQ ops sum in
+            # fp32 and may round a tie the other way, see above)
+            check_ort(name, q, inputs[0], fast[0], tmp)
 
     # the default recipe (MSE-clipped ranges, bias correction) changes the
     # activation scales and the int32 biases of the min/max recipe
@@ -902,12 +932,7 @@ def main():
     check(c >= 1 - (1 - c0) / 2,
           f"--min-cosine: 1 - cosine on other inputs {1 - c:.2e} (all int8 {1 - c0:.2e}): at least halved")
     if have_ort:
-        np.save(os.path.join(tmp, "x.npy"), inputs[0])
-        r = run(["node", ORT_JS, qm, "--input", os.path.join(tmp, "x.npy"),
-                 "--output", os.path.join(tmp, "ort.npy")], ok=False)
-        o = np.load(os.path.join(tmp, "ort.npy")) if not r.returncode else None
-        d = float(np.abs(o - mix[0]).max() / (np.abs(o).max() + 1e-12)) if o is not None else 1
-        check(d < 1e-5, f"--min-cosine: ONNX Runtime on the same file vs metainfer: max rel diff {d:.1e}")
+        check_ort("--min-cosine", qm, inputs[0], mix[0], tmp, tol=1e-5)
 
     # the search's pieces, on the quantizer's own evaluation inputs
     # (MI_MINCOS_DEBUG=1 lists each unit's measured cost on stderr); seed 1
@@ -991,8 +1016,7 @@ def main():
         # Runtime computes on the same QDQ file (on EfficientNet-B0 both agree
         # bit for bit, while the reference QDQ ops' fp32 sums round a few
         # requantization ties differently and a deep random net amplifies it)
-        d = ort_rel_diff(qa, inputs[0], fast[0], tmp)
-        check(d < 1e-6, f"act: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
+        check_ort("act", qa, inputs[0], fast[0], tmp)
 
     # SE gate Mul writing C4: same bytes as the planar path and as ORT; after
     # a Relu (no table) the pool and the Mul read the DequantizeLinear's bytes
@@ -1011,8 +1035,7 @@ def main():
               len(re.findall(r"^\s*QuantizeLinear\s+1\s", prof, re.M)) == 1,
               f"se{stride} {act}: no DequantizeLinear or fp32 table left, one QuantizeLinear (the input's)")
         if have_ort:
-            d = ort_rel_diff(qs, inputs[0], fast, tmp)
-            check(d < 1e-6, f"se{stride} {act}: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
+            check_ort(f"se{stride} {act}", qs, inputs[0], fast, tmp)
 
     # C4 between convs with two readers and through a Concat: same bytes as
     # the planar path, the generic ISA, 2 threads and ORT
@@ -1027,8 +1050,7 @@ def main():
     check(np.array_equal(fast, planar) and np.array_equal(fast, gen) and np.array_equal(fast, two),
           "fire: C4 MaxPool/squeeze/Concat == planar output == generic ISA == 2 threads")
     if have_ort:
-        d = ort_rel_diff(qf, inputs[0], fast, tmp)
-        check(d < 1e-6, f"fire: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
+        check_ort("fire", qf, inputs[0], fast, tmp)
 
     rf = os.path.join(tmp, "res.onnx")
     qr = os.path.join(tmp, "res.int8.onnx")
@@ -1041,8 +1063,7 @@ def main():
     check(np.array_equal(fast, planar) and np.array_equal(fast, gen) and np.array_equal(fast, two),
           "res: C4 through Add/table == planar output == generic ISA == 2 threads")
     if have_ort:
-        d = ort_rel_diff(qr, inputs[0], fast, tmp)
-        check(d < 1e-6, f"res: ONNX Runtime on the same file vs metainfer int8: max rel diff {d:.1e}")
+        check_ort("res", qr, inputs[0], fast, tmp)
 
     # every int8 node split in small ranges over 2 and 3 threads (the
     # parallel-for's range claiming and the elementwise splits)

@@ -6,9 +6,12 @@
  * mi_cpu_plan_fini() restores the original graph.
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "cpu/cpu.h"
@@ -552,6 +555,81 @@ static void test_eltwise(void)
 	}
 }
 
+/*
+ * Pool runs whose workers finish well after the caller: past the
+ * caller's spin (yield-poll), and past its yield-poll too (futex sleep).
+ * Index 0 waits for the other indices to start, so that workers (not the
+ * caller) run them when the machine lets them; mi_pool_run() must return
+ * only once every index has finished, each run exactly once.
+ */
+struct late_ctx {
+	atomic_int started, ran[4], finished[4];
+	long work_us;
+	pthread_t caller;
+	atomic_int by_worker;
+};
+
+static long late_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+static void late_fn(void *ctx, int t, int nt)
+{
+	struct late_ctx *c = ctx;
+	long t0 = late_now_us();
+
+	atomic_fetch_add(&c->ran[t], 1);
+	if (t) {
+		if (!pthread_equal(pthread_self(), c->caller))
+			atomic_fetch_add(&c->by_worker, 1);
+		atomic_fetch_add(&c->started, 1);
+		while (late_now_us() - t0 < c->work_us)
+			;
+		atomic_store(&c->finished[t], 1);
+		return;
+	}
+	while (atomic_load(&c->started) < nt - 1 && late_now_us() - t0 < 50000)
+		;
+	atomic_store(&c->finished[0], 1);
+}
+
+static void test_pool_late_workers(void)
+{
+	static const long work_us[] = { 5, 60, 300, 2500 };
+	int joined = 0, runs = 0;
+
+	for (int nt = 1; nt <= 3; nt++)
+		for (size_t w = 0; w < sizeof(work_us) / sizeof(*work_us); w++)
+			for (int r = 0; r < 20; r++) {
+				/* static: a worker still running after the
+				 * return must not write into a dead frame */
+				static struct late_ctx c;
+				int bad = 0;
+
+				memset(&c, 0, sizeof(c));
+				c.work_us = work_us[w];
+				c.caller = pthread_self();
+
+				mi_pool_run(nt, late_fn, &c);
+				runs += nt > 1;
+				joined += atomic_load(&c.by_worker) > 0;
+				for (int t = 0; t < nt; t++)
+					bad += atomic_load(&c.ran[t]) != 1 ||
+					       !atomic_load(&c.finished[t]);
+				CHECK(!bad, "nt %d worker work %ld us round %d", nt,
+				      work_us[w], r);
+				if (bad)
+					return;
+			}
+	/* on a loaded machine workers may join none: nothing was tested */
+	printf("test-cpu-plan: pool: workers joined %d of %d runs\n", joined,
+	       runs);
+}
+
 int main(void)
 {
 	printf("test-cpu-plan: isa=%s\n", mi_cpu_isa_name(mi_cpu_isa()));
@@ -569,6 +647,7 @@ int main(void)
 	test_no_fuse();
 	test_eltwise();
 	test_erf_sweep();
+	test_pool_late_workers();
 	printf("test-cpu-plan: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

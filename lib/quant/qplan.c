@@ -162,10 +162,46 @@ struct pf_actx {
 	void *arg;
 };
 
-static void pf_claim(struct pf_actx *c, struct pf_blk *k, int t)
+/*
+ * Claims shrink towards the end of a block (guided): a claim takes
+ * 1 / (2 nt) of what is left, at most the grain and at least 2 items
+ * (1 when the grain is 1), so the thread that finishes first waits for
+ * the other one's last small claim, not a grain of 1/(8 nt) of the node
+ * (the callers' waits at the end of the int8 convs were about one
+ * grain).  Sizes stay even: pairs of panels stay on one thread.  Which
+ * thread computes an item never changes its bytes.  MI_QUANT_GUIDED=0
+ * restores fixed grains.
+ */
+static int guided_on = -1;
+
+static void pf_claim_guided(struct pf_actx *c, struct pf_blk *k, int t, int nt)
+{
+	int b = atomic_load_explicit(&k->next, memory_order_relaxed);
+
+	while (b < k->end) {
+		int g = (k->end - b) / (2 * nt), e;
+
+		g = g < c->grain ? g : c->grain;
+		g = c->grain < 2 ? 1 : g < 2 ? 2 : g + (g & 1);
+		if (!atomic_compare_exchange_weak_explicit(&k->next, &b, b + g,
+							   memory_order_relaxed,
+							   memory_order_relaxed))
+			continue;
+		e = k->end - b < g ? k->end : b + g;
+		for (int i = b; i < e; i++)
+			c->fn(c->arg, i, t);
+		b = atomic_load_explicit(&k->next, memory_order_relaxed);
+	}
+}
+
+static void pf_claim(struct pf_actx *c, struct pf_blk *k, int t, int nt)
 {
 	int b;
 
+	if (guided_on) {
+		pf_claim_guided(c, k, t, nt);
+		return;
+	}
 	while ((b = atomic_fetch_add_explicit(&k->next, c->grain, memory_order_relaxed)) < k->end) {
 		int e = k->end - b < c->grain ? k->end : b + c->grain;
 
@@ -179,7 +215,7 @@ static void pf_worker_aff(void *ctx, int t, int nt)
 	struct pf_actx *c = ctx;
 
 	for (int k = 0; k < nt; k++)
-		pf_claim(c, &c->blk[(t + k) % nt], t);
+		pf_claim(c, &c->blk[(t + k) % nt], t, nt);
 }
 
 static int aff_on = -1;
@@ -196,6 +232,8 @@ static void pool_for(int n, mi_qpar_fn fn, void *arg)
 	}
 	if (aff_on < 0)
 		aff_on = !getenv("MI_QUANT_AFF") || *getenv("MI_QUANT_AFF") != '0';
+	if (guided_on < 0)
+		guided_on = !getenv("MI_QUANT_GUIDED") || *getenv("MI_QUANT_GUIDED") != '0';
 	if (aff_on && nt <= PF_MAXT) {
 		struct pf_actx a = { .fn = fn, .arg = arg };
 		int g = pf_grain(n, nt);

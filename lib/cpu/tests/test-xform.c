@@ -23,6 +23,7 @@
 #include "cpu-test.h"
 
 static int last_planned; /* nodes with a fast kernel in check_graph */
+static int xf_threads = 2; /* check_graph's planned run */
 
 static unsigned int seed = 777;
 
@@ -123,7 +124,7 @@ static int run_graph(struct mi_graph *g)
 static void check_graph(struct mi_graph *g, int y, int want, double tol,
 			const char *what)
 {
-	struct mi_cpu_opts o = { .nthreads = 2 }, ro = { .reference = 1 };
+	struct mi_cpu_opts o = { .nthreads = xf_threads }, ro = { .reference = 1 };
 	int64_t ny = mi_tensor_numel(&g->tensors[y]);
 	int before = live_nodes(g);
 	float *ref = malloc(ny * sizeof(float));
@@ -741,6 +742,14 @@ int main(void)
 		concat_case(r == 1);
 		pad_case(r == 0);
 	}
+	/* the copies large enough to split, on 3 threads and 1 too (the
+	 * odd count: blocks of unequal size claimed by other threads) */
+	for (xf_threads = 1; xf_threads <= 3; xf_threads += 2)
+		for (int r = 0; r < 4; r++) {
+			transpose_case(true, true);
+			concat_case(true);
+		}
+	xf_threads = 2;
 	for (int r = 0; r < 16; r++) {
 		fold_case(true);
 		fold_case(false);

@@ -2129,6 +2129,100 @@ dw_rowk_avx2(int32_t *restrict acc, const uint8_t *const *rows, const int8_t *w,
 	}
 }
 
+static int dwchan_cur = -1;
+
+int mi_quant_set_dwchan(int on)
+{
+	dwchan_cur = !!on;
+	return dwchan_cur;
+}
+
+/* MI_QUANT_DWCHAN=0: the AVX2 row kernels instead of dwk_chan_avx2 (A/B). */
+static bool dwchan_on(void)
+{
+	if (dwchan_cur < 0) {
+		const char *e = getenv("MI_QUANT_DWCHAN");
+
+		dwchan_cur = !(e && !strcmp(e, "0"));
+	}
+	return dwchan_cur;
+}
+
+/*
+ * AVX2, a whole KxK channel (any kernel up to 7x7, stride 1 or 2, no
+ * dilation) into int32 rows acc[oy * ow + ox]: the (x, 0) pairs of
+ * dw_rowk_avx2 (exact), with the tap weights broadcast once per channel
+ * and four output rows per 8-pixel strip sharing each tap's weight vector
+ * (four independent vpmaddwd chains).  dw_rowk_avx2 broadcast every
+ * weight again for each 8 pixels of each row (3 of its ~7 instructions
+ * per tap).  Reads as dw_rowk_avx2 (up to 15 bytes past a row: the
+ * padded plane's slack); the strip's last vector stores its valid lanes
+ * only (masked), since the next row's sums are already there.
+ */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh,
+		   int ow, int sh, const int sw, int32_t *acc)
+{
+	__m256i wv[MI_QDW_KMAX * MI_QDW_KMAX];
+	int nt = kh * kw;
+
+	for (int t = 0; t < nt; t++)
+		wv[t] = _mm256_set1_epi32((uint16_t)(int16_t)w[t]);
+	for (int x = 0; x < ow; x += 8) {
+		int n = ow - x >= 8 ? 8 : ow - x;
+		__m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
+					       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+
+		for (int oy = 0; oy < oh; oy += 4) {
+			const uint8_t *r[4];
+
+			for (int i = 0; i < 4; i++) {
+				/* rows past the end recompute row oy (not stored) */
+				int y = oy + i < oh ? oy + i : oy;
+
+				r[i] = xp + (size_t)y * sh * wp + (size_t)x * sw;
+			}
+			const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];
+			__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+
+#define MI_DWK2_LD(rp)                                                                   \
+	(sw == 1 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)((rp) + off)))     \
+		 : _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)((rp) + off))))
+			for (int ky = 0; ky < kh; ky++)
+				for (int kx = 0; kx < kw; kx++) {
+					__m256i wt = wv[ky * kw + kx];
+					size_t off = (size_t)ky * wp + kx;
+
+					a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(MI_DWK2_LD(r0), wt));
+					a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(MI_DWK2_LD(r1), wt));
+					a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(MI_DWK2_LD(r2), wt));
+					a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(MI_DWK2_LD(r3), wt));
+				}
+#undef MI_DWK2_LD
+			__m256i a[4] = { a0, a1, a2, a3 };
+
+			for (int i = 0; i < 4 && oy + i < oh; i++) {
+				int32_t *d = acc + (size_t)(oy + i) * ow + x;
+
+				if (n == 8)
+					_mm256_storeu_si256((__m256i *)d, a[i]);
+				else
+					_mm256_maskstore_epi32((int *)d, m, a[i]);
+			}
+		}
+	}
+}
+
+__attribute__((target("avx2,fma"))) static void
+dwk_chan_avx2(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh, int ow,
+	      int sh, int sw, int32_t *acc)
+{
+	if (sw == 1)
+		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 1, acc);
+	else
+		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 2, acc);
+}
+
 /*
  * AVX-512, stride 1 or 2, no dilation: same (x, 0) pair trick as the 3x3
  * rows (stride 2 takes the pair (r[2i], r[2i+1]) times (w, 0)); exact.
@@ -2894,6 +2988,14 @@ static void dw_item(void *arg, int c, int tid)
 		return;
 	}
 
+	if (j->dw_isa == MI_QISA_AVX2 && dwchan_on() && s->dw == 1 && s->dh == 1 &&
+	    (s->sw == 1 || s->sw == 2)) {
+		dwk_chan_avx2(xp, j->wp, cv->dww + (size_t)c * s->kh * s->kw, s->kh, s->kw, s->oh,
+			      s->ow, s->sh, s->sw, acc);
+		if (!j->dw_defer)
+			j->k.epi(acc, s->oh * s->ow, 1, s->oh * s->ow, j->ep, c, yc, 0);
+		return;
+	}
 	if (s->kh != 3 || s->kw != 3) {
 		const uint8_t *rows[MI_QDW_KMAX];
 		const int8_t *wc = cv->dww + (size_t)c * s->kh * s->kw;

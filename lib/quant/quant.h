@@ -46,6 +46,10 @@ int mi_quant_set_vbmi(int on);
 /* Depthwise convs on small maps through gather tables (AVX-512 VBMI; default
  * on; tests switch it off to cover the row kernels).  Returns the setting. */
 int mi_quant_set_dwtab(int on);
+/* AVX2 depthwise convs a whole channel at a time (dwk_chan_avx2; default
+ * on, MI_QUANT_DWCHAN=0 off; tests switch it off to cover the row
+ * kernels).  Returns the setting. */
+int mi_quant_set_dwchan(int on);
 /* AMX-INT8 tiles for the dense conv/GEMM tiles (lib/quant/qamx.c): used on
  * the AVX-512 path where the CPU has AMX-TILE + AMX-INT8 and Linux grants
  * the tile state (arch_prctl, once per process).  MI_QUANT_AMX=0 turns it

@@ -293,13 +293,19 @@ static int test_conv(int iter)
 			ref_out(&rep, (int)(i / ((size_t)s.oh * s.ow)), acc[i], yr, i);
 		/* every ISA; AVX-512 with and without VBMI (depthwise rows),
 		 * with VBMI and the depthwise gather tables, then with the AMX
-		 * tiles too */
-		for (int path = 0; path <= mi_quant_isa_max() + 3; path++) {
-			int isa = path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
-			bool vbmi = path > mi_quant_isa_max();
-			bool dwtab = path > mi_quant_isa_max() + 1;
-			bool amx = path > mi_quant_isa_max() + 2;
+		 * tiles too; last AVX2 with its depthwise row kernels (the
+		 * channel kernel off) */
+		for (int path = 0; path <= mi_quant_isa_max() + 4; path++) {
+			bool rows = path == mi_quant_isa_max() + 4;
+			int isa = rows ? MI_QISA_AVX2 :
+				  path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
+			bool vbmi = path > mi_quant_isa_max() && !rows;
+			bool dwtab = path > mi_quant_isa_max() + 1 && !rows;
+			bool amx = path > mi_quant_isa_max() + 2 && !rows;
 
+			if (rows && (mi_quant_isa_max() < MI_QISA_AVX2 || !cv.depthwise))
+				continue;
+			mi_quant_set_dwchan(!rows);
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
 			if (amx && !mi_quant_set_amx(1))
@@ -332,7 +338,8 @@ static int test_conv(int iter)
 				fprintf(stderr,
 					"FAIL conv iter %d isa %s%s mode %d%s%s: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
 					iter, mi_quant_isa_name(isa),
-					amx ? "+vbmi+dwtab+amx" : dwtab ? "+vbmi+dwtab" : vbmi ? "+vbmi" : "", mode,
+					amx ? "+vbmi+dwtab+amx" : dwtab ? "+vbmi+dwtab" : vbmi ? "+vbmi" :
+					rows ? "-dwrows" : "", mode,
 					in_c4 ? " in-c4" : "",
 					ep.out_c4 ? " out-c4" : "", s.c, s.oc, s.group,
 					s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt,

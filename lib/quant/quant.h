@@ -50,6 +50,10 @@ int mi_quant_set_dwtab(int on);
  * on, MI_QUANT_DWCHAN=0 off; tests switch it off to cover the row
  * kernels).  Returns the setting. */
 int mi_quant_set_dwchan(int on);
+/* AVX2 GEMMs of up to 4 rows and 1x1 convs of one pixel through a GEMV
+ * kernel (default on, MI_QUANT_GEMV2=0 off; tests switch it off to cover
+ * the tile kernel there).  Returns the setting. */
+int mi_quant_set_gemv2(int on);
 /* AMX-INT8 tiles for the dense conv/GEMM tiles (lib/quant/qamx.c): used on
  * the AVX-512 path where the CPU has AMX-TILE + AMX-INT8 and Linux grants
  * the tile state (arch_prctl, once per process).  MI_QUANT_AMX=0 turns it

@@ -294,7 +294,8 @@ static int test_conv(int iter)
 		/* every ISA; AVX-512 with and without VBMI (depthwise rows),
 		 * with VBMI and the depthwise gather tables, then with the AMX
 		 * tiles too; last AVX2 with its depthwise row kernels (the
-		 * channel kernel off) */
+		 * channel kernel off) and one-pixel 1x1 convs on the tile
+		 * kernel (GEMV off) */
 		for (int path = 0; path <= mi_quant_isa_max() + 4; path++) {
 			bool rows = path == mi_quant_isa_max() + 4;
 			int isa = rows ? MI_QISA_AVX2 :
@@ -303,9 +304,10 @@ static int test_conv(int iter)
 			bool dwtab = path > mi_quant_isa_max() + 1 && !rows;
 			bool amx = path > mi_quant_isa_max() + 2 && !rows;
 
-			if (rows && (mi_quant_isa_max() < MI_QISA_AVX2 || !cv.depthwise))
+			if (rows && mi_quant_isa_max() < MI_QISA_AVX2)
 				continue;
 			mi_quant_set_dwchan(!rows);
+			mi_quant_set_gemv2(!rows);
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
 			if (amx && !mi_quant_set_amx(1))
@@ -413,11 +415,17 @@ static int test_gemm(int iter)
 		for (int i = 0; i < m; i++)
 			for (int o = 0; o < n; o++)
 				ref_out(&rep, o, acc[i * n + o], yr, (size_t)i * ldy + o);
-		/* every ISA, then AVX-512 with the AMX tiles */
-		for (int path = 0; path <= mi_quant_isa_max() + 1; path++) {
-			int isa = path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
-			bool amx = path > mi_quant_isa_max();
+		/* every ISA, then AVX-512 with the AMX tiles, then AVX2 with
+		 * few rows on the tile kernel (GEMV off) */
+		for (int path = 0; path <= mi_quant_isa_max() + 2; path++) {
+			bool tiles = path == mi_quant_isa_max() + 2;
+			int isa = tiles ? MI_QISA_AVX2 :
+				  path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
+			bool amx = path > mi_quant_isa_max() && !tiles;
 
+			if (tiles && (mi_quant_isa_max() < MI_QISA_AVX2 || m > 4))
+				continue;
+			mi_quant_set_gemv2(!tiles);
 			if (amx && (isa != MI_QISA_AVX512 || !mi_quant_set_amx(1)))
 				continue;
 			mi_quant_set_amx(amx);
@@ -426,7 +434,8 @@ static int test_gemm(int iter)
 			mi_qgemm(&qw, a, m, lda, &ep, yk, ldy, NULL);
 			if (memcmp(yr, yk, (size_t)m * ldy * es)) {
 				fprintf(stderr, "FAIL gemm iter %d isa %s%s mode %d m%d n%d k%d\n",
-					iter, mi_quant_isa_name(isa), amx ? "+amx" : "", mode, m, n, k);
+					iter, mi_quant_isa_name(isa), amx ? "+amx" : tiles ? "-gemv" : "",
+					mode, m, n, k);
 				fails++;
 			}
 		}

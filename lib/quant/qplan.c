@@ -1410,6 +1410,35 @@ lut_avx512(const uint8_t *x, const float *lut, int64_t n, float *y)
 	return i;
 }
 
+/* The same with AVX2 gathers (~1.5x the scalar loop's rate on Zen 3). */
+__attribute__((target("avx2"))) static int64_t
+lut_avx2(const uint8_t *x, const float *lut, int64_t n, float *y)
+{
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m256i k0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x + i)));
+		__m256i k1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x + i + 8)));
+
+		_mm256_storeu_ps(y + i, _mm256_i32gather_ps(lut, k0, 4));
+		_mm256_storeu_ps(y + i + 8, _mm256_i32gather_ps(lut, k1, 4));
+	}
+	return i;
+}
+
+static int lutg_cur = -1;
+
+/* MI_QUANT_LUTG=0: the AVX2 path looks tables up one byte at a time (A/B). */
+static bool lutg_on(void)
+{
+	if (lutg_cur < 0) {
+		const char *e = getenv("MI_QUANT_LUTG");
+
+		lutg_cur = !(e && !strcmp(e, "0"));
+	}
+	return lutg_cur;
+}
+
 /* byte -> byte table: two 128-entry vpermi2b lookups, picked by bit 7 */
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) static int64_t
 lut8_vbmi(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
@@ -1541,6 +1570,8 @@ static void lut_f32(const struct qnode *q, const uint8_t *x, int64_t n, float *y
 			return;
 		}
 		i = lut_avx512(x, q->lut, n, y);
+	} else if (mi_quant_isa() == MI_QISA_AVX2 && lutg_on()) {
+		i = lut_avx2(x, q->lut, n, y);
 	}
 	for (; i < n; i++)
 		y[i] = q->lut[x[i]];
@@ -2211,6 +2242,47 @@ static void gap_tail(const float *lut, const uint8_t *x, int64_t hw, int64_t i0,
 	}
 }
 
+/*
+ * gap_sums_c with lib/cpu's AVX2 lanes (gap_vw 8): the four 8-lane float
+ * accumulators of a block are vectors fed by gathers, the same float
+ * additions in the same order per lane, so the sums are identical.
+ */
+__attribute__((target("avx2"))) static void
+gap_sums_avx2(const struct qnode *q, const uint8_t *x, int np, double *s)
+{
+	int64_t hw = q->gap_hw, i = 0;
+	const float *lut = q->lut;
+	float l[QGAP_PLANES][8];
+
+	for (int p = 0; p < np; p++)
+		s[p] = 0.0;
+	while (i + 32 <= hw) {
+		int64_t b = i, end = i + 512 < hw ? i + 512 : hw;
+
+		for (int p = 0; p < np; p++) {
+			const uint8_t *xp = x + p * hw;
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+
+#define MI_GAP2(o)                                                                       \
+	_mm256_i32gather_ps(lut, _mm256_cvtepu8_epi32(_mm_loadl_epi64(                   \
+				      (const __m128i *)(xp + i + (o)))), 4)
+			for (i = b; i + 32 <= end; i += 32) {
+				a0 = _mm256_add_ps(a0, MI_GAP2(0));
+				a1 = _mm256_add_ps(a1, MI_GAP2(8));
+				a2 = _mm256_add_ps(a2, MI_GAP2(16));
+				a3 = _mm256_add_ps(a3, MI_GAP2(24));
+			}
+#undef MI_GAP2
+			_mm256_storeu_ps(l[p], _mm256_add_ps(_mm256_add_ps(a0, a1),
+							     _mm256_add_ps(a2, a3)));
+		}
+		for (int m = 0; m < 8; m++)
+			for (int p = 0; p < np; p++)
+				s[p] += l[p][m];
+	}
+	gap_tail(lut, x, hw, i, np, s);
+}
+
 static void gap_sums_c(const struct qnode *q, const uint8_t *x, int np, double *s)
 {
 	int64_t hw = q->gap_hw, i = 0;
@@ -2464,6 +2536,8 @@ static void qgap_item(void *arg, int it, int tid)
 
 	if (q->gap_vw == 16 && mi_cpu_isa() == MI_ISA_AVX512 && have_vbmi())
 		gap_sums_vbmi(q, j->x + p0 * q->gap_hw, np, s);
+	else if (q->gap_vw == 8 && mi_quant_isa() >= MI_QISA_AVX2 && lutg_on())
+		gap_sums_avx2(q, j->x + p0 * q->gap_hw, np, s);
 	else
 		gap_sums_c(q, j->x + p0 * q->gap_hw, np, s);
 	for (int p = 0; p < np; p++)

@@ -3016,6 +3016,61 @@ static void qdq_q4(uint8_t *pix, int B, uint8_t *quads, int64_t qs, int nq, int6
 		}
 }
 
+/*
+ * DequantizeLinear of nrows (<= 8) planar byte rows (rs apart) into pixel
+ * rows of 8 floats (lanes past nrows from 0 bytes, as qdq_t16 pads), 8
+ * pixels per step: an 8x8 byte transpose in registers, then
+ * dequant_avx2's operations per pixel ((q - zp) as float, times scale:
+ * the same floats), with no byte buffer between.  Returns the pixels done.
+ */
+__attribute__((target("avx2"))) static int64_t
+qdq_t8_deq_avx2(const uint8_t *rows, int64_t rs, int nrows, int64_t np, bool u8,
+		float scale, int32_t zp, float *y)
+{
+	const __m256 s = _mm256_set1_ps(scale);
+	const __m256i z = _mm256_set1_epi32(zp);
+	int64_t p = 0;
+
+	for (; p + 8 <= np; p += 8) {
+		__m128i r[8], t[4], u[4], v[4];
+
+		for (int k = 0; k < 8; k++)
+			r[k] = k < nrows ? _mm_loadl_epi64((const __m128i *)(rows + k * rs + p)) :
+					   _mm_setzero_si128();
+		for (int k = 0; k < 4; k++)
+			t[k] = _mm_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
+		u[0] = _mm_unpacklo_epi16(t[0], t[1]);
+		u[1] = _mm_unpackhi_epi16(t[0], t[1]);
+		u[2] = _mm_unpacklo_epi16(t[2], t[3]);
+		u[3] = _mm_unpackhi_epi16(t[2], t[3]);
+		v[0] = _mm_unpacklo_epi32(u[0], u[2]); /* pixels 0, 1 */
+		v[1] = _mm_unpackhi_epi32(u[0], u[2]); /* 2, 3 */
+		v[2] = _mm_unpacklo_epi32(u[1], u[3]); /* 4, 5 */
+		v[3] = _mm_unpackhi_epi32(u[1], u[3]); /* 6, 7 */
+		for (int k = 0; k < 8; k++) {
+			__m128i b = k & 1 ? _mm_unpackhi_epi64(v[k / 2], v[k / 2]) : v[k / 2];
+			__m256i q = u8 ? _mm256_cvtepu8_epi32(b) : _mm256_cvtepi8_epi32(b);
+
+			_mm256_storeu_ps(y + (p + k) * 8,
+					 _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, z)), s));
+		}
+	}
+	return p;
+}
+
+static int t8deq_cur = -1;
+
+/* MI_QUANT_T8DEQ=0: transpose into bytes, then dequantize (A/B). */
+static bool t8deq_on(void)
+{
+	if (t8deq_cur < 0) {
+		const char *e = getenv("MI_QUANT_T8DEQ");
+
+		t8deq_cur = !(e && !strcmp(e, "0"));
+	}
+	return t8deq_cur;
+}
+
 /* The node's byte -> float map on n contiguous bytes: a DequantizeLinear,
  * or a float-output table node (qlut_range's kernels). */
 static void qdq_deq(const struct qnode *q, const uint8_t *x, int64_t n, float *y)
@@ -3059,6 +3114,10 @@ static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 			if (B == 16 && q->lutb && mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
 				d = qdq_t16_lut_vbmi(q->lutb, (uint8_t *)xq + c0 * HW + p0, HW,
 						     (int)cnt, np, y);
+			else if (B == 8 && !q->lut && mi_quant_isa() >= MI_QISA_AVX2 &&
+				 (a->dtype == MI_DT_UINT8 || a->dtype == MI_DT_INT8) && t8deq_on())
+				d = qdq_t8_deq_avx2(xq + c0 * HW + p0, HW, (int)cnt, np,
+						    a->dtype == MI_DT_UINT8, a->scale, a->zp, y);
 			qdq_t16(tb, B, (uint8_t *)xq + c0 * HW + p0 + d, HW, (int)cnt, np - d, false);
 			qdq_deq(q, tb, (np - d) * B, y + d * B);
 		} else if (!q->lut) { /* C4 -> planar */

@@ -18,8 +18,8 @@ fp32 sum is exact whatever the kernel's order: the fast run must equal
 (MI_CPU_ISA=generic|avx2|avx512: blocks of 4, 8, 16 floats), at 1 thread
 and split over 3 threads (MI_QUANT_SPLIT_ALL=1), and equal the same
 binary with MI_QUANT_QDQ_LAYOUT=0 (both sides planar); =1 (C4 bytes,
-planar floats) equals --reference, and so does =7 (a Q writing planar
-bytes also reads blocked floats).  ~2 s.
+planar floats) equals --reference, and so do =7 (a Q writing planar
+bytes also reads blocked floats) and =2 (blocked floats, planar bytes).  ~2 s.
 """
 import os
 import shutil
@@ -140,6 +140,8 @@ def main():
                 c4only, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="1"), threads=t)
                 # also a Q writing planar bytes from blocked floats
                 all7, err7 = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="7"), threads=t)
+                # blocked floats, planar bytes (the DQ's 8x8 transpose on AVX2)
+                blk2, err2 = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="2"), threads=t)
                 nblk = err.count("fp32 side blocked")
                 nlut = err.count("HardSigmoid '") if lut else 1
                 nc4 = err.count("quantized side C4")
@@ -151,6 +153,8 @@ def main():
                 check(np.array_equal(c4only, ref), what + ": MI_QUANT_QDQ_LAYOUT=1 == --reference")
                 check(np.array_equal(all7, ref) and err7.count("blocked") >= 2,
                       what + ": MI_QUANT_QDQ_LAYOUT=7 (%d blocked) == --reference" % err7.count("blocked"))
+                check(np.array_equal(blk2, ref) and err2.count("blocked") >= 1,
+                      what + ": MI_QUANT_QDQ_LAYOUT=2 (%d blocked) == --reference" % err2.count("blocked"))
                 if not np.array_equal(got, ref):
                     print("   max diff", np.abs(got - ref).max())
     shutil.rmtree(tmp, ignore_errors=True)

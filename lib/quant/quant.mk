@@ -30,6 +30,7 @@ BENCHES += bench-quant
 check-quant: $(QUANT_TESTS) $(O)/metainfer
 	$(O)/lib/quant/tests/test-qkernels 400
 	$(PYTHON) lib/quant/tests/test-quantize.py
+	$(PYTHON) lib/quant/tests/test-equalize.py
 	$(PYTHON) lib/quant/tests/test-qdq-layout.py
 	$(PYTHON) lib/quant/tests/test-qsplit.py
 	$(PYTHON) tools/models/digits.py --eval --check

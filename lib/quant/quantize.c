@@ -3546,7 +3546,7 @@ static bool depthwise_conv(const struct mi_graph *g, const struct mi_node *n)
 static const char *act_class(const struct qctx *c, int i)
 {
 	const struct mi_graph *g = c->g;
-	int t = c->qt[i].t, p = producer_of(g, t), only = -1;
+	int t = c->qt[i].t, p = producer_of(g, t);
 	bool act = false, sig = false;
 
 	if (p < 0)
@@ -3563,7 +3563,6 @@ static const char *act_class(const struct qctx *c, int i)
 							   !strcmp(g->nodes[k].op_type, "HardSwish") ||
 							   !strcmp(g->nodes[k].op_type, "HardSigmoid")))
 				sig = true;
-	(void)only;
 	if (!strcmp(g->nodes[p].op_type, "Conv")) {
 		bool dw = depthwise_conv(g, &g->nodes[p]);
 

@@ -192,6 +192,24 @@ int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
 		mi_qweights_free(w);
 		return -ENOMEM;
 	}
+	if (mi_quant_isa_max() == MI_QISA_AVX2 || mi_quant_isa() == MI_QISA_AVX2) {
+		size_t n = bytes / 4;
+
+		w->w16 = aligned_alloc(64, (bytes * 2 + 63) & ~(size_t)63);
+		if (!w->w16) {
+			mi_qweights_free(w);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < n; i++) {
+			const int8_t *q = w->packed + i * 4;
+			int16_t *d = w->w16 + i * 4;
+
+			d[0] = q[0];
+			d[1] = q[2];
+			d[2] = q[1];
+			d[3] = q[3];
+		}
+	}
 	return 0;
 }
 
@@ -200,6 +218,7 @@ void mi_qweights_free(struct mi_qweights *w)
 	free(w->packed);
 	free(w->wsum);
 	free(w->amx);
+	free(w->w16);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -278,6 +297,62 @@ tile_avx2(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 #undef MI_Q_FIN
 		}
 	}
+}
+
+/*
+ * AVX2 with weights widened at pack time (w->w16; a is that block, cast):
+ * a pixel's 4 bytes k0 k1 k2 k3 split in-lane into the int16 pairs
+ * (k0, k2) (and 0x00ff) and (k1, k3) (shift right 8), times the row's
+ * broadcast (w0, w2) and (w1, w3) by vpmaddwd: exact, one int32 sum per
+ * pixel and lane (no horizontal adds), no lane crossing.  4 rows x 16
+ * pixels of sums in registers at a time (8 + 4 + 2 ymm).
+ */
+__attribute__((target("avx2,fma"))) static void
+tile_avx2w(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
+	   int32_t *acc)
+{
+	const __m256i lo8 = _mm256_set1_epi16(0x00ff);
+
+	for (int rh = 0; rh < 2; rh++)
+		for (int ph = 0; ph < 2; ph++) {
+			__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
+			__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+			const int32_t *ap = (const int32_t *)(const void *)a + rh * 8;
+			const uint8_t *bp = b + ph * 64;
+
+			for (int kq = 0; kq < k4; kq++) {
+				__m256i b0 = _mm256_loadu_si256((const void *)bp);
+				__m256i b1 = _mm256_loadu_si256((const void *)(bp + 32));
+				__m256i e0 = _mm256_and_si256(b0, lo8), o0 = _mm256_srli_epi16(b0, 8);
+				__m256i e1 = _mm256_and_si256(b1, lo8), o1 = _mm256_srli_epi16(b1, 8);
+				__m256i we, wo;
+
+#define MI_Q_W16(r, x0, x1)                                                   \
+	we = _mm256_set1_epi32(ap[2 * (r)]);                                  \
+	wo = _mm256_set1_epi32(ap[2 * (r) + 1]);                              \
+	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(e0, we));                 \
+	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(e1, we));                 \
+	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(o0, wo));                 \
+	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(o1, wo))
+				MI_Q_W16(0, c00, c01);
+				MI_Q_W16(1, c10, c11);
+				MI_Q_W16(2, c20, c21);
+				MI_Q_W16(3, c30, c31);
+#undef MI_Q_W16
+				ap += MI_QMR * 2;
+				bp += ldb;
+			}
+			int32_t *o = acc + rh * 4 * MI_QNR + ph * 16;
+
+			_mm256_storeu_si256((void *)o, c00);
+			_mm256_storeu_si256((void *)(o + 8), c01);
+			_mm256_storeu_si256((void *)(o + MI_QNR), c10);
+			_mm256_storeu_si256((void *)(o + MI_QNR + 8), c11);
+			_mm256_storeu_si256((void *)(o + 2 * MI_QNR), c20);
+			_mm256_storeu_si256((void *)(o + 2 * MI_QNR + 8), c21);
+			_mm256_storeu_si256((void *)(o + 3 * MI_QNR), c30);
+			_mm256_storeu_si256((void *)(o + 3 * MI_QNR + 8), c31);
+		}
 }
 
 /* one VNNI row step of the 8x32 tile: row r's 4 int8 weights x 4 uint8 pixels */
@@ -798,17 +873,39 @@ struct kernels {
 	tile_fn tile;
 	epi_fn epi;
 	tile_rq_fn tile_rq; /* NULL: tile + epi */
+	bool w16; /* tile takes w->w16 */
 };
 
-static struct kernels kernels_for(int isa)
+/* the AVX2 tile on the weights widened at pack time (w->w16); off
+ * (MI_QAVX2W=0 or tests): tile_avx2, widening per tile */
+static int avx2w_cur = -1;
+
+int mi_quant_set_avx2w(int on)
+{
+	return avx2w_cur = !!on;
+}
+
+static bool avx2w_on(void)
+{
+	if (avx2w_cur < 0) {
+		const char *e = getenv("MI_QAVX2W");
+
+		avx2w_cur = !(e && !strcmp(e, "0"));
+	}
+	return avx2w_cur;
+}
+
+static struct kernels kernels_for(int isa, const struct mi_qweights *w)
 {
 	switch (isa) {
 	case MI_QISA_AVX512:
-		return (struct kernels){ tile_vnni, epi_avx512, tile_vnni_rq };
+		return (struct kernels){ tile_vnni, epi_avx512, tile_vnni_rq, false };
 	case MI_QISA_AVX2:
-		return (struct kernels){ tile_avx2, epi_avx2, NULL };
+		if (w->w16 && avx2w_on())
+			return (struct kernels){ tile_avx2w, epi_avx2, NULL, true };
+		return (struct kernels){ tile_avx2, epi_avx2, NULL, false };
 	default:
-		return (struct kernels){ tile_generic, epi_generic, NULL };
+		return (struct kernels){ tile_generic, epi_generic, NULL, false };
 	}
 }
 
@@ -872,8 +969,9 @@ static void gemm_item(void *arg, int item, int tid)
 		if (amx && (b - b0) % 4 == 0)
 			mi_qamx_tile(w, 0, oc0, b + 4 <= b1 ? 2 : 1, pb, MI_QNR * 4, NULL, 0, acc);
 		if (!amx)
-			j->k.tile(w->packed + (size_t)b * w->k4 * MI_QMR * 4, pb,
-				  MI_QNR * 4, w->k4, acc);
+			j->k.tile(j->k.w16 ? (const int8_t *)(w->w16 + (size_t)b * w->k4 * MI_QMR * 4) :
+					     w->packed + (size_t)b * w->k4 * MI_QMR * 4,
+				  pb, MI_QNR * 4, w->k4, acc);
 		j->k.epi(amx ? acc + (b - b0) % 4 * MI_QMR * MI_QNR : acc, MI_QNR, rows, np,
 			 j->ep, oc0, ot, MI_QNR);
 		/* transpose the 8 x np tile into Y[p][oc] */
@@ -1064,7 +1162,7 @@ int mi_qgemm(const struct mi_qweights *w, const uint8_t *a, int m, int lda,
 {
 	struct gemm_job j = {
 		.w = w, .a = a, .m = m, .lda = lda, .ldy = ldy, .ep = ep, .y = y,
-		.k = kernels_for(mi_quant_isa()),
+		.k = kernels_for(mi_quant_isa(), w),
 		.amx = mi_quant_isa() == MI_QISA_AVX512 && w->amx && mi_quant_amx(),
 	};
 	int npanel = (m + MI_QNR - 1) / MI_QNR;
@@ -1774,7 +1872,8 @@ static void conv_gemm_item(void *arg, int item, int tid)
 		 * blocks), each block then takes its 8 rows */
 		bool amx = j->amx && blk - blk0 < blk1 - blk0 - (blk1 - blk0) % 2;
 		const int32_t *ab = amx ? acc + (blk - blk0) % 4 * MI_QMR * MI_QNR : acc;
-		const int8_t *wb = w->packed + (size_t)(g * w->nblk + blk) * w->k4 * MI_QMR * 4;
+		size_t wo = (size_t)(g * w->nblk + blk) * w->k4 * MI_QMR * 4;
+		const int8_t *wb = j->k.w16 ? (const int8_t *)(w->w16 + wo) : w->packed + wo;
 		uint8_t *yc4 = j->y + ((size_t)(oc0 / 4) * npix + p0) * 4;
 
 		if (amx && (blk - blk0) % 4 == 0)
@@ -3208,7 +3307,7 @@ static void conv_gemv(const struct mi_qconv *cv, const uint8_t *x, uint8_t flip,
 {
 	const struct mi_qweights *w = &cv->w;
 	struct gemv_job v = { .w = w, .a = a, .ep = ep, .y = y,
-			      .epi = kernels_for(isa).epi, .isa = isa };
+			      .epi = kernels_for(isa, &cv->w).epi, .isa = isa };
 	int nt = call_threads > 0 ? call_threads : par_threads;
 
 	/* the padding channels' weights are 0: any byte there */
@@ -3236,7 +3335,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	struct conv_job j = {
 		.cv = cv, .xsrc = x, .flip = x_signed ? 0x80 : 0,
 		.zx = (uint8_t)(x_signed ? zx + 128 : zx), .ep = ep, .y = y,
-		.k = kernels_for(isa), .dw_isa = isa,
+		.k = kernels_for(isa, &cv->w), .dw_isa = isa,
 		.in_c4 = flags & MI_QCONV_IN_C4,
 		/* 1x1 without pads, any stride: panels read the C4 input (a
 		 * strided 1x1 conv would reorder 4x the pixels it uses) */

@@ -43,6 +43,10 @@ int mi_quant_isa_max(void);
 /* Use AVX-512 VBMI where the CPU has it (default on; tests switch it off
  * to cover the AVX-512 kernels without it).  Returns the setting. */
 int mi_quant_set_vbmi(int on);
+/* AVX2: the dense tile on weights widened to int16 at pack time (built
+ * when the CPU's best ISA is AVX2 or the current ISA is AVX2 at pack
+ * time), or (off; MI_QAVX2W=0) the tile widening them per call. */
+int mi_quant_set_avx2w(int on);
 /* Depthwise convs on small maps through gather tables (AVX-512 VBMI; default
  * on; tests switch it off to cover the row kernels).  Returns the setting. */
 int mi_quant_set_dwtab(int on);
@@ -95,6 +99,11 @@ struct mi_qweights {
 	 * the rows the previous chunk covered. */
 	int8_t *amx;
 	int kc;
+	/* AVX2 (NULL unless the CPU's best quantized ISA is AVX2, or AVX2
+	 * was selected at pack time): packed's layout in int16, each row's
+	 * 4 weights w0 w1 w2 w3 stored as w0 w2 w1 w3 (the two vpmaddwd
+	 * pairs of tile_avx2w) */
+	int16_t *w16;
 };
 
 /* w(g, o, k) callback gives weight k of output channel o of group g. */

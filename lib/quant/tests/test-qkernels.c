@@ -244,6 +244,7 @@ static int test_conv(int iter)
 	struct wctx wc = { w, ocg, kg };
 
 	mi_quant_set_amx(1); /* AMX tiles packed where the CPU has them */
+	mi_quant_set_isa(MI_QISA_AVX2); /* and the AVX2 int16 weights */
 	if (mi_qconv_init(&cv, &s, wget, &wc)) {
 		fprintf(stderr, "conv init failed\n");
 		return 1;
@@ -293,21 +294,24 @@ static int test_conv(int iter)
 			ref_out(&rep, (int)(i / ((size_t)s.oh * s.ow)), acc[i], yr, i);
 		/* every ISA; AVX-512 with and without VBMI (depthwise rows),
 		 * with VBMI and the depthwise gather tables, then with the AMX
-		 * tiles too; last AVX2 with its depthwise row kernels (the
+		 * tiles too; then AVX2 with its depthwise row kernels (the
 		 * channel kernel off) and one-pixel 1x1 convs on the tile
-		 * kernel (GEMV off) */
-		for (int path = 0; path <= mi_quant_isa_max() + 4; path++) {
+		 * kernel (GEMV off); last AVX2 with the old dense tile (int8
+		 * weights widened per call, mi_quant_set_avx2w(0)) */
+		for (int path = 0; path <= mi_quant_isa_max() + 5; path++) {
 			bool rows = path == mi_quant_isa_max() + 4;
-			int isa = rows ? MI_QISA_AVX2 :
+			bool old2 = path == mi_quant_isa_max() + 5;
+			int isa = rows || old2 ? MI_QISA_AVX2 :
 				  path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
-			bool vbmi = path > mi_quant_isa_max() && !rows;
-			bool dwtab = path > mi_quant_isa_max() + 1 && !rows;
-			bool amx = path > mi_quant_isa_max() + 2 && !rows;
+			bool vbmi = path > mi_quant_isa_max() && !rows && !old2;
+			bool dwtab = path > mi_quant_isa_max() + 1 && !rows && !old2;
+			bool amx = path > mi_quant_isa_max() + 2 && !rows && !old2;
 
-			if (rows && mi_quant_isa_max() < MI_QISA_AVX2)
+			if ((rows || old2) && mi_quant_isa_max() < MI_QISA_AVX2)
 				continue;
 			mi_quant_set_dwchan(!rows);
 			mi_quant_set_gemv2(!rows);
+			mi_quant_set_avx2w(!old2);
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
 			if (amx && !mi_quant_set_amx(1))
@@ -396,6 +400,7 @@ static int test_gemm(int iter)
 			acc[i * n + o] = s;
 		}
 	mi_quant_set_amx(1);
+	mi_quant_set_isa(MI_QISA_AVX2); /* the AVX2 int16 weights too */
 	if (mi_qweights_pack(&qw, 1, n, k, wget, &wc))
 		return 1;
 	int32_t *bias = malloc(n * 4);
@@ -416,16 +421,21 @@ static int test_gemm(int iter)
 			for (int o = 0; o < n; o++)
 				ref_out(&rep, o, acc[i * n + o], yr, (size_t)i * ldy + o);
 		/* every ISA, then AVX-512 with the AMX tiles, then AVX2 with
-		 * few rows on the tile kernel (GEMV off) */
-		for (int path = 0; path <= mi_quant_isa_max() + 2; path++) {
+		 * few rows on the tile kernel (GEMV off), then AVX2 with the
+		 * old dense tile (mi_quant_set_avx2w(0)) */
+		for (int path = 0; path <= mi_quant_isa_max() + 3; path++) {
 			bool tiles = path == mi_quant_isa_max() + 2;
-			int isa = tiles ? MI_QISA_AVX2 :
+			bool old2 = path == mi_quant_isa_max() + 3;
+			int isa = tiles || old2 ? MI_QISA_AVX2 :
 				  path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
-			bool amx = path > mi_quant_isa_max() && !tiles;
+			bool amx = path > mi_quant_isa_max() && !tiles && !old2;
 
 			if (tiles && (mi_quant_isa_max() < MI_QISA_AVX2 || m > 4))
 				continue;
+			if (old2 && mi_quant_isa_max() < MI_QISA_AVX2)
+				continue;
 			mi_quant_set_gemv2(!tiles);
+			mi_quant_set_avx2w(!old2);
 			if (amx && (isa != MI_QISA_AVX512 || !mi_quant_set_amx(1)))
 				continue;
 			mi_quant_set_amx(amx);

@@ -320,6 +320,7 @@ tile_avx2w(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 			const int32_t *ap = (const int32_t *)(const void *)a + rh * 8;
 			const uint8_t *bp = b + ph * 64;
 
+#pragma GCC unroll 2
 			for (int kq = 0; kq < k4; kq++) {
 				__m256i b0 = _mm256_loadu_si256((const void *)bp);
 				__m256i b1 = _mm256_loadu_si256((const void *)(bp + 32));

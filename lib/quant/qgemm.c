@@ -877,6 +877,16 @@ struct kernels {
 	bool w16; /* tile takes w->w16 */
 };
 
+bool mi_quant_switch(int *cur, const char *name)
+{
+	if (*cur < 0) {
+		const char *e = getenv(name);
+
+		*cur = !(e && !strcmp(e, "0"));
+	}
+	return *cur;
+}
+
 /* the AVX2 tile on the weights widened at pack time (w->w16); off
  * (MI_QAVX2W=0 or tests): tile_avx2, widening per tile */
 static int avx2w_cur = -1;
@@ -888,12 +898,7 @@ int mi_quant_set_avx2w(int on)
 
 static bool avx2w_on(void)
 {
-	if (avx2w_cur < 0) {
-		const char *e = getenv("MI_QAVX2W");
-
-		avx2w_cur = !(e && !strcmp(e, "0"));
-	}
-	return avx2w_cur;
+	return mi_quant_switch(&avx2w_cur, "MI_QAVX2W");
 }
 
 static struct kernels kernels_for(int isa, const struct mi_qweights *w)
@@ -1092,12 +1097,7 @@ static int gemv2_cur = -1;
  * through the tile kernel's 32-pixel panel, as before gemv_avx2 (A/B). */
 static bool gemv2_on(void)
 {
-	if (gemv2_cur < 0) {
-		const char *e = getenv("MI_QUANT_GEMV2");
-
-		gemv2_cur = !(e && !strcmp(e, "0"));
-	}
-	return gemv2_cur;
+	return mi_quant_switch(&gemv2_cur, "MI_QUANT_GEMV2");
 }
 
 int mi_quant_set_gemv2(int on)
@@ -1247,12 +1247,7 @@ int mi_quant_set_dwtab(int on)
 /* MI_QUANT_DWTAB=0 turns the tables off (A/B runs). */
 static bool dwtab_on(void)
 {
-	if (dwtab_cur < 0) {
-		const char *e = getenv("MI_QUANT_DWTAB");
-
-		dwtab_cur = !(e && !strcmp(e, "0"));
-	}
-	return dwtab_cur;
+	return mi_quant_switch(&dwtab_cur, "MI_QUANT_DWTAB");
 }
 
 static void dwt_free(struct mi_qdwtab *t)
@@ -2323,12 +2318,7 @@ int mi_quant_set_dwchan(int on)
 /* MI_QUANT_DWCHAN=0: the AVX2 row kernels instead of dwk_chan_avx2 (A/B). */
 static bool dwchan_on(void)
 {
-	if (dwchan_cur < 0) {
-		const char *e = getenv("MI_QUANT_DWCHAN");
-
-		dwchan_cur = !(e && !strcmp(e, "0"));
-	}
-	return dwchan_cur;
+	return mi_quant_switch(&dwchan_cur, "MI_QUANT_DWCHAN");
 }
 
 /*

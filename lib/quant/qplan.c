@@ -1431,12 +1431,7 @@ static int lutg_cur = -1;
 /* MI_QUANT_LUTG=0: the AVX2 path looks tables up one byte at a time (A/B). */
 static bool lutg_on(void)
 {
-	if (lutg_cur < 0) {
-		const char *e = getenv("MI_QUANT_LUTG");
-
-		lutg_cur = !(e && !strcmp(e, "0"));
-	}
-	return lutg_cur;
+	return mi_quant_switch(&lutg_cur, "MI_QUANT_LUTG");
 }
 
 /* byte -> byte table: two 128-entry vpermi2b lookups, picked by bit 7 */
@@ -3063,12 +3058,7 @@ static int t8deq_cur = -1;
 /* MI_QUANT_T8DEQ=0: transpose into bytes, then dequantize (A/B). */
 static bool t8deq_on(void)
 {
-	if (t8deq_cur < 0) {
-		const char *e = getenv("MI_QUANT_T8DEQ");
-
-		t8deq_cur = !(e && !strcmp(e, "0"));
-	}
-	return t8deq_cur;
+	return mi_quant_switch(&t8deq_cur, "MI_QUANT_T8DEQ");
 }
 
 /* The node's byte -> float map on n contiguous bytes: a DequantizeLinear,

@@ -34,6 +34,11 @@ enum mi_qisa_id {
 
 /* Best ISA this CPU supports, lowered by MI_CPU_ISA=avx512|avx2|generic. */
 int mi_quant_isa(void);
+/* An A/B switch of the kernels: on unless environment variable `name` is
+ * "0", read once into *cur (-1: unread; the mi_quant_set_* test hooks set
+ * *cur directly). */
+bool mi_quant_switch(int *cur, const char *name);
+
 /* Force an ISA (tests); capped at what the CPU supports.  Returns the ISA
  * actually selected. */
 int mi_quant_set_isa(int isa);

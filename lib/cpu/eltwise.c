@@ -295,9 +295,47 @@ struct elt_job {
  * elements (~2 us) each. */
 #define ELT_GRAIN 16384
 
-static int64_t elt_grain(int64_t units, int64_t ulen, int nt)
+/*
+ * Per-element cost of an op in units of a plain Add, for the two
+ * thresholds above (split from ELT_PAR / w elements, ranges of at least
+ * ELT_GRAIN / w): the transcendental ones (exp, erf, tanh: the fused
+ * GELU, Softmax, Sigmoid...) cost ~5-9 Adds an element (the
+ * Transformer's GELU on 64 x 512 floats took 45 us on one thread at 2
+ * threads, its Softmax on 4 x 64 x 64 14 us; a pool run costs a few us).
+ * MI_CPU_ELT_WEIGHT=0: every op weighs 1 (the old thresholds).
+ */
+#define ELT_HEAVY 8
+
+static int elt_weight_on = -1;
+
+static int elt_weight(const struct elt_node *e)
 {
-	int64_t g = mi_work_grain(units, nt, 4), min = (ELT_GRAIN + ulen - 1) / ulen;
+	if (elt_weight_on < 0) {
+		const char *s = getenv("MI_CPU_ELT_WEIGHT");
+
+		elt_weight_on = !s || *s != '0';
+	}
+	if (!elt_weight_on)
+		return 1;
+	switch (e->op) {
+	case E_SIGMOID:
+	case E_TANH:
+	case E_ERF:
+	case E_EXP:
+	case E_GELU:
+	case E_GELU_TANH:
+	case E_SOFTMAX:
+		return ELT_HEAVY;
+	default:
+		return 1;
+	}
+}
+
+static int64_t elt_grain(const struct elt_node *e, int64_t units,
+			 int64_t ulen, int nt)
+{
+	int64_t g = mi_work_grain(units, nt, 4);
+	int64_t min = (ELT_GRAIN / elt_weight(e) + ulen - 1) / ulen;
 
 	return g > min ? g : min;
 }
@@ -390,7 +428,7 @@ static void same_thread(void *ctx, int t, int nt)
 
 static int nthreads_for(const struct elt_node *e, int64_t units)
 {
-	int nt = e->total < ELT_PAR ? 1 : e->nthreads;
+	int nt = e->total * elt_weight(e) < ELT_PAR ? 1 : e->nthreads;
 
 	return units < nt ? (int)(units > 0 ? units : 1) : nt;
 }
@@ -477,7 +515,7 @@ static int elt_run(struct mi_graph *g, struct mi_node *n)
 		int nt = nthreads_for(e, e->gouter);
 
 		mi_work_init(&gj.w, e->gouter,
-			     elt_grain(e->gouter, e->gdims[e->gnd - 1], nt));
+			     elt_grain(e, e->gouter, e->gdims[e->gnd - 1], nt));
 		mi_pool_run(nt, gen_thread, &gj);
 		return 0;
 	}
@@ -498,7 +536,7 @@ static int elt_run(struct mi_graph *g, struct mi_node *n)
 			int nt = nthreads_for(e, e->total / 16);
 
 			mi_work_init(&sj.w, (e->total + 15) / 16,
-				     elt_grain((e->total + 15) / 16, 16, nt));
+				     elt_grain(e, (e->total + 15) / 16, 16, nt));
 			mi_pool_run(nt, same_thread, &sj);
 			return 0;
 		}
@@ -548,7 +586,7 @@ static int elt_run(struct mi_graph *g, struct mi_node *n)
 	}
 	int nt = nthreads_for(e, j.units);
 
-	mi_work_init(&j.w, j.units, elt_grain(j.units, j.ulen, nt));
+	mi_work_init(&j.w, j.units, elt_grain(e, j.units, j.ulen, nt));
 	mi_pool_run(nt, elt_thread, &j);
 	if (e->op < E_ADD && e->total % 1024) {
 		int64_t done = j.units * 1024;

@@ -189,6 +189,18 @@ static bool use_direct_b(const struct mi_sgemm_args *a,
 	       (mtiles <= 32 || ntiles > 16) && !getenv_pack_b();
 }
 
+static int pbm = -1;
+
+static bool pbm_on(void)
+{
+	if (pbm < 0) {
+		const char *e = getenv("MI_CPU_GEMM_PBM");
+
+		pbm = !e || *e != '0';
+	}
+	return pbm;
+}
+
 struct split {
 	int nt;      /* threads used */
 	int over_n;  /* 1: split N, 0: split M */
@@ -235,6 +247,18 @@ static struct split plan_split(const struct mi_sgemm_args *a,
 	 * finer MR units.  N is also kept when M has fewer panels.
 	 */
 	s.over_n = nt == 1 || ntiles >= 3 * nt || ntiles >= mtiles;
+	/*
+	 * Pre-packed B (constant weights: MatMul/Gemm) and A packed per
+	 * call (the activations): a thread that splits N packs all of A
+	 * once per claimed range (the Transformer's 64 x 512 by 512 x 128:
+	 * 4 ranges, A packed 4 times), one that splits M packs only its own
+	 * rows and reads B as it is.  So such GEMMs split M while it has
+	 * two panels per thread (2 threads, CPU minima: its linear1/2
+	 * MatMuls 66-72 -> 57-58 us, QKV 48 -> 44).  MI_CPU_GEMM_PBM=0:
+	 * the old rule.
+	 */
+	if (nt > 1 && a->pb && !a->pa && mtiles >= 2 * nt && pbm_on())
+		s.over_n = 0;
 	if (s.over_n) {
 		if (nt > ntiles)
 			nt = (int)ntiles;

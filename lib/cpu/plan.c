@@ -88,12 +88,26 @@ static const struct variant *find_variant(const char *op)
  * inception_v3 32->32/64 @109x109 3-6 vs 4-5 ms), while F(4x4,3x3)'s
  * rounding (~5x F(2x2,3x3)'s, transforms reaching 8 and 1/24) adds up:
  * a random-weight inception_v3, whose 3x3 layers on big maps all have
- * 32..96 input channels, missed 1e-4 vs PyTorch (1.76e-4; 6.6e-5 now). */
+ * 32..96 input channels, missed 1e-4 vs PyTorch (1.76e-4; 6.6e-5 now).
+ * The 14x14 figures are AVX-512's; with AVX2 (12 accumulators, the
+ * direct tile is half as wide) Winograd wins there from 16 tiles
+ * (13x13-16x16 maps): ResNet-18's 3x3 256 @14x14 2.5-2.6 -> 1.5-1.6 ms
+ * CPU at 1 thread, ResNet-50's 3.0-3.8 -> 1.4-1.6 ms (AMD Zen 3).
+ * MI_CPU_WINO14=0: 25 tiles on every ISA. */
 static int wino_pays(const struct mi_conv_shape *s)
 {
+	int mint = 25;
 	int tiles = ((s->oh + 3) / 4) * ((s->ow + 3) / 4);
+	static int w14 = -1;
 
-	return s->c >= 128 && s->m >= 16 && tiles >= 25;
+	if (w14 < 0) {
+		const char *e = getenv("MI_CPU_WINO14");
+
+		w14 = !e || *e != '0';
+	}
+	if (w14 && mi_cpu_isa() == MI_ISA_AVX2)
+		mint = 16;
+	return s->c >= 128 && s->m >= 16 && tiles >= mint;
 }
 
 /* The NCHWc pass leaves Winograd's convs to this planner. */

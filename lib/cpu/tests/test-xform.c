@@ -185,7 +185,7 @@ static int64_t prod(const int64_t *d, int nd)
  * 2 Mul(Mul(x, 0.5), p).  spoil: 0 none, 1 Div by 2 (not GELU),
  * 2 the Erf output also a second consumer's input, 3 add 2 not 1.
  */
-static void gelu_erf_case(int scale_form, int tail, int spoil, bool big)
+static void gelu_erf_case(int scale_form, int tail, int spoil, int big)
 {
 	struct mi_graph g;
 	int64_t d[4];
@@ -193,8 +193,11 @@ static void gelu_erf_case(int scale_form, int tail, int spoil, bool big)
 	char what[96];
 
 	rand_shape(d, &nd);
+	/* big 1: split by element count; 2: 16K-24K elements, split only
+	 * because Erf weighs 8 (MI_CPU_ELT_WEIGHT) */
 	if (big)
-		d[0] = 70000 / prod(d + 1, nd - 1) + 1;
+		d[0] = (big == 1 ? 70000 : 16000 + rint_(0, 8000)) /
+			       prod(d + 1, nd - 1) + 1;
 	mi_graph_init(&g);
 	x = tensor(&g, "x", nd, d, MI_TF_INPUT, 5.0f);
 	u = tmp(&g, x), e = tmp(&g, x), p = tmp(&g, x), q = tmp(&g, x);
@@ -727,6 +730,11 @@ int main(void)
 			gelu_erf_case(sf, t, 0, sf == 1 && t == 2);
 	for (int sp = 1; sp <= 3; sp++)
 		gelu_erf_case(sp == 1 ? 0 : sp, sp % 3, sp, false);
+	/* GELUs split over 2 and 3 threads from 8K elements */
+	for (xf_threads = 2; xf_threads <= 3; xf_threads++)
+		for (int r = 0; r < 4; r++)
+			gelu_erf_case(r % 3, r % 3, 0, 2);
+	xf_threads = 2;
 	for (int cf = 0; cf < 2; cf++)
 		for (int t = 0; t < 3; t++)
 			gelu_tanh_case(cf, t, 0);

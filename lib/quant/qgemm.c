@@ -1551,6 +1551,9 @@ int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 				}
 		dwt_amx_pack(cv->dwt, s);
 	}
+	if (!err && mi_qwino_fits(s) &&
+	    (mi_quant_isa_max() == MI_QISA_AVX2 || mi_quant_isa() == MI_QISA_AVX2))
+		cv->wino = mi_qwino_build(s, get, ctx); /* NULL: the direct path */
 	return err;
 }
 
@@ -1560,6 +1563,7 @@ void mi_qconv_fini(struct mi_qconv *cv)
 	free(cv->dww);
 	free(cv->wsum_dw);
 	dwt_free(cv->dwt);
+	mi_qwino_free(cv->wino);
 	memset(cv, 0, sizeof(*cv));
 }
 
@@ -1597,9 +1601,11 @@ size_t mi_qconv_workspace(const struct mi_qconv *cv)
 {
 	/* per-thread area for up to 64 threads */
 	int nt = par_threads > 64 ? 64 : par_threads;
+	size_t b = ((conv_xi_bytes(cv) + 63) & ~(size_t)63) + conv_ws_per_thread(cv) * nt + 64;
 
-	return ((conv_xi_bytes(cv) + 63) & ~(size_t)63) +
-	       conv_ws_per_thread(cv) * nt + 64;
+	if (cv->wino && mi_qwino_workspace(cv->wino, nt) > b)
+		b = mi_qwino_workspace(cv->wino, nt);
+	return b;
 }
 
 struct conv_job {
@@ -3346,7 +3352,10 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	j.xi = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
 	j.ws = j.xi + ((conv_xi_bytes(cv) + 63) & ~(size_t)63);
 	j.ws_per = conv_ws_per_thread(cv);
-	if (conv_gemv_use(cv, isa)) {
+	if (cv->wino && isa == MI_QISA_AVX2 && mi_qwino_on()) {
+		mi_qwino_run(cv->wino, x, j.in_c4, j.flip, j.zx, ep, y, ws, epi_avx2, par_for,
+			     call_threads > 0 ? call_threads : par_threads);
+	} else if (conv_gemv_use(cv, isa)) {
 		conv_gemv(cv, x, j.flip, ep, y, j.xi, isa);
 	} else if (dwt_use(cv, isa, ep) && !(flags & MI_QCONV_IN_C4)) {
 		dwt_run(cv, x, j.zx, j.flip, ep, y);

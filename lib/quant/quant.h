@@ -176,6 +176,7 @@ struct mi_qconv {
 	int8_t *dww;        /* depthwise: [oc][kh * kw] */
 	int32_t *wsum_dw;   /* depthwise: [oc] */
 	struct mi_qdwtab *dwt; /* depthwise on small maps: gather tables (qgemm.c) */
+	struct mi_qwino *wino; /* 3x3 stride 1 on AVX2: Winograd F(2x2,3x3) (qwino.c) */
 };
 
 /* Prepare a conv: weights w(g,o,c,ky,kx) via get(ctx, g, o, k) with
@@ -201,6 +202,35 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 /* comp[o] = bias[o] (or 0) - zx_u8 * wsum[o]. */
 void mi_qconv_comp(const struct mi_qconv *cv, const int32_t *bias, int zx_u8,
 		   int32_t *comp);
+
+/* ---- exact int8 Winograd F(2x2, 3x3) for AVX2 (qwino.c) ---------------
+ * 3x3 stride-1 convs of group 1 with at least MI_QWINO_MIN_C input and
+ * MI_QWINO_MIN_OC output channels: mi_qconv_init builds it when the
+ * quantized ISA is AVX2 (as the w16 weights) and mi_qconv_run takes it on
+ * AVX2 while the switch is on (MI_QUANT_WINO=0 off).  Same output bytes
+ * as the direct path. */
+#define MI_QWINO_MIN_C 16
+#define MI_QWINO_MIN_OC 16
+struct mi_qwino;
+/* the epilogue the direct path runs (qgemm.c's epi_avx2) */
+typedef void (*mi_qepi_fn)(const int32_t *acc, int ldacc, int rows, int np,
+			   const struct mi_qepi *ep, int oc0, void *out, ptrdiff_t ldo);
+int mi_quant_set_wino(int on);
+bool mi_qwino_on(void);
+bool mi_qwino_fits(const struct mi_qconv_shape *s);
+/* NULL: the shape does not fit, the weights could overflow the exact
+ * int32 sums (4 * 255 * max_o sum |w_o| >= 2^31), or no memory. */
+struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, const void *ctx);
+void mi_qwino_free(struct mi_qwino *wn);
+size_t mi_qwino_workspace(const struct mi_qwino *wn, int nthreads);
+/* tests: transformed input of a block in at most this many bytes (0: the
+ * default; 1: one tile row per block) */
+void mi_qwino_test_budget(size_t bytes);
+/* x: planar or (in_c4) C4 input, bytes ^ flip are uint8 with zero point
+ * zx; ws: mi_qwino_workspace() bytes; pf(n, fn, arg) on nt threads. */
+int mi_qwino_run(const struct mi_qwino *wn, const void *x, bool in_c4, uint8_t flip,
+		 uint8_t zx, const struct mi_qepi *ep, void *y, void *ws, mi_qepi_fn epi,
+		 mi_qparallel_for pf, int nt);
 
 /* ---- reference helpers (tests) -------------------------------------- */
 /* Scalar requantization: exactly what every kernel path computes. */

@@ -12,11 +12,11 @@ $(QUANT_OBJS): $(wildcard lib/quant/*.h lib/*.h)
 $(LIB_A): $(QUANT_OBJS)
 
 # The kernel test and benchmark need only the kernels (no IR, no loader).
-$(O)/lib/quant/tests/test-qkernels: lib/quant/tests/test-qkernels.c $(O)/lib/quant/qgemm.o $(O)/lib/quant/qvec.o $(O)/lib/quant/qamx.o
+$(O)/lib/quant/tests/test-qkernels: lib/quant/tests/test-qkernels.c $(O)/lib/quant/qgemm.o $(O)/lib/quant/qvec.o $(O)/lib/quant/qamx.o $(O)/lib/quant/qwino.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $^ -o $@ $(QUANT_LDLIBS)
 
-$(O)/lib/quant/tests/bench-qconv: lib/quant/tests/bench-qconv.c $(O)/lib/quant/qgemm.o $(O)/lib/quant/qamx.o
+$(O)/lib/quant/tests/bench-qconv: lib/quant/tests/bench-qconv.c $(O)/lib/quant/qgemm.o $(O)/lib/quant/qamx.o $(O)/lib/quant/qwino.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $^ -o $@ $(QUANT_LDLIBS)
 

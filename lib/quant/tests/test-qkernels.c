@@ -117,6 +117,8 @@ static bool chan_focus;
 static bool px1_focus; /* 1x1 convs on one pixel (SE FCs: the GEMV path) */
 static bool dense_focus; /* few input channels (RGB first convs: the gather tables) */
 static int px1_cases;
+static bool wino_focus; /* 3x3 stride-1 convs (AVX2 Winograd F(2x2,3x3)) */
+static int wino_cases;
 static int fake_threads = 3;
 
 static int test_conv(int iter)
@@ -190,6 +192,21 @@ static int test_conv(int iter)
 		s.h = rndi(s.kh, 40);
 		s.w = rndi(s.kw, 60);
 	}
+	if (wino_focus) {
+		s.group = 1;
+		s.c = rnd() % 4 ? rndi(MI_QWINO_MIN_C, 40) : rndi(41, 100);
+		s.oc = rnd() % 4 ? rndi(MI_QWINO_MIN_OC, 40) : rndi(41, 72);
+		s.kh = s.kw = 3;
+		s.sh = s.sw = s.dh = s.dw = 1;
+		s.h = rnd() % 4 ? rndi(1, 12) : rndi(13, 30);
+		s.w = rnd() % 4 ? rndi(1, 20) : rndi(21, 45);
+		s.pt = rndi(0, 2);
+		s.pb = rnd() % 2 ? s.pt : rndi(0, 2);
+		s.pl = rndi(0, 2);
+		s.pr = rnd() % 2 ? s.pl : rndi(0, 2);
+		/* one tile row per block now and then (block edges) */
+		mi_qwino_test_budget(rnd() % 2 ? 1 : 0);
+	}
 	int eh = (s.kh - 1) * s.dh + 1, ew = (s.kw - 1) * s.dw + 1;
 
 	if (s.h + s.pt + s.pb < eh || s.w + s.pl + s.pr < ew)
@@ -252,6 +269,7 @@ static int test_conv(int iter)
 	mi_qconv_comp(&cv, bias, zxu, comp);
 	dw_cases += cv.depthwise;
 	px1_cases += px1_focus;
+	wino_cases += cv.wino != NULL;
 	dwtab_cases += cv.depthwise && cv.dwt;
 	densetab_cases += !cv.depthwise && cv.dwt;
 	/* C4 layouts where the shapes allow them */
@@ -312,6 +330,7 @@ static int test_conv(int iter)
 			mi_quant_set_dwchan(!rows);
 			mi_quant_set_gemv2(!rows);
 			mi_quant_set_avx2w(!old2);
+			mi_quant_set_wino(!rows && !old2);
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
 			if (amx && !mi_quant_set_amx(1))
@@ -342,10 +361,11 @@ static int test_conv(int iter)
 				while (!memcmp(yr + i * es, yk + i * es, es))
 					i++;
 				fprintf(stderr,
-					"FAIL conv iter %d isa %s%s mode %d%s%s: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
+					"FAIL conv iter %d isa %s%s%s mode %d%s%s: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
 					iter, mi_quant_isa_name(isa),
 					amx ? "+vbmi+dwtab+amx" : dwtab ? "+vbmi+dwtab" : vbmi ? "+vbmi" :
-					rows ? "-dwrows" : "", mode,
+					rows ? "-dwrows" : "",
+					cv.wino && isa == MI_QISA_AVX2 && !rows && !old2 ? "+wino" : "", mode,
 					in_c4 ? " in-c4" : "",
 					ep.out_c4 ? " out-c4" : "", s.c, s.oc, s.group,
 					s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt,
@@ -795,9 +815,19 @@ int main(int argc, char **argv)
 		fails += test_conv(5 * i + 2);
 	}
 	dense_focus = false;
+	/* 3x3 stride-1 convs: Winograd on AVX2 vs the others, 1 to 3 (fake)
+	 * threads */
+	wino_focus = true;
+	for (int i = 0; i < n / 4; i++) {
+		fake_threads = 2 + i % 2;
+		mi_quant_set_parallel(i % 3 ? fake_for : NULL, fake_threads);
+		fails += test_conv(5 * i + 2);
+	}
+	wino_focus = false;
+	mi_qwino_test_budget(0);
 	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d q/dq-c4 + %d maxpool cases, x %d ISAs: %d failures\n",
 	       n, n, n, n, n, n, mi_quant_isa_max() + 1, fails);
-	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels; %d 1x1 on one pixel)\n",
-	       dw_cases, dwtab_cases, densetab_cases, chan_cases, px1_cases);
+	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels; %d 1x1 on one pixel; %d 3x3 with Winograd)\n",
+	       dw_cases, dwtab_cases, densetab_cases, chan_cases, px1_cases, wino_cases);
 	return fails ? 1 : 0;
 }

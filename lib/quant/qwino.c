@@ -1,0 +1,592 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Exact int8 Winograd F(2x2, 3x3) for 3x3 stride-1 convs on AVX2 (no
+ * VNNI): 16 multiplies per 2x2 output tile and channel instead of 36.
+ *
+ * Integer transforms, no fractions: with 2G = [2 0 0; 1 1 1; 1 -1 1; 0 0 2]
+ * the weight transform U = (2G) g (2G)^T is 4 G g G^T, integer, |U| <=
+ * 9 * 128 = 1152; the input transform V = B^T d B (entries 0, +-1) of the
+ * uint8 input (int8 flipped by 0x80, pads = zx, as the direct path sees
+ * it) has |V| <= 4 * 255 = 1020.  M = sum over channels of U . V by
+ * vpmaddwd on channel pairs (int16 x int16 -> int32, no saturation: the
+ * -32768 pair never occurs), Y = A^T M A (entries 0, +-1) = 4 x the
+ * direct path's int32 sum sum_k w[k] x_u8[k].  vpaddd/vpmaddwd are ring
+ * arithmetic mod 2^32, so Y is that exactly whenever 4 x the sum fits in
+ * int32: mi_qwino_build checks 4 * 255 * max_o sum |w_o| < 2^31 (else
+ * NULL: the direct path).  Y >> 2 then goes through the direct path's
+ * epilogue (comp, requantization, every output mode and layout), so the
+ * output bytes equal the direct path's and the generic ISA's.
+ *
+ * Work item: a block of rb tile rows (2 rb output rows, all their
+ * tiles) and a chunk of output channels.  The item transforms the
+ * block's input (all channels, int16, [16 positions][channel pairs]
+ * [tiles][2]: sized to stay in L2), then per 4 output channels runs the
+ * 16 GEMMs (4 channels x 16 tiles of int32 sums in registers, like
+ * tile_avx2w), the output transform into 4 rows of sums of the block's
+ * output pixels (raster order) and the epilogue on them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <immintrin.h>
+
+#include "quant/quant.h"
+
+#define WR 4  /* output channels per GEMM tile */
+#define WT 16 /* tiles per GEMM tile */
+
+struct mi_qwino {
+	int c, oc, h, w, oh, ow, pt, pl;
+	int c4n;      /* channel quads: ceil(c / 4) */
+	int c2n;      /* channel pairs of the transformed input: 2 * c4n */
+	int nob;      /* output blocks of WR channels */
+	int th, tw;   /* tile rows, tiles per row */
+	int rb, nb;   /* tile rows per block, blocks */
+	int ldv, ldm; /* tiles per row of V (per channel pair), of M */
+	int lk, lp;   /* staging: even/odd row length, padded input row length */
+	int npb;      /* output pixels of a full block */
+	size_t v_bytes, m_bytes, y_bytes, p_bytes, e_bytes, ws_per;
+	int16_t *u;   /* [16][nob][c2n][WR][2] */
+};
+
+static int wino_cur = -1;
+
+int mi_quant_set_wino(int on)
+{
+	return wino_cur = !!on;
+}
+
+bool mi_qwino_on(void)
+{
+	return mi_quant_switch(&wino_cur, "MI_QUANT_WINO");
+}
+
+static int rup(int a, int b)
+{
+	return (a + b - 1) / b * b;
+}
+
+static size_t rup64(size_t a)
+{
+	return (a + 63) & ~(size_t)63;
+}
+
+bool mi_qwino_fits(const struct mi_qconv_shape *s)
+{
+	return s->group == 1 && s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 &&
+	       s->dh == 1 && s->dw == 1 && s->c >= MI_QWINO_MIN_C &&
+	       s->oc >= MI_QWINO_MIN_OC && s->oh == s->h + s->pt + s->pb - 2 &&
+	       s->ow == s->w + s->pl + s->pr - 2;
+}
+
+/* Transformed input of one block in at most ~this many bytes (Zen 3: 512
+ * KB L2 per core, shared with the weights of a position and the sums). */
+#define WINO_V_BUDGET (192 * 1024)
+
+static size_t v_budget = WINO_V_BUDGET;
+
+void mi_qwino_test_budget(size_t bytes)
+{
+	v_budget = bytes ? bytes : WINO_V_BUDGET;
+}
+
+struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, const void *ctx)
+{
+	struct mi_qwino *wn;
+	int64_t smax = 0;
+
+	if (!mi_qwino_fits(s))
+		return NULL;
+	for (int o = 0; o < s->oc; o++) {
+		int64_t sum = 0;
+
+		for (int k = 0; k < s->c * 9; k++) {
+			int v = get(ctx, 0, o, k);
+
+			sum += v < 0 ? -v : v;
+		}
+		smax = sum > smax ? sum : smax;
+	}
+	/* 4 x the sum of w x_u8 (x_u8 <= 255) must fit in int32 */
+	if (smax * 255 * 4 >= ((int64_t)1 << 31))
+		return NULL;
+	wn = calloc(1, sizeof(*wn));
+	if (!wn)
+		return NULL;
+	wn->c = s->c;
+	wn->oc = s->oc;
+	wn->h = s->h;
+	wn->w = s->w;
+	wn->oh = s->oh;
+	wn->ow = s->ow;
+	wn->pt = s->pt;
+	wn->pl = s->pl;
+	wn->c4n = (s->c + 3) / 4;
+	wn->c2n = 2 * wn->c4n;
+	wn->nob = (s->oc + WR - 1) / WR;
+	wn->th = (s->oh + 1) / 2;
+	wn->tw = (s->ow + 1) / 2;
+
+	/* tile rows per block: the transformed input within the budget,
+	 * blocks of even size */
+	size_t per_row = (size_t)16 * wn->c2n * wn->tw * 4;
+	int rbmax = (int)(v_budget / per_row);
+
+	rbmax = rbmax < 1 ? 1 : rbmax > wn->th ? wn->th : rbmax;
+	wn->nb = (wn->th + rbmax - 1) / rbmax;
+	wn->rb = (wn->th + wn->nb - 1) / wn->nb;
+	wn->nb = (wn->th + wn->rb - 1) / wn->rb;
+
+	int nt = wn->rb * wn->tw;
+
+	wn->ldv = rup(nt, WT);
+	/* output transform: 8 tiles at a time per tile row */
+	wn->ldm = wn->ldv > nt - wn->tw + rup(wn->tw, 8) ? wn->ldv : nt - wn->tw + rup(wn->tw, 8);
+	wn->lk = rup(wn->tw, 16) + 32;
+	wn->lp = 2 * wn->lk;
+	wn->npb = 2 * wn->rb * wn->ow;
+	wn->v_bytes = rup64((size_t)16 * wn->c2n * wn->ldv * 4);
+	wn->m_bytes = rup64((size_t)16 * WR * wn->ldm * 4);
+	wn->y_bytes = rup64((size_t)WR * wn->npb * 4 + 64 * 4);
+	wn->p_bytes = rup64((size_t)16 * wn->lp * 4);
+	wn->e_bytes = rup64((size_t)16 * 2 * wn->lk + 32);
+	wn->ws_per = wn->v_bytes + wn->m_bytes + wn->y_bytes + wn->p_bytes + wn->e_bytes +
+		     rup64(16 * 2 * WT * 4);
+
+	size_t ub = (size_t)16 * wn->nob * wn->c2n * WR * 2 * sizeof(int16_t);
+
+	wn->u = aligned_alloc(64, rup64(ub));
+	if (!wn->u) {
+		free(wn);
+		return NULL;
+	}
+	memset(wn->u, 0, rup64(ub));
+	for (int o = 0; o < s->oc; o++)
+		for (int c = 0; c < s->c; c++) {
+			int g[3][3], t[4][3];
+
+			for (int k = 0; k < 9; k++)
+				g[k / 3][k % 3] = get(ctx, 0, o, c * 9 + k);
+			/* t = (2G) g */
+			for (int j = 0; j < 3; j++) {
+				t[0][j] = 2 * g[0][j];
+				t[1][j] = g[0][j] + g[1][j] + g[2][j];
+				t[2][j] = g[0][j] - g[1][j] + g[2][j];
+				t[3][j] = 2 * g[2][j];
+			}
+			/* u = t (2G)^T */
+			for (int i = 0; i < 4; i++) {
+				int u[4] = { 2 * t[i][0], t[i][0] + t[i][1] + t[i][2],
+					     t[i][0] - t[i][1] + t[i][2], 2 * t[i][2] };
+
+				for (int jj = 0; jj < 4; jj++) {
+					size_t at = ((((size_t)(i * 4 + jj) * wn->nob + o / WR) *
+						      wn->c2n + c / 2) * WR + o % WR) * 2 + c % 2;
+
+					wn->u[at] = (int16_t)u[jj];
+				}
+			}
+		}
+	return wn;
+}
+
+void mi_qwino_free(struct mi_qwino *wn)
+{
+	if (!wn)
+		return;
+	free(wn->u);
+	free(wn);
+}
+
+size_t mi_qwino_workspace(const struct mi_qwino *wn, int nthreads)
+{
+	return wn->ws_per * nthreads + 64;
+}
+
+struct wino_job {
+	const struct mi_qwino *wn;
+	const uint8_t *x;
+	bool in_c4;
+	uint8_t flip, zx;
+	const struct mi_qepi *ep;
+	uint8_t *y;
+	uint8_t *ws;
+	mi_qepi_fn epi;
+	int nchunk, bpc; /* output blocks in nchunk chunks of bpc */
+};
+
+/* 32 bytes of padded-row pixels -> 16 even-column bytes, 16 odd ones */
+__attribute__((target("avx2"))) static void deint_planar(const uint8_t *p, int lp, uint8_t *e,
+							 uint8_t *o)
+{
+	const __m256i sh = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+					    0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+
+	for (int x = 0; x < lp; x += 32) {
+		__m256i v = _mm256_permute4x64_epi64(
+			_mm256_shuffle_epi8(_mm256_loadu_si256((const void *)(p + x)), sh), 0xd8);
+
+		_mm_storeu_si128((void *)(e + x / 2), _mm256_castsi256_si128(v));
+		_mm_storeu_si128((void *)(o + x / 2), _mm256_extracti128_si256(v, 1));
+	}
+}
+
+/* C4 row (lp pixels x 4 channels) -> channel q's even columns at
+ * e + q * qs (lp / 2 bytes), its odd ones lk bytes after them */
+__attribute__((target("avx2"))) static void deint_c4(const uint8_t *p, int lp, uint8_t *e,
+						     size_t qs, int lk)
+{
+	/* per lane (px a b c d): channel q's dword = a c b d */
+	const __m256i s1 = _mm256_setr_epi8(0, 8, 4, 12, 1, 9, 5, 13, 2, 10, 6, 14, 3, 11, 7, 15,
+					    0, 8, 4, 12, 1, 9, 5, 13, 2, 10, 6, 14, 3, 11, 7, 15);
+	const __m256i pm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	/* per channel 8 bytes e0 e1 o0 o1 e2 e3 o2 o3 -> lane: q even dword,
+	 * q' even, q odd, q' odd */
+	const __m256i s2 = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+					    0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+
+	for (int x = 0; x < lp; x += 8) {
+		__m256i v = _mm256_loadu_si256((const void *)(p + (size_t)x * 4));
+
+		v = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, s1), pm),
+					s2);
+		/* lane 0: q0 e, q1 e, q0 o, q1 o; lane 1: q2, q3 */
+		__m128i l0 = _mm256_castsi256_si128(v), l1 = _mm256_extracti128_si256(v, 1);
+		uint8_t *d = e + x / 2;
+
+		_mm_storeu_si32(d, l0);
+		_mm_storeu_si32(d + qs, _mm_srli_si128(l0, 4));
+		_mm_storeu_si32(d + lk, _mm_srli_si128(l0, 8));
+		_mm_storeu_si32(d + qs + lk, _mm_srli_si128(l0, 12));
+		_mm_storeu_si32(d + 2 * qs, l1);
+		_mm_storeu_si32(d + 3 * qs, _mm_srli_si128(l1, 4));
+		_mm_storeu_si32(d + 2 * qs + lk, _mm_srli_si128(l1, 8));
+		_mm_storeu_si32(d + 3 * qs + lk, _mm_srli_si128(l1, 12));
+	}
+}
+
+/* n bytes src ^ flip -> dst */
+__attribute__((target("avx2"))) static void copy_flip(uint8_t *dst, const uint8_t *src, size_t n,
+						      uint8_t flip)
+{
+	if (!flip) {
+		memcpy(dst, src, n);
+		return;
+	}
+	__m256i f = _mm256_set1_epi8((char)flip);
+	size_t i = 0;
+
+	for (; i + 32 <= n; i += 32)
+		_mm256_storeu_si256((void *)(dst + i),
+				    _mm256_xor_si256(_mm256_loadu_si256((const void *)(src + i)), f));
+	for (; i < n; i++)
+		dst[i] = src[i] ^ flip;
+}
+
+/*
+ * Staging of one tile row ty for channel quad cq: es[(q * 4 + r) * 2 * lk]
+ * = the even columns of input row 2 ty - pt + r of channel 4 cq + q in
+ * padded coordinates (x = ix + pl), lk bytes, then the odd ones.
+ */
+static void wino_stage(const struct wino_job *j, int cq, int ty, uint8_t *ps, uint8_t *es)
+{
+	const struct mi_qwino *wn = j->wn;
+	size_t hw = (size_t)wn->h * wn->w;
+	int lp = wn->lp;
+	/* input columns copied: [0, wc) at padded x = pl.. (lp >= 2 tw + 2
+	 * >= pl + w) */
+	int wc = wn->w;
+
+	for (int r = 0; r < 4; r++) {
+		int iy = 2 * ty - wn->pt + r;
+		bool in = iy >= 0 && iy < wn->h;
+
+		if (j->in_c4) {
+			uint8_t *p = ps + (size_t)r * lp * 4;
+
+			if (!in) {
+				memset(p, j->zx, (size_t)lp * 4);
+			} else {
+				memset(p, j->zx, (size_t)wn->pl * 4);
+				copy_flip(p + (size_t)wn->pl * 4,
+					  j->x + ((size_t)cq * hw + (size_t)iy * wn->w) * 4,
+					  (size_t)wc * 4, j->flip);
+				memset(p + (size_t)(wn->pl + wc) * 4, j->zx,
+				       (size_t)(lp - wn->pl - wc) * 4);
+			}
+			/* four channels' rows r */
+			deint_c4(p, lp, es + (size_t)r * 2 * wn->lk, (size_t)4 * 2 * wn->lk, wn->lk);
+			continue;
+		}
+		for (int q = 0; q < 4; q++) {
+			int ch = cq * 4 + q;
+			uint8_t *p = ps + (size_t)(q * 4 + r) * lp;
+			uint8_t *e = es + (size_t)(q * 4 + r) * 2 * wn->lk;
+
+			if (!in || ch >= wn->c) {
+				memset(p, j->zx, lp);
+			} else {
+				memset(p, j->zx, wn->pl);
+				copy_flip(p + wn->pl, j->x + (size_t)ch * hw + (size_t)iy * wn->w, wc,
+					  j->flip);
+				memset(p + wn->pl + wc, j->zx, lp - wn->pl - wc);
+			}
+			deint_planar(p, lp, e, e + wn->lk);
+		}
+	}
+}
+
+/* 16 columns of B^T d B's row i of one channel at tiles k..k+15:
+ * v[0..3] = positions (i, 0..3) */
+__attribute__((target("avx2"), always_inline)) static inline void
+wino_in_row(const uint8_t *es, int lk, int i, int k, __m256i v[4])
+{
+#define MI_W_LD(r, odd, off)                                                   \
+	_mm256_cvtepu8_epi16(_mm_loadu_si128(                                  \
+		(const void *)(es + (size_t)(r) * 2 * lk + (odd) * lk + k + (off))))
+	/* row i of B^T: d0 - d2, d1 + d2, d2 - d1, d1 - d3 */
+	__m256i te, te1, to, to1;
+
+#define MI_W_ROW(dst, odd, off)                                                \
+	do {                                                                   \
+		if (i == 0)                                                    \
+			dst = _mm256_sub_epi16(MI_W_LD(0, odd, off), MI_W_LD(2, odd, off)); \
+		else if (i == 1)                                               \
+			dst = _mm256_add_epi16(MI_W_LD(1, odd, off), MI_W_LD(2, odd, off)); \
+		else if (i == 2)                                               \
+			dst = _mm256_sub_epi16(MI_W_LD(2, odd, off), MI_W_LD(1, odd, off)); \
+		else                                                           \
+			dst = _mm256_sub_epi16(MI_W_LD(1, odd, off), MI_W_LD(3, odd, off)); \
+	} while (0)
+	MI_W_ROW(te, 0, 0);
+	MI_W_ROW(te1, 0, 1);
+	MI_W_ROW(to, 1, 0);
+	MI_W_ROW(to1, 1, 1);
+#undef MI_W_ROW
+#undef MI_W_LD
+	/* columns 2k .. 2k + 3: e[k], o[k], e[k + 1], o[k + 1] */
+	v[0] = _mm256_sub_epi16(te, te1);
+	v[1] = _mm256_add_epi16(to, te1);
+	v[2] = _mm256_sub_epi16(te1, to);
+	v[3] = _mm256_sub_epi16(to, to1);
+}
+
+/* Input transform of tile rows ty0..ty1-1 into v[16][c2n][ldv][2]. */
+__attribute__((target("avx2"))) static void wino_in(const struct wino_job *j, int ty0, int ty1,
+						    int16_t *v, uint8_t *ps, uint8_t *es,
+						    int16_t *tmp)
+{
+	const struct mi_qwino *wn = j->wn;
+	int tw = wn->tw, lk = wn->lk;
+	size_t pstride = (size_t)wn->c2n * wn->ldv * 2; /* int16 per position */
+
+	for (int cq = 0; cq < wn->c4n; cq++)
+		for (int ty = ty0; ty < ty1; ty++) {
+			wino_stage(j, cq, ty, ps, es);
+			for (int tx = 0; tx < tw; tx += 16) {
+				int t0 = (ty - ty0) * tw + tx;
+				/* past the block's last tile (and its
+				 * padding to WT): through tmp */
+				bool via = t0 + 16 > wn->ldv;
+
+				for (int pr = 0; pr < 2; pr++) {
+					const uint8_t *ea = es + (size_t)(2 * pr) * 4 * 2 * lk;
+					const uint8_t *eb = ea + (size_t)4 * 2 * lk;
+					int c2 = cq * 2 + pr;
+
+					for (int i = 0; i < 4; i++) {
+						__m256i va[4], vb[4];
+
+						wino_in_row(ea, lk, i, tx, va);
+						wino_in_row(eb, lk, i, tx, vb);
+						for (int jj = 0; jj < 4; jj++) {
+							int p = i * 4 + jj;
+							__m256i lo = _mm256_unpacklo_epi16(va[jj], vb[jj]);
+							__m256i hi = _mm256_unpackhi_epi16(va[jj], vb[jj]);
+							int16_t *d = via ? tmp + (size_t)(p * 2 + pr) * 32 :
+									   v + p * pstride +
+										   ((size_t)c2 * wn->ldv + t0) * 2;
+
+							_mm256_storeu_si256((void *)d,
+									    _mm256_permute2x128_si256(lo, hi, 0x20));
+							_mm256_storeu_si256((void *)(d + 16),
+									    _mm256_permute2x128_si256(lo, hi, 0x31));
+						}
+					}
+				}
+				if (via) {
+					int n = wn->ldv - t0;
+
+					for (int p = 0; p < 16; p++)
+						for (int pr = 0; pr < 2; pr++)
+							memcpy(v + p * pstride +
+								       ((size_t)(cq * 2 + pr) * wn->ldv + t0) * 2,
+							       tmp + (size_t)(p * 2 + pr) * 32,
+							       (size_t)n * 4);
+				}
+			}
+		}
+}
+
+/* m[r][0..15] (r < 4, ldm apart) = sum over channel pairs of u x v */
+__attribute__((target("avx2"))) static void wino_gemm(const int16_t *u, const int16_t *v,
+						      int c2n, int ldv, int32_t *m, int ldm)
+{
+	__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
+	__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+	const int32_t *up = (const int32_t *)(const void *)u;
+
+#pragma GCC unroll 2
+	for (int k = 0; k < c2n; k++) {
+		__m256i b0 = _mm256_loadu_si256((const void *)v);
+		__m256i b1 = _mm256_loadu_si256((const void *)(v + 16));
+		__m256i w;
+
+#define MI_W_R(r, x0, x1)                                                      \
+	w = _mm256_set1_epi32(up[r]);                                          \
+	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(b0, w));                   \
+	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(b1, w))
+		MI_W_R(0, c00, c01);
+		MI_W_R(1, c10, c11);
+		MI_W_R(2, c20, c21);
+		MI_W_R(3, c30, c31);
+#undef MI_W_R
+		up += WR;
+		v += (size_t)ldv * 2;
+	}
+	_mm256_storeu_si256((void *)m, c00);
+	_mm256_storeu_si256((void *)(m + 8), c01);
+	_mm256_storeu_si256((void *)(m + ldm), c10);
+	_mm256_storeu_si256((void *)(m + ldm + 8), c11);
+	_mm256_storeu_si256((void *)(m + 2 * ldm), c20);
+	_mm256_storeu_si256((void *)(m + 2 * ldm + 8), c21);
+	_mm256_storeu_si256((void *)(m + 3 * ldm), c30);
+	_mm256_storeu_si256((void *)(m + 3 * ldm + 8), c31);
+}
+
+/*
+ * Output transform of row r of m[16][WR][ldm] for tile rows ty0..ty1-1:
+ * Y = (A^T M A) / 4 into yr[(oy - 2 ty0) * ow + ox].
+ */
+__attribute__((target("avx2"))) static void wino_out(const struct mi_qwino *wn, const int32_t *m,
+						     int ty0, int ty1, int32_t *yr)
+{
+	int tw = wn->tw, ow = wn->ow;
+	size_t ps = (size_t)WR * wn->ldm;
+
+	for (int ty = ty0; ty < ty1; ty++)
+		for (int tx = 0; tx < tw; tx += 8) {
+			const int32_t *mt = m + (ty - ty0) * tw + tx;
+			__m256i q[16];
+
+			for (int p = 0; p < 16; p++)
+				q[p] = _mm256_loadu_si256((const void *)(mt + p * ps));
+			__m256i s[4], d[4];
+
+			/* A^T rows: 1 1 1 0, 0 1 -1 -1 */
+			for (int c = 0; c < 4; c++) {
+				s[c] = _mm256_add_epi32(_mm256_add_epi32(q[c], q[4 + c]), q[8 + c]);
+				d[c] = _mm256_sub_epi32(_mm256_sub_epi32(q[4 + c], q[8 + c]), q[12 + c]);
+			}
+			__m256i y00 = _mm256_add_epi32(_mm256_add_epi32(s[0], s[1]), s[2]);
+			__m256i y01 = _mm256_sub_epi32(_mm256_sub_epi32(s[1], s[2]), s[3]);
+			__m256i y10 = _mm256_add_epi32(_mm256_add_epi32(d[0], d[1]), d[2]);
+			__m256i y11 = _mm256_sub_epi32(_mm256_sub_epi32(d[1], d[2]), d[3]);
+			__m256i rows[2][2];
+
+			y00 = _mm256_srai_epi32(y00, 2);
+			y01 = _mm256_srai_epi32(y01, 2);
+			y10 = _mm256_srai_epi32(y10, 2);
+			y11 = _mm256_srai_epi32(y11, 2);
+			__m256i lo = _mm256_unpacklo_epi32(y00, y01), hi = _mm256_unpackhi_epi32(y00, y01);
+
+			rows[0][0] = _mm256_permute2x128_si256(lo, hi, 0x20);
+			rows[0][1] = _mm256_permute2x128_si256(lo, hi, 0x31);
+			lo = _mm256_unpacklo_epi32(y10, y11);
+			hi = _mm256_unpackhi_epi32(y10, y11);
+			rows[1][0] = _mm256_permute2x128_si256(lo, hi, 0x20);
+			rows[1][1] = _mm256_permute2x128_si256(lo, hi, 0x31);
+			int n = ow - 2 * tx < 16 ? ow - 2 * tx : 16;
+
+			for (int dy = 0; dy < 2 && 2 * ty + dy < wn->oh; dy++) {
+				int32_t *o = yr + (size_t)(2 * (ty - ty0) + dy) * ow + 2 * tx;
+
+				if (n == 16) {
+					_mm256_storeu_si256((void *)o, rows[dy][0]);
+					_mm256_storeu_si256((void *)(o + 8), rows[dy][1]);
+				} else {
+					int32_t t[16];
+
+					_mm256_storeu_si256((void *)t, rows[dy][0]);
+					_mm256_storeu_si256((void *)(t + 8), rows[dy][1]);
+					memcpy(o, t, (size_t)n * 4);
+				}
+			}
+		}
+}
+
+static void wino_item(void *arg, int item, int tid)
+{
+	const struct wino_job *j = arg;
+	const struct mi_qwino *wn = j->wn;
+	int blk = item / j->nchunk, chunk = item % j->nchunk;
+	int ty0 = blk * wn->rb, ty1 = ty0 + wn->rb < wn->th ? ty0 + wn->rb : wn->th;
+	int ob0 = chunk * j->bpc, ob1 = ob0 + j->bpc < wn->nob ? ob0 + j->bpc : wn->nob;
+	uint8_t *w = j->ws + (size_t)tid * wn->ws_per;
+	int16_t *v = (int16_t *)(void *)w;
+	int32_t *m = (int32_t *)(void *)(w + wn->v_bytes);
+	int32_t *yacc = (int32_t *)(void *)(w + wn->v_bytes + wn->m_bytes);
+	uint8_t *ps = w + wn->v_bytes + wn->m_bytes + wn->y_bytes;
+	uint8_t *es = ps + wn->p_bytes;
+	int16_t *tmp = (int16_t *)(void *)(es + wn->e_bytes);
+	int nt = (ty1 - ty0) * wn->tw, ng = (nt + WT - 1) / WT;
+	int oy0 = 2 * ty0, oy1 = 2 * ty1 < wn->oh ? 2 * ty1 : wn->oh;
+	int npix = wn->oh * wn->ow, p0 = oy0 * wn->ow, np = (oy1 - oy0) * wn->ow;
+	size_t es_out = j->ep->mode == MI_QOUT_S32 || j->ep->mode == MI_QOUT_F32 ? 4 : 1;
+	size_t vps = (size_t)wn->c2n * wn->ldv * 2;
+
+	if (ob0 >= ob1)
+		return;
+	wino_in(j, ty0, ty1, v, ps, es, tmp);
+	for (int ob = ob0; ob < ob1; ob++) {
+		int oc0 = ob * WR, rows = wn->oc - oc0 < WR ? wn->oc - oc0 : WR;
+
+		for (int p = 0; p < 16; p++) {
+			const int16_t *u = wn->u + ((size_t)p * wn->nob + ob) * wn->c2n * WR * 2;
+
+			for (int g = 0; g < ng; g++)
+				wino_gemm(u, v + p * vps + (size_t)g * WT * 2, wn->c2n, wn->ldv,
+					  m + (size_t)p * WR * wn->ldm + g * WT, wn->ldm);
+		}
+		for (int r = 0; r < rows; r++)
+			wino_out(wn, m + (size_t)r * wn->ldm, ty0, ty1, yacc + (size_t)r * np);
+		uint8_t *out = j->ep->out_c4 ? j->y + ((size_t)(oc0 / 4) * npix + p0) * 4 + oc0 % 4 :
+					       j->y + ((size_t)oc0 * npix + p0) * es_out;
+
+		j->epi(yacc, np, rows, np, j->ep, oc0, out, npix);
+	}
+}
+
+int mi_qwino_run(const struct mi_qwino *wn, const void *x, bool in_c4, uint8_t flip,
+		 uint8_t zx, const struct mi_qepi *ep, void *y, void *ws, mi_qepi_fn epi,
+		 mi_qparallel_for pf, int nt)
+{
+	struct wino_job j = {
+		.wn = wn, .x = x, .in_c4 = in_c4, .flip = flip, .zx = zx, .ep = ep, .y = y,
+		.ws = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63), .epi = epi,
+	};
+
+	/* few blocks for the threads (small maps): output channel chunks
+	 * too, each redoing its block's input transform */
+	j.nchunk = 1;
+	if (nt > 1 && wn->nb < 2 * nt) {
+		j.nchunk = (2 * nt + wn->nb - 1) / wn->nb;
+		j.nchunk = j.nchunk < (wn->nob + 1) / 2 ? j.nchunk : (wn->nob + 1) / 2;
+		j.nchunk = j.nchunk < 1 ? 1 : j.nchunk;
+	}
+	j.bpc = (wn->nob + j.nchunk - 1) / j.nchunk;
+	j.nchunk = (wn->nob + j.bpc - 1) / j.bpc;
+	pf(wn->nb * j.nchunk, wino_item, &j);
+	return 0;
+}

@@ -35,6 +35,9 @@
 
 #define WR 4  /* output channels per GEMM tile */
 #define WT 16 /* tiles per GEMM tile */
+#ifndef WOB
+#define WOB 2 /* GEMM tiles of output channels per pass over the input */
+#endif
 
 struct mi_qwino {
 	int c, oc, h, w, oh, ow, pt, pl;
@@ -47,7 +50,7 @@ struct mi_qwino {
 	int lk, lp;   /* staging: even/odd row length, padded input row length */
 	int npb;      /* output pixels of a full block */
 	size_t v_bytes, m_bytes, y_bytes, p_bytes, e_bytes, ws_per;
-	int16_t *u;   /* [16][nob][c2n][WR][2] */
+	int16_t *u;   /* [nob][16][c2n][WR][2] */
 };
 
 static int wino_cur = -1;
@@ -82,7 +85,7 @@ bool mi_qwino_fits(const struct mi_qconv_shape *s)
 
 /* Transformed input of one block in at most ~this many bytes (Zen 3: 512
  * KB L2 per core, shared with the weights of a position and the sums). */
-#define WINO_V_BUDGET (192 * 1024)
+#define WINO_V_BUDGET (256 * 1024)
 
 static size_t v_budget = WINO_V_BUDGET;
 
@@ -129,13 +132,23 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 	wn->tw = (s->ow + 1) / 2;
 
 	/* tile rows per block: the transformed input within the budget,
-	 * blocks of even size */
-	size_t per_row = (size_t)16 * wn->c2n * wn->tw * 4;
-	int rbmax = (int)(v_budget / per_row);
+	 * the fewest tiles padded to GEMM tiles of WT (whole tile rows per
+	 * block: 28 tiles per row of a 56x56 map in blocks of 4 rows, not 3),
+	 * then the fewest blocks (each streams all of U) */
+	size_t per_tile = (size_t)16 * wn->c2n * 4;
+	int best = -1;
 
-	rbmax = rbmax < 1 ? 1 : rbmax > wn->th ? wn->th : rbmax;
-	wn->nb = (wn->th + rbmax - 1) / rbmax;
-	wn->rb = (wn->th + wn->nb - 1) / wn->nb;
+	for (int rb = 1; rb <= wn->th; rb++) {
+		int nb = (wn->th + rb - 1) / rb, last = wn->th - (nb - 1) * rb;
+		int pad = (nb - 1) * rup(rb * wn->tw, WT) + rup(last * wn->tw, WT);
+
+		if (rb > 1 && per_tile * rup(rb * wn->tw, WT) > v_budget)
+			break;
+		if (best < 0 || pad <= best) {
+			best = pad;
+			wn->rb = rb;
+		}
+	}
 	wn->nb = (wn->th + wn->rb - 1) / wn->rb;
 
 	int nt = wn->rb * wn->tw;
@@ -147,8 +160,8 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 	wn->lp = 2 * wn->lk;
 	wn->npb = 2 * wn->rb * wn->ow;
 	wn->v_bytes = rup64((size_t)16 * wn->c2n * wn->ldv * 4);
-	wn->m_bytes = rup64((size_t)16 * WR * wn->ldm * 4);
-	wn->y_bytes = rup64((size_t)WR * wn->npb * 4 + 64 * 4);
+	wn->m_bytes = rup64((size_t)16 * WOB * WR * wn->ldm * 4);
+	wn->y_bytes = rup64((size_t)WOB * WR * wn->npb * 4 + 64 * 4);
 	wn->p_bytes = rup64((size_t)16 * wn->lp * 4);
 	wn->e_bytes = rup64((size_t)16 * 2 * wn->lk + 32);
 	wn->ws_per = wn->v_bytes + wn->m_bytes + wn->y_bytes + wn->p_bytes + wn->e_bytes +
@@ -181,7 +194,7 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 					     t[i][0] - t[i][1] + t[i][2], 2 * t[i][2] };
 
 				for (int jj = 0; jj < 4; jj++) {
-					size_t at = ((((size_t)(i * 4 + jj) * wn->nob + o / WR) *
+					size_t at = ((((size_t)(o / WR) * 16 + i * 4 + jj) *
 						      wn->c2n + c / 2) * WR + o % WR) * 2 + c % 2;
 
 					wn->u[at] = (int16_t)u[jj];
@@ -466,14 +479,13 @@ __attribute__((target("avx2"))) static void wino_gemm(const int16_t *u, const in
 }
 
 /*
- * Output transform of row r of m[16][WR][ldm] for tile rows ty0..ty1-1:
+ * Output transform of row m (positions ps apart) for tile rows ty0..ty1-1:
  * Y = (A^T M A) / 4 into yr[(oy - 2 ty0) * ow + ox].
  */
 __attribute__((target("avx2"))) static void wino_out(const struct mi_qwino *wn, const int32_t *m,
-						     int ty0, int ty1, int32_t *yr)
+						     size_t ps, int ty0, int ty1, int32_t *yr)
 {
 	int tw = wn->tw, ow = wn->ow;
-	size_t ps = (size_t)WR * wn->ldm;
 
 	for (int ty = ty0; ty < ty1; ty++)
 		for (int tx = 0; tx < tw; tx += 8) {
@@ -549,18 +561,23 @@ static void wino_item(void *arg, int item, int tid)
 	if (ob0 >= ob1)
 		return;
 	wino_in(j, ty0, ty1, v, ps, es, tmp);
-	for (int ob = ob0; ob < ob1; ob++) {
-		int oc0 = ob * WR, rows = wn->oc - oc0 < WR ? wn->oc - oc0 : WR;
+	for (int ob = ob0; ob < ob1; ob += WOB) {
+		int nob = ob1 - ob < WOB ? ob1 - ob : WOB;
+		int oc0 = ob * WR, rows = wn->oc - oc0 < nob * WR ? wn->oc - oc0 : nob * WR;
+		size_t mps = (size_t)WOB * WR * wn->ldm;
 
+		/* each 16-tile slice of the input from L1 for the nob tiles */
 		for (int p = 0; p < 16; p++) {
-			const int16_t *u = wn->u + ((size_t)p * wn->nob + ob) * wn->c2n * WR * 2;
+			const int16_t *u = wn->u + ((size_t)ob * 16 + p) * wn->c2n * WR * 2;
 
 			for (int g = 0; g < ng; g++)
-				wino_gemm(u, v + p * vps + (size_t)g * WT * 2, wn->c2n, wn->ldv,
-					  m + (size_t)p * WR * wn->ldm + g * WT, wn->ldm);
+				for (int b = 0; b < nob; b++)
+					wino_gemm(u + (size_t)b * 16 * wn->c2n * WR * 2,
+						  v + p * vps + (size_t)g * WT * 2, wn->c2n, wn->ldv,
+						  m + p * mps + (size_t)b * WR * wn->ldm + g * WT, wn->ldm);
 		}
 		for (int r = 0; r < rows; r++)
-			wino_out(wn, m + (size_t)r * wn->ldm, ty0, ty1, yacc + (size_t)r * np);
+			wino_out(wn, m + (size_t)r * wn->ldm, mps, ty0, ty1, yacc + (size_t)r * np);
 		uint8_t *out = j->ep->out_c4 ? j->y + ((size_t)(oc0 / 4) * npix + p0) * 4 + oc0 % 4 :
 					       j->y + ((size_t)oc0 * npix + p0) * es_out;
 

@@ -156,16 +156,17 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 	wn->ldv = rup(nt, WT);
 	/* output transform: 8 tiles at a time per tile row */
 	wn->ldm = wn->ldv > nt - wn->tw + rup(wn->tw, 8) ? wn->ldv : nt - wn->tw + rup(wn->tw, 8);
-	wn->lk = rup(wn->tw, 16) + 32;
+	/* staging: pairs k and k + 1 of 8-tile chunks read up to rup(tw, 8) */
+	wn->lk = rup(rup(wn->tw, 8) + 1, 16);
 	wn->lp = 2 * wn->lk;
 	wn->npb = 2 * wn->rb * wn->ow;
 	wn->v_bytes = rup64((size_t)16 * wn->c2n * wn->ldv * 4);
 	wn->m_bytes = rup64((size_t)16 * WOB * WR * wn->ldm * 4);
 	wn->y_bytes = rup64((size_t)WOB * WR * wn->npb * 4 + 64 * 4);
-	wn->p_bytes = rup64((size_t)16 * wn->lp * 4);
-	wn->e_bytes = rup64((size_t)16 * 2 * wn->lk + 32);
+	wn->p_bytes = rup64((size_t)4 * wn->lp * 2); /* C4 row; planar: 4 rows + even/odd */
+	wn->e_bytes = rup64((size_t)4 * 2 * 2 * 2 * wn->lk);
 	wn->ws_per = wn->v_bytes + wn->m_bytes + wn->y_bytes + wn->p_bytes + wn->e_bytes +
-		     rup64(16 * 2 * WT * 4);
+		     rup64(16 * 16 * 2);
 
 	size_t ub = (size_t)16 * wn->nob * wn->c2n * WR * 2 * sizeof(int16_t);
 
@@ -245,37 +246,29 @@ __attribute__((target("avx2"))) static void deint_planar(const uint8_t *p, int l
 	}
 }
 
-/* C4 row (lp pixels x 4 channels) -> channel q's even columns at
- * e + q * qs (lp / 2 bytes), its odd ones lk bytes after them */
-__attribute__((target("avx2"))) static void deint_c4(const uint8_t *p, int lp, uint8_t *e,
-						     size_t qs, int lk)
+/*
+ * A C4 row (lp pixels x 4 channels c0 c1 c2 c3) -> the staging of its two
+ * channel pairs: pair A = (c0, c1), B = (c2, c3), each pixel's pair 2
+ * bytes; even pixels at e[0] (A) / e[2] (B), odd ones at e[1] / e[3].
+ */
+__attribute__((target("avx2"))) static void deint_c4(const uint8_t *p, int lp, uint8_t *const e[4])
 {
-	/* per lane (px a b c d): channel q's dword = a c b d */
-	const __m256i s1 = _mm256_setr_epi8(0, 8, 4, 12, 1, 9, 5, 13, 2, 10, 6, 14, 3, 11, 7, 15,
-					    0, 8, 4, 12, 1, 9, 5, 13, 2, 10, 6, 14, 3, 11, 7, 15);
+	/* per lane (pixels a b c d, words A B): Aa Ac | Ab Ad | Ba Bc | Bb Bd */
+	const __m256i s1 = _mm256_setr_epi8(0, 1, 8, 9, 4, 5, 12, 13, 2, 3, 10, 11, 6, 7, 14, 15,
+					    0, 1, 8, 9, 4, 5, 12, 13, 2, 3, 10, 11, 6, 7, 14, 15);
 	const __m256i pm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-	/* per channel 8 bytes e0 e1 o0 o1 e2 e3 o2 o3 -> lane: q even dword,
-	 * q' even, q odd, q' odd */
-	const __m256i s2 = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
-					    0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
 
 	for (int x = 0; x < lp; x += 8) {
-		__m256i v = _mm256_loadu_si256((const void *)(p + (size_t)x * 4));
-
-		v = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, s1), pm),
-					s2);
-		/* lane 0: q0 e, q1 e, q0 o, q1 o; lane 1: q2, q3 */
+		__m256i v = _mm256_permutevar8x32_epi32(
+			_mm256_shuffle_epi8(_mm256_loadu_si256((const void *)(p + (size_t)x * 4)), s1),
+			pm);
 		__m128i l0 = _mm256_castsi256_si128(v), l1 = _mm256_extracti128_si256(v, 1);
-		uint8_t *d = e + x / 2;
 
-		_mm_storeu_si32(d, l0);
-		_mm_storeu_si32(d + qs, _mm_srli_si128(l0, 4));
-		_mm_storeu_si32(d + lk, _mm_srli_si128(l0, 8));
-		_mm_storeu_si32(d + qs + lk, _mm_srli_si128(l0, 12));
-		_mm_storeu_si32(d + 2 * qs, l1);
-		_mm_storeu_si32(d + 3 * qs, _mm_srli_si128(l1, 4));
-		_mm_storeu_si32(d + 2 * qs + lk, _mm_srli_si128(l1, 8));
-		_mm_storeu_si32(d + 3 * qs + lk, _mm_srli_si128(l1, 12));
+		/* pair k = x / 2 at byte 2k = x */
+		_mm_storel_epi64((void *)(e[0] + x), l0);
+		_mm_storel_epi64((void *)(e[1] + x), _mm_unpackhi_epi64(l0, l0));
+		_mm_storel_epi64((void *)(e[2] + x), l1);
+		_mm_storel_epi64((void *)(e[3] + x), _mm_unpackhi_epi64(l1, l1));
 	}
 }
 
@@ -297,70 +290,88 @@ __attribute__((target("avx2"))) static void copy_flip(uint8_t *dst, const uint8_
 		dst[i] = src[i] ^ flip;
 }
 
+/* staging row of slot sl, channel pair pr (0: channels 4 cq, 4 cq + 1;
+ * 1: the next two), even (eo 0) or odd (1) padded columns: lk byte pairs */
+static inline uint8_t *stage_at(const struct mi_qwino *wn, uint8_t *es, int sl, int pr, int eo)
+{
+	return es + (size_t)((sl * 2 + pr) * 2 + eo) * 2 * wn->lk;
+}
+
 /*
- * Staging of one tile row ty for channel quad cq: es[(q * 4 + r) * 2 * lk]
- * = the even columns of input row 2 ty - pt + r of channel 4 cq + q in
- * padded coordinates (x = ix + pl), lk bytes, then the odd ones.
+ * Stage input row iy of channel quad cq into slot sl: per channel pair,
+ * the even and odd columns of the padded row (x = ix + pl; pads and rows
+ * outside the image: zx), each column's two channels side by side, so
+ * that the transform's int16 lanes alternate the pair's channels as the
+ * GEMM's vpmaddwd wants them.
  */
-static void wino_stage(const struct wino_job *j, int cq, int ty, uint8_t *ps, uint8_t *es)
+__attribute__((target("avx2"))) static void wino_stage(const struct wino_job *j, int cq, int iy,
+						       int sl, uint8_t *ps, uint8_t *es)
 {
 	const struct mi_qwino *wn = j->wn;
 	size_t hw = (size_t)wn->h * wn->w;
-	int lp = wn->lp;
-	/* input columns copied: [0, wc) at padded x = pl.. (lp >= 2 tw + 2
-	 * >= pl + w) */
-	int wc = wn->w;
+	int lp = wn->lp, w = wn->w, pl = wn->pl;
+	bool in = iy >= 0 && iy < wn->h;
+	uint8_t *e[4] = { stage_at(wn, es, sl, 0, 0), stage_at(wn, es, sl, 0, 1),
+			  stage_at(wn, es, sl, 1, 0), stage_at(wn, es, sl, 1, 1) };
 
-	for (int r = 0; r < 4; r++) {
-		int iy = 2 * ty - wn->pt + r;
-		bool in = iy >= 0 && iy < wn->h;
-
-		if (j->in_c4) {
-			uint8_t *p = ps + (size_t)r * lp * 4;
-
-			if (!in) {
-				memset(p, j->zx, (size_t)lp * 4);
-			} else {
-				memset(p, j->zx, (size_t)wn->pl * 4);
-				copy_flip(p + (size_t)wn->pl * 4,
-					  j->x + ((size_t)cq * hw + (size_t)iy * wn->w) * 4,
-					  (size_t)wc * 4, j->flip);
-				memset(p + (size_t)(wn->pl + wc) * 4, j->zx,
-				       (size_t)(lp - wn->pl - wc) * 4);
-			}
-			/* four channels' rows r */
-			deint_c4(p, lp, es + (size_t)r * 2 * wn->lk, (size_t)4 * 2 * wn->lk, wn->lk);
-			continue;
+	if (j->in_c4) {
+		if (!in) {
+			for (int q = 0; q < 4; q++)
+				memset(e[q], j->zx, (size_t)2 * wn->lk);
+			return;
 		}
-		for (int q = 0; q < 4; q++) {
-			int ch = cq * 4 + q;
-			uint8_t *p = ps + (size_t)(q * 4 + r) * lp;
-			uint8_t *e = es + (size_t)(q * 4 + r) * 2 * wn->lk;
-
-			if (!in || ch >= wn->c) {
-				memset(p, j->zx, lp);
-			} else {
-				memset(p, j->zx, wn->pl);
-				copy_flip(p + wn->pl, j->x + (size_t)ch * hw + (size_t)iy * wn->w, wc,
-					  j->flip);
-				memset(p + wn->pl + wc, j->zx, lp - wn->pl - wc);
-			}
-			deint_planar(p, lp, e, e + wn->lk);
-		}
+		memset(ps, j->zx, (size_t)pl * 4);
+		copy_flip(ps + (size_t)pl * 4, j->x + ((size_t)cq * hw + (size_t)iy * w) * 4,
+			  (size_t)w * 4, j->flip);
+		memset(ps + (size_t)(pl + w) * 4, j->zx, (size_t)(lp - pl - w) * 4);
+		deint_c4(ps, lp, e);
+		return;
 	}
+	/* planar: each channel's even/odd columns, then byte-interleaved
+	 * in pairs */
+	uint8_t *eo = ps + (size_t)4 * lp; /* [4 channels][even, odd][lk] */
+
+	for (int q = 0; q < 4; q++) {
+		int ch = cq * 4 + q;
+		uint8_t *p = ps + (size_t)q * lp;
+
+		if (!in || ch >= wn->c) {
+			memset(p, j->zx, lp);
+		} else {
+			memset(p, j->zx, pl);
+			copy_flip(p + pl, j->x + (size_t)ch * hw + (size_t)iy * w, w, j->flip);
+			memset(p + pl + w, j->zx, lp - pl - w);
+		}
+		deint_planar(p, lp, eo + (size_t)q * 2 * wn->lk, eo + (size_t)q * 2 * wn->lk + wn->lk);
+	}
+	for (int pr = 0; pr < 2; pr++)
+		for (int h = 0; h < 2; h++) {
+			const uint8_t *a = eo + (size_t)(2 * pr) * 2 * wn->lk + h * wn->lk;
+			const uint8_t *b = a + (size_t)2 * wn->lk;
+			uint8_t *d = e[pr * 2 + h];
+
+			for (int k = 0; k < wn->lk; k += 16) {
+				__m128i va = _mm_loadu_si128((const void *)(a + k));
+				__m128i vb = _mm_loadu_si128((const void *)(b + k));
+
+				_mm_storeu_si128((void *)(d + 2 * k), _mm_unpacklo_epi8(va, vb));
+				_mm_storeu_si128((void *)(d + 2 * k + 16), _mm_unpackhi_epi8(va, vb));
+			}
+		}
 }
 
-/* 16 columns of B^T d B's row i of one channel at tiles k..k+15:
- * v[0..3] = positions (i, 0..3) */
-__attribute__((target("avx2"), always_inline)) static inline void
-wino_in_row(const uint8_t *es, int lk, int i, int k, __m256i v[4])
+/*
+ * B^T d B of one channel pair at tiles k..k+7 of a tile row (int16 lanes:
+ * tile, channel of the pair): rows[r] = the staging of input row r of the
+ * tiles (even columns, odd lk pairs later); position p = 4 i + jj goes to
+ * d + p * ps.
+ */
+__attribute__((target("avx2"))) static inline void
+wino_in8(uint8_t *const rows[4], int lk, int k, int16_t *d, size_t ps)
 {
 #define MI_W_LD(r, odd, off)                                                   \
 	_mm256_cvtepu8_epi16(_mm_loadu_si128(                                  \
-		(const void *)(es + (size_t)(r) * 2 * lk + (odd) * lk + k + (off))))
-	/* row i of B^T: d0 - d2, d1 + d2, d2 - d1, d1 - d3 */
-	__m256i te, te1, to, to1;
-
+		(const void *)(rows[r] + (size_t)(odd) * 2 * lk + 2 * (k + (off)))))
 #define MI_W_ROW(dst, odd, off)                                                \
 	do {                                                                   \
 		if (i == 0)                                                    \
@@ -372,17 +383,23 @@ wino_in_row(const uint8_t *es, int lk, int i, int k, __m256i v[4])
 		else                                                           \
 			dst = _mm256_sub_epi16(MI_W_LD(1, odd, off), MI_W_LD(3, odd, off)); \
 	} while (0)
-	MI_W_ROW(te, 0, 0);
-	MI_W_ROW(te1, 0, 1);
-	MI_W_ROW(to, 1, 0);
-	MI_W_ROW(to1, 1, 1);
+#pragma GCC unroll 4
+	for (int i = 0; i < 4; i++) {
+		/* row i of B^T d: d0 - d2, d1 + d2, d2 - d1, d1 - d3 */
+		__m256i te, te1, to, to1;
+
+		MI_W_ROW(te, 0, 0);
+		MI_W_ROW(te1, 0, 1);
+		MI_W_ROW(to, 1, 0);
+		MI_W_ROW(to1, 1, 1);
+		/* columns 2k .. 2k + 3: e[k], o[k], e[k + 1], o[k + 1] */
+		_mm256_storeu_si256((void *)(d + (4 * i + 0) * ps), _mm256_sub_epi16(te, te1));
+		_mm256_storeu_si256((void *)(d + (4 * i + 1) * ps), _mm256_add_epi16(to, te1));
+		_mm256_storeu_si256((void *)(d + (4 * i + 2) * ps), _mm256_sub_epi16(te1, to));
+		_mm256_storeu_si256((void *)(d + (4 * i + 3) * ps), _mm256_sub_epi16(to, to1));
+	}
 #undef MI_W_ROW
 #undef MI_W_LD
-	/* columns 2k .. 2k + 3: e[k], o[k], e[k + 1], o[k + 1] */
-	v[0] = _mm256_sub_epi16(te, te1);
-	v[1] = _mm256_add_epi16(to, te1);
-	v[2] = _mm256_sub_epi16(te1, to);
-	v[3] = _mm256_sub_epi16(to, to1);
 }
 
 /* Input transform of tile rows ty0..ty1-1 into v[16][c2n][ldv][2]. */
@@ -396,47 +413,29 @@ __attribute__((target("avx2"))) static void wino_in(const struct wino_job *j, in
 
 	for (int cq = 0; cq < wn->c4n; cq++)
 		for (int ty = ty0; ty < ty1; ty++) {
-			wino_stage(j, cq, ty, ps, es);
-			for (int tx = 0; tx < tw; tx += 16) {
-				int t0 = (ty - ty0) * tw + tx;
-				/* past the block's last tile (and its
-				 * padding to WT): through tmp */
-				bool via = t0 + 16 > wn->ldv;
+			/* input rows 2 ty - pt + 0..3 in slots (2 ty + r) % 4:
+			 * the next tile row reuses two */
+			for (int r = ty == ty0 ? 0 : 2; r < 4; r++)
+				wino_stage(j, cq, 2 * ty - wn->pt + r, (2 * ty + r) % 4, ps, es);
+			for (int pr = 0; pr < 2; pr++) {
+				uint8_t *rows[4];
+				int c2 = cq * 2 + pr;
 
-				for (int pr = 0; pr < 2; pr++) {
-					const uint8_t *ea = es + (size_t)(2 * pr) * 4 * 2 * lk;
-					const uint8_t *eb = ea + (size_t)4 * 2 * lk;
-					int c2 = cq * 2 + pr;
+				for (int r = 0; r < 4; r++)
+					rows[r] = stage_at(wn, es, (2 * ty + r) % 4, pr, 0);
+				for (int tx = 0; tx < tw; tx += 8) {
+					int t0 = (ty - ty0) * tw + tx;
 
-					for (int i = 0; i < 4; i++) {
-						__m256i va[4], vb[4];
-
-						wino_in_row(ea, lk, i, tx, va);
-						wino_in_row(eb, lk, i, tx, vb);
-						for (int jj = 0; jj < 4; jj++) {
-							int p = i * 4 + jj;
-							__m256i lo = _mm256_unpacklo_epi16(va[jj], vb[jj]);
-							__m256i hi = _mm256_unpackhi_epi16(va[jj], vb[jj]);
-							int16_t *d = via ? tmp + (size_t)(p * 2 + pr) * 32 :
-									   v + p * pstride +
-										   ((size_t)c2 * wn->ldv + t0) * 2;
-
-							_mm256_storeu_si256((void *)d,
-									    _mm256_permute2x128_si256(lo, hi, 0x20));
-							_mm256_storeu_si256((void *)(d + 16),
-									    _mm256_permute2x128_si256(lo, hi, 0x31));
-						}
+					/* past the block's tiles padded to WT: via tmp */
+					if (t0 + 8 <= wn->ldv) {
+						wino_in8(rows, lk, tx, v + ((size_t)c2 * wn->ldv + t0) * 2,
+							 pstride);
+						continue;
 					}
-				}
-				if (via) {
-					int n = wn->ldv - t0;
-
+					wino_in8(rows, lk, tx, tmp, 16);
 					for (int p = 0; p < 16; p++)
-						for (int pr = 0; pr < 2; pr++)
-							memcpy(v + p * pstride +
-								       ((size_t)(cq * 2 + pr) * wn->ldv + t0) * 2,
-							       tmp + (size_t)(p * 2 + pr) * 32,
-							       (size_t)n * 4);
+						memcpy(v + p * pstride + ((size_t)c2 * wn->ldv + t0) * 2,
+						       tmp + p * 16, (size_t)(wn->ldv - t0) * 4);
 				}
 			}
 		}

@@ -98,8 +98,13 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 {
 	struct mi_qwino *wn;
 	int64_t smax = 0;
+	int8_t *wt;
 
 	if (!mi_qwino_fits(s))
+		return NULL;
+	/* the weights once (get() is a slow callback) */
+	wt = malloc((size_t)s->oc * s->c * 9);
+	if (!wt)
 		return NULL;
 	for (int o = 0; o < s->oc; o++) {
 		int64_t sum = 0;
@@ -107,16 +112,17 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 		for (int k = 0; k < s->c * 9; k++) {
 			int v = get(ctx, 0, o, k);
 
+			wt[(size_t)o * s->c * 9 + k] = (int8_t)v;
 			sum += v < 0 ? -v : v;
 		}
 		smax = sum > smax ? sum : smax;
 	}
 	/* 4 x the sum of w x_u8 (x_u8 <= 255) must fit in int32 */
-	if (smax * 255 * 4 >= ((int64_t)1 << 31))
+	wn = smax * 255 * 4 < ((int64_t)1 << 31) ? calloc(1, sizeof(*wn)) : NULL;
+	if (!wn) {
+		free(wt);
 		return NULL;
-	wn = calloc(1, sizeof(*wn));
-	if (!wn)
-		return NULL;
+	}
 	wn->c = s->c;
 	wn->oc = s->oc;
 	wn->h = s->h;
@@ -172,6 +178,7 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 
 	wn->u = aligned_alloc(64, rup64(ub));
 	if (!wn->u) {
+		free(wt);
 		free(wn);
 		return NULL;
 	}
@@ -181,7 +188,7 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 			int g[3][3], t[4][3];
 
 			for (int k = 0; k < 9; k++)
-				g[k / 3][k % 3] = get(ctx, 0, o, c * 9 + k);
+				g[k / 3][k % 3] = wt[((size_t)o * s->c + c) * 9 + k];
 			/* t = (2G) g */
 			for (int j = 0; j < 3; j++) {
 				t[0][j] = 2 * g[0][j];
@@ -202,6 +209,7 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 				}
 			}
 		}
+	free(wt);
 	return wn;
 }
 

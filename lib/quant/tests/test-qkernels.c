@@ -761,6 +761,34 @@ static int test_pool(int iter)
 	return fails + test_pool_c4(iter, &s, s8);
 }
 
+static int wbound_get(const void *ctx, int g, int o, int k)
+{
+	return -128;
+}
+
+/* Winograd only where 4 x the int32 sums cannot overflow: weights all
+ * -128 on 1827 input channels fit (4 * 255 * 1827 * 9 * 128 < 2^31), on
+ * 1828 they do not (the direct path). */
+static int test_wino_bound(void)
+{
+	struct mi_qconv_shape s = { .c = 1827, .h = 2, .w = 2, .oc = 16, .oh = 2, .ow = 2,
+				    .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1,
+				    .pt = 1, .pl = 1, .pb = 1, .pr = 1, .group = 1 };
+	struct mi_qwino *a = mi_qwino_build(&s, wbound_get, NULL), *b;
+
+	s.c = 1828;
+	b = mi_qwino_build(&s, wbound_get, NULL);
+	if (!a || b) {
+		fprintf(stderr, "FAIL winograd bound: c1827 %s, c1828 %s\n", a ? "built" : "refused",
+			b ? "built" : "refused");
+		mi_qwino_free(a);
+		mi_qwino_free(b);
+		return 1;
+	}
+	mi_qwino_free(a);
+	return 0;
+}
+
 /* A parallel-for that runs the items in reverse order on one thread but
  * hands out thread ids 0..fake_threads-1: the kernels' work splitting and
  * per-thread workspaces are exercised without real threads. */
@@ -825,6 +853,7 @@ int main(int argc, char **argv)
 	}
 	wino_focus = false;
 	mi_qwino_test_budget(0);
+	fails += test_wino_bound();
 	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d q/dq-c4 + %d maxpool cases, x %d ISAs: %d failures\n",
 	       n, n, n, n, n, n, mi_quant_isa_max() + 1, fails);
 	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels; %d 1x1 on one pixel; %d 3x3 with Winograd)\n",

@@ -601,11 +601,20 @@ int mi_qwino_run(const struct mi_qwino *wn, const void *x, bool in_c4, uint8_t f
 		.ws = (uint8_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63), .epi = epi,
 	};
 
-	/* few blocks for the threads (small maps): output channel chunks
-	 * too, each redoing its block's input transform */
+	/* few blocks for the threads (7 on a 56x56 map, 1 on 7x7): output
+	 * channel chunks too, as many as make the items a multiple of the
+	 * threads, each chunk redoing its block's input transform */
 	j.nchunk = 1;
-	if (nt > 1 && wn->nb < 2 * nt) {
-		j.nchunk = (2 * nt + wn->nb - 1) / wn->nb;
+	if (nt > 1 && wn->nb < 4 * nt) {
+		int a = wn->nb, b = nt;
+
+		while (b) {
+			int t = a % b;
+
+			a = b;
+			b = t;
+		}
+		j.nchunk = nt / a;
 		j.nchunk = j.nchunk < (wn->nob + 1) / 2 ? j.nchunk : (wn->nob + 1) / 2;
 		j.nchunk = j.nchunk < 1 ? 1 : j.nchunk;
 	}

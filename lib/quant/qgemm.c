@@ -1554,6 +1554,10 @@ int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 	if (!err && mi_qwino_fits(s) &&
 	    (mi_quant_isa_max() == MI_QISA_AVX2 || mi_quant_isa() == MI_QISA_AVX2))
 		cv->wino = mi_qwino_build(s, get, ctx); /* NULL: the direct path */
+	if (cv->wino && mi_qwino_on()) { /* the int16 weights go unused: the memory back */
+		free(cv->w.w16);
+		cv->w.w16 = NULL;
+	}
 	return err;
 }
 

@@ -107,7 +107,8 @@ struct mi_qweights {
 	/* AVX2 (NULL unless the CPU's best quantized ISA is AVX2, or AVX2
 	 * was selected at pack time): packed's layout in int16, each row's
 	 * 4 weights w0 w1 w2 w3 stored as w0 w2 w1 w3 (the two vpmaddwd
-	 * pairs of tile_avx2w) */
+	 * pairs of tile_avx2w); freed again by mi_qconv_init where the conv
+	 * takes the Winograd path (mi_qwino_on() at init) */
 	int16_t *w16;
 };
 

@@ -35,6 +35,7 @@
 
 #define WR 4  /* output channels per GEMM tile */
 #define WT 16 /* tiles per GEMM tile */
+#define MCH (16 * 8) /* GEMM sums of 8 tiles x 16 positions (int32) */
 #ifndef WOB
 #define WOB 2 /* GEMM tiles of output channels per pass over the input */
 #endif
@@ -46,7 +47,7 @@ struct mi_qwino {
 	int nob;      /* output blocks of WR channels */
 	int th, tw;   /* tile rows, tiles per row */
 	int rb, nb;   /* tile rows per block, blocks */
-	int ldv, ldm; /* tiles per row of V (per channel pair), of M */
+	int ldv;      /* tiles per row of V (per channel pair) */
 	int lk, lp;   /* staging: even/odd row length, padded input row length */
 	int npb;      /* output pixels of a full block */
 	size_t v_bytes, m_bytes, y_bytes, p_bytes, e_bytes, ws_per;
@@ -160,14 +161,12 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 	int nt = wn->rb * wn->tw;
 
 	wn->ldv = rup(nt, WT);
-	/* output transform: 8 tiles at a time per tile row */
-	wn->ldm = wn->ldv > nt - wn->tw + rup(wn->tw, 8) ? wn->ldv : nt - wn->tw + rup(wn->tw, 8);
 	/* staging: pairs k and k + 1 of 8-tile chunks read up to rup(tw, 8) */
 	wn->lk = rup(rup(wn->tw, 8) + 1, 16);
 	wn->lp = 2 * wn->lk;
 	wn->npb = 2 * wn->rb * wn->ow;
 	wn->v_bytes = rup64((size_t)16 * wn->c2n * wn->ldv * 4);
-	wn->m_bytes = rup64((size_t)16 * WOB * WR * wn->ldm * 4);
+	wn->m_bytes = rup64((size_t)WOB * WR * 2 * MCH * 4);
 	wn->y_bytes = rup64((size_t)WOB * WR * wn->npb * 4 + 64 * 4);
 	wn->p_bytes = rup64((size_t)4 * wn->lp * 2); /* C4 row; planar: 4 rows + even/odd */
 	wn->e_bytes = rup64((size_t)4 * 2 * 2 * 2 * wn->lk);
@@ -449,9 +448,10 @@ __attribute__((target("avx2"))) static void wino_in(const struct wino_job *j, in
 		}
 }
 
-/* m[r][0..15] (r < 4, ldm apart) = sum over channel pairs of u x v */
+/* sums over channel pairs of u x v: row r's tiles 0..7 at m + r * 2 * MCH,
+ * tiles 8..15 MCH later */
 __attribute__((target("avx2"))) static void wino_gemm(const int16_t *u, const int16_t *v,
-						      int c2n, int ldv, int32_t *m, int ldm)
+						      int c2n, int ldv, int32_t *m)
 {
 	__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
 	__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
@@ -476,73 +476,76 @@ __attribute__((target("avx2"))) static void wino_gemm(const int16_t *u, const in
 		v += (size_t)ldv * 2;
 	}
 	_mm256_storeu_si256((void *)m, c00);
-	_mm256_storeu_si256((void *)(m + 8), c01);
-	_mm256_storeu_si256((void *)(m + ldm), c10);
-	_mm256_storeu_si256((void *)(m + ldm + 8), c11);
-	_mm256_storeu_si256((void *)(m + 2 * ldm), c20);
-	_mm256_storeu_si256((void *)(m + 2 * ldm + 8), c21);
-	_mm256_storeu_si256((void *)(m + 3 * ldm), c30);
-	_mm256_storeu_si256((void *)(m + 3 * ldm + 8), c31);
+	_mm256_storeu_si256((void *)(m + MCH), c01);
+	_mm256_storeu_si256((void *)(m + 2 * MCH), c10);
+	_mm256_storeu_si256((void *)(m + 3 * MCH), c11);
+	_mm256_storeu_si256((void *)(m + 4 * MCH), c20);
+	_mm256_storeu_si256((void *)(m + 5 * MCH), c21);
+	_mm256_storeu_si256((void *)(m + 6 * MCH), c30);
+	_mm256_storeu_si256((void *)(m + 7 * MCH), c31);
 }
 
 /*
- * Output transform of row m (positions ps apart) for tile rows ty0..ty1-1:
- * Y = (A^T M A) / 4 into yr[(oy - 2 ty0) * ow + ox].
+ * Output transform of 8 consecutive tiles t0.. of a block (t0 % 8 == 0,
+ * tiles of the block's tile rows in raster order) of one output channel:
+ * m[16 positions][8 tiles]; Y = (A^T M A) / 4 into the block's sums yr
+ * (raster order, ow per output row, ny output rows).
  */
-__attribute__((target("avx2"))) static void wino_out(const struct mi_qwino *wn, const int32_t *m,
-						     size_t ps, int ty0, int ty1, int32_t *yr)
+__attribute__((target("avx2"))) static void wino_out8(const struct mi_qwino *wn, const int32_t *m,
+						      int t0, int nt, int ny, int32_t *yr)
 {
 	int tw = wn->tw, ow = wn->ow;
+	__m256i s[4], d[4];
 
-	for (int ty = ty0; ty < ty1; ty++)
-		for (int tx = 0; tx < tw; tx += 8) {
-			const int32_t *mt = m + (ty - ty0) * tw + tx;
-			__m256i q[16];
+	/* A^T rows: 1 1 1 0, 0 1 -1 -1 (loads in the expressions: an array
+	 * of 16 vectors became a rep movsq to the stack) */
+#define MI_W_Q(p) _mm256_loadu_si256((const void *)(m + (p) * 8))
+	for (int c = 0; c < 4; c++) {
+		__m256i q1 = MI_W_Q(4 + c), q2 = MI_W_Q(8 + c);
 
-			for (int p = 0; p < 16; p++)
-				q[p] = _mm256_loadu_si256((const void *)(mt + p * ps));
-			__m256i s[4], d[4];
+		s[c] = _mm256_add_epi32(_mm256_add_epi32(MI_W_Q(c), q1), q2);
+		d[c] = _mm256_sub_epi32(_mm256_sub_epi32(q1, q2), MI_W_Q(12 + c));
+	}
+#undef MI_W_Q
+	__m256i y00 = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(s[0], s[1]), s[2]), 2);
+	__m256i y01 = _mm256_srai_epi32(_mm256_sub_epi32(_mm256_sub_epi32(s[1], s[2]), s[3]), 2);
+	__m256i y10 = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(d[0], d[1]), d[2]), 2);
+	__m256i y11 = _mm256_srai_epi32(_mm256_sub_epi32(_mm256_sub_epi32(d[1], d[2]), d[3]), 2);
+	__m256i lo0 = _mm256_unpacklo_epi32(y00, y01), hi0 = _mm256_unpackhi_epi32(y00, y01);
+	__m256i lo1 = _mm256_unpacklo_epi32(y10, y11), hi1 = _mm256_unpackhi_epi32(y10, y11);
+	/* output rows 2 ty, 2 ty + 1 of the 8 tiles: 16 pixels each */
+	__m256i r00 = _mm256_permute2x128_si256(lo0, hi0, 0x20);
+	__m256i r01 = _mm256_permute2x128_si256(lo0, hi0, 0x31);
+	__m256i r10 = _mm256_permute2x128_si256(lo1, hi1, 0x20);
+	__m256i r11 = _mm256_permute2x128_si256(lo1, hi1, 0x31);
+	int ty = t0 / tw, tx = t0 % tw;
 
-			/* A^T rows: 1 1 1 0, 0 1 -1 -1 */
-			for (int c = 0; c < 4; c++) {
-				s[c] = _mm256_add_epi32(_mm256_add_epi32(q[c], q[4 + c]), q[8 + c]);
-				d[c] = _mm256_sub_epi32(_mm256_sub_epi32(q[4 + c], q[8 + c]), q[12 + c]);
-			}
-			__m256i y00 = _mm256_add_epi32(_mm256_add_epi32(s[0], s[1]), s[2]);
-			__m256i y01 = _mm256_sub_epi32(_mm256_sub_epi32(s[1], s[2]), s[3]);
-			__m256i y10 = _mm256_add_epi32(_mm256_add_epi32(d[0], d[1]), d[2]);
-			__m256i y11 = _mm256_sub_epi32(_mm256_sub_epi32(d[1], d[2]), d[3]);
-			__m256i rows[2][2];
+	if (tx + 8 <= tw && 2 * tx + 16 <= ow) { /* within one tile row and the map */
+		int32_t *o = yr + (size_t)2 * ty * ow + 2 * tx;
 
-			y00 = _mm256_srai_epi32(y00, 2);
-			y01 = _mm256_srai_epi32(y01, 2);
-			y10 = _mm256_srai_epi32(y10, 2);
-			y11 = _mm256_srai_epi32(y11, 2);
-			__m256i lo = _mm256_unpacklo_epi32(y00, y01), hi = _mm256_unpackhi_epi32(y00, y01);
-
-			rows[0][0] = _mm256_permute2x128_si256(lo, hi, 0x20);
-			rows[0][1] = _mm256_permute2x128_si256(lo, hi, 0x31);
-			lo = _mm256_unpacklo_epi32(y10, y11);
-			hi = _mm256_unpackhi_epi32(y10, y11);
-			rows[1][0] = _mm256_permute2x128_si256(lo, hi, 0x20);
-			rows[1][1] = _mm256_permute2x128_si256(lo, hi, 0x31);
-			int n = ow - 2 * tx < 16 ? ow - 2 * tx : 16;
-
-			for (int dy = 0; dy < 2 && 2 * ty + dy < wn->oh; dy++) {
-				int32_t *o = yr + (size_t)(2 * (ty - ty0) + dy) * ow + 2 * tx;
-
-				if (n == 16) {
-					_mm256_storeu_si256((void *)o, rows[dy][0]);
-					_mm256_storeu_si256((void *)(o + 8), rows[dy][1]);
-				} else {
-					int32_t t[16];
-
-					_mm256_storeu_si256((void *)t, rows[dy][0]);
-					_mm256_storeu_si256((void *)(t + 8), rows[dy][1]);
-					memcpy(o, t, (size_t)n * 4);
-				}
-			}
+		_mm256_storeu_si256((void *)o, r00);
+		_mm256_storeu_si256((void *)(o + 8), r01);
+		if (2 * ty + 1 < ny) {
+			_mm256_storeu_si256((void *)(o + ow), r10);
+			_mm256_storeu_si256((void *)(o + ow + 8), r11);
 		}
+		return;
+	}
+	int32_t t[2][16];
+
+	_mm256_storeu_si256((void *)t[0], r00);
+	_mm256_storeu_si256((void *)(t[0] + 8), r01);
+	_mm256_storeu_si256((void *)t[1], r10);
+	_mm256_storeu_si256((void *)(t[1] + 8), r11);
+	for (int i = 0; i < 8 && t0 + i < nt; i++) {
+		int y = (t0 + i) / tw * 2, x = (t0 + i) % tw * 2;
+
+		for (int dy = 0; dy < 2 && y + dy < ny; dy++) {
+			yr[(size_t)(y + dy) * ow + x] = t[dy][2 * i];
+			if (x + 1 < ow)
+				yr[(size_t)(y + dy) * ow + x + 1] = t[dy][2 * i + 1];
+		}
+	}
 }
 
 static void wino_item(void *arg, int item, int tid)
@@ -571,20 +574,21 @@ static void wino_item(void *arg, int item, int tid)
 	for (int ob = ob0; ob < ob1; ob += WOB) {
 		int nob = ob1 - ob < WOB ? ob1 - ob : WOB;
 		int oc0 = ob * WR, rows = wn->oc - oc0 < nob * WR ? wn->oc - oc0 : nob * WR;
-		size_t mps = (size_t)WOB * WR * wn->ldm;
 
-		/* each 16-tile slice of the input from L1 for the nob tiles */
-		for (int p = 0; p < 16; p++) {
-			const int16_t *u = wn->u + ((size_t)ob * 16 + p) * wn->c2n * WR * 2;
-
-			for (int g = 0; g < ng; g++)
+		/* per 16 tiles: the 16 GEMMs of nob x WR channels, each input
+		 * slice from L1 for the nob tiles, the sums (16 KB) in L1 for
+		 * the output transform */
+		for (int g = 0; g < ng; g++) {
+			for (int p = 0; p < 16; p++)
 				for (int b = 0; b < nob; b++)
-					wino_gemm(u + (size_t)b * 16 * wn->c2n * WR * 2,
+					wino_gemm(wn->u + ((size_t)(ob + b) * 16 + p) * wn->c2n * WR * 2,
 						  v + p * vps + (size_t)g * WT * 2, wn->c2n, wn->ldv,
-						  m + p * mps + (size_t)b * WR * wn->ldm + g * WT, wn->ldm);
+						  m + (size_t)b * WR * 2 * MCH + p * 8);
+			for (int r = 0; r < rows; r++)
+				for (int h = 0; h < 2 && g * WT + h * 8 < nt; h++)
+					wino_out8(wn, m + (size_t)(r * 2 + h) * MCH, g * WT + h * 8, nt,
+						  oy1 - oy0, yacc + (size_t)r * np);
 		}
-		for (int r = 0; r < rows; r++)
-			wino_out(wn, m + (size_t)r * wn->ldm, mps, ty0, ty1, yacc + (size_t)r * np);
 		uint8_t *out = j->ep->out_c4 ? j->y + ((size_t)(oc0 / 4) * npix + p0) * 4 + oc0 % 4 :
 					       j->y + ((size_t)oc0 * npix + p0) * es_out;
 

@@ -95,6 +95,15 @@ void mi_qwino_test_budget(size_t bytes)
 	v_budget = bytes ? bytes : WINO_V_BUDGET;
 }
 
+/* GEMM work of n tiles in 16-tile GEMM tiles, the last up to 8 in an
+ * 8-tile one (wino_gemm8, ~10% slower per tile), x 10 */
+static int gemm_cost(int n)
+{
+	int r = n % WT;
+
+	return n / WT * WT * 10 + (r > 8 ? WT * 10 : r ? 88 : 0);
+}
+
 struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, const void *ctx)
 {
 	struct mi_qwino *wn;
@@ -139,15 +148,15 @@ struct mi_qwino *mi_qwino_build(const struct mi_qconv_shape *s, mi_qw_get get, c
 	wn->tw = (s->ow + 1) / 2;
 
 	/* tile rows per block: the transformed input within the budget,
-	 * the fewest tiles padded to GEMM tiles of WT (whole tile rows per
-	 * block: 28 tiles per row of a 56x56 map in blocks of 4 rows, not 3),
-	 * then the fewest blocks (each streams all of U) */
+	 * the fewest tiles padded to GEMM tiles of WT or 8 (whole tile rows
+	 * per block: 28 tiles per row of a 56x56 map in blocks of 4 rows, not
+	 * 3), then the fewest blocks (each streams all of U) */
 	size_t per_tile = (size_t)16 * wn->c2n * 4;
 	int best = -1;
 
 	for (int rb = 1; rb <= wn->th; rb++) {
 		int nb = (wn->th + rb - 1) / rb, last = wn->th - (nb - 1) * rb;
-		int pad = (nb - 1) * rup(rb * wn->tw, WT) + rup(last * wn->tw, WT);
+		int pad = (nb - 1) * gemm_cost(rb * wn->tw) + gemm_cost(last * wn->tw);
 
 		if (rb > 1 && per_tile * rup(rb * wn->tw, WT) > v_budget)
 			break;
@@ -485,6 +494,31 @@ __attribute__((target("avx2"))) static void wino_gemm(const int16_t *u, const in
 	_mm256_storeu_si256((void *)(m + 7 * MCH), c31);
 }
 
+/* The same for 8 tiles (a block's last tiles past its 16-tile GEMM tiles:
+ * 14x14 maps have 49 = 3 x 16 + 1) */
+__attribute__((target("avx2"))) static void wino_gemm8(const int16_t *u, const int16_t *v,
+						       int c2n, int ldv, int32_t *m)
+{
+	__m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
+	const int32_t *up = (const int32_t *)(const void *)u;
+
+#pragma GCC unroll 2
+	for (int k = 0; k < c2n; k++) {
+		__m256i b = _mm256_loadu_si256((const void *)v);
+
+		c0 = _mm256_add_epi32(c0, _mm256_madd_epi16(b, _mm256_set1_epi32(up[0])));
+		c1 = _mm256_add_epi32(c1, _mm256_madd_epi16(b, _mm256_set1_epi32(up[1])));
+		c2 = _mm256_add_epi32(c2, _mm256_madd_epi16(b, _mm256_set1_epi32(up[2])));
+		c3 = _mm256_add_epi32(c3, _mm256_madd_epi16(b, _mm256_set1_epi32(up[3])));
+		up += WR;
+		v += (size_t)ldv * 2;
+	}
+	_mm256_storeu_si256((void *)m, c0);
+	_mm256_storeu_si256((void *)(m + 2 * MCH), c1);
+	_mm256_storeu_si256((void *)(m + 4 * MCH), c2);
+	_mm256_storeu_si256((void *)(m + 6 * MCH), c3);
+}
+
 /*
  * Output transform of 8 consecutive tiles t0.. of a block (t0 % 8 == 0,
  * tiles of the block's tile rows in raster order) of one output channel:
@@ -579,11 +613,14 @@ static void wino_item(void *arg, int item, int tid)
 		 * slice from L1 for the nob tiles, the sums (16 KB) in L1 for
 		 * the output transform */
 		for (int g = 0; g < ng; g++) {
+			bool half = nt - g * WT <= 8;
+
 			for (int p = 0; p < 16; p++)
 				for (int b = 0; b < nob; b++)
-					wino_gemm(wn->u + ((size_t)(ob + b) * 16 + p) * wn->c2n * WR * 2,
-						  v + p * vps + (size_t)g * WT * 2, wn->c2n, wn->ldv,
-						  m + (size_t)b * WR * 2 * MCH + p * 8);
+					(half ? wino_gemm8 : wino_gemm)(
+						wn->u + ((size_t)(ob + b) * 16 + p) * wn->c2n * WR * 2,
+						v + p * vps + (size_t)g * WT * 2, wn->c2n, wn->ldv,
+						m + (size_t)b * WR * 2 * MCH + p * 8);
 			for (int r = 0; r < rows; r++)
 				for (int h = 0; h < 2 && g * WT + h * 8 < nt; h++)
 					wino_out8(wn, m + (size_t)(r * 2 + h) * MCH, g * WT + h * 8, nt,

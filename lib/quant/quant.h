@@ -59,6 +59,10 @@ int mi_quant_set_dwtab(int on);
  * on, MI_QUANT_DWCHAN=0 off; tests switch it off to cover the row
  * kernels).  Returns the setting. */
 int mi_quant_set_dwchan(int on);
+/* AVX2 MaxPool (stride 1 or 2, no dilation): horizontal passes 8 C4
+ * pixels or 32 bytes at a time (default on, MI_QUANT_HMAX2=0 off: byte by
+ * byte).  Returns the setting. */
+int mi_quant_set_hmax2(int on);
 /* AVX2 GEMMs of up to 4 rows and 1x1 convs of one pixel through a GEMV
  * kernel (default on, MI_QUANT_GEMV2=0 off; tests switch it off to cover
  * the tile kernel there).  Returns the setting. */

@@ -445,6 +445,111 @@ hmax_avx512(const uint8_t *t, const struct mi_qpool_shape *s, bool s8, int ox0, 
 	return ox1;
 }
 
+static int hmax2_cur = -1;
+
+int mi_quant_set_hmax2(int on)
+{
+	return hmax2_cur = !!on;
+}
+
+/* MI_QUANT_HMAX2=0: the AVX2 MaxPools' horizontal passes byte by byte (A/B). */
+static bool hmax2_on(void)
+{
+	return mi_quant_switch(&hmax2_cur, "MI_QUANT_HMAX2");
+}
+
+/*
+ * Outputs [ox_lo, ox_hi) of a pooled row whose taps all lie inside the row
+ * (no dilation): the first output past those done with 8 (C4: pixels) or
+ * 32 (planar: bytes) at a time, by AVX2.
+ */
+static void hmax_range(const struct mi_qpool_shape *s, int *ox_lo, int *ox_hi)
+{
+	int lo = (s->pl + s->sw - 1) / s->sw;
+	int hi = s->w - 1 - (s->kw - 1) * s->dw + s->pl;
+
+	hi = hi < 0 ? 0 : hi / s->sw + 1;
+	if (hi > s->ow)
+		hi = s->ow;
+	if (lo > hi)
+		lo = hi;
+	*ox_lo = lo;
+	*ox_hi = hi;
+}
+
+/*
+ * Horizontal pass of the C4 MaxPool, AVX2, stride 1 or 2, no dilation: 8
+ * output pixels (dwords of 4 channels) per step over [ox0, ox1), the max
+ * of kw loads byte by byte; stride 2 keeps the even dwords of two loads
+ * (shufps + vpermq).  Reads up to one pixel past the last tap (tmp's
+ * slack).  Returns the first output not done.
+ */
+__attribute__((target("avx2"))) static int
+hmax_c4_avx2(const uint8_t *t, const struct mi_qpool_shape *s, bool s8, int ox0, int ox1,
+	     uint8_t *y)
+{
+	int ox = ox0;
+
+	for (; ox + 8 <= ox1; ox += 8) {
+		const uint8_t *r = t + (size_t)(ox * s->sw - s->pl) * 4;
+		__m256i a = _mm256_setzero_si256();
+
+		for (int kx = 0; kx < s->kw; kx++) {
+			__m256i b;
+
+			if (s->sw == 1) {
+				b = _mm256_loadu_si256((const __m256i *)(r + kx * 4));
+			} else {
+				__m256 l = _mm256_loadu_ps((const float *)(const void *)(r + kx * 4));
+				__m256 h = _mm256_loadu_ps(
+					(const float *)(const void *)(r + kx * 4 + 32));
+
+				b = _mm256_permute4x64_epi64(
+					_mm256_castps_si256(_mm256_shuffle_ps(l, h, 0x88)), 0xd8);
+			}
+			a = !kx ? b : s8 ? _mm256_max_epi8(a, b) : _mm256_max_epu8(a, b);
+		}
+		_mm256_storeu_si256((__m256i *)(y + (size_t)ox * 4), a);
+	}
+	return ox;
+}
+
+/*
+ * The same for a planar row: 32 output bytes per step; stride 2 keeps the
+ * even bytes of two loads (mask, vpackuswb, vpermq).  Reads up to one byte
+ * past the last tap.
+ */
+__attribute__((target("avx2"))) static int
+hmax_avx2(const uint8_t *t, const struct mi_qpool_shape *s, bool s8, int ox0, int ox1,
+	  uint8_t *y)
+{
+	const __m256i lo8 = _mm256_set1_epi16(0x00ff);
+	int ox = ox0;
+
+	for (; ox + 32 <= ox1; ox += 32) {
+		const uint8_t *r = t + ox * s->sw - s->pl;
+		__m256i a = _mm256_setzero_si256();
+
+		for (int kx = 0; kx < s->kw; kx++) {
+			__m256i b;
+
+			if (s->sw == 1) {
+				b = _mm256_loadu_si256((const __m256i *)(r + kx));
+			} else {
+				__m256i l = _mm256_and_si256(
+					_mm256_loadu_si256((const __m256i *)(r + kx)), lo8);
+				__m256i h = _mm256_and_si256(
+					_mm256_loadu_si256((const __m256i *)(r + kx + 32)), lo8);
+
+				b = _mm256_permute4x64_epi64(_mm256_packus_epi16(l, h), 0xd8);
+			}
+			a = !kx ? b : s8 ? _mm256_max_epi8(a, b) : _mm256_max_epu8(a, b);
+		}
+		_mm256_storeu_si256((__m256i *)(y + ox), a);
+	}
+	return ox;
+}
+
 /* One channel plane; tmp: w bytes. */
 void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8,
 		       uint8_t *tmp, uint8_t *y)
@@ -455,6 +560,7 @@ void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8
 	int ox_hi = s->w - 1 - (s->kw - 1) * s->dw + s->pl;
 	bool v512 = mi_quant_isa() >= MI_QISA_AVX512;
 	bool hv = v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2);
+	bool hv2 = v && !v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) && hmax2_on();
 
 	ox_hi = ox_hi < 0 ? 0 : ox_hi / s->sw + 1;
 	if (ox_hi > s->ow)
@@ -487,6 +593,11 @@ void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8
 				hmax_avx512(tmp, s, s8, ox_lo, ox_hi, y + (size_t)oy * s->ow);
 				ox = ox_hi - 1;
 				continue;
+			}
+			if (hv2 && any && ox == ox_lo) {
+				ox = hmax_avx2(tmp, s, s8, ox_lo, ox_hi, y + (size_t)oy * s->ow);
+				if (ox == s->ow)
+					break;
 			}
 
 			for (int kx = 0; kx < s->kw && any; kx++) {
@@ -535,8 +646,11 @@ hmax_c4_avx512(const uint8_t *t, const struct mi_qpool_shape *s, bool s8, uint8_
 void mi_qmaxpool_plane_c4(const uint8_t *x, const struct mi_qpool_shape *s, bool s8,
 			  uint8_t *tmp, uint8_t *y)
 {
-	int w4 = s->w * 4;
+	int w4 = s->w * 4, ox_lo, ox_hi;
 	bool v = mi_quant_isa() >= MI_QISA_AVX2, v512 = mi_quant_isa() >= MI_QISA_AVX512;
+	bool hv2 = v && !v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) && hmax2_on();
+
+	hmax_range(s, &ox_lo, &ox_hi);
 
 	for (int oy = 0; oy < s->oh; oy++) {
 		uint8_t *yr = y + (size_t)oy * s->ow * 4;
@@ -565,7 +679,12 @@ void mi_qmaxpool_plane_c4(const uint8_t *x, const struct mi_qpool_shape *s, bool
 			hmax_c4_avx512(tmp, s, s8, yr);
 			continue;
 		}
-		for (int ox = 0; ox < s->ow; ox++)
+		for (int ox = 0; ox < s->ow; ox++) {
+			if (hv2 && ox == ox_lo) {
+				ox = hmax_c4_avx2(tmp, s, s8, ox_lo, ox_hi, yr);
+				if (ox == s->ow)
+					break;
+			}
 			for (int c = 0; c < 4; c++) {
 				int m = s8 ? -128 : 0;
 
@@ -580,5 +699,6 @@ void mi_qmaxpool_plane_c4(const uint8_t *x, const struct mi_qpool_shape *s, bool
 				}
 				yr[ox * 4 + c] = (uint8_t)m;
 			}
+		}
 	}
 }

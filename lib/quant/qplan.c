@@ -1454,6 +1454,44 @@ lut8_vbmi(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
 	return i;
 }
 
+/*
+ * The same on AVX2: each 16-entry slice of the table broadcast to both
+ * lanes, looked up by the low nibble (vpshufb) and kept where the high
+ * nibble is the slice's (vpcmpeqb + vpblendvb): 32 bytes per step,
+ * ~2.5x the scalar loop on Zen 3.  Returns the bytes done (a multiple
+ * of 32).
+ */
+__attribute__((target("avx2"))) static int64_t
+lut8_avx2(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	__m256i t[16];
+	int64_t i = 0;
+
+	for (int c = 0; c < 16; c++)
+		t[c] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(lut + 16 * c)));
+	for (; i + 32 <= n; i += 32) {
+		__m256i k = _mm256_loadu_si256((const __m256i *)(x + i));
+		__m256i lo = _mm256_and_si256(k, m4);
+		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(k, 4), m4);
+		__m256i r = _mm256_shuffle_epi8(t[0], lo);
+
+		for (int c = 1; c < 16; c++)
+			r = _mm256_blendv_epi8(r, _mm256_shuffle_epi8(t[c], lo),
+					       _mm256_cmpeq_epi8(hi, _mm256_set1_epi8((char)c)));
+		_mm256_storeu_si256((__m256i *)(y + i), r);
+	}
+	return i;
+}
+
+static int lut8v_cur = -1;
+
+/* MI_QUANT_LUT8=0: the AVX2 path looks byte tables up one byte at a time (A/B). */
+static bool lut8v_on(void)
+{
+	return mi_quant_switch(&lut8v_cur, "MI_QUANT_LUT8");
+}
+
 static bool have_vbmi(void)
 {
 	static int v = -1;
@@ -1463,6 +1501,19 @@ static bool have_vbmi(void)
 		v = __builtin_cpu_supports("avx512vbmi");
 	}
 	return v;
+}
+
+/* y[i] = lut[x[i]] for i < n, on the best path of this CPU. */
+static void lut8_any(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
+{
+	int64_t i = 0;
+
+	if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
+		i = lut8_vbmi(x, lut, n, y);
+	else if (mi_quant_isa() == MI_QISA_AVX2 && lut8v_on())
+		i = lut8_avx2(x, lut, n, y);
+	for (; i < n; i++)
+		y[i] = lut[x[i]];
 }
 
 /* The 256-entry float table as four byte planes: plane k holds byte k of
@@ -1584,15 +1635,12 @@ static void qlut_range(void *arg, int64_t b, int64_t e)
 	const struct qlut_job *j = arg;
 	const struct qnode *q = j->q;
 	const uint8_t *x = j->x + b;
-	int64_t cnt = e - b, i = 0;
+	int64_t cnt = e - b;
 
 	if (q->lut8) {
 		uint8_t *y8 = (uint8_t *)j->y + b;
 
-		if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
-			i = lut8_vbmi(x, q->lut8, cnt, y8);
-		for (; i < cnt; i++)
-			y8[i] = q->lut8[x[i]];
+		lut8_any(x, q->lut8, cnt, y8);
 		return;
 	}
 	lut_f32(q, x, cnt, (float *)j->y + b);
@@ -1952,15 +2000,11 @@ static void qse_item(void *arg, int item, int tid)
 	hw = pb - pa;
 	if (q->se_hw >= 256) { /* the whole plane's choice: the same bytes */
 		uint8_t tab[256];
-		int64_t i = 0;
 
 		for (int b = 0; b < 256; b++)
 			v[b] = q->lut[b] * sv;
 		mi_quantize_f32(v, 256, q->se_y.scale, q->se_y.zp, q->se_y.dtype, tab);
-		if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
-			i = lut8_vbmi(x, tab, hw, y);
-		for (; i < hw; i++)
-			y[i] = tab[x[i]];
+		lut8_any(x, tab, hw, y);
 		return;
 	}
 	if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi()) {
@@ -3265,16 +3309,12 @@ static void requant_copy(const uint8_t *x, const struct qact *a, const struct qa
 	if (n >= 256) {
 		/* 256 possible bytes: requantize them once, then look up */
 		uint8_t idx[256], tab[256];
-		int64_t i = 0;
 
 		for (int k = 0; k < 256; k++)
 			idx[k] = (uint8_t)k;
 		mi_dequantize(idx, a->dtype, 256, a->scale, a->zp, buf);
 		mi_quantize_f32(buf, 256, y->scale, y->zp, y->dtype, tab);
-		if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi())
-			i = lut8_vbmi(x, tab, n, out);
-		for (; i < n; i++)
-			out[i] = tab[x[i]];
+		lut8_any(x, tab, n, out);
 		return;
 	}
 	for (int64_t i = 0; i < n; i += 1024) {

@@ -1770,6 +1770,40 @@ copy_s2_avx512(uint8_t *dst, const uint8_t *src, int n)
 }
 
 /*
+ * The same on AVX2, 8 pixels (the even dwords of two 32-byte loads:
+ * shufps + vpermq) per step while another output follows (so no load
+ * reads past the run's last tap); the rest one pixel at a time.
+ */
+__attribute__((target("avx2"))) static void copy_s2_avx2(uint8_t *dst, const uint8_t *src, int n)
+{
+	int i = 0;
+
+	for (; i + 8 < n; i += 8) {
+		__m256 l = _mm256_loadu_ps((const float *)(const void *)(src + (size_t)i * 8));
+		__m256 h = _mm256_loadu_ps((const float *)(const void *)(src + (size_t)i * 8 + 32));
+
+		_mm256_storeu_si256((__m256i *)(dst + (size_t)i * 4),
+				    _mm256_permute4x64_epi64(
+					    _mm256_castps_si256(_mm256_shuffle_ps(l, h, 0x88)), 0xd8));
+	}
+	for (; i < n; i++)
+		memcpy(dst + i * 4, src + (size_t)i * 8, 4);
+}
+
+static int s2v_cur = -1;
+
+int mi_quant_set_s2v(int on)
+{
+	return s2v_cur = !!on;
+}
+
+/* MI_QUANT_S2V=0: AVX2 stride-2 im2col one pixel at a time (A/B). */
+static bool s2v_on(void)
+{
+	return mi_quant_switch(&s2v_cur, "MI_QUANT_S2V");
+}
+
+/*
  * A panel item's (group, pixel panel, output blocks blk0..blk1): items run
  * over groups, then panels, then chunks of j->bpc output blocks.
  */
@@ -1856,6 +1890,9 @@ static void conv_gemm_item(void *arg, int item, int tid)
 						memcpy(dst, src, run_len[r] * 4);
 					} else if (s->sw == 2 && j->dw_isa == MI_QISA_AVX512) {
 						copy_s2_avx512(dst, src, run_len[r]);
+					} else if (s->sw == 2 && j->dw_isa == MI_QISA_AVX2 &&
+						   s2v_on()) {
+						copy_s2_avx2(dst, src, run_len[r]);
 					} else {
 						for (int i = 0; i < run_len[r]; i++)
 							memcpy(dst + i * 4, src + (size_t)i * s->sw * 4, 4);

@@ -2368,6 +2368,20 @@ static bool dwchan_on(void)
 	return mi_quant_switch(&dwchan_cur, "MI_QUANT_DWCHAN");
 }
 
+static int dwfull_cur = -1;
+
+int mi_quant_set_dwfull(int on)
+{
+	return dwfull_cur = !!on;
+}
+
+/* MI_QUANT_DWFULL=0: dwk_chan_avx2 stores a row's last strip with
+ * vpmaskmovd (slow on AMD) instead of full vectors (A/B). */
+static bool dwfull_on(void)
+{
+	return mi_quant_switch(&dwfull_cur, "MI_QUANT_DWFULL");
+}
+
 /*
  * AVX2, a whole KxK channel (any kernel up to 7x7, stride 1 or 2, no
  * dilation) into int32 rows acc[oy * ow + ox]: int16 pairs times weight
@@ -2381,13 +2395,17 @@ static bool dwchan_on(void)
  * channel and four output rows per 8-pixel strip share each weight
  * vector (four independent chains); dw_rowk_avx2 broadcast every weight
  * again for each 8 pixels of each row.  Reads up to 15 bytes past a row,
- * as dw_rowk_avx2 (the padded plane's slack); the strip's last vector
- * stores its valid lanes only (masked), since the next row's sums are
- * already there.
+ * as dw_rowk_avx2 (the padded plane's slack).  Every store is a full
+ * vector (full): a row's last strip starts at ow - 8 (rows of 8+), or, on
+ * rows narrower than 8, spills up to 7 sums into the next row, which is
+ * stored later, or past the plane's last row (the sums' buffer has 64
+ * bytes of slack; with dw_defer the next channel's sums follow and are
+ * computed later).  Without full (MI_QUANT_DWFULL=0) the last vector
+ * stores its valid lanes only (vpmaskmovd, microcoded on Zen).
  */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh,
-		   int ow, int sh, const int sw, int32_t *acc)
+		   int ow, int sh, const int sw, const bool full, int32_t *acc)
 {
 	__m256i wv[MI_QDW_KMAX * MI_QDW_KMAX];
 	/* weight vectors per kernel row: stride 2 pairs taps */
@@ -2402,8 +2420,12 @@ dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw
 			wv[ky * np + j] = _mm256_set1_epi32(
 				(int)((uint16_t)(int16_t)w[ky * kw + kx] | hi << 16));
 		}
-	for (int x = 0; x < ow; x += 8) {
-		int n = ow - x >= 8 ? 8 : ow - x;
+	for (int x0 = 0; x0 < ow; x0 += 8) {
+		/* full: the last strip of a row 8+ wide moves left onto
+		 * the one before it (the same sums again), one narrower
+		 * than 8 spills into the next row (stored after it) */
+		int x = full && ow >= 8 && x0 + 8 > ow ? ow - 8 : x0;
+		int n = full || ow - x >= 8 ? 8 : ow - x;
 		__m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
 					       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 
@@ -2451,10 +2473,14 @@ __attribute__((target("avx2,fma"))) static void
 dwk_chan_avx2(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh, int ow,
 	      int sh, int sw, int32_t *acc)
 {
-	if (sw == 1)
-		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 1, acc);
+	if (dwfull_on() && sw == 1)
+		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 1, true, acc);
+	else if (dwfull_on())
+		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 2, true, acc);
+	else if (sw == 1)
+		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 1, false, acc);
 	else
-		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 2, acc);
+		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 2, false, acc);
 }
 
 /*

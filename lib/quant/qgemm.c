@@ -3158,12 +3158,70 @@ static void dwt_run(const struct mi_qconv *cv, const uint8_t *x, uint8_t zx, uin
 	par_for(nq * j.nsplit, dwt_item, &j);
 }
 
+static int dwprep_cur = -1;
+
+int mi_quant_set_dwprep(int on)
+{
+	return dwprep_cur = !!on;
+}
+
+/* MI_QUANT_DWPREP=0: AVX2 depthwise planes padded by memcpy/memset per
+ * row (A/B). */
+static bool dwprep_on(void)
+{
+	return mi_quant_switch(&dwprep_cur, "MI_QUANT_DWPREP");
+}
+
+/*
+ * dw_prep_item's copy on AVX2 with 16-byte vectors, no library calls
+ * (MobileNet rows are 7-56 bytes): per row a zero-point vector at the
+ * left pad, the data (xor flip) from row + pl, a zero-point vector from
+ * the right pad on.  Each store may run up to 16 bytes past the row: into
+ * the next row, written after it, or into the plane's 64 bytes of slack.
+ * The loads run up to 15 bytes past a source row except on the tensor's
+ * last row (copied exactly).
+ */
+__attribute__((target("avx2"))) static void
+dw_prep_avx2(const struct conv_job *j, const struct mi_qconv_shape *s, int c, uint8_t *dst,
+	     const uint8_t *src)
+{
+	__m128i z = _mm_set1_epi8((char)j->zx), flip = _mm_set1_epi8((char)j->flip);
+
+	for (size_t y = 0; y < j->hp; y++) {
+		uint8_t *row = dst + y * j->wp;
+		int iy = (int)y - s->pt;
+
+		if (iy < 0 || iy >= s->h) {
+			for (size_t x = 0; x < j->wp; x += 16)
+				_mm_storeu_si128((__m128i *)(row + x), z);
+			continue;
+		}
+		const uint8_t *sp = src + (size_t)iy * s->w;
+		bool last = c == s->c - 1 && iy == s->h - 1;
+		int x = 0;
+
+		_mm_storeu_si128((__m128i *)row, z);
+		for (; x + (last ? 16 : 1) <= s->w; x += 16)
+			_mm_storeu_si128((__m128i *)(row + s->pl + x),
+					 _mm_xor_si128(_mm_loadu_si128((const __m128i *)(sp + x)),
+						       flip));
+		for (; x < s->w; x++)
+			row[s->pl + x] = sp[x] ^ j->flip;
+		_mm_storeu_si128((__m128i *)(row + s->pl + s->w), z);
+	}
+}
+
 static void dw_prep_item(void *arg, int c, int tid)
 {
 	struct conv_job *j = arg;
 	const struct mi_qconv_shape *s = &j->cv->s;
 	uint8_t *dst = j->xi + (size_t)c * (j->hp * j->wp + 64);
 	const uint8_t *src = j->xsrc + (size_t)c * s->h * s->w;
+
+	if (j->dw_isa == MI_QISA_AVX2 && s->pl <= 16 && s->pr <= 16 && dwprep_on()) {
+		dw_prep_avx2(j, s, c, dst, src);
+		return;
+	}
 
 	for (size_t y = 0; y < j->hp; y++) {
 		uint8_t *row = dst + y * j->wp;

@@ -2469,10 +2469,92 @@ dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw
 	}
 }
 
+static int dwvp_cur = -1;
+
+int mi_quant_set_dwvp(int on)
+{
+	return dwvp_cur = !!on;
+}
+
+/* MI_QUANT_DWVP=0: dwk_chan_avx2 one tap per vpmaddwd at stride 1 (A/B). */
+static bool dwvp_on(void)
+{
+	return mi_quant_switch(&dwvp_cur, "MI_QUANT_DWVP");
+}
+
+/*
+ * dwk_chan_avx2 at stride 1 (both ways) for K x K kernels, K = 3 or 5,
+ * with vertical tap pairs: lane i of P[t] holds the int16 pair (input
+ * row oy + t, input row oy + t + 1) at pixel x + i + kx (vpunpcklbw +
+ * vpmovzxbw), multiplied by (w[2q][kx], w[2q + 1][kx]) ((w[K-1][kx], 0)
+ * for the last pair) it adds two taps of output row oy + t - 2q: the
+ * four output rows of a strip share each P, so a kernel column costs
+ * 2 (K + 1) / 2 + 2 pair vectors and 4 (K + 1) / 2 vpmaddwd instead of
+ * 4 K of each (3x3: 6 and 8 instead of 12 and 12).  The same int32 sums
+ * (exact); rows past the plane's last input row are read as that row
+ * (weight 0 or sums not stored).  Stores as the body above (full).
+ */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dwk_vp_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, const int k, int oh, int ow,
+		 int32_t *acc)
+{
+	enum { NQ_MAX = 3 };
+	const int nq = (k + 1) / 2, np = 2 * nq + 2, ylast = oh + k - 2;
+	__m256i wv[NQ_MAX * 5];
+
+	for (int q = 0; q < nq; q++)
+		for (int kx = 0; kx < k; kx++) {
+			uint32_t hi = 2 * q + 1 < k ? (uint16_t)(int16_t)w[(2 * q + 1) * k + kx] : 0;
+
+			wv[q * k + kx] = _mm256_set1_epi32(
+				(int)((uint16_t)(int16_t)w[2 * q * k + kx] | hi << 16));
+		}
+	for (int x0 = 0; x0 < ow; x0 += 8) {
+		int x = ow >= 8 && x0 + 8 > ow ? ow - 8 : x0;
+
+		for (int oy = 0; oy < oh; oy += 4) {
+			const uint8_t *r[2 * NQ_MAX + 3];
+			__m256i a[4];
+
+			for (int t = 0; t <= np; t++)
+				r[t] = xp + (size_t)(oy + t < ylast ? oy + t : ylast) * wp + x;
+			for (int i = 0; i < 4; i++)
+				a[i] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+			for (int kx = 0; kx < k; kx++) {
+#pragma GCC unroll 8
+				for (int t = 0; t < np; t++) {
+					__m256i p = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(
+						_mm_loadl_epi64((const __m128i *)(r[t] + kx)),
+						_mm_loadl_epi64((const __m128i *)(r[t + 1] + kx))));
+
+#pragma GCC unroll 3
+					for (int q = 0; q < nq; q++) {
+						int i = t - 2 * q;
+
+						if (i >= 0 && i < 4)
+							a[i] = _mm256_add_epi32(
+								a[i], _mm256_madd_epi16(p, wv[q * k + kx]));
+					}
+				}
+			}
+			for (int i = 0; i < 4 && oy + i < oh; i++)
+				_mm256_storeu_si256((__m256i *)(acc + (size_t)(oy + i) * ow + x), a[i]);
+		}
+	}
+}
+
 __attribute__((target("avx2,fma"))) static void
 dwk_chan_avx2(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh, int ow,
 	      int sh, int sw, int32_t *acc)
 {
+	if (dwfull_on() && dwvp_on() && sw == 1 && sh == 1 && kh == kw && (kh == 3 || kh == 5)) {
+		if (kh == 3)
+			dwk_vp_avx2_body(xp, wp, w, 3, oh, ow, acc);
+		else
+			dwk_vp_avx2_body(xp, wp, w, 5, oh, ow, acc);
+		return;
+	}
 	if (dwfull_on() && sw == 1)
 		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 1, true, acc);
 	else if (dwfull_on())

@@ -72,6 +72,9 @@ int mi_quant_set_dwfull(int on);
 /* AVX2 depthwise planes padded with 16-byte vectors (default on,
  * MI_QUANT_DWPREP=0 off: memcpy/memset per row).  Returns the setting. */
 int mi_quant_set_dwprep(int on);
+/* dwk_chan_avx2 pairs vertical taps at stride 1, 3x3 and 5x5 (default
+ * on, MI_QUANT_DWVP=0 off).  Returns the setting. */
+int mi_quant_set_dwvp(int on);
 /* AVX2 GEMMs of up to 4 rows and 1x1 convs of one pixel through a GEMV
  * kernel (default on, MI_QUANT_GEMV2=0 off; tests switch it off to cover
  * the tile kernel there).  Returns the setting. */

@@ -356,6 +356,137 @@ tile_avx2w(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 		}
 }
 
+static void epi_avx2(const int32_t *acc, int ldacc, int rows, int np, const struct mi_qepi *ep,
+		     int oc0, void *out, ptrdiff_t ldo);
+
+/*
+ * The requantization and stores of tile_avx2w_rq: four rows (one channel
+ * quad, oc0 % 4 == 0 for C4) x 16 pixels of sums, comp added.  Out of
+ * line: inlined, its constants pushed the k loop's accumulators to the
+ * stack.
+ */
+__attribute__((target("avx2,fma"), noinline)) static void
+rq_store_avx2(__m256i c00, __m256i c01, __m256i c10, __m256i c11, __m256i c20, __m256i c21,
+	      __m256i c30, __m256i c31, const struct mi_qepi *ep, int oc0, uint8_t *out,
+	      ptrdiff_t ldo)
+{
+	const __m256 flo = _mm256_set1_ps(ep->flo), fhi = _mm256_set1_ps(ep->fhi);
+	const __m256i zy = _mm256_set1_epi32(ep->zy);
+	bool u8 = ep->mode == MI_QOUT_U8;
+	const float *mp = ep->mult + oc0;
+#define MI_Q_RQ2(x, r)                                                        \
+	_mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(                    \
+		_mm256_max_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(x),            \
+					    _mm256_set1_ps(mp[r])), flo),     \
+		fhi)), zy)
+#define MI_Q_PK2(x, y) (u8 ? _mm256_packus_epi16(x, y) : _mm256_packs_epi16(x, y))
+	__m256i q00 = MI_Q_RQ2(c00, 0), q01 = MI_Q_RQ2(c01, 0);
+	__m256i q10 = MI_Q_RQ2(c10, 1), q11 = MI_Q_RQ2(c11, 1);
+	__m256i q20 = MI_Q_RQ2(c20, 2), q21 = MI_Q_RQ2(c21, 2);
+	__m256i q30 = MI_Q_RQ2(c30, 3), q31 = MI_Q_RQ2(c31, 3);
+
+	if (ep->out_c4) {
+		uint8_t *o = out;
+		/* per lane: ch0 px0-3, ch1 px0-3, ... -> px0 ch0-3, px1 ... */
+		const __m256i tr = _mm256_setr_epi8(
+			0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+			0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+		__m256i v0 = MI_Q_PK2(_mm256_packs_epi32(q00, q10),
+				      _mm256_packs_epi32(q20, q30));
+		__m256i v1 = MI_Q_PK2(_mm256_packs_epi32(q01, q11),
+				      _mm256_packs_epi32(q21, q31));
+
+		/* lanes: pixels 0-3 | 4-7 (v0), 8-11 | 12-15 (v1) */
+		_mm256_storeu_si256((void *)o, _mm256_shuffle_epi8(v0, tr));
+		_mm256_storeu_si256((void *)(o + 32), _mm256_shuffle_epi8(v1, tr));
+	} else {
+		uint8_t *o = out;
+		/* per lane: row r px 0-3, 8-11, row r+1 px 0-3, 8-11
+		 * (lane 1: 4-7, 12-15); vpermd puts each row's 16 in order */
+		const __m256i pm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+		__m256i v0 = _mm256_permutevar8x32_epi32(
+			MI_Q_PK2(_mm256_packs_epi32(q00, q01),
+				 _mm256_packs_epi32(q10, q11)), pm);
+		__m256i v1 = _mm256_permutevar8x32_epi32(
+			MI_Q_PK2(_mm256_packs_epi32(q20, q21),
+				 _mm256_packs_epi32(q30, q31)), pm);
+
+		_mm_storeu_si128((void *)o, _mm256_castsi256_si128(v0));
+		_mm_storeu_si128((void *)(o + ldo), _mm256_extracti128_si256(v0, 1));
+		_mm_storeu_si128((void *)(o + 2 * ldo), _mm256_castsi256_si128(v1));
+		_mm_storeu_si128((void *)(o + 3 * ldo), _mm256_extracti128_si256(v1, 1));
+	}
+#undef MI_Q_PK2
+#undef MI_Q_RQ2
+}
+
+
+/*
+ * tile_avx2w with epi_avx2's uint8/int8 requantization in registers (full
+ * tiles of 8 rows and 32 pixels; the caller's rq_fits): the sums start at
+ * comp (the same int32 sums), then per 8 pixels of a row the float
+ * operations of epi_avx2 (cvt, * mult, max flo, min fhi, round, + zy),
+ * whose int32 results lie in the output type's range, so the saturating
+ * packs keep them.  C4: a channel quad's four rows packed to bytes
+ * (vpackssdw, vpackuswb/vpacksswb) and transposed to pixel-major by
+ * vpshufb, one 32-byte store per 8 pixels; planar: 16 bytes per row and
+ * 16 pixels.  Partial panels (np < 32) take tile_avx2w + epi_avx2: the
+ * stores would run into pixels that are not the tile's.
+ */
+__attribute__((target("avx2,fma"))) static void
+tile_avx2w_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struct mi_qepi *ep,
+	      int oc0, int np, uint8_t *out, ptrdiff_t ldo)
+{
+	const __m256i lo8 = _mm256_set1_epi16(0x00ff);
+
+	if (np < MI_QNR) {
+		int32_t acc[MI_QMR * MI_QNR];
+
+		tile_avx2w(a, b, ldb, k4, acc);
+		epi_avx2(acc, MI_QNR, MI_QMR, np, ep, oc0,
+			 ep->out_c4 ? (void *)(out + oc0 % 4) : (void *)out, ldo);
+		return;
+	}
+	for (int rh = 0; rh < 2; rh++)
+		for (int ph = 0; ph < 2; ph++) {
+			const int32_t *cp = ep->comp + oc0 + rh * 4;
+			__m256i c00 = _mm256_set1_epi32(cp[0]), c01 = c00;
+			__m256i c10 = _mm256_set1_epi32(cp[1]), c11 = c10;
+			__m256i c20 = _mm256_set1_epi32(cp[2]), c21 = c20;
+			__m256i c30 = _mm256_set1_epi32(cp[3]), c31 = c30;
+			const int32_t *ap = (const int32_t *)(const void *)a + rh * 8;
+			const uint8_t *bp = b + ph * 64;
+
+#pragma GCC unroll 2
+			for (int kq = 0; kq < k4; kq++) {
+				__m256i b0 = _mm256_loadu_si256((const void *)bp);
+				__m256i b1 = _mm256_loadu_si256((const void *)(bp + 32));
+				__m256i e0 = _mm256_and_si256(b0, lo8), o0 = _mm256_srli_epi16(b0, 8);
+				__m256i e1 = _mm256_and_si256(b1, lo8), o1 = _mm256_srli_epi16(b1, 8);
+				__m256i we, wo;
+
+#define MI_Q_W16(r, x0, x1)                                                   \
+	we = _mm256_set1_epi32(ap[2 * (r)]);                                  \
+	wo = _mm256_set1_epi32(ap[2 * (r) + 1]);                              \
+	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(e0, we));                 \
+	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(e1, we));                 \
+	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(o0, wo));                 \
+	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(o1, wo))
+				MI_Q_W16(0, c00, c01);
+				MI_Q_W16(1, c10, c11);
+				MI_Q_W16(2, c20, c21);
+				MI_Q_W16(3, c30, c31);
+#undef MI_Q_W16
+				ap += MI_QMR * 2;
+				bp += ldb;
+			}
+			rq_store_avx2(c00, c01, c10, c11, c20, c21, c30, c31, ep, oc0 + rh * 4,
+				      ep->out_c4 ? out + (rh * ldo + ph * 16) * 4 :
+						   out + rh * 4 * ldo + ph * 16,
+				      ldo);
+		}
+}
+
 /* one VNNI row step of the 8x32 tile: row r's 4 int8 weights x 4 uint8 pixels */
 #define MI_Q_ROW(r, x0, x1)                                                   \
 	w = _mm512_set1_epi32(ap[r]);                                         \
@@ -901,6 +1032,19 @@ static bool avx2w_on(void)
 	return mi_quant_switch(&avx2w_cur, "MI_QAVX2W");
 }
 
+static int avx2rq_cur = -1;
+
+int mi_quant_set_avx2rq(int on)
+{
+	return avx2rq_cur = !!on;
+}
+
+/* MI_QUANT_AVX2RQ=0: tile_avx2w's sums go through epi_avx2 (A/B). */
+static bool avx2rq_on(void)
+{
+	return mi_quant_switch(&avx2rq_cur, "MI_QUANT_AVX2RQ");
+}
+
 static struct kernels kernels_for(int isa, const struct mi_qweights *w)
 {
 	switch (isa) {
@@ -908,7 +1052,8 @@ static struct kernels kernels_for(int isa, const struct mi_qweights *w)
 		return (struct kernels){ tile_vnni, epi_avx512, tile_vnni_rq, false };
 	case MI_QISA_AVX2:
 		if (w->w16 && avx2w_on())
-			return (struct kernels){ tile_avx2w, epi_avx2, NULL, true };
+			return (struct kernels){ tile_avx2w, epi_avx2,
+						 avx2rq_on() ? tile_avx2w_rq : NULL, true };
 		return (struct kernels){ tile_avx2, epi_avx2, NULL, false };
 	default:
 		return (struct kernels){ tile_generic, epi_generic, NULL, false };

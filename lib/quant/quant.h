@@ -75,6 +75,10 @@ int mi_quant_set_dwprep(int on);
 /* dwk_chan_avx2 pairs vertical taps at stride 1, 3x3 and 5x5 (default
  * on, MI_QUANT_DWVP=0 off).  Returns the setting. */
 int mi_quant_set_dwvp(int on);
+/* AVX2 dense tile with the uint8/int8 requantization in registers (full
+ * tiles; default on, MI_QUANT_AVX2RQ=0 off: int32 sums, then
+ * epi_avx2).  Returns the setting. */
+int mi_quant_set_avx2rq(int on);
 /* AVX2 GEMMs of up to 4 rows and 1x1 convs of one pixel through a GEMV
  * kernel (default on, MI_QUANT_GEMV2=0 off; tests switch it off to cover
  * the tile kernel there).  Returns the setting. */

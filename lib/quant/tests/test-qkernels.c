@@ -318,8 +318,9 @@ static int test_conv(int iter)
 		 * weights widened per call, mi_quant_set_avx2w(0)), stride-2
 		 * im2col one pixel at a time and the channel kernel's masked
 		 * stores, memcpy padding of its planes, one tap per vpmaddwd
-		 * (mi_quant_set_s2v(0), mi_quant_set_dwfull(0),
-		 * mi_quant_set_dwprep(0), mi_quant_set_dwvp(0)) */
+		 * and the requantization after the tile (mi_quant_set_s2v(0),
+		 * mi_quant_set_dwfull(0), mi_quant_set_dwprep(0),
+		 * mi_quant_set_dwvp(0), mi_quant_set_avx2rq(0)) */
 		for (int path = 0; path <= mi_quant_isa_max() + 5; path++) {
 			bool rows = path == mi_quant_isa_max() + 4;
 			bool old2 = path == mi_quant_isa_max() + 5;
@@ -339,6 +340,7 @@ static int test_conv(int iter)
 			mi_quant_set_dwfull(!old2);
 			mi_quant_set_dwprep(!old2);
 			mi_quant_set_dwvp(!old2);
+			mi_quant_set_avx2rq(!old2);
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
 			if (amx && !mi_quant_set_amx(1))

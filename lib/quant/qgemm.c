@@ -300,6 +300,46 @@ tile_avx2(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 }
 
 /*
+ * The k loop of the AVX2 tiles on w->w16 (rows 4 rh.., pixels 16 ph..):
+ * c00..c31 += the products.  split: the panel is stored pre-split
+ * (split_panel_avx2: per k4 step 128 bytes of (k0, k2) pairs, then 128 of
+ * (k1, k3), ldb 256), so the and/shift per step are loads.
+ */
+#define MI_QAVX2W_KLOOP(split)                                                \
+	_Pragma("GCC unroll 2")                                               \
+	for (int kq = 0; kq < k4; kq++) {                                     \
+		__m256i e0, e1, o0, o1, we, wo;                               \
+                                                                              \
+		if (split) {                                                  \
+			e0 = _mm256_loadu_si256((const void *)bp);            \
+			e1 = _mm256_loadu_si256((const void *)(bp + 32));     \
+			o0 = _mm256_loadu_si256((const void *)(bp + 128));    \
+			o1 = _mm256_loadu_si256((const void *)(bp + 160));    \
+		} else {                                                      \
+			__m256i b0_ = _mm256_loadu_si256((const void *)bp);   \
+			__m256i b1_ = _mm256_loadu_si256((const void *)(bp + 32)); \
+                                                                              \
+			e0 = _mm256_and_si256(b0_, lo8);                      \
+			o0 = _mm256_srli_epi16(b0_, 8);                       \
+			e1 = _mm256_and_si256(b1_, lo8);                      \
+			o1 = _mm256_srli_epi16(b1_, 8);                       \
+		}                                                             \
+		MI_Q_W16(0, c00, c01);                                        \
+		MI_Q_W16(1, c10, c11);                                        \
+		MI_Q_W16(2, c20, c21);                                        \
+		MI_Q_W16(3, c30, c31);                                        \
+		ap += MI_QMR * 2;                                             \
+		bp += ldb;                                                    \
+	}
+#define MI_Q_W16(r, x0, x1)                                                   \
+	we = _mm256_set1_epi32(ap[2 * (r)]);                                  \
+	wo = _mm256_set1_epi32(ap[2 * (r) + 1]);                              \
+	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(e0, we));                 \
+	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(e1, we));                 \
+	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(o0, wo));                 \
+	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(o1, wo))
+
+/*
  * AVX2 with weights widened at pack time (w->w16; a is that block, cast):
  * a pixel's 4 bytes k0 k1 k2 k3 split in-lane into the int16 pairs
  * (k0, k2) (and 0x00ff) and (k1, k3) (shift right 8), times the row's
@@ -307,9 +347,9 @@ tile_avx2(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
  * pixel and lane (no horizontal adds), no lane crossing.  4 rows x 16
  * pixels of sums in registers at a time (8 + 4 + 2 ymm).
  */
-__attribute__((target("avx2,fma"))) static void
-tile_avx2w(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
-	   int32_t *acc)
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+tile_avx2w_body(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc,
+		const bool split)
 {
 	const __m256i lo8 = _mm256_set1_epi16(0x00ff);
 
@@ -320,29 +360,7 @@ tile_avx2w(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 			const int32_t *ap = (const int32_t *)(const void *)a + rh * 8;
 			const uint8_t *bp = b + ph * 64;
 
-#pragma GCC unroll 2
-			for (int kq = 0; kq < k4; kq++) {
-				__m256i b0 = _mm256_loadu_si256((const void *)bp);
-				__m256i b1 = _mm256_loadu_si256((const void *)(bp + 32));
-				__m256i e0 = _mm256_and_si256(b0, lo8), o0 = _mm256_srli_epi16(b0, 8);
-				__m256i e1 = _mm256_and_si256(b1, lo8), o1 = _mm256_srli_epi16(b1, 8);
-				__m256i we, wo;
-
-#define MI_Q_W16(r, x0, x1)                                                   \
-	we = _mm256_set1_epi32(ap[2 * (r)]);                                  \
-	wo = _mm256_set1_epi32(ap[2 * (r) + 1]);                              \
-	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(e0, we));                 \
-	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(e1, we));                 \
-	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(o0, wo));                 \
-	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(o1, wo))
-				MI_Q_W16(0, c00, c01);
-				MI_Q_W16(1, c10, c11);
-				MI_Q_W16(2, c20, c21);
-				MI_Q_W16(3, c30, c31);
-#undef MI_Q_W16
-				ap += MI_QMR * 2;
-				bp += ldb;
-			}
+			MI_QAVX2W_KLOOP(split);
 			int32_t *o = acc + rh * 4 * MI_QNR + ph * 16;
 
 			_mm256_storeu_si256((void *)o, c00);
@@ -354,6 +372,19 @@ tile_avx2w(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 			_mm256_storeu_si256((void *)(o + 3 * MI_QNR), c30);
 			_mm256_storeu_si256((void *)(o + 3 * MI_QNR + 8), c31);
 		}
+}
+
+__attribute__((target("avx2,fma"))) static void
+tile_avx2w(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc)
+{
+	tile_avx2w_body(a, b, ldb, k4, acc, false);
+}
+
+/* tile_avx2w on a pre-split panel (split_panel_avx2, ldb 256) */
+__attribute__((target("avx2,fma"))) static void
+tile_avx2s(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc)
+{
+	tile_avx2w_body(a, b, ldb, k4, acc, true);
 }
 
 static void epi_avx2(const int32_t *acc, int ldacc, int rows, int np, const struct mi_qepi *ep,
@@ -433,16 +464,17 @@ rq_store_avx2(__m256i c00, __m256i c01, __m256i c10, __m256i c11, __m256i c20, _
  * 16 pixels.  Partial panels (np < 32) take tile_avx2w + epi_avx2: the
  * stores would run into pixels that are not the tile's.
  */
-__attribute__((target("avx2,fma"))) static void
-tile_avx2w_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struct mi_qepi *ep,
-	      int oc0, int np, uint8_t *out, ptrdiff_t ldo)
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+tile_avx2w_rq_body(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
+		   const struct mi_qepi *ep, int oc0, int np, uint8_t *out, ptrdiff_t ldo,
+		   const bool split)
 {
 	const __m256i lo8 = _mm256_set1_epi16(0x00ff);
 
 	if (np < MI_QNR) {
 		int32_t acc[MI_QMR * MI_QNR];
 
-		tile_avx2w(a, b, ldb, k4, acc);
+		tile_avx2w_body(a, b, ldb, k4, acc, split);
 		epi_avx2(acc, MI_QNR, MI_QMR, np, ep, oc0,
 			 ep->out_c4 ? (void *)(out + oc0 % 4) : (void *)out, ldo);
 		return;
@@ -457,33 +489,44 @@ tile_avx2w_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struc
 			const int32_t *ap = (const int32_t *)(const void *)a + rh * 8;
 			const uint8_t *bp = b + ph * 64;
 
-#pragma GCC unroll 2
-			for (int kq = 0; kq < k4; kq++) {
-				__m256i b0 = _mm256_loadu_si256((const void *)bp);
-				__m256i b1 = _mm256_loadu_si256((const void *)(bp + 32));
-				__m256i e0 = _mm256_and_si256(b0, lo8), o0 = _mm256_srli_epi16(b0, 8);
-				__m256i e1 = _mm256_and_si256(b1, lo8), o1 = _mm256_srli_epi16(b1, 8);
-				__m256i we, wo;
-
-#define MI_Q_W16(r, x0, x1)                                                   \
-	we = _mm256_set1_epi32(ap[2 * (r)]);                                  \
-	wo = _mm256_set1_epi32(ap[2 * (r) + 1]);                              \
-	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(e0, we));                 \
-	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(e1, we));                 \
-	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(o0, wo));                 \
-	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(o1, wo))
-				MI_Q_W16(0, c00, c01);
-				MI_Q_W16(1, c10, c11);
-				MI_Q_W16(2, c20, c21);
-				MI_Q_W16(3, c30, c31);
-#undef MI_Q_W16
-				ap += MI_QMR * 2;
-				bp += ldb;
-			}
+			MI_QAVX2W_KLOOP(split);
 			rq_store_avx2(c00, c01, c10, c11, c20, c21, c30, c31, ep, oc0 + rh * 4,
 				      ep->out_c4 ? out + (rh * ldo + ph * 16) * 4 :
 						   out + rh * 4 * ldo + ph * 16,
 				      ldo);
+		}
+}
+
+__attribute__((target("avx2,fma"))) static void
+tile_avx2w_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struct mi_qepi *ep,
+	      int oc0, int np, uint8_t *out, ptrdiff_t ldo)
+{
+	tile_avx2w_rq_body(a, b, ldb, k4, ep, oc0, np, out, ldo, false);
+}
+
+__attribute__((target("avx2,fma"))) static void
+tile_avx2s_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struct mi_qepi *ep,
+	      int oc0, int np, uint8_t *out, ptrdiff_t ldo)
+{
+	tile_avx2w_rq_body(a, b, ldb, k4, ep, oc0, np, out, ldo, true);
+}
+
+/*
+ * The panel (k4 steps of 32 pixels x 4 bytes, ldb apart) split for
+ * tile_avx2s: per step 128 bytes of and 0x00ff ((k0, k2) int16 pairs per
+ * pixel), then 128 of shift right 8 ((k1, k3)).
+ */
+__attribute__((target("avx2"))) static void
+split_panel_avx2(const uint8_t *b, size_t ldb, int k4, uint8_t *sp)
+{
+	const __m256i lo8 = _mm256_set1_epi16(0x00ff);
+
+	for (int kq = 0; kq < k4; kq++, b += ldb, sp += 256)
+		for (int v = 0; v < 4; v++) {
+			__m256i x = _mm256_loadu_si256((const void *)(b + v * 32));
+
+			_mm256_storeu_si256((void *)(sp + v * 32), _mm256_and_si256(x, lo8));
+			_mm256_storeu_si256((void *)(sp + 128 + v * 32), _mm256_srli_epi16(x, 8));
 		}
 }
 
@@ -1006,6 +1049,7 @@ struct kernels {
 	epi_fn epi;
 	tile_rq_fn tile_rq; /* NULL: tile + epi */
 	bool w16; /* tile takes w->w16 */
+	bool split; /* tile takes split_panel_avx2's panel (convs) */
 };
 
 bool mi_quant_switch(int *cur, const char *name)
@@ -1045,18 +1089,48 @@ static bool avx2rq_on(void)
 	return mi_quant_switch(&avx2rq_cur, "MI_QUANT_AVX2RQ");
 }
 
+static int avx2s_cur = -1;
+
+int mi_quant_set_avx2s(int on)
+{
+	return avx2s_cur = !!on;
+}
+
+/* MI_QUANT_AVX2S=0: conv panels are split into int16 pairs by the AVX2
+ * tile at every step, for every output block (A/B). */
+static bool avx2s_on(void)
+{
+	return mi_quant_switch(&avx2s_cur, "MI_QUANT_AVX2S");
+}
+
+static struct kernels kernels_for(int isa, const struct mi_qweights *w);
+
+/* kernels_for, for the convs' panels: on AVX2 the panel split once per
+ * item (split_panel_avx2), not per output block and step */
+static struct kernels conv_kernels(int isa, const struct mi_qweights *w)
+{
+	struct kernels k = kernels_for(isa, w);
+
+	if (isa == MI_QISA_AVX2 && k.w16 && k.tile == tile_avx2w && avx2s_on()) {
+		k.tile = tile_avx2s;
+		k.tile_rq = k.tile_rq ? tile_avx2s_rq : NULL;
+		k.split = true;
+	}
+	return k;
+}
+
 static struct kernels kernels_for(int isa, const struct mi_qweights *w)
 {
 	switch (isa) {
 	case MI_QISA_AVX512:
-		return (struct kernels){ tile_vnni, epi_avx512, tile_vnni_rq, false };
+		return (struct kernels){ tile_vnni, epi_avx512, tile_vnni_rq, false, false };
 	case MI_QISA_AVX2:
 		if (w->w16 && avx2w_on())
 			return (struct kernels){ tile_avx2w, epi_avx2,
-						 avx2rq_on() ? tile_avx2w_rq : NULL, true };
-		return (struct kernels){ tile_avx2, epi_avx2, NULL, false };
+						 avx2rq_on() ? tile_avx2w_rq : NULL, true, false };
+		return (struct kernels){ tile_avx2, epi_avx2, NULL, false, false };
 	default:
-		return (struct kernels){ tile_generic, epi_generic, NULL, false };
+		return (struct kernels){ tile_generic, epi_generic, NULL, false, false };
 	}
 }
 
@@ -1741,8 +1815,10 @@ static size_t conv_ws_per_thread(const struct mi_qconv *cv)
 {
 	if (cv->depthwise) /* a channel quad's sums */
 		return ((size_t)cv->s.oh * cv->s.ow * 16 + 64 + 63) & ~(size_t)63;
-	/* panel, then 32 x 32 sums (the AMX tiles; VNNI uses 8 x 32) */
-	return ((size_t)cv->w.k4 * MI_QNR * 4 + 4 * MI_QMR * MI_QNR * 4 + 63) &
+	/* panel, then 32 x 32 sums (the AMX tiles; VNNI uses 8 x 32), then
+	 * the AVX2 split panel (conv_kernels) */
+	return ((size_t)cv->w.k4 * MI_QNR * 4 + 4 * MI_QMR * MI_QNR * 4 +
+		(cv->w.w16 ? (size_t)cv->w.k4 * 256 : 0) + 63) &
 	       ~(size_t)63;
 }
 
@@ -2047,6 +2123,13 @@ static void conv_gemm_item(void *arg, int item, int tid)
 		}
 		b = pb;
 		ldb = MI_QNR * 4;
+	}
+	if (j->k.split) {
+		uint8_t *sp = pb + (size_t)w->k4 * MI_QNR * 4 + 4 * MI_QMR * MI_QNR * 4;
+
+		split_panel_avx2(b, ldb, w->k4, sp);
+		b = sp;
+		ldb = 256;
 	}
 	size_t es = out_elem(j->ep->mode);
 	bool rq = j->k.tile_rq && rq_fits(j->ep);
@@ -3684,7 +3767,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	struct conv_job j = {
 		.cv = cv, .xsrc = x, .flip = x_signed ? 0x80 : 0,
 		.zx = (uint8_t)(x_signed ? zx + 128 : zx), .ep = ep, .y = y,
-		.k = kernels_for(isa, &cv->w), .dw_isa = isa,
+		.k = conv_kernels(isa, &cv->w), .dw_isa = isa,
 		.in_c4 = flags & MI_QCONV_IN_C4,
 		/* 1x1 without pads, any stride: panels read the C4 input (a
 		 * strided 1x1 conv would reorder 4x the pixels it uses) */

@@ -79,6 +79,10 @@ int mi_quant_set_dwvp(int on);
  * tiles; default on, MI_QUANT_AVX2RQ=0 off: int32 sums, then
  * epi_avx2).  Returns the setting. */
 int mi_quant_set_avx2rq(int on);
+/* AVX2 convs split each pixel panel into int16 pairs once for all output
+ * blocks (default on, MI_QUANT_AVX2S=0 off: the tile splits at every
+ * step).  Returns the setting. */
+int mi_quant_set_avx2s(int on);
 /* AVX2 GEMMs of up to 4 rows and 1x1 convs of one pixel through a GEMV
  * kernel (default on, MI_QUANT_GEMV2=0 off; tests switch it off to cover
  * the tile kernel there).  Returns the setting. */

@@ -320,7 +320,8 @@ static int test_conv(int iter)
 		 * stores, memcpy padding of its planes, one tap per vpmaddwd
 		 * and the requantization after the tile (mi_quant_set_s2v(0),
 		 * mi_quant_set_dwfull(0), mi_quant_set_dwprep(0),
-		 * mi_quant_set_dwvp(0), mi_quant_set_avx2rq(0)) */
+		 * mi_quant_set_dwvp(0), mi_quant_set_avx2rq(0)) and panels
+		 * split per step (mi_quant_set_avx2s(0)) */
 		for (int path = 0; path <= mi_quant_isa_max() + 5; path++) {
 			bool rows = path == mi_quant_isa_max() + 4;
 			bool old2 = path == mi_quant_isa_max() + 5;
@@ -341,6 +342,7 @@ static int test_conv(int iter)
 			mi_quant_set_dwprep(!old2);
 			mi_quant_set_dwvp(!old2);
 			mi_quant_set_avx2rq(!old2);
+			mi_quant_set_avx2s(!old2);
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
 			if (amx && !mi_quant_set_amx(1))

@@ -120,6 +120,10 @@ struct qctx {
 	int nrefruns;
 	bool tag;          /* name every written node after its IR index (the
 			    * --min-cosine profile maps times back by name) */
+	struct evmemo *memo; /* --min-cosine: per-input cosines of the
+			      * configurations evaluated so far */
+	int nmemo, cmemo;
+	const struct calib *memo_ev; /* the inputs they are of */
 };
 
 #define HIST_BINS 2048
@@ -2061,13 +2065,110 @@ out:
 #define MINCOS_TAIL_MIN 16 /* fewer judged inputs: the plain minimum */
 
 /*
+ * A configuration evaluated before: the fp32/int8 flags of every tensor
+ * and weight (what rewrite() writes depends on nothing else while the
+ * search runs), the written model's length and hash (a check), and the
+ * cosine of each evaluation input run on it so far (NaN: not run).  The
+ * search meets configurations again (the check on all inputs after the
+ * refinement runs the last configuration that passed on the search's
+ * inputs, undoing a refinement returns to one), and a run's outputs depend
+ * on the model and the input only, so the cosines are taken from here
+ * instead of running again: the same numbers, in the same order.
+ * MI_MINCOS_MEMO=0 turns it off.
+ */
+struct evmemo {
+	uint8_t *flags;
+	size_t len;
+	uint64_t hash;
+	double *cos;
+};
+
+static uint64_t fnv1a(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static void memo_free(struct qctx *c)
+{
+	for (int i = 0; i < c->nmemo; i++) {
+		free(c->memo[i].flags);
+		free(c->memo[i].cos);
+	}
+	free(c->memo);
+	c->memo = NULL;
+	c->nmemo = c->cmemo = 0;
+}
+
+/* The entry of the configuration the flags say now (written as buf), a new
+ * one if none; NULL when out of memory or turned off. */
+static struct evmemo *memo_get(struct qctx *c, const struct calib *ev, const uint8_t *buf,
+			       size_t len)
+{
+	size_t nf = (size_t)c->nqt + c->nnodes;
+	uint8_t *f;
+	uint64_t h;
+	struct evmemo *e;
+
+	if (getenv("MI_MINCOS_MEMO") && !strcmp(getenv("MI_MINCOS_MEMO"), "0"))
+		return NULL;
+	if (c->memo_ev != ev)
+		memo_free(c);
+	c->memo_ev = ev;
+	f = malloc(nf + 1);
+	if (!f)
+		return NULL;
+	for (int i = 0; i < c->nqt; i++)
+		f[i] = c->qt[i].fp32;
+	for (int i = 0; i < c->nnodes; i++)
+		f[c->nqt + i] = c->nodes[i].wfp32;
+	h = fnv1a(buf, len);
+	for (int i = 0; i < c->nmemo; i++) {
+		e = &c->memo[i];
+		if (e->len == len && e->hash == h && !memcmp(e->flags, f, nf)) {
+			free(f);
+			return e;
+		}
+	}
+	if (c->nmemo == c->cmemo) {
+		int nc = c->cmemo ? 2 * c->cmemo : 64;
+		struct evmemo *m = realloc(c->memo, nc * sizeof(*m));
+
+		if (!m) {
+			free(f);
+			return NULL;
+		}
+		c->memo = m;
+		c->cmemo = nc;
+	}
+	e = &c->memo[c->nmemo];
+	e->cos = malloc((ev->nruns + 1) * sizeof(double));
+	if (!e->cos) {
+		free(f);
+		return NULL;
+	}
+	for (int r = 0; r < ev->nruns; r++)
+		e->cos[r] = NAN;
+	e->flags = f;
+	e->len = len;
+	e->hash = h;
+	c->nmemo++;
+	return e;
+}
+
+/*
  * Run the model as rewritten now (written to memory, loaded and run by the
  * library's fast kernels) on the first nruns inputs of ev (or inputs
  * sel[0..nruns-1]).  With c->ref unset, keep its float outputs
  * (concatenated per input) as the reference; otherwise return the minimum
  * and mean over the runs of the outputs' cosine similarity with the
  * reference, and each run's in per (if not NULL).  A run whose cosine is
- * below stop ends the evaluation early (*cmin < stop then tells).
+ * below stop ends the evaluation early (*cmin < stop then tells).  Inputs
+ * this configuration was run on before are not run again (struct evmemo);
+ * the model is loaded only if some input is left to run.
  */
 static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *sel,
 		      double stop, double *cmin, double *cmean, double *per)
@@ -2077,23 +2178,22 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *se
 	struct mi_model_opts mo = { .nthreads = c->nthreads };
 	struct mi_model *m = NULL;
 	struct mi_value *outs;
+	struct evmemo *memo = NULL;
 	bool keep = !c->ref;
 	int err = rewrite(c, c->path, NULL, &buf, &len);
 
 	if (err)
 		return err;
-	err = mi_model_load_buffer(buf, len, NULL, "quantized model", &mo, &m);
-	free(buf);
-	if (err < 0)
-		return QERR("--min-cosine: %s", mi_last_error()) ? err : 0;
+	if (!keep)
+		memo = memo_get(c, ev, buf, len);
 	outs = calloc(c->orig_noutputs + 1, sizeof(*outs));
 	if (keep && outs) {
 		c->ref = calloc(nruns, sizeof(*c->ref));
 		c->nrefruns = nruns;
 	}
 	if (!outs || (keep && !c->ref)) {
+		free(buf);
 		free(outs);
-		mi_model_free(m);
 		return -ENOMEM;
 	}
 	*cmin = 1;
@@ -2103,6 +2203,19 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *se
 		int64_t k = 0;
 		int ni = 0, r = sel ? sel[rr] : rr;
 
+		if (memo && !isnan(memo->cos[r])) {
+			cs = memo->cos[r];
+			goto got;
+		}
+		if (!m) {
+			err = mi_model_load_buffer(buf, len, NULL, "quantized model", &mo, &m);
+			if (err < 0) {
+				err = QERR("--min-cosine: %s", mi_last_error()) ? err : 0;
+				m = NULL;
+				break;
+			}
+			err = 0;
+		}
 		while (ni < c->g->ninputs && ev->runs[r][ni].data)
 			ni++;
 		err = mi_model_run(m, ev->runs[r], ni, outs, c->orig_noutputs);
@@ -2149,11 +2262,15 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *se
 			k += n;
 		}
 		cs = na > 0 && nb > 0 ? dot / sqrt(na * nb) : na == nb ? 1.0 : 0.0;
+		if (memo)
+			memo->cos[r] = cs;
+got:
 		*cmin = fmin(*cmin, cs);
 		*cmean += cs / nruns;
 		if (per)
 			per[rr] = cs;
 	}
+	free(buf);
 	free(outs);
 	mi_model_free(m);
 	return err;
@@ -3922,6 +4039,7 @@ out:
 	for (int r = 0; c.ref && r < c.nrefruns; r++)
 		free(c.ref[r]);
 	free(c.ref);
+	memo_free(&c);
 	free(c.src);
 	free(c.nodes);
 	mi_model_free(c.m);

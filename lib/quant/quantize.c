@@ -27,11 +27,13 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cpu/cpu.h"
 #include "gen/onnx.pb-c.h"
 #include "internal.h"
 #include "metainfer/metainfer.h"
@@ -2159,6 +2161,43 @@ static struct evmemo *memo_get(struct qctx *c, const struct calib *ev, const uin
 	return e;
 }
 
+/* --min-cosine: evaluation inputs run at once, one model instance each */
+#define MINCOS_WORKERS 16
+
+/* One evaluation input run on one of the loaded instances. */
+struct evrun {
+	struct mi_model *m;
+	struct mi_value *outs;
+	const struct mi_value *in;
+	int nin, nout;
+	int r;   /* the input, or -1: nothing run */
+	int err;
+	char msg[256]; /* mi_last_error() is per thread */
+};
+
+static void *evrun_fn(void *p)
+{
+	struct evrun *e = p;
+
+	e->err = mi_model_run(e->m, e->in, e->nin, e->outs, e->nout);
+	if (e->err < 0)
+		snprintf(e->msg, sizeof(e->msg), "%s", mi_last_error());
+	return NULL;
+}
+
+/* Instances of the model run side by side: --threads (0: the cores), each
+ * at one thread, the inputs split between them (a batch-1 inference keeps
+ * two cores busy poorly); 1 (or MI_MINCOS_PAR=0): one instance at
+ * --threads.  The kernels give the same results at any thread count. */
+static int eval_workers(const struct qctx *c)
+{
+	int w = c->nthreads > 0 ? c->nthreads : mi_cpu_ncores();
+
+	if (getenv("MI_MINCOS_PAR") && !strcmp(getenv("MI_MINCOS_PAR"), "0"))
+		return 1;
+	return w < 1 ? 1 : w > MINCOS_WORKERS ? MINCOS_WORKERS : w;
+}
+
 /*
  * Run the model as rewritten now (written to memory, loaded and run by the
  * library's fast kernels) on the first nruns inputs of ev (or inputs
@@ -2168,16 +2207,22 @@ static struct evmemo *memo_get(struct qctx *c, const struct calib *ev, const uin
  * reference, and each run's in per (if not NULL).  A run whose cosine is
  * below stop ends the evaluation early (*cmin < stop then tells).  Inputs
  * this configuration was run on before are not run again (struct evmemo);
- * the model is loaded only if some input is left to run.
+ * the others run eval_workers() at a time, on as many instances (loaded
+ * when first needed), and are taken in order as one after the other:
+ * the same numbers and the same early stop whatever the count (a batch
+ * may run a few inputs past the stop, for nothing).
  */
 static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *sel,
 		      double stop, double *cmin, double *cmean, double *per)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	struct mi_model_opts mo = { .nthreads = c->nthreads };
-	struct mi_model *m = NULL;
-	struct mi_value *outs;
+	int nw = eval_workers(c), nb = 0, b0 = 0;
+	struct mi_model_opts mo = { .nthreads = nw > 1 ? 1 : c->nthreads };
+	struct evrun run[MINCOS_WORKERS];
+	pthread_t tid[MINCOS_WORKERS];
+	bool spawned[MINCOS_WORKERS];
+	struct mi_value *outs = NULL;
 	struct evmemo *memo = NULL;
 	bool keep = !c->ref;
 	int err = rewrite(c, c->path, NULL, &buf, &len);
@@ -2186,7 +2231,8 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *se
 		return err;
 	if (!keep)
 		memo = memo_get(c, ev, buf, len);
-	outs = calloc(c->orig_noutputs + 1, sizeof(*outs));
+	memset(run, 0, sizeof(run));
+	outs = calloc((size_t)nw * (c->orig_noutputs + 1), sizeof(*outs));
 	if (keep && outs) {
 		c->ref = calloc(nruns, sizeof(*c->ref));
 		c->nrefruns = nruns;
@@ -2196,36 +2242,72 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *se
 		free(outs);
 		return -ENOMEM;
 	}
+	for (int w = 0; w < nw; w++)
+		run[w].outs = outs + (size_t)w * (c->orig_noutputs + 1);
 	*cmin = 1;
 	*cmean = 0;
 	for (int rr = 0; rr < nruns && !err && !(*cmin < stop); rr++) {
-		double dot = 0, na = 0, nb = 0, cs;
+		double dot = 0, na = 0, nb_ = 0, cs;
 		int64_t k = 0;
-		int ni = 0, r = sel ? sel[rr] : rr;
+		int r = sel ? sel[rr] : rr;
+		struct evrun *e;
 
 		if (memo && !isnan(memo->cos[r])) {
 			cs = memo->cos[r];
 			goto got;
 		}
-		if (!m) {
-			err = mi_model_load_buffer(buf, len, NULL, "quantized model", &mo, &m);
-			if (err < 0) {
-				err = QERR("--min-cosine: %s", mi_last_error()) ? err : 0;
-				m = NULL;
-				break;
+		if (rr >= b0 + nb) {
+			/* the next batch: this input and those after it
+			 * left to run, up to one per instance */
+			b0 = rr;
+			nb = 0;
+			for (int j = rr; j < nruns && nb < nw; j++) {
+				int rj = sel ? sel[j] : j, ni = 0;
+
+				if (memo && !isnan(memo->cos[rj]) && j > rr) {
+					run[nb++].r = -1;
+					continue;
+				}
+				while (ni < c->g->ninputs && ev->runs[rj][ni].data)
+					ni++;
+				run[nb].r = rj;
+				run[nb].in = ev->runs[rj];
+				run[nb].nin = ni;
+				run[nb].nout = c->orig_noutputs;
+				nb++;
 			}
-			err = 0;
+			for (int w = 0; w < nb && !err; w++) {
+				if (run[w].r < 0 || run[w].m)
+					continue;
+				err = mi_model_load_buffer(buf, len, NULL, "quantized model", &mo,
+							   &run[w].m);
+				if (err < 0) {
+					err = QERR("--min-cosine: %s", mi_last_error()) ? err : 0;
+					run[w].m = NULL;
+				} else {
+					err = 0;
+				}
+			}
+			if (err)
+				break;
+			for (int w = 1; w < nb; w++) {
+				spawned[w] = run[w].r >= 0 &&
+					     !pthread_create(&tid[w], NULL, evrun_fn, &run[w]);
+				if (run[w].r >= 0 && !spawned[w])
+					evrun_fn(&run[w]);
+			}
+			evrun_fn(&run[0]);
+			for (int w = 1; w < nb; w++)
+				if (spawned[w])
+					pthread_join(tid[w], NULL);
 		}
-		while (ni < c->g->ninputs && ev->runs[r][ni].data)
-			ni++;
-		err = mi_model_run(m, ev->runs[r], ni, outs, c->orig_noutputs);
-		if (err < 0) {
-			err = QERR("--min-cosine: run %d: %s", r, mi_last_error()) ? err : 0;
+		e = &run[rr - b0];
+		if (e->err < 0) {
+			err = QERR("--min-cosine: run %d: %s", r, e->msg) ? e->err : 0;
 			break;
 		}
-		err = 0;
 		for (int i = 0; i < c->orig_noutputs; i++)
-			k += outs[i].dtype == MI_DT_FLOAT ? (int64_t)(outs[i].nbytes / 4) : 0;
+			k += e->outs[i].dtype == MI_DT_FLOAT ? (int64_t)(e->outs[i].nbytes / 4) : 0;
 		if (keep) {
 			if (r > 0 && k != c->nref) {
 				err = QERR("--min-cosine: outputs change size between inputs") ?
@@ -2245,23 +2327,23 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *se
 		}
 		k = 0;
 		for (int i = 0; i < c->orig_noutputs; i++) {
-			const float *y = outs[i].data;
-			int64_t n = outs[i].nbytes / 4;
+			const float *y = e->outs[i].data;
+			int64_t n = e->outs[i].nbytes / 4;
 
-			if (outs[i].dtype != MI_DT_FLOAT)
+			if (e->outs[i].dtype != MI_DT_FLOAT)
 				continue;
 			if (keep)
 				memcpy(c->ref[r] + k, y, n * sizeof(float));
 			for (int64_t j = 0; j < n; j++) {
-				double x = y[j], b = c->ref[r][k + j];
+				double x = y[j], bb = c->ref[r][k + j];
 
-				dot += x * b;
+				dot += x * bb;
 				na += x * x;
-				nb += b * b;
+				nb_ += bb * bb;
 			}
 			k += n;
 		}
-		cs = na > 0 && nb > 0 ? dot / sqrt(na * nb) : na == nb ? 1.0 : 0.0;
+		cs = na > 0 && nb_ > 0 ? dot / sqrt(na * nb_) : na == nb_ ? 1.0 : 0.0;
 		if (memo)
 			memo->cos[r] = cs;
 got:
@@ -2272,7 +2354,8 @@ got:
 	}
 	free(buf);
 	free(outs);
-	mi_model_free(m);
+	for (int w = 0; w < nw; w++)
+		mi_model_free(run[w].m);
 	return err;
 }
 

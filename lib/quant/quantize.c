@@ -126,6 +126,7 @@ struct qctx {
 			      * configurations evaluated so far */
 	int nmemo, cmemo;
 	const struct calib *memo_ev; /* the inputs they are of */
+	long nruns_done, nruns_memo; /* runs made, cosines taken from the memo */
 };
 
 #define HIST_BINS 2048
@@ -2254,6 +2255,7 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *se
 
 		if (memo && !isnan(memo->cos[r])) {
 			cs = memo->cos[r];
+			c->nruns_memo++;
 			goto got;
 		}
 		if (rr >= b0 + nb) {
@@ -2300,6 +2302,8 @@ static int eval_model(struct qctx *c, struct calib *ev, int nruns, const int *se
 			for (int w = 1; w < nb; w++)
 				if (spawned[w])
 					pthread_join(tid[w], NULL);
+			for (int w = 0; w < nb; w++)
+				c->nruns_done += run[w].r >= 0;
 		}
 		e = &run[rr - b0];
 		if (e->err < 0) {
@@ -3448,8 +3452,12 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	err = eval_model(c, ev, nall, NULL, 0, &cmin, &cmean, NULL);
 	for (int i = 0; i < nu; i++)
 		set_unit(c, &u[i], false);
-	if (!err)
+	if (!err) {
+		printf("min-cosine: fp32 outputs of %d inputs (%d at a time, %.0f s)\n", nall,
+		       eval_workers(c), now_s() - t0);
+		fflush(stdout);
 		err = eval_model(c, ev, nall, NULL, 0, &cmin, &cmean, per);
+	}
 	if (err)
 		goto out;
 	/* inputs the all-int8 model does worst on first: the sensitivities
@@ -3550,6 +3558,9 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		if (getenv("MI_MINCOS_DEBUG"))
 			fprintf(stderr, "bisection: %d units in fp32: %s\n", mid,
 				pass ? "passed" : "failed");
+		printf("min-cosine: bisection step %d: %d of %d units in fp32: %s (cosine min %.9f, "
+		       "%.0f s)\n", nevals, mid, nu, pass ? "passed" : "failed", cmin, now_s() - t0);
+		fflush(stdout);
 		if (pass) {
 			hi = mid;
 			best = cmin;
@@ -3708,6 +3719,8 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		printf("; predicted %.3f ms at 1 thread (all int8 %.3f, all fp32 %.3f)", tcur * 1e-6,
 		       t8 * 1e-6, t32 * 1e-6);
 	printf("; %d of %d refinements kept; %.0f s\n", nkept, ntry, now_s() - t0);
+	printf("min-cosine: %ld inference runs, %ld cosines reused\n", c->nruns_done,
+	       c->nruns_memo);
 out:
 	qtime_free(&tm);
 	free(u);
@@ -3909,7 +3922,8 @@ static void usage(FILE *f)
 		"                       inputs keeps with probability 0.9, plus 1.28 jackknife\n"
 		"                       standard errors) must reach C\n"
 		"  --seed S             seed of --calib-random (default 1234)\n"
-		"  --threads N          threads for the calibration runs\n");
+		"  --threads N          threads for the calibration runs; --min-cosine runs\n"
+		"                       N evaluation inputs at a time (default: the cores)\n");
 }
 
 int mi_quant_main(int argc, char **argv)

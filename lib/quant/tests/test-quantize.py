@@ -740,6 +740,38 @@ def check_reproducible(fp32, tmp, mn):
           f"predictions with a spinning process and the CPU clock ({diff[:1]})")
 
 
+def check_memo_threads(fp32, tmp, mn):
+    """--min-cosine remembers each configuration's per-input cosines
+    (MI_MINCOS_MEMO=0: off) and runs the evaluation inputs --threads at a
+    time on as many model instances (MI_MINCOS_PAR=0: one instance, as
+    before).  The hold-out search of check_holdout (refinements, checks on
+    all inputs that meet configurations again) writes the same bytes and
+    prints the same lines and per-input cosines (MI_MINCOS_DEBUG=1) with
+    both off at 1 thread, and both on at 2 and 3 threads (batches that
+    straddle the early stop), and the memo is used."""
+    tgt = float("%.10f" % (1 - (1 - mn) / 6))
+    loose = float("%.10f" % (1 - (1 - mn) / 1.5))
+    outs = []
+    for memo, par, nt in (("0", "0", 1), ("1", "1", 2), ("1", "1", 3)):
+        q = os.path.join(tmp, "mc-memo%s%s%d.onnx" % (memo, par, nt))
+        r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
+                 "--min-cosine", "%.10f" % tgt, "--threads", str(nt)],
+                env={**os.environ, "MI_MINCOS_DEBUG": "1", "MI_MINCOS_MEMO": memo,
+                     "MI_MINCOS_PAR": par, "MI_MINCOS_SEARCH_TARGET": "%.10f" % loose})
+        m = re.search(r"(\d+) inference runs, (\d+) cosines reused", r.stdout)
+        lines = [re.sub(r"\d+ at a time, |,? ?\d+ s\)|; \d+ s$", "", l)
+                 for l in r.stdout.splitlines() if "inference runs" not in l and "-> " not in l]
+        lines += [l for l in r.stderr.splitlines() if l.startswith(("judged ", "unit "))]
+        with open(q, "rb") as f:
+            outs.append((f.read(), lines, (int(m.group(1)), int(m.group(2))) if m else None))
+    (b0, l0, n0), (b1, l1, n1), (b2, l2, n2) = outs
+    diff = [(a, b) for a, b in zip(l0, l1 if l1 != l0 else l2) if a != b]
+    check(b0 == b1 == b2 and l0 == l1 == l2 and len(l0) > 20 and n0 and n1 and n2 and
+          n0[1] == 0 and n1[1] > 0 and n1[0] + n1[1] <= n0[0] + 4,
+          f"--min-cosine: memo off at 1 thread, on at 2 and 3 threads: the same file and the "
+          f"same {len(l0)} lines (runs, reused: {n0} {n1} {n2}; {diff[:1]})")
+
+
 def check_costfit(fp32, tmp, mn):
     """tools/quant/costfit.py, which fits quantize.c's cost model table:
     - the table has a row per context and class of quantize.c, in order
@@ -985,6 +1017,7 @@ def main():
         check_holdout(fp32, tmp, mn_)
         check_search(fp32, tmp, mn_)
         check_reproducible(fp32, tmp, mn_)
+        check_memo_threads(fp32, tmp, mn_)
         check_costfit(fp32, tmp, mn_)
 
     # 5x5/7x7 depthwise kernels, Sigmoid/SiLU/HardSwish/HardSigmoid tables

@@ -1689,6 +1689,15 @@ static int conv_get(const void *vctx, int g, int o, int k)
 	return c->get(c->ctx, g, o, (ch * c->s->kh + ky) * c->s->kw + kx);
 }
 
+/* rgb packed k = tap * c + ch  ->  ONNX k = (ch * kh + ky) * kw + kx */
+static int conv_rgb_get(const void *vctx, int g, int o, int k)
+{
+	const struct conv_get_ctx *c = vctx;
+	int ch = k % c->s->c, tap = k / c->s->c;
+
+	return c->get(c->ctx, g, o, (ch * c->s->kh + tap / c->s->kw) * c->s->kw + tap % c->s->kw);
+}
+
 int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 		  mi_qw_get get, const void *ctx)
 {
@@ -1747,6 +1756,19 @@ int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 	int err = mi_qweights_pack(&cv->w, s->group, s->oc / s->group,
 				   s->kh * s->kw * cv->c4 * 4, conv_get, &c);
 
+	/* RGB first convs on AVX2: the dense K order too (conv_rgb_item),
+	 * where it saves k steps */
+	if (!err && s->group == 1 && s->c < 4 && (s->kh * s->kw * s->c + 3) / 4 < cv->w.k4 &&
+	    (mi_quant_isa_max() == MI_QISA_AVX2 || mi_quant_isa() == MI_QISA_AVX2) &&
+	    (cv->rgb = calloc(1, sizeof(*cv->rgb)))) {
+		if (mi_qweights_pack(cv->rgb, 1, s->oc, s->kh * s->kw * s->c, conv_rgb_get, &c) ||
+		    !cv->rgb->w16) {
+			mi_qweights_free(cv->rgb);
+			free(cv->rgb);
+			cv->rgb = NULL;
+		}
+	}
+
 	/* a few input channels (first convs, RGB) and outputs: the gather
 	 * tables too, weights [oc][c][ng] (NULL: the GEMM path, faster from
 	 * ~64 output channels on: its input reorder and im2col are shared by
@@ -1787,6 +1809,9 @@ void mi_qconv_fini(struct mi_qconv *cv)
 	free(cv->wsum_dw);
 	dwt_free(cv->dwt);
 	mi_qwino_free(cv->wino);
+	if (cv->rgb)
+		mi_qweights_free(cv->rgb);
+	free(cv->rgb);
 	memset(cv, 0, sizeof(*cv));
 }
 
@@ -1854,6 +1879,7 @@ struct conv_job {
 	bool amx_rows;  /* conv_amx_rows_item: no im2col */
 	bool dw_defer;  /* depthwise, C4 output, not fused: a quad's sums, then one epilogue */
 	bool chan;      /* items chunk-major (MI_QCONV_CHAN) */
+	bool rgb;       /* cv->rgb: planar xi, conv_rgb_panel */
 };
 
 /* Interleave one row of 4 planar channels (NULL: the fill byte) into
@@ -2024,6 +2050,125 @@ static bool s2v_on(void)
 	return mi_quant_switch(&s2v_cur, "MI_QUANT_S2V");
 }
 
+static int rgb_cur = -1;
+
+int mi_quant_set_rgb(int on)
+{
+	return rgb_cur = !!on;
+}
+
+/* MI_QUANT_RGB=0: RGB first convs on channel quads (A/B). */
+static bool rgb_on(void)
+{
+	return mi_quant_switch(&rgb_cur, "MI_QUANT_RGB");
+}
+
+/* cv->rgb: input channel `item` padded into xi as a planar hp x wp plane
+ * (bytes ^ flip, pads zx). */
+static void conv_rgb_prep_item(void *arg, int item, int tid)
+{
+	struct conv_job *j = arg;
+	const struct mi_qconv_shape *s = &j->cv->s;
+	const uint8_t *src = j->xsrc + (size_t)item * s->h * s->w;
+	uint8_t *dst = j->xi + (size_t)item * j->hp * j->wp;
+
+	(void)tid;
+	memset(dst, j->zx, (size_t)s->pt * j->wp);
+	for (int y = 0; y < s->h; y++) {
+		uint8_t *row = dst + (s->pt + (size_t)y) * j->wp;
+		const uint8_t *sr = src + (size_t)y * s->w;
+
+		memset(row, j->zx, s->pl);
+		for (int x = 0; x < s->w; x++)
+			row[s->pl + x] = sr[x] ^ j->flip;
+		memset(row + s->pl + s->w, j->zx, s->pr);
+	}
+	memset(dst + (s->pt + (size_t)s->h) * j->wp, j->zx, (size_t)s->pb * j->wp);
+}
+
+/*
+ * cv->rgb's im2col of pixels p0..p0+np: the K = taps * c rows of 32 bytes
+ * (k = tap * c + ch) into t, 16 pixels per step on stride 1 and 2 (a row
+ * of a run writes up to 15 bytes past it, rewritten by the next run or
+ * row; the last row's land in t's slack), then the rows in fours to the
+ * split panel sp (tile_avx2s: per k4 step the (k0, k2) uint16 pairs of
+ * the 32 pixels, then (k1, k3)).  Rows past K: any bytes, their weights
+ * are 0.  xi's planes have a plane of slack after them (conv_xi_bytes),
+ * the 32-byte loads of a run stay in it.
+ */
+__attribute__((target("avx2"))) static void
+conv_rgb_panel(const struct conv_job *j, int p0, int np, uint8_t *t, uint8_t *sp)
+{
+	const struct mi_qconv_shape *s = &j->cv->s;
+	int run_pp[MI_QNR], run_len[MI_QNR], nrun = 0, K = s->kh * s->kw * s->c;
+	size_t run_off[MI_QNR], plane = j->hp * j->wp;
+	const __m256i even = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+					      0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+
+	for (int pp = 0; pp < np;) {
+		int p = p0 + pp, oy = p / s->ow, ox = p % s->ow;
+		int len = s->ow - ox < np - pp ? s->ow - ox : np - pp;
+
+		run_off[nrun] = (size_t)oy * s->sh * j->wp + (size_t)ox * s->sw;
+		run_len[nrun] = len;
+		run_pp[nrun++] = pp;
+		pp += len;
+	}
+	for (int k = 0; k < K; k++) {
+		int tap = k / s->c, ch = k % s->c;
+		const uint8_t *src0 = j->xi + ch * plane +
+				      (size_t)(tap / s->kw) * s->dh * j->wp + (size_t)(tap % s->kw) * s->dw;
+		uint8_t *row = t + (size_t)k * MI_QNR;
+
+		for (int r = 0; r < nrun; r++) {
+			const uint8_t *src = src0 + run_off[r];
+			uint8_t *dst = row + run_pp[r];
+
+			if (s->sw == 1) {
+				for (int i = 0; i < run_len[r]; i += 16)
+					_mm_storeu_si128((void *)(dst + i),
+							 _mm_loadu_si128((const void *)(src + i)));
+			} else if (s->sw == 2) {
+				for (int i = 0; i < run_len[r]; i += 16) {
+					__m256i v = _mm256_shuffle_epi8(
+						_mm256_loadu_si256((const void *)(src + 2 * i)), even);
+
+					_mm_storeu_si128((void *)(dst + i),
+							 _mm256_castsi256_si128(
+								 _mm256_permute4x64_epi64(v, 0x08)));
+				}
+			} else {
+				for (int i = 0; i < run_len[r]; i++)
+					dst[i] = src[(size_t)i * s->sw];
+			}
+		}
+	}
+	for (int kq = 0; kq < (K + 3) / 4; kq++, sp += 256) {
+		const uint8_t *r = t + (size_t)kq * 4 * MI_QNR;
+
+		for (int h = 0; h < 2; h++) {
+			__m256i a0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const void *)(r + h * 16)));
+			__m256i a1 = _mm256_cvtepu8_epi16(
+				_mm_loadu_si128((const void *)(r + MI_QNR + h * 16)));
+			__m256i a2 = _mm256_cvtepu8_epi16(
+				_mm_loadu_si128((const void *)(r + 2 * MI_QNR + h * 16)));
+			__m256i a3 = _mm256_cvtepu8_epi16(
+				_mm_loadu_si128((const void *)(r + 3 * MI_QNR + h * 16)));
+			/* lanes: pixels 0-3 | 8-11 (lo), 4-7 | 12-15 (hi) */
+			__m256i el = _mm256_unpacklo_epi16(a0, a2), eh = _mm256_unpackhi_epi16(a0, a2);
+			__m256i ol = _mm256_unpacklo_epi16(a1, a3), oh = _mm256_unpackhi_epi16(a1, a3);
+
+			_mm256_storeu_si256((void *)(sp + h * 64), _mm256_permute2x128_si256(el, eh, 0x20));
+			_mm256_storeu_si256((void *)(sp + h * 64 + 32),
+					    _mm256_permute2x128_si256(el, eh, 0x31));
+			_mm256_storeu_si256((void *)(sp + 128 + h * 64),
+					    _mm256_permute2x128_si256(ol, oh, 0x20));
+			_mm256_storeu_si256((void *)(sp + 128 + h * 64 + 32),
+					    _mm256_permute2x128_si256(ol, oh, 0x31));
+		}
+	}
+}
+
 /*
  * A panel item's (group, pixel panel, output blocks blk0..blk1): items run
  * over groups, then panels, then chunks of j->bpc output blocks.
@@ -2051,20 +2196,26 @@ static void conv_gemm_item(void *arg, int item, int tid)
 	struct conv_job *j = arg;
 	const struct mi_qconv *cv = j->cv;
 	const struct mi_qconv_shape *s = &cv->s;
-	const struct mi_qweights *w = &cv->w;
+	const struct mi_qweights *w = j->rgb ? cv->rgb : &cv->w;
 	int g, panel, blk0, blk1;
 
 	conv_item_decode(j, item, &g, &panel, &blk0, &blk1);
 	int npix = s->oh * s->ow;
 	int p0 = panel * MI_QNR, np = npix - p0 < MI_QNR ? npix - p0 : MI_QNR;
 	uint8_t *pb = j->ws + tid * j->ws_per;
-	int32_t *acc = (int32_t *)(pb + (size_t)w->k4 * MI_QNR * 4);
+	/* the workspace's layout is cv->w's (cv->rgb has fewer k steps) */
+	int32_t *acc = (int32_t *)(pb + (size_t)cv->w.k4 * MI_QNR * 4);
+	uint8_t *sp = pb + (size_t)cv->w.k4 * MI_QNR * 4 + 4 * MI_QMR * MI_QNR * 4;
 	const uint8_t *xg = (j->in_direct ? j->xsrc : j->xi) +
 			    (size_t)g * cv->c4 * j->hp * j->wp * 4;
 	const uint8_t *b;
 	size_t ldb;
 
-	if (cv->direct1x1 && ((j->in_direct && np < MI_QNR) || (j->amx && w->k4 < 16))) {
+	if (j->rgb) {
+		conv_rgb_panel(j, p0, np, pb, sp);
+		b = sp;
+		ldb = 256;
+	} else if (cv->direct1x1 && ((j->in_direct && np < MI_QNR) || (j->amx && w->k4 < 16))) {
 		/* the caller's tensor has no slack after it: copy the
 		 * partial last panel; AMX with k4 < 16 reads 16 rows (the
 		 * sums' memory after the panel: qamx.c) */
@@ -2124,9 +2275,7 @@ static void conv_gemm_item(void *arg, int item, int tid)
 		b = pb;
 		ldb = MI_QNR * 4;
 	}
-	if (j->k.split) {
-		uint8_t *sp = pb + (size_t)w->k4 * MI_QNR * 4 + 4 * MI_QMR * MI_QNR * 4;
-
+	if (j->k.split && !j->rgb) {
 		split_panel_avx2(b, ldb, w->k4, sp);
 		b = sp;
 		ldb = 256;
@@ -3801,7 +3950,11 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		j.amx_rows = j.amx && !cv->direct1x1 && !j.in_direct && s->sh == 1 && s->sw == 1 &&
 			     cv->c4 % 16 == 0 && s->kh * s->kw <= AMX_ROWS_TAPS;
 		j.npanel = ((j.amx_rows ? s->oh * (int)j.wp : s->oh * s->ow) + MI_QNR - 1) / MI_QNR;
-		if (!j.in_direct)
+		/* RGB first convs: planar planes, conv_rgb_panel's im2col */
+		j.rgb = cv->rgb && isa == MI_QISA_AVX2 && j.k.split && !j.in_c4 && rgb_on();
+		if (j.rgb)
+			par_for(s->c, conv_rgb_prep_item, &j);
+		else if (!j.in_direct)
 			par_for(s->group * cv->c4, conv_prep_item, &j);
 		/* few pixel panels for the threads (7x7 and 14x14 maps): each
 		 * panel's output blocks are split in chunks too. Only for convs

@@ -83,6 +83,12 @@ int mi_quant_set_avx2rq(int on);
  * blocks (default on, MI_QUANT_AVX2S=0 off: the tile splits at every
  * step).  Returns the setting. */
 int mi_quant_set_avx2s(int on);
+/* AVX2 dense convs on 1-3 input channels (RGB first convs) with K in
+ * tap-major order, the channels of consecutive taps packed densely
+ * (147 bytes per pixel for 7x7 on 3 channels, not 196) and their own
+ * im2col into the split panels (default on, MI_QUANT_RGB=0 off: channel
+ * quads).  Returns the setting. */
+int mi_quant_set_rgb(int on);
 /* AVX2 GEMMs of up to 4 rows and 1x1 convs of one pixel through a GEMV
  * kernel (default on, MI_QUANT_GEMV2=0 off; tests switch it off to cover
  * the tile kernel there).  Returns the setting. */
@@ -202,6 +208,9 @@ struct mi_qconv {
 	int32_t *wsum_dw;   /* depthwise: [oc] */
 	struct mi_qdwtab *dwt; /* depthwise on small maps: gather tables (qgemm.c) */
 	struct mi_qwino *wino; /* 3x3 stride 1 on AVX2: Winograd F(2x2,3x3) (qwino.c) */
+	/* group 1, c < 4, AVX2: the weights in k = tap * c + ch order
+	 * (fewer k steps than w's channel quads), or NULL */
+	struct mi_qweights *rgb;
 };
 
 /* Prepare a conv: weights w(g,o,c,ky,kx) via get(ctx, g, o, k) with

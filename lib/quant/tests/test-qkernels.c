@@ -118,6 +118,8 @@ static bool px1_focus; /* 1x1 convs on one pixel (SE FCs: the GEMV path) */
 static bool dense_focus; /* few input channels (RGB first convs: the gather tables) */
 static int px1_cases;
 static bool wino_focus; /* 3x3 stride-1 convs (AVX2 Winograd F(2x2,3x3)) */
+static bool rgb_focus; /* RGB first convs (AVX2 dense K order, cv.rgb) */
+static int rgb_cases;
 static int wino_cases;
 static int fake_threads = 3;
 
@@ -191,6 +193,27 @@ static int test_conv(int iter)
 		s.kw = rnd() % 2 ? s.kh : rndi(2, 7);
 		s.h = rndi(s.kh, 40);
 		s.w = rndi(s.kw, 60);
+	}
+	if (rgb_focus) {
+		/* 1-3 input channels (a few 4..7: channel quads), 3x3/5x5/7x7
+		 * (some non-square), strides 1-3, dilations, maps wider than
+		 * a panel, over 32 outputs too (the gather tables take fewer
+		 * on AVX-512) */
+		s.group = 1;
+		s.c = rnd() % 6 ? rndi(1, 3) : rndi(4, 7);
+		s.oc = rnd() % 2 ? 4 * rndi(1, 20) : rndi(1, 70);
+		s.kh = 3 + 2 * rndi(0, 2);
+		s.kw = rnd() % 4 ? s.kh : rndi(2, 7);
+		s.sh = rnd() % 4 ? rndi(1, 2) : 3;
+		s.sw = rnd() % 4 ? rndi(1, 2) : 3;
+		s.dh = rnd() % 5 ? 1 : 2;
+		s.dw = rnd() % 5 ? 1 : 2;
+		s.h = rndi(s.kh, 40);
+		s.w = rnd() % 3 ? rndi(s.kw, 50) : rndi(50, 120);
+		s.pt = rndi(0, 3);
+		s.pb = rndi(0, 3);
+		s.pl = rndi(0, 3);
+		s.pr = rndi(0, 3);
 	}
 	if (wino_focus) {
 		s.group = 1;
@@ -270,6 +293,7 @@ static int test_conv(int iter)
 	dw_cases += cv.depthwise;
 	px1_cases += px1_focus;
 	wino_cases += cv.wino != NULL;
+	rgb_cases += cv.rgb != NULL;
 	dwtab_cases += cv.depthwise && cv.dwt;
 	densetab_cases += !cv.depthwise && cv.dwt;
 	/* C4 layouts where the shapes allow them */
@@ -321,7 +345,8 @@ static int test_conv(int iter)
 		 * and the requantization after the tile (mi_quant_set_s2v(0),
 		 * mi_quant_set_dwfull(0), mi_quant_set_dwprep(0),
 		 * mi_quant_set_dwvp(0), mi_quant_set_avx2rq(0)) and panels
-		 * split per step (mi_quant_set_avx2s(0)) */
+		 * split per step (mi_quant_set_avx2s(0)) and RGB first convs on
+		 * channel quads (mi_quant_set_rgb(0)) */
 		for (int path = 0; path <= mi_quant_isa_max() + 5; path++) {
 			bool rows = path == mi_quant_isa_max() + 4;
 			bool old2 = path == mi_quant_isa_max() + 5;
@@ -343,6 +368,7 @@ static int test_conv(int iter)
 			mi_quant_set_dwvp(!old2);
 			mi_quant_set_avx2rq(!old2);
 			mi_quant_set_avx2s(!old2);
+			mi_quant_set_rgb(!old2);
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
 			if (amx && !mi_quant_set_amx(1))
@@ -373,11 +399,12 @@ static int test_conv(int iter)
 				while (!memcmp(yr + i * es, yk + i * es, es))
 					i++;
 				fprintf(stderr,
-					"FAIL conv iter %d isa %s%s%s mode %d%s%s: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
+					"FAIL conv iter %d isa %s%s%s%s mode %d%s%s: c%d oc%d g%d %dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d %s: first diff at %zu\n",
 					iter, mi_quant_isa_name(isa),
 					amx ? "+vbmi+dwtab+amx" : dwtab ? "+vbmi+dwtab" : vbmi ? "+vbmi" :
 					rows ? "-dwrows" : "",
-					cv.wino && isa == MI_QISA_AVX2 && !rows && !old2 ? "+wino" : "", mode,
+					cv.wino && isa == MI_QISA_AVX2 && !rows && !old2 ? "+wino" : "",
+					cv.rgb && isa == MI_QISA_AVX2 && !old2 ? "+rgb" : "", mode,
 					in_c4 ? " in-c4" : "",
 					ep.out_c4 ? " out-c4" : "", s.c, s.oc, s.group,
 					s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt,
@@ -865,10 +892,19 @@ int main(int argc, char **argv)
 	}
 	wino_focus = false;
 	mi_qwino_test_budget(0);
+	/* RGB first convs: the AVX2 dense K order vs the others, 1 to 3
+	 * (fake) threads */
+	rgb_focus = true;
+	for (int i = 0; i < n / 5; i++) {
+		fake_threads = 2 + i % 2;
+		mi_quant_set_parallel(i % 3 ? fake_for : NULL, fake_threads);
+		fails += test_conv(5 * i + 2);
+	}
+	rgb_focus = false;
 	fails += test_wino_bound();
 	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d q/dq-c4 + %d maxpool cases, x %d ISAs: %d failures\n",
 	       n, n, n, n, n, n, mi_quant_isa_max() + 1, fails);
-	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels; %d 1x1 on one pixel; %d 3x3 with Winograd)\n",
-	       dw_cases, dwtab_cases, densetab_cases, chan_cases, px1_cases, wino_cases);
+	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels; %d 1x1 on one pixel; %d 3x3 with Winograd; %d RGB first convs)\n",
+	       dw_cases, dwtab_cases, densetab_cases, chan_cases, px1_cases, wino_cases, rgb_cases);
 	return fails ? 1 : 0;
 }

@@ -3883,6 +3883,243 @@ static void dw_quad_item(void *arg, int item, int tid)
 	}
 }
 
+static int dwc4_cur = -1;
+static bool dwc4_all;
+
+/* on = 2: every shape the kernel takes (tests), not only the small maps */
+int mi_quant_set_dwc4(int on)
+{
+	dwc4_all = on == 2;
+	return dwc4_cur = !!on;
+}
+
+/* MI_QUANT_DWC4=0: AVX2 depthwise convs with a C4 output take the
+ * per-channel planes (dw_prep_item, dwk_chan_avx2, epi_avx2) (A/B). */
+static bool dwc4_on(void)
+{
+	return mi_quant_switch(&dwc4_cur, "MI_QUANT_DWC4");
+}
+
+/* The AVX2 quad kernel (dwq_item) applies: uint8/int8 output (C4 by the
+ * caller), no dilation, stride 1 or 2, kernels up to MI_QDW_KMAX (used
+ * for 3x3 kernels on inputs of up to 1024 pixels: on 56x56 maps and 5x5
+ * kernels it measured slower than the planes, MobileNetV2 int8) */
+bool mi_qconv_dw_c4(const struct mi_qconv *cv, const struct mi_qepi *ep)
+{
+	const struct mi_qconv_shape *s = &cv->s;
+
+	return mi_quant_isa() == MI_QISA_AVX2 && cv->depthwise && s->c % 4 == 0 &&
+	       (ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8) && s->dw == 1 &&
+	       s->dh == 1 && (s->sw == 1 || s->sw == 2) && (s->sh == 1 || s->sh == 2) &&
+	       s->kw <= MI_QDW_KMAX && s->kh <= MI_QDW_KMAX && dwc4_on() &&
+	       (dwc4_all || (s->kh <= 3 && s->kw <= 3 && s->h * s->w <= 1024));
+}
+
+static bool dwq_use(const struct conv_job *j)
+{
+	return j->dw_isa == MI_QISA_AVX2 && j->ep->out_c4 && mi_qconv_dw_c4(j->cv, j->ep);
+}
+
+/*
+ * Pad a quad of four channels into C4 pixels (4 bytes, channel c % 4 at
+ * byte c % 4): hp rows of wp pixels, zero point in the pads, input ^ flip.
+ * Planar input: 16 pixels per step, the four planes' rows interleaved by
+ * vpunpck; C4 input (in_c4): the quad plane's rows copied, 4 pixels per
+ * step.  Loads run up to 15 bytes past a source row except on the
+ * tensor's last bytes (copied exactly); stores up to 16 bytes past a row
+ * (into the next row, written after it, or the buffer's slack).
+ */
+__attribute__((target("avx2"))) static void
+dwq_prep_avx2(const struct conv_job *j, int q, uint8_t *dst)
+{
+	const struct mi_qconv_shape *s = &j->cv->s;
+	__m128i z = _mm_set1_epi8((char)j->zx), flip = _mm_set1_epi8((char)j->flip);
+	size_t plane = (size_t)s->h * s->w;
+	bool lastq = 4 * q + 4 >= s->c;
+
+	for (size_t y = 0; y < j->hp; y++) {
+		uint8_t *row = dst + y * j->wp * 4;
+		int iy = (int)y - s->pt;
+
+		if (iy < 0 || iy >= s->h) {
+			for (size_t x = 0; x < j->wp * 4; x += 16)
+				_mm_storeu_si128((__m128i *)(row + x), z);
+			continue;
+		}
+		uint8_t *d = row + (size_t)s->pl * 4;
+		bool last = lastq && iy == s->h - 1;
+		int x = 0;
+
+		for (int p = 0; p < s->pl; p += 4)
+			_mm_storeu_si128((__m128i *)(row + 4 * p), z);
+		if (j->in_c4) {
+			const uint8_t *sp = j->xsrc + (size_t)q * plane * 4 + (size_t)iy * s->w * 4;
+
+			for (; x + (last ? 4 : 1) <= s->w; x += 4)
+				_mm_storeu_si128((__m128i *)(d + 4 * x),
+						 _mm_xor_si128(_mm_loadu_si128((const void *)(sp + 4 * x)),
+							       flip));
+			for (; x < s->w; x++)
+				for (int k = 0; k < 4; k++)
+					d[4 * x + k] = sp[4 * x + k] ^ j->flip;
+		} else {
+			const uint8_t *sp = j->xsrc + (size_t)4 * q * plane + (size_t)iy * s->w;
+
+			for (; x + (last ? 16 : 1) <= s->w; x += 16) {
+				__m128i c0 = _mm_xor_si128(_mm_loadu_si128((const void *)(sp + x)), flip);
+				__m128i c1 = _mm_xor_si128(
+					_mm_loadu_si128((const void *)(sp + plane + x)), flip);
+				__m128i c2 = _mm_xor_si128(
+					_mm_loadu_si128((const void *)(sp + 2 * plane + x)), flip);
+				__m128i c3 = _mm_xor_si128(
+					_mm_loadu_si128((const void *)(sp + 3 * plane + x)), flip);
+				__m128i a0 = _mm_unpacklo_epi8(c0, c1), a1 = _mm_unpackhi_epi8(c0, c1);
+				__m128i b0 = _mm_unpacklo_epi8(c2, c3), b1 = _mm_unpackhi_epi8(c2, c3);
+				uint8_t *o = d + 4 * x;
+
+				_mm_storeu_si128((__m128i *)o, _mm_unpacklo_epi16(a0, b0));
+				_mm_storeu_si128((__m128i *)(o + 16), _mm_unpackhi_epi16(a0, b0));
+				_mm_storeu_si128((__m128i *)(o + 32), _mm_unpacklo_epi16(a1, b1));
+				_mm_storeu_si128((__m128i *)(o + 48), _mm_unpackhi_epi16(a1, b1));
+			}
+			for (; x < s->w; x++)
+				for (int k = 0; k < 4; k++)
+					d[4 * x + k] = sp[k * plane + x] ^ j->flip;
+		}
+		for (int p = s->pl + s->w; p < (int)j->wp; p += 4)
+			_mm_storeu_si128((__m128i *)(row + 4 * p), z);
+	}
+}
+
+/*
+ * AVX2 depthwise conv of one channel quad in C4 lanes: lane i of a
+ * vector is output pixel x + i / 4, channel i % 4.  Taps (kx, kx + 1) of
+ * a kernel row make one int16 pair per lane (one vbroadcasti128 of 4
+ * input pixels and a vpshufb that picks and zero-extends the pair: stride
+ * 1 pixels (kx, kx + 1) for x and (kx + 1, kx + 2) for x + 1, stride 2
+ * (kx, kx + 1) and (kx + 2, kx + 3)), times the channels' weight pairs
+ * ((w[kx], 0) for the last tap of an odd row) by vpmaddwd: exact int32
+ * sums, as the planar kernels.  Four output rows per step share the
+ * weight vectors; the sums are requantized in registers with epi_avx2's
+ * float operations (+ comp, * mult, max flo, min hi, round, + zy, low
+ * byte) and stored as two C4 pixels (8 bytes), the last pixel of an odd
+ * row alone.  xq: dwq_prep_avx2's buffer (reads up to 3 pixels past a
+ * row: its next row or the buffer's slack; those lanes meet zero weights
+ * or are not stored).
+ */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, const int kw,
+	      int oh, int ow, int sh, const int sw, const __m256i comp, const __m256 mult,
+	      const struct mi_qepi *ep, uint8_t *out)
+{
+	const int np = (kw + 1) / 2;
+	__m256i sel = sw == 1 ? _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1,
+						  7, -1, 4, -1, 8, -1, 5, -1, 9, -1, 6, -1, 10,
+						  -1, 7, -1, 11, -1) :
+				_mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1,
+						 7, -1, 8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14,
+						 -1, 11, -1, 15, -1);
+	__m256 lo = _mm256_set1_ps(ep->flo), hi = _mm256_set1_ps(ep->fhi);
+	__m256i zy = _mm256_set1_epi32(ep->zy);
+	__m256i lowb = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+					-1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+					-1, -1);
+
+	for (int oy = 0; oy < oh; oy += 4) {
+		const uint8_t *r[4];
+
+		for (int i = 0; i < 4; i++)
+			r[i] = xq + (size_t)(oy + i < oh ? oy + i : oy) * sh * wp * 4;
+		for (int x = 0; x < ow; x += 2) {
+			__m256i a[4];
+
+			for (int i = 0; i < 4; i++)
+				a[i] = _mm256_setzero_si256();
+			for (int ky = 0; ky < kh; ky++)
+				for (int jp = 0; jp < np; jp++) {
+					size_t off = ((size_t)ky * wp + (size_t)sw * x + 2 * jp) * 4;
+					__m256i wt = wv[ky * np + jp];
+
+					for (int i = 0; i < 4; i++) {
+						__m256i p = _mm256_shuffle_epi8(
+							_mm256_broadcastsi128_si256(_mm_loadu_si128(
+								(const __m128i *)(r[i] + off))),
+							sel);
+
+						a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(p, wt));
+					}
+				}
+			for (int i = 0; i < 4 && oy + i < oh; i++) {
+				__m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a[i], comp)),
+							 mult);
+				__m256i qv = _mm256_add_epi32(
+					_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f, lo), hi)), zy);
+
+				qv = _mm256_shuffle_epi8(qv, lowb);
+				__m128i b = _mm_unpacklo_epi32(_mm256_castsi256_si128(qv),
+							       _mm256_extracti128_si256(qv, 1));
+				uint8_t *d = out + ((size_t)(oy + i) * ow + x) * 4;
+
+				if (x + 1 < ow)
+					_mm_storel_epi64((__m128i *)d, b);
+				else
+					_mm_storeu_si32(d, b);
+			}
+		}
+	}
+}
+
+__attribute__((target("avx2,fma"))) static void dwq_item(void *arg, int q, int tid)
+{
+	struct conv_job *j = arg;
+	const struct mi_qconv_shape *s = &j->cv->s;
+	const struct mi_qepi *ep = j->ep;
+	/* the quad's four planes' room in xi (4 hp wp + 256 bytes) */
+	uint8_t *xq = j->xi + (size_t)4 * q * (j->hp * j->wp + 64);
+	uint8_t *out = j->y + (size_t)q * s->oh * s->ow * 4;
+	const int8_t *w = j->cv->dww + (size_t)4 * q * s->kh * s->kw;
+	int np = (s->kw + 1) / 2;
+	__m256i wv[MI_QDW_KMAX * ((MI_QDW_KMAX + 1) / 2)];
+
+	(void)tid;
+	dwq_prep_avx2(j, q, xq);
+	for (int ky = 0; ky < s->kh; ky++)
+		for (int jp = 0; jp < np; jp++) {
+			int16_t p[16];
+
+			for (int l = 0; l < 8; l++) {
+				const int8_t *wc = w + (size_t)(l % 4) * s->kh * s->kw + ky * s->kw;
+				int kx = 2 * jp;
+
+				p[2 * l] = wc[kx];
+				p[2 * l + 1] = kx + 1 < s->kw ? wc[kx + 1] : 0;
+			}
+			memcpy(&wv[ky * np + jp], p, sizeof(p));
+		}
+	int c = 4 * q;
+	__m256i comp = _mm256_setr_epi32(ep->comp[c], ep->comp[c + 1], ep->comp[c + 2],
+					 ep->comp[c + 3], ep->comp[c], ep->comp[c + 1],
+					 ep->comp[c + 2], ep->comp[c + 3]);
+	__m256 mult = _mm256_setr_ps(ep->mult[c], ep->mult[c + 1], ep->mult[c + 2],
+				     ep->mult[c + 3], ep->mult[c], ep->mult[c + 1],
+				     ep->mult[c + 2], ep->mult[c + 3]);
+
+	if (s->kh == 3 && s->kw == 3 && s->sw == 1)
+		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 1, comp, mult, ep, out);
+	else if (s->kh == 3 && s->kw == 3)
+		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 2, comp, mult, ep, out);
+	else if (s->kh == 5 && s->kw == 5 && s->sw == 1)
+		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 1, comp, mult, ep, out);
+	else if (s->kh == 5 && s->kw == 5)
+		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 2, comp, mult, ep, out);
+	else if (s->sw == 1)
+		dwq_avx2_body(xq, j->wp, wv, s->kh, s->kw, s->oh, s->ow, s->sh, 1, comp, mult, ep,
+			      out);
+	else
+		dwq_avx2_body(xq, j->wp, wv, s->kh, s->kw, s->oh, s->ow, s->sh, 2, comp, mult, ep,
+			      out);
+}
+
 /*
  * 1x1 convs on a one-pixel map (the squeeze-excitation blocks' two FCs):
  * the packed weights are the GEMM's (k = input channel), so mi_qgemm's
@@ -3924,7 +4161,10 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	const struct mi_qconv_shape *s = &cv->s;
 	int isa = mi_quant_isa();
 
-	if ((flags & MI_QCONV_IN_C4) && (cv->depthwise || (s->c / s->group) % 4))
+	if ((flags & MI_QCONV_IN_C4) && cv->depthwise &&
+	    !(ep->out_c4 && mi_qconv_dw_c4(cv, ep)))
+		return -EINVAL;
+	if ((flags & MI_QCONV_IN_C4) && !cv->depthwise && (s->c / s->group) % 4)
 		return -EINVAL;
 	if (ep->out_c4 && ((ep->mode != MI_QOUT_U8 && ep->mode != MI_QOUT_S8) ||
 			   s->oc % 4 || (!cv->depthwise && (s->oc / s->group) % 4)))
@@ -3959,6 +4199,8 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		conv_gemv(cv, x, j.flip, ep, y, j.xi, isa);
 	} else if (dwt_use(cv, isa, ep) && !(flags & MI_QCONV_IN_C4)) {
 		dwt_run(cv, x, j.zx, j.flip, ep, y);
+	} else if (cv->depthwise && dwq_use(&j)) {
+		par_for(s->c / 4, dwq_item, &j);
 	} else if (cv->depthwise) {
 		j.dw_defer = ep->out_c4 && !dw_fused(&j);
 		par_for((s->c + 3) / 4, dw_quad_item, &j);

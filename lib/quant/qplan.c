@@ -3440,13 +3440,19 @@ static bool c4_writer(const struct mi_node *p)
 	       !(qp->cv.s.oc % 4) && (qp->cv.depthwise || !((qp->cv.s.oc / qp->cv.s.group) % 4));
 }
 
-/* c, an int8 conv, can read its input (t) in C4 layout. */
-static bool c4_reader(const struct mi_node *c, int t)
+/* c, an int8 conv, can read its input (t) in C4 layout: a dense conv, or
+ * (AVX2) a depthwise conv that writes C4 too (ok: the tensors in C4) and
+ * reads an int8 conv's output (conv_in; a QuantizeLinear writing C4 from
+ * fp32 costs more than the depthwise conv saves). */
+static bool c4_reader(const struct mi_node *c, int t, const bool *ok, bool conv_in)
 {
 	const struct qnode *qc = c->priv;
 
-	return qc->is_conv && c->ninputs == 1 && c->inputs[0] == t && !qc->cv.depthwise &&
-	       !((qc->cv.s.c / qc->cv.s.group) % 4);
+	if (!qc->is_conv || c->ninputs != 1 || c->inputs[0] != t)
+		return false;
+	if (qc->cv.depthwise)
+		return conv_in && ok[c->outputs[0]] && mi_qconv_dw_c4(&qc->cv, &qc->ep);
+	return !((qc->cv.s.c / qc->cv.s.group) % 4);
 }
 
 /* How a node can take part in the C4 layout: a conv (writer and/or reader),
@@ -3545,10 +3551,12 @@ static void plan_c4_tensors(struct mi_graph *g)
 				continue;
 			for (int k = 0; k < n->ninputs; k++) {
 				int t = n->inputs[k];
+				bool conv_in = prod[t] >= 0 && c4_role(g, &g->nodes[prod[t]]) == C4_CONV;
 
 				if (!ok[t] && role == C4_SAME)
 					all = false;
-				if (ok[t] && (role == C4_NONE || (role == C4_CONV && !c4_reader(n, t)))) {
+				if (ok[t] && (role == C4_NONE ||
+					      (role == C4_CONV && !c4_reader(n, t, ok, conv_in)))) {
 					ok[t] = false; /* a reader that needs the planar layout */
 					changed = true;
 				}

@@ -75,6 +75,7 @@ int mi_quant_set_dwprep(int on);
 /* dwk_chan_avx2 pairs vertical taps at stride 1, 3x3 and 5x5 (default
  * on, MI_QUANT_DWVP=0 off).  Returns the setting. */
 int mi_quant_set_dwvp(int on);
+int mi_quant_set_dwc4(int on);
 /* AVX2 dense tile with the uint8/int8 requantization in registers (full
  * tiles; default on, MI_QUANT_AVX2RQ=0 off: int32 sums, then
  * epi_avx2).  Returns the setting. */
@@ -225,11 +226,14 @@ size_t mi_qconv_workspace(const struct mi_qconv *cv);
  * zx_u8 = zx (+128 if x_signed): use mi_qconv_comp().  ws: workspace of
  * mi_qconv_workspace() bytes (NULL: allocated here). */
 #define MI_QDW_KMAX 7 /* largest depthwise kernel side on the direct path */
-#define MI_QCONV_IN_C4 1u /* x is in C4 layout (not for depthwise) */
+#define MI_QCONV_IN_C4 1u /* x is in C4 layout (depthwise: if mi_qconv_dw_c4) */
 /* split the output channels first: thread t computes chunk t of the
  * output blocks over every pixel (a 1x1 conv reading C4 directly, split
  * over the threads; else ignored) */
 #define MI_QCONV_CHAN 2u
+/* A depthwise conv cv with epilogue ep (out_c4 set) runs the AVX2 C4
+ * quad kernel and may read a C4 input (MI_QUANT_DWC4=0: never). */
+bool mi_qconv_dw_c4(const struct mi_qconv *cv, const struct mi_qepi *ep);
 int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		 int zx, const struct mi_qepi *ep, void *y, void *ws,
 		 unsigned int flags);

@@ -112,6 +112,7 @@ static void make_epi(struct mi_qepi *ep, int mode, int oc, int32_t *comp,
 	}
 }
 
+static int dwq_runs, dwq_in_runs;
 static int dw_cases, dwtab_cases, densetab_cases, chan_cases;
 static bool chan_focus;
 static bool px1_focus; /* 1x1 convs on one pixel (SE FCs: the GEMV path) */
@@ -132,6 +133,8 @@ static int test_conv(int iter)
 	s.group = dwise ? 0 : (rnd() % 4 == 0 ? rndi(2, 3) : 1);
 	if (dwise) {
 		s.c = s.oc = s.group = rndi(1, 20);
+		if (iter % 4 == 0) /* quads (the AVX2 C4 quad kernel), up to 9 */
+			s.c = s.oc = s.group = 4 * rndi(1, 9);
 		/* 3x3 mostly; also 5x5, 7x7 and non-square kernels */
 		s.kh = s.kw = rnd() % 2 ? 3 : rnd() % 2 ? 5 : 0;
 		if (!s.kh) {
@@ -250,6 +253,9 @@ static int test_conv(int iter)
 
 	for (size_t i = 0; i < (size_t)s.oc * kg; i++)
 		w[i] = (int8_t)rndi(-128, 127);
+	if (dwise && iter % 2) /* extreme weights (vpmaddwd pairs of -128) */
+		for (size_t i = 0; i < (size_t)s.oc * kg; i++)
+			w[i] = rnd() % 3 ? -128 : rnd() % 2 ? 127 : w[i];
 	for (size_t i = 0; i < nx; i++)
 		x[i] = (uint8_t)rnd();
 	for (int o = 0; o < s.oc; o++)
@@ -298,7 +304,10 @@ static int test_conv(int iter)
 	densetab_cases += !cv.depthwise && cv.dwt;
 	/* C4 layouts where the shapes allow them */
 	bool in_c4 = !cv.depthwise && cg % 4 == 0 && (rnd() % 2 || chan_focus);
-	bool out_c4 = s.oc % 4 == 0 && (cv.depthwise || ocg % 4 == 0) && rnd() % 2;
+	/* depthwise: C4 input where the AVX2 quad kernel takes it */
+	bool dw_in_c4 = cv.depthwise && s.c % 4 == 0 && rnd() % 2;
+	bool out_c4 = s.oc % 4 == 0 && (cv.depthwise || ocg % 4 == 0) &&
+		      (rnd() % 2 || (cv.depthwise && rnd() % 2));
 	size_t hw = (size_t)s.h * s.w, ohw = (size_t)s.oh * s.ow;
 	uint8_t *xin = x;
 
@@ -308,6 +317,14 @@ static int test_conv(int iter)
 	chan_cases += in_c4 && cv.direct1x1 && !x_signed && iter % 2 &&
 		      cv.w.nblk >= 2 * fake_threads;
 
+	uint8_t *xc4 = NULL;
+
+	if (dw_in_c4) {
+		xc4 = malloc(nx);
+		for (int c = 0; c < s.c; c++)
+			for (size_t p = 0; p < hw; p++)
+				xc4[((c / 4) * hw + p) * 4 + c % 4] = x[c * hw + p];
+	}
 	if (in_c4) {
 		xin = malloc(nx);
 		for (int c = 0; c < s.c; c++)
@@ -369,6 +386,7 @@ static int test_conv(int iter)
 			mi_quant_set_avx2rq(!old2);
 			mi_quant_set_avx2s(!old2);
 			mi_quant_set_rgb(!old2);
+			mi_quant_set_dwc4(rows || old2 ? 0 : 2); /* every shape */
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
 			if (amx && !mi_quant_set_amx(1))
@@ -378,8 +396,14 @@ static int test_conv(int iter)
 			mi_quant_set_dwtab(dwtab);
 			mi_quant_set_isa(isa);
 			memset(yk, 0xcd, ny * es);
-			if (mi_qconv_run(&cv, xin, x_signed, zx, &ep, yk, NULL,
-					 (in_c4 ? MI_QCONV_IN_C4 : 0) |
+			bool c4x = in_c4 || (dw_in_c4 && ep.out_c4 && mi_qconv_dw_c4(&cv, &ep));
+			bool dwq = cv.depthwise && ep.out_c4 && mi_qconv_dw_c4(&cv, &ep);
+
+			dwq_runs += dwq;
+			dwq_in_runs += dwq && c4x;
+
+			if (mi_qconv_run(&cv, c4x && !in_c4 ? xc4 : xin, x_signed, zx, &ep, yk, NULL,
+					 (c4x ? MI_QCONV_IN_C4 : 0) |
 						 (mode % 2 ? MI_QCONV_CHAN : 0))) {
 				fprintf(stderr, "FAIL conv run refused\n");
 				fails++;
@@ -405,7 +429,7 @@ static int test_conv(int iter)
 					rows ? "-dwrows" : "",
 					cv.wino && isa == MI_QISA_AVX2 && !rows && !old2 ? "+wino" : "",
 					cv.rgb && isa == MI_QISA_AVX2 && !old2 ? "+rgb" : "", mode,
-					in_c4 ? " in-c4" : "",
+					c4x ? " in-c4" : "",
 					ep.out_c4 ? " out-c4" : "", s.c, s.oc, s.group,
 					s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt,
 					s.pl, s.pb, s.pr, cv.depthwise ? "dw" : cv.direct1x1 ? "1x1" : "im2col", i);
@@ -419,6 +443,7 @@ static int test_conv(int iter)
 	mi_qconv_fini(&cv);
 	if (xin != x)
 		free(xin);
+	free(xc4);
 	free(w);
 	free(x);
 	free(acc);
@@ -906,5 +931,7 @@ int main(int argc, char **argv)
 	       n, n, n, n, n, n, mi_quant_isa_max() + 1, fails);
 	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels; %d 1x1 on one pixel; %d 3x3 with Winograd; %d RGB first convs)\n",
 	       dw_cases, dwtab_cases, densetab_cases, chan_cases, px1_cases, wino_cases, rgb_cases);
+	printf("  (%d depthwise runs on the AVX2 C4 quad kernel, %d of them reading C4)\n", dwq_runs,
+	       dwq_in_runs);
 	return fails ? 1 : 0;
 }

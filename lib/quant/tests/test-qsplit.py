@@ -11,8 +11,10 @@ output channels over the threads (MI_QCONV_CHAN, "convs split by output
 channels" on the MI_QUANT_VERBOSE line); on 28x28 maps the dense convs
 split in pixel panels from 512K multiply-adds.  Outputs at 2 and 3
 threads, with the default splits and with every node split
-(MI_QUANT_SPLIT_ALL=1), with MI_QUANT_CHAN=0, and on every ISA path must
-equal the 1-thread run bit for bit.  ~1 s.
+(MI_QUANT_SPLIT_ALL=1), with MI_QUANT_CHAN=0, with the AVX2 C4 depthwise
+kernel (its reader then reads C4: no channel split; the others run with
+MI_QUANT_DWC4=0), and on every ISA path must equal the 1-thread run bit for
+bit.  ~1 s.
 """
 import os
 import re
@@ -92,9 +94,14 @@ def main():
         for t in (2, 3):
             for lab, extra in (("default", {}), ("split all", {"MI_QUANT_SPLIT_ALL": "1"}),
                                ("split all, MI_QUANT_CHAN=0",
-                                {"MI_QUANT_SPLIT_ALL": "1", "MI_QUANT_CHAN": "0"})):
-                out, err = mi_run(q8, inp, tmp, dict(env, **extra), t)
+                                {"MI_QUANT_SPLIT_ALL": "1", "MI_QUANT_CHAN": "0"}),
+                               ("C4 depthwise", {"MI_QUANT_DWC4": "1"})):
+                # the channel split needs a planar depthwise reader: the AVX2
+                # C4 quad kernel (MI_QUANT_DWC4) reads C4 and takes its place
+                out, err = mi_run(q8, inp, tmp, dict({"MI_QUANT_DWC4": "0"}, **env, **extra), t)
                 check(out == ref, "%s %d threads %s == 1 thread" % (isa, t, lab))
+                if "MI_QUANT_DWC4" in extra:
+                    continue
                 m = re.search(r"(\d+) convs split by output channels", err)
                 nchan = int(m.group(1)) if m else 0
                 want = 0 if "CHAN" in lab else 3

@@ -3894,16 +3894,23 @@ int mi_quant_set_dwc4(int on)
 }
 
 /* MI_QUANT_DWC4=0: AVX2 depthwise convs with a C4 output take the
- * per-channel planes (dw_prep_item, dwk_chan_avx2, epi_avx2) (A/B). */
+ * per-channel planes (dw_prep_item, dwk_chan_avx2, epi_avx2) (A/B);
+ * MI_QUANT_DWC4=2: the quad kernel on every shape it takes (A/B). */
 static bool dwc4_on(void)
 {
+	if (dwc4_cur < 0) {
+		const char *e = getenv("MI_QUANT_DWC4");
+
+		dwc4_all = e && !strcmp(e, "2");
+	}
 	return mi_quant_switch(&dwc4_cur, "MI_QUANT_DWC4");
 }
 
 /* The AVX2 quad kernel (dwq_item) applies: uint8/int8 output (C4 by the
  * caller), no dilation, stride 1 or 2, kernels up to MI_QDW_KMAX (used
- * for 3x3 kernels on inputs of up to 1024 pixels: on 56x56 maps and 5x5
- * kernels it measured slower than the planes, MobileNetV2 int8) */
+ * for 3x3 kernels and 5x5 ones of stride 1, maps of any size: with the
+ * tap pairs shared by the 4 rows of a step it beats the planes there,
+ * bench-qconv; 5x5 of stride 2 measured even, kept on the planes) */
 bool mi_qconv_dw_c4(const struct mi_qconv *cv, const struct mi_qepi *ep)
 {
 	const struct mi_qconv_shape *s = &cv->s;
@@ -3912,7 +3919,8 @@ bool mi_qconv_dw_c4(const struct mi_qconv *cv, const struct mi_qepi *ep)
 	       (ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8) && s->dw == 1 &&
 	       s->dh == 1 && (s->sw == 1 || s->sw == 2) && (s->sh == 1 || s->sh == 2) &&
 	       s->kw <= MI_QDW_KMAX && s->kh <= MI_QDW_KMAX && dwc4_on() &&
-	       (dwc4_all || (s->kh <= 3 && s->kw <= 3 && s->h * s->w <= 1024));
+	       (dwc4_all || (s->kh == 3 && s->kw == 3) ||
+		(s->kh == 5 && s->kw == 5 && s->sh == 1 && s->sw == 1));
 }
 
 static bool dwq_use(const struct conv_job *j)
@@ -3992,6 +4000,58 @@ dwq_prep_avx2(const struct conv_job *j, int q, uint8_t *dst)
 }
 
 /*
+ * Sums of 4 output rows of dwq_avx2_body (all < oh) at pixels x, x + 1
+ * (r0: the first row's input at pixel sw x): input row t of the step
+ * (t < 3 sh + kh) is kernel row t - sh i of output row i, so each of its
+ * tap-pair vectors (vbroadcasti128 + vpshufb) is built once and feeds
+ * every output row that reads it (3x3, stride 1: 12 instead of 24).
+ */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dwq_avx2_rows4(const uint8_t *r0, size_t wp, const __m256i *wv, const int kh, const int np,
+	       const int sh, const __m256i sel, __m256i a[4])
+{
+	for (int i = 0; i < 4; i++)
+		a[i] = _mm256_setzero_si256();
+#pragma GCC unroll 32
+	for (int t = 0; t < 3 * sh + kh; t++) {
+#pragma GCC unroll 8
+		for (int jp = 0; jp < np; jp++) {
+			__m256i p = _mm256_shuffle_epi8(
+				_mm256_broadcastsi128_si256(_mm_loadu_si128(
+					(const __m128i *)(r0 + ((size_t)t * wp + 2 * jp) * 4))),
+				sel);
+
+#pragma GCC unroll 4
+			for (int i = 0; i < 4; i++) {
+				int ky = t - sh * i;
+
+				if (ky >= 0 && ky < kh)
+					a[i] = _mm256_add_epi32(
+						a[i], _mm256_madd_epi16(p, wv[ky * np + jp]));
+			}
+		}
+	}
+}
+
+/* requantize one row's sums (2 C4 pixels) and store them (one if !two) */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dwq_avx2_store(__m256i a, const __m256i comp, const __m256 mult, const __m256 lo,
+	       const __m256 hi, const __m256i zy, const __m256i lowb, uint8_t *d, bool two)
+{
+	__m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a, comp)), mult);
+	__m256i qv =
+		_mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f, lo), hi)), zy);
+
+	qv = _mm256_shuffle_epi8(qv, lowb);
+	__m128i b = _mm_unpacklo_epi32(_mm256_castsi256_si128(qv), _mm256_extracti128_si256(qv, 1));
+
+	if (two)
+		_mm_storel_epi64((__m128i *)d, b);
+	else
+		_mm_storeu_si32(d, b);
+}
+
+/*
  * AVX2 depthwise conv of one channel quad in C4 lanes: lane i of a
  * vector is output pixel x + i / 4, channel i % 4.  Taps (kx, kx + 1) of
  * a kernel row make one int16 pair per lane (one vbroadcasti128 of 4
@@ -4010,7 +4070,7 @@ dwq_prep_avx2(const struct conv_job *j, int q, uint8_t *dst)
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, const int kw,
 	      int oh, int ow, int sh, const int sw, const __m256i comp, const __m256 mult,
-	      const struct mi_qepi *ep, uint8_t *out)
+	      const struct mi_qepi *ep, uint8_t *out, bool reuse)
 {
 	const int np = (kw + 1) / 2;
 	__m256i sel = sw == 1 ? _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1,
@@ -4025,7 +4085,26 @@ dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, con
 					-1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 					-1, -1);
 
-	for (int oy = 0; oy < oh; oy += 4) {
+	int oy = 0;
+
+	/* full steps of 4 rows: each input row's tap-pair vectors once */
+	for (; oy + 4 <= oh && reuse; oy += 4) {
+		const uint8_t *r0 = xq + (size_t)oy * sh * wp * 4;
+
+		for (int x = 0; x < ow; x += 2) {
+			__m256i a[4];
+
+			if (sh == 1)
+				dwq_avx2_rows4(r0 + (size_t)sw * x * 4, wp, wv, kh, np, 1, sel, a);
+			else
+				dwq_avx2_rows4(r0 + (size_t)sw * x * 4, wp, wv, kh, np, 2, sel, a);
+			for (int i = 0; i < 4; i++)
+				dwq_avx2_store(a[i], comp, mult, lo, hi, zy, lowb,
+					       out + ((size_t)(oy + i) * ow + x) * 4, x + 1 < ow);
+		}
+	}
+	/* the last 1-3 rows: each row's taps alone */
+	for (; oy < oh; oy += 4) {
 		const uint8_t *r[4];
 
 		for (int i = 0; i < 4; i++)
@@ -4049,25 +4128,15 @@ dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, con
 						a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(p, wt));
 					}
 				}
-			for (int i = 0; i < 4 && oy + i < oh; i++) {
-				__m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a[i], comp)),
-							 mult);
-				__m256i qv = _mm256_add_epi32(
-					_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f, lo), hi)), zy);
-
-				qv = _mm256_shuffle_epi8(qv, lowb);
-				__m128i b = _mm_unpacklo_epi32(_mm256_castsi256_si128(qv),
-							       _mm256_extracti128_si256(qv, 1));
-				uint8_t *d = out + ((size_t)(oy + i) * ow + x) * 4;
-
-				if (x + 1 < ow)
-					_mm_storel_epi64((__m128i *)d, b);
-				else
-					_mm_storeu_si32(d, b);
-			}
+			for (int i = 0; i < 4 && oy + i < oh; i++)
+				dwq_avx2_store(a[i], comp, mult, lo, hi, zy, lowb,
+					       out + ((size_t)(oy + i) * ow + x) * 4, x + 1 < ow);
 		}
 	}
 }
+
+/* MI_QUANT_DWQR=0: dwq_item builds each output row's tap pairs alone (A/B) */
+static int dwqr_cur = -1;
 
 __attribute__((target("avx2,fma"))) static void dwq_item(void *arg, int q, int tid)
 {
@@ -4080,6 +4149,8 @@ __attribute__((target("avx2,fma"))) static void dwq_item(void *arg, int q, int t
 	const int8_t *w = j->cv->dww + (size_t)4 * q * s->kh * s->kw;
 	int np = (s->kw + 1) / 2;
 	__m256i wv[MI_QDW_KMAX * ((MI_QDW_KMAX + 1) / 2)];
+
+	bool reuse = mi_quant_switch(&dwqr_cur, "MI_QUANT_DWQR");
 
 	(void)tid;
 	dwq_prep_avx2(j, q, xq);
@@ -4105,19 +4176,19 @@ __attribute__((target("avx2,fma"))) static void dwq_item(void *arg, int q, int t
 				     ep->mult[c + 2], ep->mult[c + 3]);
 
 	if (s->kh == 3 && s->kw == 3 && s->sw == 1)
-		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 1, comp, mult, ep, out);
+		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 1, comp, mult, ep, out, reuse);
 	else if (s->kh == 3 && s->kw == 3)
-		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 2, comp, mult, ep, out);
+		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 2, comp, mult, ep, out, reuse);
 	else if (s->kh == 5 && s->kw == 5 && s->sw == 1)
-		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 1, comp, mult, ep, out);
+		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 1, comp, mult, ep, out, reuse);
 	else if (s->kh == 5 && s->kw == 5)
-		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 2, comp, mult, ep, out);
+		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 2, comp, mult, ep, out, reuse);
 	else if (s->sw == 1)
 		dwq_avx2_body(xq, j->wp, wv, s->kh, s->kw, s->oh, s->ow, s->sh, 1, comp, mult, ep,
-			      out);
+			      out, reuse);
 	else
 		dwq_avx2_body(xq, j->wp, wv, s->kh, s->kw, s->oh, s->ow, s->sh, 2, comp, mult, ep,
-			      out);
+			      out, reuse);
 }
 
 /*

@@ -362,7 +362,9 @@ def check_se_ties(tmp):
     division exactly where that changes a byte.  The DQ map is k / 16, the
     gates (k_c + 0.5) * 0.1 +- 0..3 ulps over 64 channels, the pixels
     +-1, +-3, 5 times 1/16 steps (products near ties); 7x7 (per-pixel
-    lookups) and 14x14 (per-channel byte tables), avx512 == generic == avx2."""
+    lookups) and 14x14 (per-channel byte tables), avx512 == generic == avx2;
+    16x16 (byte tables on AVX2 too), planar (MI_QUANT_C4=0) and the old
+    AVX2 path (MI_QUANT_SETAB=0) on AVX2 as well."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -377,7 +379,7 @@ def check_se_ties(tmp):
             g[k] = np.nextafter(g[k], np.float32(np.inf if k % 2 else -np.inf))
     w = rng.integers(-127, 128, (co, c, 1, 1)).astype(np.int8)
     ok, n_near = True, 0
-    for hw in (7, 14):
+    for hw in (7, 14, 16):
         nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
                  helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
                  helper.make_node("Mul", ["d", "g"], ["m"]),
@@ -404,13 +406,16 @@ def check_se_ties(tmp):
         n_near += int((np.abs(np.abs(r - np.floor(r)) - 0.5) < 2.0 ** -11).sum())
         r = run([MI, "run", path, "-q", "--bench", "1", "--profile"])
         ok &= bool(re.search(r"^\s*Mul\s+1\s+1\s", r.stdout, re.M))
-        outs = [mi_run(path, x, tmp, {"MI_CPU_ISA": isa}) for isa in ("generic", "avx2", "avx512")]
-        for o, isa in zip(outs[1:], ("avx2", "avx512")):
+        envs = [{"MI_CPU_ISA": "generic"}, {"MI_CPU_ISA": "avx2"}, {"MI_CPU_ISA": "avx512"},
+                {"MI_CPU_ISA": "avx2", "MI_QUANT_C4": "0"},
+                {"MI_CPU_ISA": "avx2", "MI_QUANT_SETAB": "0"}]
+        outs = [mi_run(path, x, tmp, e) for e in envs]
+        for o, isa in zip(outs[1:], ("avx2", "avx512", "avx2 planar", "avx2 SETAB=0")):
             if not np.array_equal(o, outs[0]):
                 ok = False
                 print(f"  se ties {hw}x{hw} {isa}: {int((o != outs[0]).sum())} outputs differ from generic")
     check(ok and n_near > 500, f"se ties: SE Mul on the bytes, {n_near} products near ties, "
-          "avx512 == avx2 == generic (7x7 lookups, 14x14 byte tables)")
+          "avx512 == avx2 == generic (7x7 lookups, 14x14 and 16x16 byte tables, C4 and planar)")
 
 
 def check_gap(tmp):

@@ -69,6 +69,7 @@ struct qnode {
 	struct qact se_y; /* SE Mul: output quantization */
 	int64_t se_c, se_hw; /* SE Mul: channels (N * C) and pixels per channel */
 	bool se_c4;          /* SE Mul: writes the C4 layout for its int8 conv */
+	bool se_in_c4;       /* SE Mul (se_c4 too) / GlobalAveragePool: reads C4 */
 	uint8_t *lutb;       /* lut's bytes as four 256-entry planes (vpermi2b lookups) */
 	int64_t gap_hw;      /* GlobalAveragePool: pixels per plane (planes: se_c) */
 	int gap_vw;          /* ... lib/cpu's sum lanes (its ISA's vector width) */
@@ -2113,6 +2114,38 @@ static void qse_part(const struct qnode *q, const uint8_t *x, float sv, const ui
 	mi_quantize_f32(v, n, q->se_y.scale, q->se_y.zp, q->se_y.dtype, y);
 }
 
+/* n pixels of a C4 quad ([n][4] bytes at src) apart into 4 rows of ds
+ * bytes' stride at d; AVX2: 8 pixels a step (vpshufb, vpermd) */
+__attribute__((target("avx2"))) static int64_t c4_apart_avx2(const uint8_t *src, int64_t n,
+							     uint8_t *d, int64_t ds)
+{
+	const __m256i sh = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+					    0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+	const __m256i pm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(src + 4 * i));
+
+		v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, sh), pm);
+		_mm_storel_epi64((__m128i *)(d + i), _mm256_castsi256_si128(v));
+		_mm_storeh_pd((double *)(d + ds + i), _mm_castsi128_pd(_mm256_castsi256_si128(v)));
+		_mm_storel_epi64((__m128i *)(d + 2 * ds + i), _mm256_extracti128_si256(v, 1));
+		_mm_storeh_pd((double *)(d + 3 * ds + i),
+			      _mm_castsi128_pd(_mm256_extracti128_si256(v, 1)));
+	}
+	return i;
+}
+
+static void c4_apart(const uint8_t *src, int64_t n, uint8_t *d, int64_t ds)
+{
+	int64_t i = mi_quant_isa() >= MI_QISA_AVX2 ? c4_apart_avx2(src, n, d, ds) : 0;
+
+	for (; i < n; i++)
+		for (int k = 0; k < 4; k++)
+			d[k * ds + i] = src[4 * i + k];
+}
+
 /* C4 output: channels 4c4..4c4+3 interleaved ([C/4][H*W][4] per image) */
 static void qse_item_c4(void *arg, int item, int tid)
 {
@@ -2120,7 +2153,7 @@ static void qse_item_c4(void *arg, int item, int tid)
 	const struct qnode *q = j->q;
 	int64_t hw = q->se_hw, pa, pb;
 	int c4 = qse_range(j, item, &pa, &pb);
-	uint8_t tabs[4][256], part[4][64] __attribute__((aligned(16))), out[64 * 4];
+	uint8_t tabs[4][256], part[4][64] __attribute__((aligned(16))), out[64 * 4], xin[4][64];
 	bool use_tab = hw >= 256;
 	bool vtab = use_tab && mi_quant_isa() == MI_QISA_AVX2 && setab_on();
 
@@ -2150,9 +2183,11 @@ static void qse_item_c4(void *arg, int item, int tid)
 		int n = pb - p0 < 64 ? (int)(pb - p0) : 64;
 		uint8_t *dst = j->y + ((size_t)c4 * hw + p0) * 4;
 
+		if (q->se_in_c4) /* C4 input: the quad's 4 channels apart */
+			c4_apart(j->x + ((size_t)c4 * hw + p0) * 4, n, xin[0], 64);
 		for (int k = 0; k < 4; k++)
-			qse_part(q, j->x + (size_t)(4 * c4 + k) * hw + p0, j->s[4 * c4 + k],
-				 use_tab ? tabs[k] : NULL, n, part[k]);
+			qse_part(q, q->se_in_c4 ? xin[k] : j->x + (size_t)(4 * c4 + k) * hw + p0,
+				 j->s[4 * c4 + k], use_tab ? tabs[k] : NULL, n, part[k]);
 		/* 16 pixels x 4 channels per round: byte, then word interleave */
 		for (int x = 0; x < n; x += 16) {
 			__m128i c0 = _mm_load_si128((const __m128i *)(part[0] + x));
@@ -2639,13 +2674,22 @@ static void qgap_item(void *arg, int it, int tid)
 	int np = q->se_c - p0 < QGAP_PLANES ? (int)(q->se_c - p0) : QGAP_PLANES;
 	double s[QGAP_PLANES];
 	float m[QGAP_PLANES];
+	const uint8_t *x = j->x + p0 * q->gap_hw;
 
+	if (q->se_in_c4) { /* C4 input: its np / 4 quads apart into planes */
+		uint8_t *pl = (uint8_t *)q->sh->ws + (size_t)tid * QGAP_PLANES * q->gap_hw;
+
+		for (int c4 = 0; c4 < np / 4; c4++)
+			c4_apart(j->x + (p0 + 4 * c4) * q->gap_hw, q->gap_hw, pl + 4 * c4 * q->gap_hw,
+				 q->gap_hw);
+		x = pl;
+	}
 	if (q->gap_vw == 16 && mi_cpu_isa() == MI_ISA_AVX512 && have_vbmi())
-		gap_sums_vbmi(q, j->x + p0 * q->gap_hw, np, s);
+		gap_sums_vbmi(q, x, np, s);
 	else if (q->gap_vw == 8 && mi_quant_isa() >= MI_QISA_AVX2 && lutg_on())
-		gap_sums_avx2(q, j->x + p0 * q->gap_hw, np, s);
+		gap_sums_avx2(q, x, np, s);
 	else
-		gap_sums_c(q, j->x + p0 * q->gap_hw, np, s);
+		gap_sums_c(q, x, np, s);
 	for (int p = 0; p < np; p++)
 		m[p] = (float)s[p] / q->gap_hw;
 	if (q->gap_q)
@@ -3528,7 +3572,37 @@ static bool c4_reader(const struct mi_node *c, int t, const bool *ok, bool conv_
  * (mi_qmaxpool_plane_c4), channel Concat (each input a contiguous block of
  * every image in both layouts
  * when channel counts are multiples of 4). */
-enum { C4_NONE, C4_CONV, C4_SAME, C4_QDQ };
+enum { C4_NONE, C4_CONV, C4_SAME, C4_QDQ, C4_READ };
+
+static int sec4_cur = -1;
+
+/* MI_QUANT_SEC4=0: the SE gate Mul and GlobalAveragePool read planes only. */
+static bool sec4_on(void)
+{
+	return mi_quant_switch(&sec4_cur, "MI_QUANT_SEC4");
+}
+
+/* GlobalAveragePool planes apart per thread: at most 64 threads' 16 planes */
+#define QGAP_C4_MAX 4096
+
+/* An SE gate Mul whose output an int8 conv reads in C4 layout. */
+static bool se_c4_ok(struct mi_graph *g, struct mi_node *p)
+{
+	struct qnode *qp = p->priv, *qc;
+	struct mi_node *c;
+	int ci;
+
+	if (p->dead || !mi_quant_node_is(p) || qp->hdr.run != qse_run ||
+	    mi_out(g, p, 0)->dims[1] % 4)
+		return false;
+	ci = mi_graph_sole_consumer(g, p->outputs[0]);
+	if (ci < 0)
+		return false;
+	c = &g->nodes[ci];
+	qc = c->priv;
+	return mi_quant_node_is(c) && qc->is_conv && c->inputs[0] == p->outputs[0] &&
+	       !qc->cv.depthwise && !((qc->cv.s.c / qc->cv.s.group) % 4);
+}
 
 static int c4_role(struct mi_graph *g, struct mi_node *n)
 {
@@ -3555,6 +3629,10 @@ static int c4_role(struct mi_graph *g, struct mi_node *n)
 	if ((q->hdr.run == qlut_run && q->lut8) || (q->hdr.run == qcat_run && q->cat->axis == 1) ||
 	    q->hdr.run == qpool_run)
 		return C4_SAME;
+	/* reads input 0 in C4, writes planes (the SE Mul: C4 for its conv) */
+	if (sec4_on() && ((q->hdr.run == qgap_run && q->gap_hw <= QGAP_C4_MAX) ||
+			  (q->hdr.run == qse_run && se_c4_ok(g, n))))
+		return C4_READ;
 	return C4_NONE;
 }
 
@@ -3586,7 +3664,8 @@ static void plan_c4_tensors(struct mi_graph *g)
 			(x->dtype == MI_DT_UINT8 || x->dtype == MI_DT_INT8);
 	}
 	for (int i = 0; i < g->nnodes; i++)
-		if (!g->nodes[i].dead && c4_role(g, &g->nodes[i]) != C4_NONE)
+		if (!g->nodes[i].dead && c4_role(g, &g->nodes[i]) != C4_NONE &&
+		    c4_role(g, &g->nodes[i]) != C4_READ)
 			prod[g->nodes[i].outputs[0]] = i;
 	for (int t = 0; t < nt; t++)
 		if (ok[t] && (prod[t] < 0 || (c4_role(g, &g->nodes[prod[t]]) == C4_CONV &&
@@ -3622,7 +3701,7 @@ static void plan_c4_tensors(struct mi_graph *g)
 
 				if (!ok[t] && role == C4_SAME)
 					all = false;
-				if (ok[t] && (role == C4_NONE ||
+				if (ok[t] && (role == C4_NONE || (role == C4_READ && k) ||
 					      (role == C4_CONV && !c4_reader(n, t, ok, conv_in)))) {
 					ok[t] = false; /* a reader that needs the planar layout */
 					changed = true;
@@ -3650,6 +3729,12 @@ static void plan_c4_tensors(struct mi_graph *g)
 			continue;
 		if (q->hdr.run == qpool_run && ok[n->outputs[0]])
 			q->in_c4 = true; /* and writes C4 */
+		if (c4_role(g, n) == C4_READ && ok[n->inputs[0]]) {
+			q->se_in_c4 = true;
+			if (q->hdr.run == qgap_run &&
+			    (int64_t)QGAP_PLANES * q->gap_hw * 64 > shared_need)
+				shared_need = (int64_t)QGAP_PLANES * q->gap_hw * 64;
+		}
 		if (c4_role(g, n) == C4_SAME)
 			q->px_c4 = ok[n->outputs[0]];
 		if (qdq_like(q))
@@ -3676,23 +3761,12 @@ static void plan_c4(struct mi_graph *g)
 	plan_c4_tensors(g);
 	/* SE gate Muls feeding an int8 conv (elementwise: any layout) */
 	for (int i = 0; i < g->nnodes; i++) {
-		struct mi_node *p = &g->nodes[i], *c;
-		struct qnode *qp = p->priv, *qc;
-		int ci;
+		struct mi_node *p = &g->nodes[i];
 
-		if (p->dead || !mi_quant_node_is(p) || qp->hdr.run != qse_run ||
-		    mi_out(g, p, 0)->dims[1] % 4)
+		if (!se_c4_ok(g, p))
 			continue;
-		ci = mi_graph_sole_consumer(g, p->outputs[0]);
-		if (ci < 0)
-			continue;
-		c = &g->nodes[ci];
-		qc = c->priv;
-		if (!mi_quant_node_is(c) || !qc->is_conv || c->inputs[0] != p->outputs[0] ||
-		    qc->cv.depthwise || (qc->cv.s.c / qc->cv.s.group) % 4)
-			continue;
-		qp->se_c4 = true;
-		qc->in_c4 = true;
+		((struct qnode *)p->priv)->se_c4 = true;
+		((struct qnode *)g->nodes[mi_graph_sole_consumer(g, p->outputs[0])].priv)->in_c4 = true;
 	}
 }
 

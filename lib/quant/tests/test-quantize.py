@@ -418,6 +418,65 @@ def check_se_ties(tmp):
           "avx512 == avx2 == generic (7x7 lookups, 14x14 and 16x16 byte tables, C4 and planar)")
 
 
+def check_se_c4(tmp):
+    """The SE gate Mul and GlobalAveragePool reading their bytes in C4
+    layout (a 4-D Q writing C4 here, an int8 depthwise conv in the
+    networks): GAP(DQ(q)) + b as the gate of Mul(DQ(q), gate) feeding an
+    int8 1x1 conv; 24 channels (GAP work items of 16 and 8 planes),
+    7x7 (per-pixel products), 20x20 (byte tables), AVX2 at 1 and 2
+    threads and generic == generic with MI_QUANT_SEC4=0 (planes), and the
+    C4 plan must hold more activations than MI_QUANT_SEC4=0's."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(11)
+    c, co = 24, 8
+    w = rng.integers(-127, 128, (co, c, 1, 1)).astype(np.int8)
+    ok = True
+    for hw in (7, 20):
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                 helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+                 helper.make_node("GlobalAveragePool", ["d"], ["gp"]),
+                 helper.make_node("Add", ["gp", "b"], ["gt"]),
+                 helper.make_node("Mul", ["d", "gt"], ["m"]),
+                 helper.make_node("QuantizeLinear", ["m", "s2", "z2"], ["mq"]),
+                 helper.make_node("DequantizeLinear", ["mq", "s2", "z2"], ["md"]),
+                 helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
+                 helper.make_node("Conv", ["md", "wd"], ["y"])]
+        gr = helper.make_graph(
+            nodes, "se_c4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, co, hw, hw])],
+            [helper.make_tensor("s", TensorProto.FLOAT, [], [1 / 16]),
+             helper.make_tensor("z", TensorProto.UINT8, [], [128]),
+             helper.make_tensor("s2", TensorProto.FLOAT, [], [0.1]),
+             helper.make_tensor("z2", TensorProto.UINT8, [], [100]),
+             numpy_helper.from_array(rng.uniform(-1, 1, (1, c, 1, 1)).astype(np.float32), "b"),
+             numpy_helper.from_array(w, "w"),
+             numpy_helper.from_array(np.full(co, 2.0 ** -10, np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(co, np.int8), "wz")])
+        path = os.path.join(tmp, "se_c4_%d.onnx" % hw)
+        onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)]), path)
+        x = rng.uniform(-6, 6, (1, c, hw, hw)).astype(np.float32)
+        nc4 = []
+        for e in ("0", "1"):
+            r = run([MI, "run", path, "-q", "--bench", "1"],
+                    {"MI_CPU_ISA": "avx2", "MI_QUANT_VERBOSE": "1", "MI_QUANT_SEC4": e})
+            m = re.search(r"(\d+) activations in C4 layout", r.stderr)
+            nc4.append(int(m.group(1)) if m else -1)
+        if not nc4[1] > nc4[0] >= 0:
+            ok = False
+            print(f"  se c4 {hw}x{hw}: C4 activations {nc4[0]} (SEC4=0), {nc4[1]} (SEC4=1)")
+        ref = mi_run(path, x, tmp, {"MI_CPU_ISA": "generic", "MI_QUANT_SEC4": "0"})
+        for e, t in (({"MI_CPU_ISA": "generic"}, 1), ({"MI_CPU_ISA": "avx2"}, 1),
+                     ({"MI_CPU_ISA": "avx2"}, 2), ({"MI_CPU_ISA": "avx2", "MI_QUANT_SEC4": "0"}, 1)):
+            o = mi_run(path, x, tmp, e, threads=t)
+            if not np.array_equal(o, ref):
+                ok = False
+                print(f"  se c4 {hw}x{hw} {e} -t {t}: {int((o != ref).sum())} outputs differ from planar generic")
+    check(ok, "se c4: SE Mul and GlobalAveragePool reading C4 bytes == planar (generic) "
+          "(7x7, 20x20, 24 channels, 1 and 2 threads)")
+
+
 def check_gap(tmp):
     """GlobalAveragePool of a quantized tensor (DQ, or a HardSwish/SiLU
     table, ahead of it; Q after it or not) reads the bytes: the same fp32
@@ -1120,6 +1179,7 @@ def main():
     check_qdq_standalone(tmp)
     check_gap(tmp)
     check_se_ties(tmp)
+    check_se_c4(tmp)
     check_act_ranges(tmp)
 
     # bad input: one line, non-zero exit, no crash

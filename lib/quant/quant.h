@@ -75,6 +75,10 @@ int mi_quant_set_dwprep(int on);
 /* dwk_chan_avx2 pairs vertical taps at stride 1, 3x3 and 5x5 (default
  * on, MI_QUANT_DWVP=0 off).  Returns the setting. */
 int mi_quant_set_dwvp(int on);
+/* AVX2 depthwise convs with a C4 output on the C4 quad kernel (dwq_item)
+ * where it wins (1, default; MI_QUANT_DWC4=0 off: planar planes, and the
+ * planner keeps their inputs planar; 2: on every shape it takes, for
+ * tests and A/B).  Returns the setting. */
 int mi_quant_set_dwc4(int on);
 /* AVX2 dense tile with the uint8/int8 requantization in registers (full
  * tiles; default on, MI_QUANT_AVX2RQ=0 off: int32 sums, then

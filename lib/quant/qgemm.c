@@ -1064,44 +1064,14 @@ bool mi_quant_switch(int *cur, const char *name)
 
 /* the AVX2 tile on the weights widened at pack time (w->w16); off
  * (MI_QAVX2W=0 or tests): tile_avx2, widening per tile */
-static int avx2w_cur = -1;
-
-int mi_quant_set_avx2w(int on)
-{
-	return avx2w_cur = !!on;
-}
-
-static bool avx2w_on(void)
-{
-	return mi_quant_switch(&avx2w_cur, "MI_QAVX2W");
-}
-
-static int avx2rq_cur = -1;
-
-int mi_quant_set_avx2rq(int on)
-{
-	return avx2rq_cur = !!on;
-}
+MI_QUANT_SWITCH(avx2w, "MI_QAVX2W")
 
 /* MI_QUANT_AVX2RQ=0: tile_avx2w's sums go through epi_avx2 (A/B). */
-static bool avx2rq_on(void)
-{
-	return mi_quant_switch(&avx2rq_cur, "MI_QUANT_AVX2RQ");
-}
-
-static int avx2s_cur = -1;
-
-int mi_quant_set_avx2s(int on)
-{
-	return avx2s_cur = !!on;
-}
+MI_QUANT_SWITCH(avx2rq, "MI_QUANT_AVX2RQ")
 
 /* MI_QUANT_AVX2S=0: conv panels are split into int16 pairs by the AVX2
  * tile at every step, for every output block (A/B). */
-static bool avx2s_on(void)
-{
-	return mi_quant_switch(&avx2s_cur, "MI_QUANT_AVX2S");
-}
+MI_QUANT_SWITCH(avx2s, "MI_QUANT_AVX2S")
 
 static struct kernels kernels_for(int isa, const struct mi_qweights *w);
 
@@ -2037,31 +2007,11 @@ __attribute__((target("avx2"))) static void copy_s2_avx2(uint8_t *dst, const uin
 		memcpy(dst + i * 4, src + (size_t)i * 8, 4);
 }
 
-static int s2v_cur = -1;
-
-int mi_quant_set_s2v(int on)
-{
-	return s2v_cur = !!on;
-}
-
 /* MI_QUANT_S2V=0: AVX2 stride-2 im2col one pixel at a time (A/B). */
-static bool s2v_on(void)
-{
-	return mi_quant_switch(&s2v_cur, "MI_QUANT_S2V");
-}
-
-static int rgb_cur = -1;
-
-int mi_quant_set_rgb(int on)
-{
-	return rgb_cur = !!on;
-}
+MI_QUANT_SWITCH(s2v, "MI_QUANT_S2V")
 
 /* MI_QUANT_RGB=0: RGB first convs on channel quads (A/B). */
-static bool rgb_on(void)
-{
-	return mi_quant_switch(&rgb_cur, "MI_QUANT_RGB");
-}
+MI_QUANT_SWITCH(rgb, "MI_QUANT_RGB")
 
 /* cv->rgb: input channel `item` padded into xi as a planar hp x wp plane
  * (bytes ^ flip, pads zx), 32 bytes per step. */
@@ -2761,19 +2711,9 @@ static bool dwchan_on(void)
 	return mi_quant_switch(&dwchan_cur, "MI_QUANT_DWCHAN");
 }
 
-static int dwfull_cur = -1;
-
-int mi_quant_set_dwfull(int on)
-{
-	return dwfull_cur = !!on;
-}
-
 /* MI_QUANT_DWFULL=0: dwk_chan_avx2 stores a row's last strip with
  * vpmaskmovd (slow on AMD) instead of full vectors (A/B). */
-static bool dwfull_on(void)
-{
-	return mi_quant_switch(&dwfull_cur, "MI_QUANT_DWFULL");
-}
+MI_QUANT_SWITCH(dwfull, "MI_QUANT_DWFULL")
 
 /*
  * AVX2, a whole KxK channel (any kernel up to 7x7, stride 1 or 2, no
@@ -2862,18 +2802,8 @@ dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw
 	}
 }
 
-static int dwvp_cur = -1;
-
-int mi_quant_set_dwvp(int on)
-{
-	return dwvp_cur = !!on;
-}
-
 /* MI_QUANT_DWVP=0: dwk_chan_avx2 one tap per vpmaddwd at stride 1 (A/B). */
-static bool dwvp_on(void)
-{
-	return mi_quant_switch(&dwvp_cur, "MI_QUANT_DWVP");
-}
+MI_QUANT_SWITCH(dwvp, "MI_QUANT_DWVP")
 
 /*
  * dwk_chan_avx2 at stride 1 (both ways) for K x K kernels, K = 3 or 5,
@@ -3633,19 +3563,9 @@ static void dwt_run(const struct mi_qconv *cv, const uint8_t *x, uint8_t zx, uin
 	par_for(nq * j.nsplit, dwt_item, &j);
 }
 
-static int dwprep_cur = -1;
-
-int mi_quant_set_dwprep(int on)
-{
-	return dwprep_cur = !!on;
-}
-
 /* MI_QUANT_DWPREP=0: AVX2 depthwise planes padded by memcpy/memset per
  * row (A/B). */
-static bool dwprep_on(void)
-{
-	return mi_quant_switch(&dwprep_cur, "MI_QUANT_DWPREP");
-}
+MI_QUANT_SWITCH(dwprep, "MI_QUANT_DWPREP")
 
 /*
  * dw_prep_item's copy on AVX2 with 16-byte vectors, no library calls

@@ -38,6 +38,18 @@ int mi_quant_isa(void);
  * "0", read once into *cur (-1: unread; the mi_quant_set_* test hooks set
  * *cur directly). */
 bool mi_quant_switch(int *cur, const char *name);
+/* One A/B switch: static int name##_cur, int mi_quant_set_##name(on) (tests;
+ * returns the setting) and static bool name##_on() (env on first use). */
+#define MI_QUANT_SWITCH(name, env)                                \
+	static int name##_cur = -1;                               \
+	int mi_quant_set_##name(int on)                           \
+	{                                                         \
+		return name##_cur = !!on;                         \
+	}                                                         \
+	static bool name##_on(void)                               \
+	{                                                         \
+		return mi_quant_switch(&name##_cur, env);         \
+	}
 
 /* Force an ISA (tests); capped at what the CPU supports.  Returns the ISA
  * actually selected. */

@@ -445,18 +445,8 @@ hmax_avx512(const uint8_t *t, const struct mi_qpool_shape *s, bool s8, int ox0, 
 	return ox1;
 }
 
-static int hmax2_cur = -1;
-
-int mi_quant_set_hmax2(int on)
-{
-	return hmax2_cur = !!on;
-}
-
 /* MI_QUANT_HMAX2=0: the AVX2 MaxPools' horizontal passes byte by byte (A/B). */
-static bool hmax2_on(void)
-{
-	return mi_quant_switch(&hmax2_cur, "MI_QUANT_HMAX2");
-}
+MI_QUANT_SWITCH(hmax2, "MI_QUANT_HMAX2")
 
 /*
  * Outputs [ox_lo, ox_hi) of a pooled row whose taps all lie inside the row

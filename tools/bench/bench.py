@@ -121,6 +121,15 @@ def median(xs):
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
+def paired(a, b):
+    """Median over rounds of a's per-run median / b's in the same round.
+    The two runs of a round are adjacent in time, so a host phase that
+    lasts longer than a round slows both; None without a common round."""
+    rs = [x / y for x, y in zip(a.get("rounds", []), b.get("rounds", []))
+          if x is not None and y]
+    return median(rs) if rs else None
+
+
 def geomean(xs):
     xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
     if not xs:
@@ -158,7 +167,8 @@ def bench_once(engine, model, inp, threads, iters, timeout, log):
 def measure(engines, model, inp, threads, rounds, iters, timeout, log):
     """Alternate the engines for `rounds` rounds; per engine return
     dict(median, p90, min, rss, runs) or dict(error=...)."""
-    res = {e.name: {"medians": [], "p90": [], "min": [], "rss": []}
+    res = {e.name: {"medians": [], "p90": [], "min": [], "rss": [],
+                    "rounds": [None] * rounds}
            for e in engines}
     errors = {}
     for r in range(rounds):
@@ -174,6 +184,7 @@ def measure(engines, model, inp, threads, rounds, iters, timeout, log):
                 continue
             d = res[e.name]
             d["medians"].append(lat[0])
+            d["rounds"][r] = lat[0]
             d["p90"].append(lat[1])
             d["min"].append(lat[2])
             d["rss"].append(rss)
@@ -187,6 +198,7 @@ def measure(engines, model, inp, threads, rounds, iters, timeout, log):
                        "p90": median(d["p90"]), "min": min(d["min"]),
                        "best": min(d["medians"]),
                        "rss": max(d["rss"]), "runs": len(d["medians"]),
+                       "rounds": d["rounds"],
                        "spread": (max(d["medians"]) / min(d["medians"]) - 1
                                   if min(d["medians"]) > 0 else 0)}
         if e.name in errors:
@@ -520,7 +532,10 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
              "than a run, so a median over few runs partly measures which "
              "engine met more slow phases. The \"best runs\" columns "
              "compare each engine's fastest run (lowest per-run median) as "
-             "a second view; the targets are judged on the medians.")
+             "a second view, and the \"paired\" columns take, per round, "
+             "the ratio of the two engines' runs (adjacent in time, so "
+             "mostly in the same phase) and show the median of those "
+             "ratios; the targets are judged on the medians.")
     if base_rss:
         L.append("- ORT's RSS includes the Node.js host: node with "
                  "onnxruntime-node loaded and no model peaks at %s MiB. The "
@@ -541,15 +556,17 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
         L.append("")
         if "metainfer" in names:
             L.append("| model | N | metainfer ms | ORT ms | ratio | "
-                     "ratio (best runs) | "
+                     "ratio (paired) | ratio (best runs) | "
                      "metainfer RSS MiB | ORT RSS MiB | RSS ratio | "
                      "RSS ratio (net) |")
-            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+                     "|---:|")
         else:
             L.append("| model | N | ORT ms | ORT RSS MiB |")
             L.append("|---|---:|---:|---:|")
         ratios = []
         bests = []
+        pairs = []
         worst = None
         for m in models:
             res = fp32.get((m, t))
@@ -564,7 +581,7 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
             a = res["metainfer"]
             if "error" in a or "error" in o:
                 err = a.get("error") or o.get("error")
-                L.append("| %s | %d | %s | %s | — | | | | | | " % (
+                L.append("| %s | %d | %s | %s | — | | | | | | | " % (
                     PRETTY.get(m, m), iters_used[(m, t)], fmt_ms(a),
                     fmt_ms(o)))
                 L[-1] = L[-1].rstrip() + " <!-- %s -->" % err[:120]
@@ -572,24 +589,31 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
             ratio = a["median"] / o["median"]
             ratios.append(ratio)
             bests.append(a["best"] / o["best"])
+            pr = paired(a, o)
+            if pr is not None:
+                pairs.append(pr)
             if worst is None or ratio > worst[1]:
                 worst = (m, ratio)
             net = o["rss"] - base_rss if base_rss else 0
-            L.append("| %s | %d | %.2f | %.2f | %.2f | %.2f | %s | %s | %.2f "
-                     "| %s |"
+            L.append("| %s | %d | %.2f | %.2f | %.2f | %s | %.2f | %s | %s "
+                     "| %.2f | %s |"
                      % (PRETTY.get(m, m), iters_used[(m, t)], a["median"],
-                        o["median"], ratio, bests[-1], fmt_mb(a["rss"]),
+                        o["median"], ratio,
+                        "%.2f" % pr if pr is not None else "—", bests[-1],
+                        fmt_mb(a["rss"]),
                         fmt_mb(o["rss"]), a["rss"] / o["rss"],
                         "%.2f" % (a["rss"] / net) if net > 0 else "—"))
         if "metainfer" in names:
             L.append("")
             L.append("Geometric mean ratio (metainfer/ORT), %d thread%s: "
-                     "**%.2f** over %d models%s (best runs: geomean %.2f, worst "
-                     "%.2f)." % (
+                     "**%.2f** over %d models%s (paired: geomean %.2f, worst "
+                     "%.2f; best runs: geomean %.2f, worst %.2f)." % (
                          t, "" if t == 1 else "s", geomean(ratios),
                          len(ratios),
                          "; worst %s at %.2f" % (PRETTY.get(worst[0]),
                                                   worst[1]) if worst else "",
+                         geomean(pairs) if pairs else 0,
+                         max(pairs) if pairs else 0,
                          geomean(bests) if bests else 0,
                          max(bests) if bests else 0))
             fails = [m for m in models if (m, t) in fp32 and
@@ -633,11 +657,13 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
                 L.append("### int8, %d thread%s" % (t, "" if t == 1 else "s"))
                 L.append("")
                 L.append("| model | metainfer int8 ms | ORT fp32 ms | "
-                         "speed-up vs ORT fp32 | speed-up (best runs) | "
+                         "speed-up vs ORT fp32 | speed-up (paired) | "
+                         "speed-up (best runs) | "
                          "ORT int8 (same QDQ) ms | "
                          "metainfer int8 RSS MiB | cosine min / mean | "
                          "centered cosine min / mean | floor |")
-                L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+                         "|---:|")
                 for m in models:
                     r = int8.get((m, t))
                     if not r:
@@ -648,14 +674,17 @@ def render(args, models, threads, engines, fp32, int8, cosine, int8_note,
                     ok = "error" not in a and "error" not in o
                     sp = "%.2f" % (o["median"] / a["median"]) if ok else "—"
                     sb = "%.2f" % (o["best"] / a["best"]) if ok else "—"
+                    pr = paired(o, a) if ok else None
+                    sp2 = "%.2f" % pr if pr is not None else "—"
                     c = cosine.get(m)
                     cs = ("%.4f / %.4f | %.4f / %.4f | %.3f" % c
                           if isinstance(c, tuple) else
                           "%s | | " % (c or "—"))
-                    L.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                        PRETTY.get(m, m), fmt_ms(a), fmt_ms(o), sp, sb,
-                        fmt_ms(q), fmt_mb(a.get("rss", 0)) if "error" not in a
-                        else "—", cs))
+                    L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                             % (PRETTY.get(m, m), fmt_ms(a), fmt_ms(o), sp,
+                                sp2, sb, fmt_ms(q),
+                                fmt_mb(a.get("rss", 0)) if "error" not in a
+                                else "—", cs))
                 L.append("")
             digits = getattr(args, "digits", None)
             if digits:

@@ -52,6 +52,8 @@ struct qact {
 	int dtype;
 };
 
+struct qmove;
+
 struct qnode {
 	struct mi_cpu_kernel_hdr hdr;
 	uint32_t magic;
@@ -84,6 +86,7 @@ struct qnode {
 	bool qdq_c4, qdq_phys;
 	const struct mi_nc_kern *qdq_fk;
 	struct qcat *cat; /* Concat */
+	struct qmove *mv; /* moves on bytes (plan_moves) */
 	int *cat_orig;    /* Concat: original inputs */
 	int nthreads; /* planned with */
 	bool px_c4;   /* Add / byte table: its tensors are in C4 layout */
@@ -356,6 +359,8 @@ static int64_t px_row(const struct mi_tensor *t, bool c4)
 /* ---- node helpers -------------------------------------------------------- */
 
 static void qnode_fini(struct mi_graph *g, struct mi_node *n);
+static void qmove_free(struct qmove *m);
+static void qmove_undo(struct mi_graph *g, struct mi_node *n, struct qmove *m);
 
 bool mi_quant_node_is(const struct mi_node *n)
 {
@@ -375,6 +380,7 @@ static void qnode_free(struct qnode *q)
 	free(q->fbias);
 	free(q->cat);
 	free(q->cat_orig);
+	qmove_free(q->mv);
 	free(q->lut);
 	free(q->lut8);
 	free(q->lutb);
@@ -392,6 +398,8 @@ static void qnode_fini(struct mi_graph *g, struct mi_node *n)
 
 	if (q->qdq_phys)
 		g->tensors[n->outputs[0]].phys_bytes = 0;
+	if (q->mv)
+		qmove_undo(g, n, q->mv);
 	if (q->orig_ninputs) {
 		n->ninputs = q->orig_ninputs;
 		n->inputs[0] = q->orig_in0;
@@ -400,6 +408,8 @@ static void qnode_fini(struct mi_graph *g, struct mi_node *n)
 		if (q->cat_orig)
 			memcpy(n->inputs, q->cat_orig, q->orig_ninputs * sizeof(int));
 		n->outputs[0] = q->orig_out0;
+	}
+	if (q->orig_ninputs || q->mv) {
 		for (int i = 0; i < q->nkilled; i++) {
 			struct mi_node *k = &g->nodes[q->killed[i]];
 
@@ -3396,6 +3406,770 @@ static int try_qdq_op(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
+/* ---- data movement on quantized tensors ------------------------------------ */
+
+/*
+ * Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Slice, Split,
+ * Concat and Gather (constant indices) move values without changing them.
+ * A connected set of them whose data come from per-tensor
+ * DequantizeLinear nodes ("sources") and whose results go to per-tensor
+ * QuantizeLinear nodes ("sinks") runs on the bytes: every element of a
+ * sink is Q_sink(DQ_src(byte)) of one source byte, a byte table per
+ * (source, sink) pair (the identity, i.e. a copy, when their parameters
+ * are equal: Q(DQ(q)) = q because (q - zp) * scale / scale is within a few
+ * ulps of q - zp, |q - zp| <= 255), computed with the Q/DQ kernels
+ * themselves, so the bytes are those of DQ -> float moves -> Q.  Which
+ * source byte lands where is found at plan time by running the moves on
+ * the elements' origins (source, offset) and kept as runs of consecutive
+ * bytes.  The node that wrote a sink's tensor writes the sink's bytes from
+ * the sources (its inputs become them); the other moves, the sinks'
+ * QuantizeLinear nodes and the DequantizeLinear nodes nobody reads any
+ * more go dead.  A move whose result an fp32 node reads (or a graph
+ * output) keeps running in fp32 with everything it needs.  The sources and
+ * sinks are planar (C4 layout: the planner gives these nodes no C4 role).
+ * MI_QUANT_MOVE=0 turns it off.
+ */
+MI_QUANT_SWITCH(move, "MI_QUANT_MOVE")
+
+#define QMV_SHIFT 40 /* origin = source << QMV_SHIFT | offset */
+#define QMV_MAXSRC 64
+
+struct qmv_run {
+	int64_t dst, off, len;
+	int src; /* index into the node's inputs */
+};
+
+struct qmv_out {
+	int nruns;
+	struct qmv_run *runs;
+	uint8_t *tab;  /* [ninputs][256] */
+	bool *ident;   /* [ninputs]: a copy */
+	int64_t numel;
+};
+
+struct qmove {
+	int nout;
+	struct qmv_out out[MI_MAX_DIMS];
+	int orig_nin, orig_nout, *orig_in, *orig_out;
+	int *killed, nkilled;
+	int *consts, nconsts; /* Shape outputs flagged constant meanwhile */
+};
+
+static bool mv_op(const struct mi_node *n)
+{
+	static const char *const ops[] = { "Identity", "Reshape", "Flatten", "Squeeze",
+					   "Unsqueeze", "Transpose", "Slice", "Split",
+					   "Concat", "Gather", NULL };
+
+	if (n->dead || n->priv || n->domain[0] || n->noutputs < 1 ||
+	    n->noutputs > MI_MAX_DIMS)
+		return false;
+	for (int i = 0; ops[i]; i++)
+		if (!strcmp(n->op_type, ops[i]))
+			return true;
+	return false;
+}
+
+/* Inputs of move n that carry data (the others are shapes / indices). */
+static int mv_ndata(const struct mi_node *n)
+{
+	return !strcmp(n->op_type, "Concat") ? n->ninputs : 1;
+}
+
+struct mvctx {
+	struct mi_graph *g;
+	int64_t **org;  /* per tensor: origins of its elements, or NULL */
+	int8_t *state;  /* per tensor: 0 not yet, 1 org set, -1 not movable */
+	int nsrc;
+	int src_t[QMV_MAXSRC];
+	struct qact src_q[QMV_MAXSRC];
+};
+
+/* integer constant (or plan-time shape value) input i: -ENOENT if absent */
+static int mv_ints(struct mi_graph *g, struct mi_node *n, int i, int64_t *v, int max, int *cnt)
+{
+	struct mi_tensor *t = mi_in(g, n, i);
+
+	if (!t)
+		return -ENOENT;
+	if (!(t->flags & (MI_TF_CONST | MI_TF_SHAPEVAL)) || !t->data ||
+	    (t->dtype != MI_DT_INT64 && t->dtype != MI_DT_INT32) || t->ndim > 1 ||
+	    mi_tensor_numel(t) > max)
+		return -EINVAL;
+	*cnt = (int)mi_tensor_numel(t);
+	for (int k = 0; k < *cnt; k++)
+		v[k] = mi_tensor_get_i64(t, k);
+	return 0;
+}
+
+static void mv_strides(const struct mi_tensor *t, int64_t *s)
+{
+	int64_t v = 1;
+
+	for (int i = t->ndim - 1; i >= 0; i--) {
+		s[i] = v;
+		v *= t->dims[i];
+	}
+}
+
+/* y[i] = x[xoff + sum_k idx_k(i) xs_k] over y's dims (row-major). */
+static void mv_gather(const int64_t *x, int64_t xoff, const int64_t *xs, const int64_t *dims,
+		      int nd, int64_t *y)
+{
+	int64_t idx[MI_MAX_DIMS] = { 0 }, n = 1, xo = xoff;
+
+	for (int k = 0; k < nd; k++)
+		n *= dims[k];
+	for (int64_t i = 0; i < n; i++) {
+		y[i] = x[xo];
+		for (int k = nd - 1; k >= 0; k--) {
+			xo += xs[k];
+			if (++idx[k] < dims[k])
+				break;
+			xo -= dims[k] * xs[k];
+			idx[k] = 0;
+		}
+	}
+}
+
+/* Slice geometry as the reference op computes it: per axis start and step. */
+static bool mv_slice(struct mi_graph *g, struct mi_node *n, const struct mi_tensor *x,
+		     const struct mi_tensor *y, int64_t *xoff, int64_t *xs)
+{
+	int64_t st[MI_MAX_DIMS], en[MI_MAX_DIMS], ax[MI_MAX_DIMS], sp[MI_MAX_DIMS];
+	int ns, ne, na = -1, nst = -1, r = x->ndim, seen[MI_MAX_DIMS] = { 0 };
+
+	if (y->ndim != r)
+		return false;
+	if (n->ninputs >= 3) {
+		int e3, e4;
+
+		if (mv_ints(g, n, 1, st, MI_MAX_DIMS, &ns) || mv_ints(g, n, 2, en, MI_MAX_DIMS, &ne))
+			return false;
+		e3 = mv_ints(g, n, 3, ax, MI_MAX_DIMS, &na);
+		e4 = mv_ints(g, n, 4, sp, MI_MAX_DIMS, &nst);
+		if ((e3 && e3 != -ENOENT) || (e4 && e4 != -ENOENT))
+			return false;
+		if (e3)
+			na = -1;
+		if (e4)
+			nst = -1;
+	} else {
+		const int64_t *a = mi_attr_ints(n, "starts", &ns);
+		const int64_t *b = mi_attr_ints(n, "ends", &ne);
+		const int64_t *c = mi_attr_ints(n, "axes", &na);
+
+		if (!a || !b || ns > MI_MAX_DIMS || ne > MI_MAX_DIMS || (c && na > MI_MAX_DIMS))
+			return false;
+		memcpy(st, a, ns * sizeof(int64_t));
+		memcpy(en, b, ne * sizeof(int64_t));
+		if (c)
+			memcpy(ax, c, na * sizeof(int64_t));
+		else
+			na = -1;
+	}
+	if (ns != ne || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+		return false;
+	mv_strides(x, xs);
+	*xoff = 0;
+	for (int i = 0; i < ns; i++) {
+		int64_t a = na >= 0 ? ax[i] : i, dim, s, e, step, len;
+
+		if (a < 0)
+			a += r;
+		if (a < 0 || a >= r || seen[a])
+			return false;
+		seen[a] = 1;
+		step = nst >= 0 ? sp[i] : 1;
+		dim = x->dims[a];
+		if (step == 0)
+			return false;
+		if (step > dim + 1)
+			step = dim + 1;
+		if (step < -dim - 1)
+			step = -dim - 1;
+		s = st[i];
+		e = en[i];
+		if (s < 0)
+			s = s < -dim ? -1 : s + dim;
+		if (e < 0)
+			e = e < -dim ? -1 : e + dim;
+		if (step > 0) {
+			s = s < 0 ? 0 : s > dim ? dim : s;
+			e = e < 0 ? 0 : e > dim ? dim : e;
+			len = e > s ? (e - s + step - 1) / step : 0;
+		} else {
+			s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
+			e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+			len = s > e ? (s - e - step - 1) / (-step) : 0;
+		}
+		if (len != y->dims[a])
+			return false;
+		*xoff += s * xs[a];
+		xs[a] *= step;
+	}
+	for (int i = 0; i < r; i++)
+		if (!seen[i] && x->dims[i] != y->dims[i])
+			return false;
+	return true;
+}
+
+static int64_t *mv_origins(struct mvctx *c, int t);
+
+/* Origins of output `o` of move n into y (numel of that output). */
+static bool mv_apply(struct mvctx *c, struct mi_node *n, int o, int64_t *y)
+{
+	struct mi_graph *g = c->g;
+	struct mi_tensor *yt = mi_out(g, n, o), *xt = mi_in(g, n, 0);
+	int64_t *x[QMV_MAXSRC], xs[MI_MAX_DIMS], xoff = 0;
+	int nd = mv_ndata(n), r = yt->ndim;
+
+	if (nd > QMV_MAXSRC)
+		return false;
+	for (int k = 0; k < nd; k++) {
+		x[k] = mv_origins(c, n->inputs[k]);
+		if (!x[k])
+			return false;
+	}
+	if (!strcmp(n->op_type, "Transpose")) {
+		int cnt, seen[MI_MAX_DIMS] = { 0 };
+		const int64_t *p = mi_attr_ints(n, "perm", &cnt);
+		int64_t s[MI_MAX_DIMS];
+
+		if (xt->ndim != r || (p && cnt != r))
+			return false;
+		mv_strides(xt, s);
+		for (int i = 0; i < r; i++) {
+			int64_t a = p ? p[i] : r - 1 - i;
+
+			if (a < 0 || a >= r || seen[a] || yt->dims[i] != xt->dims[a])
+				return false;
+			seen[a] = 1;
+			xs[i] = s[a];
+		}
+	} else if (!strcmp(n->op_type, "Slice")) {
+		if (!mv_slice(g, n, xt, yt, &xoff, xs))
+			return false;
+	} else if (!strcmp(n->op_type, "Split") || !strcmp(n->op_type, "Gather") ||
+		   !strcmp(n->op_type, "Concat")) {
+		bool gather = !strcmp(n->op_type, "Gather"), cat = !strcmp(n->op_type, "Concat");
+		int64_t axis = mi_attr_int(n, "axis", 0), outer = 1, inner = 1, pos = 0;
+		int xr = cat ? r : xt->ndim;
+
+		if (axis < 0)
+			axis += xr;
+		if (axis < 0 || axis >= xr)
+			return false;
+		for (int i = 0; i < axis; i++)
+			outer *= (cat ? yt : xt)->dims[i];
+		for (int i = axis + 1; i < xr; i++)
+			inner *= (cat ? yt : xt)->dims[i];
+		if (cat) {
+			for (int k = 0; k < nd; k++) {
+				struct mi_tensor *in = mi_in(g, n, k);
+				int64_t w = in->dims[axis] * inner;
+
+				if (in->ndim != r)
+					return false;
+				for (int64_t b = 0; b < outer; b++)
+					memcpy(y + b * yt->dims[axis] * inner + pos * inner,
+					       x[k] + b * w, w * sizeof(int64_t));
+				pos += in->dims[axis];
+			}
+			return pos == yt->dims[axis];
+		}
+		if (gather) {
+			struct mi_tensor *it = mi_in(g, n, 1);
+			int64_t ni, dim = xt->dims[axis];
+
+			if (!it || !const_t(it) || (it->dtype != MI_DT_INT64 && it->dtype != MI_DT_INT32))
+				return false;
+			ni = mi_tensor_numel(it);
+			if (outer * ni * inner != mi_tensor_numel(yt))
+				return false;
+			for (int64_t b = 0; b < outer; b++)
+				for (int64_t j = 0; j < ni; j++) {
+					int64_t v = mi_tensor_get_i64(it, j);
+
+					if (v < 0)
+						v += dim;
+					if (v < 0 || v >= dim)
+						return false;
+					memcpy(y + (b * ni + j) * inner, x[0] + (b * dim + v) * inner,
+					       inner * sizeof(int64_t));
+				}
+			return true;
+		}
+		/* Split: output o is the part after the outputs before it */
+		for (int k = 0; k < o; k++)
+			pos += mi_out(g, n, k)->dims[axis];
+		if (yt->ndim != xr || pos + yt->dims[axis] > xt->dims[axis])
+			return false;
+		for (int64_t b = 0; b < outer; b++)
+			memcpy(y + b * yt->dims[axis] * inner,
+			       x[0] + (b * xt->dims[axis] + pos) * inner,
+			       yt->dims[axis] * inner * sizeof(int64_t));
+		return true;
+	} else {
+		/* reshapes: the same elements in the same order */
+		if (mi_tensor_numel(xt) != mi_tensor_numel(yt))
+			return false;
+		memcpy(y, x[0], mi_tensor_numel(yt) * sizeof(int64_t));
+		return true;
+	}
+	mv_gather(x[0], xoff, xs, yt->dims, r, y);
+	return true;
+}
+
+/* Origins of tensor t's elements (NULL: not all from quantized sources). */
+static int64_t *mv_origins(struct mvctx *c, int t)
+{
+	struct mi_graph *g = c->g;
+	struct mi_tensor *y = t >= 0 ? &g->tensors[t] : NULL;
+	struct mi_node *p;
+	int64_t n;
+	int o = 0;
+
+	if (!y)
+		return NULL;
+	if (c->state[t])
+		return c->state[t] > 0 ? c->org[t] : NULL;
+	c->state[t] = -1;
+	n = mi_tensor_numel(y);
+	if (y->producer < 0 || y->dtype != MI_DT_FLOAT || !mi_tensor_shape_known(y) || n <= 0 ||
+	    n >= ((int64_t)1 << QMV_SHIFT))
+		return NULL;
+	p = &g->nodes[y->producer];
+	while (o < p->noutputs && p->outputs[o] != t)
+		o++;
+	if (p->dead || o == p->noutputs)
+		return NULL;
+	if (!strcmp(p->op_type, "DequantizeLinear") && !p->domain[0] && !p->priv) {
+		struct qact a;
+		int s;
+
+		if (!act_params(g, p, 0, 1, 2, &a) || mi_tensor_numel(mi_in(g, p, 0)) != n)
+			return NULL;
+		for (s = 0; s < c->nsrc && c->src_t[s] != a.t; s++)
+			;
+		if (s == QMV_MAXSRC)
+			return NULL;
+		if (s == c->nsrc) {
+			c->src_t[s] = a.t;
+			c->src_q[s] = a;
+			c->nsrc++;
+		}
+		c->org[t] = malloc(n * sizeof(int64_t));
+		if (!c->org[t])
+			return NULL;
+		for (int64_t i = 0; i < n; i++)
+			c->org[t][i] = (int64_t)s << QMV_SHIFT | i;
+	} else {
+		if (!mv_op(p))
+			return NULL;
+		c->org[t] = malloc(n * sizeof(int64_t));
+		if (!c->org[t] || !mv_apply(c, p, o, c->org[t])) {
+			free(c->org[t]);
+			c->org[t] = NULL;
+			return NULL;
+		}
+	}
+	c->state[t] = 1;
+	return c->org[t];
+}
+
+struct qmv_job {
+	const struct qmv_out *o;
+	const uint8_t *x[QMV_MAXSRC];
+	uint8_t *y;
+};
+
+/* Output bytes [b, e) of one sink: the runs they fall in. */
+static void qmv_range(void *arg, int64_t b, int64_t e)
+{
+	const struct qmv_job *j = arg;
+	const struct qmv_out *o = j->o;
+	int lo = 0, hi = o->nruns - 1;
+
+	while (lo < hi) { /* last run starting at or before b */
+		int mid = (lo + hi + 1) / 2;
+
+		if (o->runs[mid].dst <= b)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	for (int r = lo; b < e; r++) {
+		const struct qmv_run *u = &o->runs[r];
+		int64_t s = b - u->dst, cnt = u->len - s < e - b ? u->len - s : e - b;
+		const uint8_t *x = j->x[u->src] + u->off + s;
+
+		if (o->ident[u->src])
+			memcpy(j->y + b, x, cnt);
+		else
+			lut8_any(x, o->tab + (size_t)u->src * 256, cnt, j->y + b);
+		b += cnt;
+	}
+}
+
+static int qmv_run(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+	const struct qmove *m = q->mv;
+	struct qmv_job j;
+
+	for (int i = 0; i < n->ninputs; i++)
+		j.x[i] = mi_in(g, n, i)->data;
+	for (int k = 0; k < m->nout; k++) {
+		j.o = &m->out[k];
+		j.y = mi_out(g, n, k)->data;
+		par_range(q->nthreads, j.o->numel, 32 << 10, qmv_range, &j);
+	}
+	return 0;
+}
+
+static void qmove_free(struct qmove *m)
+{
+	if (!m)
+		return;
+	for (int k = 0; k < m->nout; k++) {
+		free(m->out[k].runs);
+		free(m->out[k].tab);
+		free(m->out[k].ident);
+	}
+	free(m->orig_in);
+	free(m->orig_out);
+	free(m->killed);
+	free(m->consts);
+	free(m);
+}
+
+static void qmove_undo(struct mi_graph *g, struct mi_node *n, struct qmove *m)
+{
+	memcpy(n->inputs, m->orig_in, m->orig_nin * sizeof(int));
+	n->ninputs = m->orig_nin;
+	memcpy(n->outputs, m->orig_out, m->orig_nout * sizeof(int));
+	n->noutputs = m->orig_nout;
+	for (int i = 0; i < m->nconsts; i++)
+		g->tensors[m->consts[i]].flags &= ~MI_TF_CONST;
+	for (int i = 0; i < m->nkilled; i++) {
+		struct mi_node *k = &g->nodes[m->killed[i]];
+
+		k->dead = false;
+		for (int o = 0; o < k->noutputs; o++)
+			if (k->outputs[o] >= 0)
+				g->tensors[k->outputs[o]].producer = m->killed[i];
+	}
+}
+
+/* The sink's runs and tables; its sources get node inputs (ins). */
+static int qmv_out_build(struct mvctx *c, const int64_t *org, int64_t numel, int *ins,
+			 int *nin, struct qmv_out *o)
+{
+	int cap = 64, loc[QMV_MAXSRC];
+
+	for (int s = 0; s < QMV_MAXSRC; s++)
+		loc[s] = -1;
+	o->numel = numel;
+	o->runs = malloc(cap * sizeof(*o->runs));
+	if (!o->runs)
+		return -ENOMEM;
+	for (int64_t i = 0; i < numel; i++) {
+		int s = (int)(org[i] >> QMV_SHIFT);
+		int64_t off = org[i] & (((int64_t)1 << QMV_SHIFT) - 1);
+		struct qmv_run *u = o->nruns ? &o->runs[o->nruns - 1] : NULL;
+
+		if (loc[s] < 0) {
+			int k;
+
+			for (k = 0; k < *nin && ins[k] != c->src_t[s]; k++)
+				;
+			if (k == *nin)
+				ins[(*nin)++] = c->src_t[s];
+			loc[s] = k;
+		}
+		if (u && u->src == loc[s] && u->off + u->len == off) {
+			u->len++;
+			continue;
+		}
+		if (o->nruns == cap) {
+			struct qmv_run *nr = realloc(o->runs, 2 * cap * sizeof(*nr));
+
+			if (!nr)
+				return -ENOMEM;
+			o->runs = nr;
+			cap *= 2;
+		}
+		o->runs[o->nruns++] = (struct qmv_run){ i, off, 1, loc[s] };
+	}
+	return 0;
+}
+
+/* Tables of output o for the node's inputs ins[0..nin) (sources). */
+static int qmv_tables(struct mvctx *c, const int *ins, int nin, const struct qact *y,
+		      struct qmv_out *o)
+{
+	o->tab = malloc((size_t)nin * 256);
+	o->ident = calloc(nin, sizeof(bool));
+	if (!o->tab || !o->ident)
+		return -ENOMEM;
+	for (int k = 0; k < nin; k++) {
+		const struct qact *a = NULL;
+		uint8_t idx[256];
+		float buf[256];
+
+		for (int s = 0; s < c->nsrc; s++)
+			if (c->src_t[s] == ins[k])
+				a = &c->src_q[s];
+		for (int b = 0; b < 256; b++)
+			idx[b] = (uint8_t)b;
+		mi_dequantize(idx, a->dtype, 256, a->scale, a->zp, buf);
+		mi_quantize_f32(buf, 256, y->scale, y->zp, y->dtype, o->tab + (size_t)k * 256);
+		o->ident[k] = a->dtype == y->dtype;
+		for (int b = 0; b < 256 && o->ident[k]; b++)
+			o->ident[k] = o->tab[(size_t)k * 256 + b] == b;
+	}
+	return 0;
+}
+
+/* A reader that needs no data (the shape only). */
+static bool mv_shape_reader(const struct mi_node *n)
+{
+	return !n->domain[0] && (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size"));
+}
+
+static int plan_moves(struct mi_graph *g)
+{
+	struct mvctx c = { .g = g };
+	int nt = g->ntensors, nn = g->nnodes, err = 0, nmv = 0, *sinkq = NULL;
+	bool *keep = NULL, *mov = NULL;
+	struct qnode *first = NULL;
+	int *dead = NULL, ndead = 0;
+
+	if (!move_on())
+		return 0;
+	c.org = calloc(nt, sizeof(*c.org));
+	c.state = calloc(nt, 1);
+	sinkq = malloc(nt * sizeof(int));
+	keep = calloc(nn, sizeof(bool));
+	mov = calloc(nn, sizeof(bool));
+	dead = malloc(nn * sizeof(int));
+	if (!c.org || !c.state || !sinkq || !keep || !mov || !dead) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* moves whose every output comes from quantized sources */
+	for (int p = 0; p < g->norder; p++) {
+		struct mi_node *n = &g->nodes[g->order[p]];
+		bool ok = mv_op(n);
+
+		for (int o = 0; o < n->noutputs && ok; o++)
+			ok = mv_origins(&c, n->outputs[o]) != NULL;
+		mov[g->order[p]] = ok;
+	}
+	/* sinks: a move's output read by one per-tensor QuantizeLinear only;
+	 * a move read by anything else (but moves) keeps running in fp32, and
+	 * so do the moves it reads */
+	for (int t = 0; t < nt; t++)
+		sinkq[t] = -1;
+	for (int p = g->norder - 1; p >= 0; p--) {
+		int ni = g->order[p];
+		struct mi_node *n = &g->nodes[ni];
+
+		if (!mov[ni])
+			continue;
+		for (int o = 0; o < n->noutputs; o++) {
+			int t = n->outputs[o], nq = 0, qi = -1, other = 0;
+			struct qact y;
+
+			if (g->tensors[t].flags & MI_TF_OUTPUT)
+				other++;
+			for (int i = 0; i < nn; i++) {
+				struct mi_node *r = &g->nodes[i];
+				bool reads = false;
+
+				for (int k = 0; k < r->ninputs && !r->dead; k++)
+					reads |= r->inputs[k] == t;
+				if (!reads || (mv_shape_reader(r) &&
+					       (mi_out(g, r, 0)->flags & MI_TF_SHAPEVAL) &&
+					       mi_out(g, r, 0)->data))
+					continue;
+				if (mov[i] && !keep[i])
+					continue;
+				if (!strcmp(r->op_type, "QuantizeLinear") && !r->domain[0] &&
+				    !r->priv && r->inputs[0] == t && q_params(g, r, &y)) {
+					nq++;
+					qi = i;
+				} else {
+					other++;
+				}
+			}
+			if (other || nq > 1)
+				keep[ni] = true;
+			else if (nq == 1)
+				sinkq[t] = qi;
+		}
+		if (!keep[ni])
+			continue;
+		for (int k = 0; k < mv_ndata(n); k++) {
+			int pr = g->tensors[n->inputs[k]].producer;
+
+			if (pr >= 0 && mov[pr])
+				keep[pr] = true;
+		}
+	}
+	/* a kept move's sinks stay fp32 too (the node runs as it is) */
+	for (int p = 0; p < g->norder; p++) {
+		int ni = g->order[p];
+		struct mi_node *n = &g->nodes[ni];
+
+		if (!mov[ni] || !keep[ni])
+			continue;
+		for (int o = 0; o < n->noutputs; o++)
+			sinkq[n->outputs[o]] = -1;
+	}
+	for (int p = 0; p < g->norder && !err; p++) {
+		int ni = g->order[p], ins[QMV_MAXSRC], nin = 0, outs[MI_MAX_DIMS], nout = 0;
+		struct mi_node *n = &g->nodes[ni];
+		struct qnode *q;
+		struct qmove *m;
+
+		if (!mov[ni] || keep[ni])
+			continue;
+		for (int o = 0; o < n->noutputs; o++)
+			if (sinkq[n->outputs[o]] >= 0)
+				outs[nout++] = o;
+		if (!nout) {
+			dead[ndead++] = ni;
+			continue;
+		}
+		q = qnode_new(qmv_run);
+		m = calloc(1, sizeof(*m));
+		if (!q || !m) {
+			free(q);
+			free(m);
+			err = -ENOMEM;
+			break;
+		}
+		q->mv = m;
+		m->orig_nin = n->ninputs;
+		m->orig_nout = n->noutputs;
+		m->orig_in = malloc(n->ninputs * sizeof(int));
+		m->orig_out = malloc(n->noutputs * sizeof(int));
+		m->killed = malloc(n->noutputs * sizeof(int));
+		if (!m->orig_in || !m->orig_out || !m->killed) {
+			qnode_free(q);
+			err = -ENOMEM;
+			break;
+		}
+		memcpy(m->orig_in, n->inputs, n->ninputs * sizeof(int));
+		memcpy(m->orig_out, n->outputs, n->noutputs * sizeof(int));
+		m->nout = nout;
+		for (int k = 0; k < nout && !err; k++) {
+			int t = n->outputs[outs[k]];
+			err = qmv_out_build(&c, c.org[t], mi_tensor_numel(&g->tensors[t]), ins, &nin,
+					    &m->out[k]);
+		}
+		for (int k = 0; k < nout && !err; k++) {
+			int t = n->outputs[outs[k]];
+			struct qact y;
+
+			q_params(g, &g->nodes[sinkq[t]], &y);
+			err = qmv_tables(&c, ins, nin, &y, &m->out[k]);
+		}
+		if (!err && nin > n->ninputs) {
+			int *ni2 = realloc(n->inputs, nin * sizeof(int));
+
+			if (!ni2)
+				err = -ENOMEM;
+			else
+				n->inputs = ni2;
+		}
+		if (err) {
+			qnode_free(q);
+			break;
+		}
+		/* rewire: inputs the sources, outputs the sinks' bytes */
+		memcpy(n->inputs, ins, nin * sizeof(int));
+		n->ninputs = nin;
+		for (int k = 0; k < nout; k++) {
+			int t = m->orig_out[outs[k]], qi = sinkq[t];
+			struct mi_node *qn = &g->nodes[qi];
+
+			n->outputs[k] = qn->outputs[0];
+			g->tensors[qn->outputs[0]].producer = ni;
+			qn->dead = true;
+			m->killed[m->nkilled++] = qi;
+		}
+		n->noutputs = nout;
+		n->priv = q;
+		if (!first)
+			first = q;
+		nmv++;
+	}
+	/* the moves that only fed others: dead, revived with the first */
+	if (!err && first && ndead) {
+		int *k = realloc(first->mv->killed, (first->mv->nkilled + ndead) * sizeof(int));
+
+		if (!k) {
+			err = -ENOMEM;
+		} else {
+			first->mv->killed = k;
+			for (int i = 0; i < ndead; i++) {
+				g->nodes[dead[i]].dead = true;
+				k[first->mv->nkilled++] = dead[i];
+			}
+		}
+	}
+	/* Shape readers of tensors no longer written: their values were
+	 * computed at plan time; dead, their outputs constants meanwhile */
+	for (int i = 0; i < nn && !err && first; i++) {
+		struct mi_node *r = &g->nodes[i];
+		int t = r->ninputs ? r->inputs[0] : -1, pr;
+		bool made = false;
+
+		if (r->dead || !mv_shape_reader(r) || t < 0)
+			continue;
+		pr = g->tensors[t].producer;
+		for (int o = 0; pr >= 0 && !g->nodes[pr].dead && o < g->nodes[pr].noutputs; o++)
+			made |= g->nodes[pr].outputs[o] == t;
+		if (made || pr < 0)
+			continue;
+		int *k = realloc(first->mv->killed, (first->mv->nkilled + 1) * sizeof(int));
+		int *cs = realloc(first->mv->consts, (first->mv->nconsts + 1) * sizeof(int));
+
+		if (k)
+			first->mv->killed = k;
+		if (cs)
+			first->mv->consts = cs;
+		if (!k || !cs) {
+			err = -ENOMEM;
+			break;
+		}
+		r->dead = true;
+		k[first->mv->nkilled++] = i;
+		if (!(mi_out(g, r, 0)->flags & MI_TF_CONST)) {
+			mi_out(g, r, 0)->flags |= MI_TF_CONST;
+			cs[first->mv->nconsts++] = r->outputs[0];
+		}
+	}
+	if (nmv && getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+		fprintf(stderr, "metainfer: int8: %d moves on bytes (%d absorbed)\n", nmv,
+			first ? ndead : 0);
+	if (!err)
+		err = nmv;
+out:
+	for (int t = 0; t < nt && c.org; t++)
+		free(c.org[t]);
+	free(c.org);
+	free(c.state);
+	free(sinkq);
+	free(keep);
+	free(mov);
+	free(dead);
+	return err;
+}
+
 /* ---- Concat of quantized tensors ------------------------------------------- */
 
 #define QCAT_MAX 16
@@ -3907,6 +4681,11 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 		if (!err && !n->priv && seg)
 			err = try_qgap(g, n);
 		nq += n->priv != NULL && mi_quant_node_is(n);
+	}
+	if (!err) {
+		err = plan_moves(g);
+		nq += err > 0 ? err : 0;
+		err = err < 0 ? err : 0;
 	}
 	if (err)
 		return mi_graph_err(g, NULL, err, "int8 planning failed");

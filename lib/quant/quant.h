@@ -71,6 +71,10 @@ int mi_quant_set_dwtab(int on);
  * on, MI_QUANT_DWCHAN=0 off; tests switch it off to cover the row
  * kernels).  Returns the setting. */
 int mi_quant_set_dwchan(int on);
+/* Transpose / Reshape / Slice / Split / Concat / Gather ... between
+ * DequantizeLinear and QuantizeLinear nodes on the bytes (qplan.c
+ * plan_moves; default on, MI_QUANT_MOVE=0 off).  Returns the setting. */
+int mi_quant_set_move(int on);
 /* AVX2 MaxPool (stride 1 or 2, no dilation): horizontal passes 8 C4
  * pixels or 32 bytes at a time (default on, MI_QUANT_HMAX2=0 off: byte by
  * byte).  Returns the setting. */

@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Data movement between DequantizeLinear and QuantizeLinear on the bytes.
+
+Small QDQ graphs: two int8 convs (3x3 and 1x1, batch 2) whose outputs are
+DequantizeLinear'd, moved by Concat / Reshape / Transpose / Slice / Split /
+Gather / Squeeze / Unsqueeze / Flatten / Identity (a ShuffleNetV2 channel
+shuffle and split, each op alone, the same ops wrapped one by one in Q/DQ
+pairs as ONNX Runtime's quantizer writes them, a move that an fp32 node
+also reads), QuantizeLinear'd with the sources' parameters (a copy) or
+others (a byte table; uint8 and int8), and read by an int8 conv.  The
+first conv's channels are a multiple of 4, so without the moves its
+output could be C4.
+
+Scales are powers of two and weights small multiples of them, so every
+fp32 sum is exact: the fast run must equal --reference bit for bit, and
+equal the same binary with MI_QUANT_MOVE=0 (DQ -> fp32 moves -> Q), on
+the generic and AVX2 paths, at 1 thread and split over 3 threads
+(MI_QUANT_SPLIT_ALL=1); MI_QUANT_VERBOSE must report moves on bytes.
+~3 s.
+"""
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+from qtest import MI, check, failures, run  # noqa: E402
+
+
+def build(path, case, same, s8, rng, c0=3, c1=8, h=6, w=10):
+    """Returns the number of graph outputs."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits, outs = [], [], []
+    cnt = [0]
+
+    def const(name, arr):
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def uniq(p):
+        cnt[0] += 1
+        return "%s%d" % (p, cnt[0])
+
+    def qdq(x, sc, zp, dt=np.uint8):
+        n = uniq("q")
+        nodes.append(helper.make_node("QuantizeLinear",
+                                      [x, const(n + "_s", np.float32(sc)),
+                                       const(n + "_z", np.array(zp, dt))], [n + "_q"]))
+        nodes.append(helper.make_node("DequantizeLinear", [n + "_q", n + "_s", n + "_z"],
+                                      [n + "_dq"]))
+        return n + "_dq"
+
+    def conv8(x, cin, cout, k):
+        n = uniq("c")
+        wq = rng.integers(-127, 128, (cout, cin, k, k)).astype(np.int8)
+        wq.reshape(cout, -1)[:, 0] = 127
+        ws = np.where(np.arange(cout) % 2, 2.0 ** -9, 2.0 ** -10).astype(np.float32)
+        nodes.append(helper.make_node("DequantizeLinear",
+                                      [const(n + "_w", wq), const(n + "_ws", ws),
+                                       const(n + "_wz", np.zeros(cout, np.int8))],
+                                      [n + "_wdq"], axis=0))
+        nodes.append(helper.make_node("Conv", [x, n + "_wdq"], [n + "_y"], pads=[k // 2] * 4))
+        return n + "_y"
+
+    def op(t, ins, **kw):
+        n = uniq(t.lower())
+        nodes.append(helper.make_node(t, ins, [n], **kw))
+        return n
+
+    x = qdq("x", 0.125, 128)
+    a = qdq(conv8(x, c0, c1, 3), 0.125, 0 if s8 else 128, np.int8 if s8 else np.uint8)
+    b = qdq(conv8(x, c0, c1, 1), 0.0625, 10)
+    # the moved tensor's parameters: a's (a copy) or others (a table)
+    ms, mz, mdt = (0.125, 0 if s8 else 128, np.int8 if s8 else np.uint8) if same else \
+        (0.25, 3, np.uint8)
+    ort = case == "ort"
+
+    def wrap(t):  # ONNX Runtime's quantizer: Q/DQ after every move
+        return qdq(t, ms, mz, mdt) if ort else t
+
+    cm, mh, mw = c1, h, w
+    extra = None
+    if case in ("shuffle", "ort", "split"):
+        cat = wrap(op("Concat", [a, b], axis=1))
+        r = wrap(op("Reshape", [cat, const(uniq("shp"), np.array([2, 2, c1, h * w]))]))
+        tr = wrap(op("Transpose", [r], perm=[0, 2, 1, 3]))
+        r2 = wrap(op("Reshape", [tr, const(uniq("shp"), np.array([2, 2 * c1, h, w]))]))
+        if case == "split":
+            n = uniq("split")
+            nodes.append(helper.make_node("Split", [r2, const(n + "_s", np.array([3, 2 * c1 - 3]))],
+                                          [n + "_a", n + "_b"], axis=1))
+            m = n + "_b"
+            cm = 2 * c1 - 3
+            extra = (n + "_a", 3)
+        else:
+            m = op("Slice", [r2, const(uniq("st"), np.array([c1])),
+                             const(uniq("en"), np.array([2 * c1])), const(uniq("ax"), np.array([1]))])
+    elif case == "transpose":
+        m = op("Transpose", [a], perm=[0, 1, 3, 2])
+        mh, mw = w, h
+    elif case == "slice":
+        m = op("Slice", [a, const(uniq("st"), np.array([1, -1])),
+                         const(uniq("en"), np.array([w, -h - 1])),
+                         const(uniq("ax"), np.array([3, 2])), const(uniq("sp"), np.array([2, -1]))])
+        mw = (w - 1 + 1) // 2
+    elif case == "gather":
+        idx = np.array([3, 0, -1, 2, 2, 5], np.int64)
+        m = op("Gather", [a, const(uniq("ix"), idx)], axis=1)
+        cm = len(idx)
+    elif case == "views":
+        u = op("Unsqueeze", [a, const(uniq("ax"), np.array([0]))])
+        s = op("Squeeze", [u, const(uniq("ax"), np.array([0]))])
+        f = op("Flatten", [s], axis=1)
+        r = op("Reshape", [f, const(uniq("shp"), np.array([2, c1, h, w]))])
+        m = op("Identity", [r])
+    elif case == "fp32 reader":  # the Transpose runs in fp32, the Slice on bytes
+        t = op("Transpose", [a], perm=[0, 1, 3, 2])
+        m = op("Slice", [t, const(uniq("st"), np.array([0])), const(uniq("en"), np.array([99])),
+                         const(uniq("ax"), np.array([2]))])
+        mh, mw = w, h
+        z = op("Relu", [t])
+        outs.append(helper.make_tensor_value_info(z, TensorProto.FLOAT, [2, c1, w, h]))
+    y = qdq(conv8(qdq(m, ms, mz, mdt), cm, 5, 1), 0.125, 128)
+    outs.insert(0, helper.make_tensor_value_info(op("Identity", [y]), TensorProto.FLOAT,
+                                                 [2, 5, mh, mw]))
+    if extra:
+        e = qdq(conv8(qdq(extra[0], ms, mz, mdt), extra[1], 4, 1), 0.125, 128)
+        outs.append(helper.make_tensor_value_info(op("Identity", [e]), TensorProto.FLOAT,
+                                                  [2, 4, mh, mw]))
+    gr = helper.make_graph(nodes, "moves",
+                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c0, h, w])],
+                           outs, inits)
+    mdl = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(mdl)
+    onnx.save(mdl, path)
+    return len(outs)
+
+
+def mi_run(model, x, tmp, nout, env=None, threads=1, extra=()):
+    inp, od = os.path.join(tmp, "x.npy"), os.path.join(tmp, "out")
+    shutil.rmtree(od, ignore_errors=True)
+    np.save(inp, x)
+    r = run([MI, "run", model, "--input", inp, "-o", od, "--threads", str(threads), "-q",
+             *extra], env)
+    files = sorted(os.listdir(od))
+    return [np.load(os.path.join(od, f)) for f in files], r.stderr
+
+
+def same(a, b):
+    return len(a) == len(b) and all(np.array_equal(p, q) for p, q in zip(a, b))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="mi-qmove-")
+    rng = np.random.default_rng(12)
+    cases = ["shuffle", "split", "ort", "transpose", "slice", "gather", "views", "fp32 reader"]
+    for case in cases:
+        for eq, s8 in ((True, False), (False, False), (True, True), (False, True)):
+            path = os.path.join(tmp, "m.onnx")
+            nout = build(path, case, eq, s8, rng)
+            x = (rng.integers(-100, 100, (2, 3, 6, 10)) / 8).astype(np.float32)
+            tag = "%s, %s parameters, %s" % (case, "same" if eq else "other",
+                                             "int8" if s8 else "uint8")
+            ref, _ = mi_run(path, x, tmp, nout, extra=("--reference",))
+            check(len(ref) == nout and np.abs(ref[0]).max() > 1 and len(np.unique(ref[0])) > 20,
+                  tag + ": reference output not trivial")
+            for isa in ("generic", "avx2"):
+                for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
+                    env = dict(env, MI_CPU_ISA=isa, MI_QUANT_VERBOSE="1")
+                    got, err = mi_run(path, x, tmp, nout, env, threads=t)
+                    off, err0 = mi_run(path, x, tmp, nout, dict(env, MI_QUANT_MOVE="0"), threads=t)
+                    what = "%s %s t%d" % (tag, isa, t)
+                    check("moves on bytes" in err and "moves on bytes" not in err0,
+                          what + ": moves planned on bytes (MI_QUANT_MOVE=0: none)")
+                    check(same(got, off), what + ": == MI_QUANT_MOVE=0")
+                    check(same(got, ref), what + ": == --reference")
+                    if not same(got, ref) and len(got) == len(ref):
+                        print("   max diff", max(np.abs(p - q).max() for p, q in zip(got, ref)))
+    shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print("%d FAILED" % len(failures))
+        sys.exit(1)
+    print("all ok")
+
+
+if __name__ == "__main__":
+    main()

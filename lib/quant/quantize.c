@@ -703,6 +703,57 @@ static void mse_range(const struct qtensor *q, double *lo_out, double *hi_out)
 		}
 }
 
+/* A move of one data input: the same values, rearranged. */
+static bool move_op(const struct mi_node *n)
+{
+	static const char *const ops[] = { "Identity", "Reshape", "Flatten", "Squeeze",
+					   "Unsqueeze", "Transpose", "Slice", "Split",
+					   "Gather", NULL };
+
+	if (n->dead || n->domain[0] || n->ninputs < 1 || n->inputs[0] < 0)
+		return false;
+	for (int i = 0; ops[i]; i++)
+		if (!strcmp(n->op_type, ops[i]))
+			return true;
+	return false;
+}
+
+/*
+ * A quantized tensor that moves (Transpose, Reshape, Slice, Split,
+ * Gather, ...) make from one quantized tensor alone takes that tensor's
+ * parameters: DQ -> moves -> Q then round-trips every byte exactly (the
+ * runtime copies the bytes, qplan.c plan_moves) instead of rounding the
+ * values a second time.  MI_QUANT_SHARE_MOVES=0 keeps their own ranges.
+ */
+static void share_move_params(struct qctx *c)
+{
+	struct mi_graph *g = c->g;
+	const char *e = getenv("MI_QUANT_SHARE_MOVES");
+
+	if (e && *e == '0')
+		return;
+	for (int o = 0; o < g->norder; o++) {
+		const struct mi_node *n = &g->nodes[g->order[o]];
+
+		if (!move_op(n))
+			continue;
+		for (int k = 0; k < n->noutputs; k++) {
+			int qo = n->outputs[k] >= 0 ? c->qt_of[n->outputs[k]] : -1, t = n->inputs[0];
+
+			if (qo < 0)
+				continue;
+			/* up through unquantized moves to a quantized source */
+			while (c->qt_of[t] < 0 && g->tensors[t].producer >= 0 &&
+			       move_op(&g->nodes[g->tensors[t].producer]))
+				t = g->nodes[g->tensors[t].producer].inputs[0];
+			if (c->qt_of[t] < 0)
+				continue;
+			c->qt[qo].scale = c->qt[c->qt_of[t]].scale;
+			c->qt[qo].zp = c->qt[c->qt_of[t]].zp;
+		}
+	}
+}
+
 static int calibrate(struct qctx *c, struct calib *cal)
 {
 	struct mi_graph *g = c->g;
@@ -809,6 +860,7 @@ static int calibrate(struct qctx *c, struct calib *cal)
 			c->qt[qo].zp = c->qt[qi].zp;
 		}
 	}
+	share_move_params(c);
 	return 0;
 }
 

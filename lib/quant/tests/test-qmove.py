@@ -17,7 +17,8 @@ fp32 sum is exact: the fast run must equal --reference bit for bit, and
 equal the same binary with MI_QUANT_MOVE=0 (DQ -> fp32 moves -> Q), on
 the generic and AVX2 paths, at 1 thread and split over 3 threads
 (MI_QUANT_SPLIT_ALL=1); MI_QUANT_VERBOSE must report moves on bytes.
-~3 s.
+Then `metainfer quantize` on a conv -> Relu -> Transpose -> Slice -> conv
+net: the Slice's output takes the Relu output's parameters.  ~4 s.
 """
 import os
 import shutil
@@ -154,6 +155,51 @@ def same(a, b):
     return len(a) == len(b) and all(np.array_equal(p, q) for p, q in zip(a, b))
 
 
+def quantizer(tmp, rng):
+    """metainfer quantize: a tensor that Transpose + Slice make from one
+    quantized tensor gets its parameters (MI_QUANT_SHARE_MOVES=0: its own
+    range); the int8 file's moves then copy bytes, equal to MI_QUANT_MOVE=0."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w1 = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    w2 = rng.standard_normal((4, 8, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Transpose", ["r1"], ["t1"], perm=[0, 1, 3, 2]),
+             helper.make_node("Slice", ["t1", "st", "en", "ax"], ["s1"]),
+             helper.make_node("Conv", ["s1", "w2"], ["y"])]
+    inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"),
+             numpy_helper.from_array(np.array([2]), "st"),
+             numpy_helper.from_array(np.array([9]), "en"),
+             numpy_helper.from_array(np.array([2]), "ax")]
+    gr = helper.make_graph(nodes, "qmv",
+                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 10])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 7, 12])],
+                           inits)
+    fp32 = os.path.join(tmp, "f.onnx")
+    onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)]), fp32)
+    params = {}
+    for share in ("1", "0"):
+        q = os.path.join(tmp, "q%s.onnx" % share)
+        run([MI, "quantize", fp32, "--calib-random", "8", "-o", q],
+            {"MI_QUANT_SHARE_MOVES": share})
+        m = onnx.load(q)
+        init = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+        qp = {n.input[0]: (float(init[n.input[1]]), int(init[n.input[2]]))
+              for n in m.graph.node if n.op_type == "QuantizeLinear"}
+        params[share] = (qp.get("r1"), qp.get("s1"))
+        x = rng.uniform(-1, 1, (1, 3, 12, 10)).astype(np.float32)
+        got, err = mi_run(q, x, tmp, 1, {"MI_QUANT_VERBOSE": "1"})
+        off, _ = mi_run(q, x, tmp, 1, {"MI_QUANT_MOVE": "0"})
+        check("moves on bytes" in err and same(got, off),
+              "quantizer, MI_QUANT_SHARE_MOVES=%s: moves on bytes == MI_QUANT_MOVE=0" % share)
+    check(params["1"][0] is not None and params["1"][0] == params["1"][1],
+          "quantizer: Transpose + Slice output takes its source's parameters %s" % (params["1"],))
+    check(params["0"][0] is not None and params["0"][0] != params["0"][1],
+          "quantizer: MI_QUANT_SHARE_MOVES=0: own parameters %s" % (params["0"],))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="mi-qmove-")
     rng = np.random.default_rng(12)
@@ -180,6 +226,7 @@ def main():
                     check(same(got, ref), what + ": == --reference")
                     if not same(got, ref) and len(got) == len(ref):
                         print("   max diff", max(np.abs(p - q).max() for p, q in zip(got, ref)))
+    quantizer(tmp, rng)
     shutil.rmtree(tmp, ignore_errors=True)
     if failures:
         print("%d FAILED" % len(failures))

@@ -3430,6 +3430,8 @@ static int try_qdq_op(struct mi_graph *g, struct mi_node *n)
  * MI_QUANT_MOVE=0 turns it off.
  */
 MI_QUANT_SWITCH(move, "MI_QUANT_MOVE")
+/* MI_QUANT_MVC4=0: moves on bytes write planes only */
+MI_QUANT_SWITCH(mvc4, "MI_QUANT_MVC4")
 
 #define QMV_SHIFT 40 /* origin = source << QMV_SHIFT | offset */
 #define QMV_MAXSRC 64
@@ -3445,6 +3447,12 @@ struct qmv_out {
 	uint8_t *tab;  /* [ninputs][256] */
 	bool *ident;   /* [ninputs]: a copy */
 	int64_t numel;
+	/* 4-D output whose every channel plane is one run: the planes'
+	 * sources (pl_src, pl_off: n * c + channel), so it can write C4 */
+	int64_t c, hw;
+	int *pl_src;
+	int64_t *pl_off;
+	bool c4; /* writes the C4 layout (plan_c4_tensors) */
 };
 
 struct qmove {
@@ -3812,6 +3820,59 @@ static void qmv_range(void *arg, int64_t b, int64_t e)
 	}
 }
 
+/* 16 pixels of 4 channel rows into C4 quads (64 bytes). */
+static inline void qmv_c4_16(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+			     const uint8_t *r3, uint8_t *y)
+{
+	__m128i a = _mm_loadu_si128((const __m128i *)r0), b = _mm_loadu_si128((const __m128i *)r1);
+	__m128i c = _mm_loadu_si128((const __m128i *)r2), d = _mm_loadu_si128((const __m128i *)r3);
+	__m128i abl = _mm_unpacklo_epi8(a, b), abh = _mm_unpackhi_epi8(a, b);
+	__m128i cdl = _mm_unpacklo_epi8(c, d), cdh = _mm_unpackhi_epi8(c, d);
+
+	_mm_storeu_si128((__m128i *)y, _mm_unpacklo_epi16(abl, cdl));
+	_mm_storeu_si128((__m128i *)(y + 16), _mm_unpackhi_epi16(abl, cdl));
+	_mm_storeu_si128((__m128i *)(y + 32), _mm_unpacklo_epi16(abh, cdh));
+	_mm_storeu_si128((__m128i *)(y + 48), _mm_unpackhi_epi16(abh, cdh));
+}
+
+#define QMV_C4_PX 256 /* pixels per step: 4 rows of bytes on the stack */
+
+/* C4 output: quads [b, e) of [n * c / 4], each 4 planes interleaved. */
+static void qmv_c4_range(void *arg, int64_t b, int64_t e)
+{
+	const struct qmv_job *j = arg;
+	const struct qmv_out *o = j->o;
+	int64_t hw = o->hw;
+	uint8_t tmp[4][QMV_C4_PX];
+
+	for (int64_t qd = b; qd < e; qd++) {
+		const uint8_t *row[4];
+		uint8_t *y = j->y + qd * hw * 4;
+
+		for (int64_t p0 = 0; p0 < hw; p0 += QMV_C4_PX) {
+			int64_t np = hw - p0 < QMV_C4_PX ? hw - p0 : QMV_C4_PX, p = 0;
+
+			for (int k = 0; k < 4; k++) {
+				int s = o->pl_src[qd * 4 + k];
+				const uint8_t *x = j->x[s] + o->pl_off[qd * 4 + k] + p0;
+
+				if (o->ident[s]) {
+					row[k] = x;
+				} else {
+					lut8_any(x, o->tab + (size_t)s * 256, np, tmp[k]);
+					row[k] = tmp[k];
+				}
+			}
+			for (; p + 16 <= np; p += 16)
+				qmv_c4_16(row[0] + p, row[1] + p, row[2] + p, row[3] + p,
+					  y + (p0 + p) * 4);
+			for (; p < np; p++)
+				for (int k = 0; k < 4; k++)
+					y[(p0 + p) * 4 + k] = row[k][p];
+		}
+	}
+}
+
 static int qmv_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
@@ -3823,9 +3884,54 @@ static int qmv_run(struct mi_graph *g, struct mi_node *n)
 	for (int k = 0; k < m->nout; k++) {
 		j.o = &m->out[k];
 		j.y = mi_out(g, n, k)->data;
-		par_range(q->nthreads, j.o->numel, 32 << 10, qmv_range, &j);
+		if (j.o->c4)
+			par_range(q->nthreads, j.o->numel / (4 * j.o->hw),
+				  ((32 << 10) + 4 * j.o->hw - 1) / (4 * j.o->hw), qmv_c4_range, &j);
+		else
+			par_range(q->nthreads, j.o->numel, 32 << 10, qmv_range, &j);
 	}
 	return 0;
+}
+
+/* Output o can write C4: 4-D, channels a multiple of 4, every channel
+ * plane one run (of one source, consecutive bytes). */
+static int qmv_planes(const struct mi_tensor *t, struct qmv_out *o)
+{
+	int64_t np, r = 0;
+
+	if (t->ndim != 4 || t->dims[1] % 4 || t->dims[2] * t->dims[3] <= 0)
+		return 0;
+	o->c = t->dims[1];
+	o->hw = t->dims[2] * t->dims[3];
+	np = t->dims[0] * o->c;
+	o->pl_src = malloc(np * sizeof(int));
+	o->pl_off = malloc(np * sizeof(int64_t));
+	if (!o->pl_src || !o->pl_off)
+		return -ENOMEM;
+	for (int64_t i = 0; i < np; i++) {
+		int64_t d = i * o->hw;
+
+		while (r < o->nruns && o->runs[r].dst + o->runs[r].len <= d)
+			r++;
+		if (r == o->nruns || o->runs[r].dst + o->runs[r].len < d + o->hw) {
+			free(o->pl_src);
+			free(o->pl_off);
+			o->pl_src = NULL;
+			o->pl_off = NULL;
+			return 0;
+		}
+		o->pl_src[i] = o->runs[r].src;
+		o->pl_off[i] = o->runs[r].off + (d - o->runs[r].dst);
+	}
+	return 0;
+}
+
+/* n (moves on bytes) can write its output in C4 layout. */
+static bool qmv_c4_writer(const struct mi_node *n)
+{
+	const struct qmove *m = ((const struct qnode *)n->priv)->mv;
+
+	return m->nout == 1 && m->out[0].pl_src;
 }
 
 static void qmove_free(struct qmove *m)
@@ -3836,6 +3942,8 @@ static void qmove_free(struct qmove *m)
 		free(m->out[k].runs);
 		free(m->out[k].tab);
 		free(m->out[k].ident);
+		free(m->out[k].pl_src);
+		free(m->out[k].pl_off);
 	}
 	free(m->orig_in);
 	free(m->orig_out);
@@ -4076,6 +4184,8 @@ static int plan_moves(struct mi_graph *g)
 
 			q_params(g, &g->nodes[sinkq[t]], &y);
 			err = qmv_tables(&c, ins, nin, &y, &m->out[k]);
+			if (!err)
+				err = qmv_planes(&g->tensors[t], &m->out[k]);
 		}
 		if (!err && nin > n->ninputs) {
 			int *ni2 = realloc(n->inputs, nin * sizeof(int));
@@ -4346,7 +4456,7 @@ static bool c4_reader(const struct mi_node *c, int t, const bool *ok, bool conv_
  * (mi_qmaxpool_plane_c4), channel Concat (each input a contiguous block of
  * every image in both layouts
  * when channel counts are multiples of 4). */
-enum { C4_NONE, C4_CONV, C4_SAME, C4_QDQ, C4_READ };
+enum { C4_NONE, C4_CONV, C4_SAME, C4_QDQ, C4_READ, C4_WRITE };
 
 static int sec4_cur = -1;
 
@@ -4389,6 +4499,9 @@ static int c4_role(struct mi_graph *g, struct mi_node *n)
 	/* a standalone 4-D Q writes, a DQ reads, either layout */
 	if (qdq_like(q))
 		return qdq_layout_on(1) ? C4_QDQ : C4_NONE;
+	/* moves on bytes: read planes, may write C4 */
+	if (q->hdr.run == qmv_run)
+		return qmv_c4_writer(n) && mvc4_on() ? C4_WRITE : C4_NONE;
 	if (q->hdr.run == qadd_run) {
 		const struct mi_tensor *y = mi_out(g, n, 0);
 
@@ -4475,7 +4588,7 @@ static void plan_c4_tensors(struct mi_graph *g)
 
 				if (!ok[t] && role == C4_SAME)
 					all = false;
-				if (ok[t] && (role == C4_NONE || (role == C4_READ && k) ||
+				if (ok[t] && (role == C4_NONE || role == C4_WRITE || (role == C4_READ && k) ||
 					      (role == C4_CONV && !c4_reader(n, t, ok, conv_in)))) {
 					ok[t] = false; /* a reader that needs the planar layout */
 					changed = true;
@@ -4491,7 +4604,7 @@ static void plan_c4_tensors(struct mi_graph *g)
 			ok[n->outputs[0]] = false;
 		}
 	}
-	int nc4 = 0;
+	int nc4 = 0, nmvc4 = 0;
 
 	for (int t = 0; t < nt; t++)
 		nc4 += ok[t];
@@ -4513,6 +4626,10 @@ static void plan_c4_tensors(struct mi_graph *g)
 			q->px_c4 = ok[n->outputs[0]];
 		if (qdq_like(q))
 			q->qdq_c4 = ok[n->inputs[0]] || ok[n->outputs[0]];
+		if (c4_role(g, n) == C4_WRITE && ok[n->outputs[0]]) {
+			q->mv->out[0].c4 = true;
+			nmvc4++;
+		}
 		if (c4_role(g, n) != C4_CONV)
 			continue;
 		if (ok[n->outputs[0]])
@@ -4521,7 +4638,8 @@ static void plan_c4_tensors(struct mi_graph *g)
 			q->in_c4 = true;
 	}
 	if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
-		fprintf(stderr, "metainfer: int8: %d activations in C4 layout\n", nc4);
+		fprintf(stderr, "metainfer: int8: %d activations in C4 layout (%d written by moves)\n",
+			nc4, nmvc4);
 	free(ok);
 	free(prod);
 }

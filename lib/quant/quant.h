@@ -75,6 +75,9 @@ int mi_quant_set_dwchan(int on);
  * DequantizeLinear and QuantizeLinear nodes on the bytes (qplan.c
  * plan_moves; default on, MI_QUANT_MOVE=0 off).  Returns the setting. */
 int mi_quant_set_move(int on);
+/* ... and write the C4 layout for an int8 conv that reads it (default on,
+ * MI_QUANT_MVC4=0 off).  Returns the setting. */
+int mi_quant_set_mvc4(int on);
 /* AVX2 MaxPool (stride 1 or 2, no dilation): horizontal passes 8 C4
  * pixels or 32 bytes at a time (default on, MI_QUANT_HMAX2=0 off: byte by
  * byte).  Returns the setting. */

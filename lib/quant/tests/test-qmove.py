@@ -16,7 +16,9 @@ Scales are powers of two and weights small multiples of them, so every
 fp32 sum is exact: the fast run must equal --reference bit for bit, and
 equal the same binary with MI_QUANT_MOVE=0 (DQ -> fp32 moves -> Q), on
 the generic and AVX2 paths, at 1 thread and split over 3 threads
-(MI_QUANT_SPLIT_ALL=1); MI_QUANT_VERBOSE must report moves on bytes.
+(MI_QUANT_SPLIT_ALL=1); MI_QUANT_VERBOSE must report moves on bytes, and
+moves writing the C4 layout for the conv where every channel plane is one
+run (equal to MI_QUANT_MVC4=0, planes).
 Then `metainfer quantize` on a conv -> Relu -> Transpose -> Slice -> conv
 net: the Slice's output takes the Relu output's parameters.  ~4 s.
 """
@@ -109,7 +111,7 @@ def build(path, case, same, s8, rng, c0=3, c1=8, h=6, w=10):
                          const(uniq("ax"), np.array([3, 2])), const(uniq("sp"), np.array([2, -1]))])
         mw = (w - 1 + 1) // 2
     elif case == "gather":
-        idx = np.array([3, 0, -1, 2, 2, 5], np.int64)
+        idx = np.array([3, 0, -1, 2, 2, 5, 7, -8], np.int64)
         m = op("Gather", [a, const(uniq("ix"), idx)], axis=1)
         cm = len(idx)
     elif case == "views":
@@ -223,6 +225,13 @@ def main():
                     check("moves on bytes" in err and "moves on bytes" not in err0,
                           what + ": moves planned on bytes (MI_QUANT_MOVE=0: none)")
                     check(same(got, off), what + ": == MI_QUANT_MOVE=0")
+                    # every channel plane one run: the C4 layout for the conv
+                    c4 = case in ("shuffle", "ort", "gather", "views")
+                    check(("(0 written by moves)" not in err) == c4,
+                          what + ": moves write C4: %s" % c4)
+                    if c4:
+                        pl, _ = mi_run(path, x, tmp, nout, dict(env, MI_QUANT_MVC4="0"), threads=t)
+                        check(same(got, pl), what + ": == MI_QUANT_MVC4=0")
                     check(same(got, ref), what + ": == --reference")
                     if not same(got, ref) and len(got) == len(ref):
                         print("   max diff", max(np.abs(p - q).max() for p, q in zip(got, ref)))

@@ -719,6 +719,46 @@ static bool move_op(const struct mi_node *n)
 }
 
 /*
+ * A quantized Concat input that nothing else reads, written by a quantized
+ * node (not a MaxPool or a move, which keep their input's parameters),
+ * takes the Concat output's parameters: the node then quantizes straight
+ * to them and the Concat copies bytes, where the input's own parameters
+ * cost a second rounding at the Concat (to the output's grid, which the
+ * values end on either way).
+ * MI_QUANT_SHARE_CONCAT=0 keeps the inputs' own ranges.
+ */
+static void share_concat_params(struct qctx *c)
+{
+	struct mi_graph *g = c->g;
+	const char *e = getenv("MI_QUANT_SHARE_CONCAT");
+
+	if (e && *e == '0')
+		return;
+	for (int o = 0; o < g->norder; o++) {
+		const struct mi_node *n = &g->nodes[g->order[o]];
+		int qy = n->noutputs == 1 && n->outputs[0] >= 0 ? c->qt_of[n->outputs[0]] : -1;
+
+		if (n->dead || n->domain[0] || strcmp(n->op_type, "Concat") || qy < 0)
+			continue;
+		for (int k = 0; k < n->ninputs; k++) {
+			int x = n->inputs[k], pr, qx;
+			bool out = false;
+
+			qx = x >= 0 ? c->qt_of[x] : -1;
+			pr = x >= 0 ? g->tensors[x].producer : -1;
+			/* the model's own outputs (calibration adds more) */
+			for (int i = 0; i < c->orig_noutputs; i++)
+				out |= g->outputs[i] == x;
+			if (qx < 0 || pr < 0 || out || consumers(g, x, NULL) != 1 ||
+			    !strcmp(g->nodes[pr].op_type, "MaxPool") || move_op(&g->nodes[pr]))
+				continue;
+			c->qt[qx].scale = c->qt[qy].scale;
+			c->qt[qx].zp = c->qt[qy].zp;
+		}
+	}
+}
+
+/*
  * A quantized tensor that moves (Transpose, Reshape, Slice, Split,
  * Gather, ...) make from one quantized tensor alone takes that tensor's
  * parameters: DQ -> moves -> Q then round-trips every byte exactly (the
@@ -730,6 +770,7 @@ static void share_move_params(struct qctx *c)
 	struct mi_graph *g = c->g;
 	const char *e = getenv("MI_QUANT_SHARE_MOVES");
 
+	share_concat_params(c);
 	if (e && *e == '0')
 		return;
 	for (int o = 0; o < g->norder; o++) {

@@ -160,18 +160,28 @@ def same(a, b):
 def quantizer(tmp, rng):
     """metainfer quantize: a tensor that Transpose + Slice make from one
     quantized tensor gets its parameters (MI_QUANT_SHARE_MOVES=0: its own
-    range); the int8 file's moves then copy bytes, equal to MI_QUANT_MOVE=0."""
+    range), and so do two Relu outputs from the Concat that alone reads them
+    (MI_QUANT_SHARE_CONCAT=0: their own); the int8 file's moves equal
+    MI_QUANT_MOVE=0."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     w1 = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
     w2 = rng.standard_normal((4, 8, 1, 1)).astype(np.float32)
+    wa = rng.standard_normal((4, 8, 1, 1)).astype(np.float32)
+    wb = (3 * rng.standard_normal((4, 8, 1, 1))).astype(np.float32)
     nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"]),
              helper.make_node("Transpose", ["r1"], ["t1"], perm=[0, 1, 3, 2]),
              helper.make_node("Slice", ["t1", "st", "en", "ax"], ["s1"]),
-             helper.make_node("Conv", ["s1", "w2"], ["y"])]
+             helper.make_node("Conv", ["s1", "wa"], ["ca"]),
+             helper.make_node("Relu", ["ca"], ["ra"]),
+             helper.make_node("Conv", ["s1", "wb"], ["cb"]),
+             helper.make_node("Relu", ["cb"], ["rb"]),
+             helper.make_node("Concat", ["ra", "rb"], ["cat"], axis=1),
+             helper.make_node("Conv", ["cat", "w2"], ["y"])]
     inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"),
+             numpy_helper.from_array(wa, "wa"), numpy_helper.from_array(wb, "wb"),
              numpy_helper.from_array(np.array([2]), "st"),
              numpy_helper.from_array(np.array([9]), "en"),
              numpy_helper.from_array(np.array([2]), "ax")]
@@ -185,12 +195,16 @@ def quantizer(tmp, rng):
     for share in ("1", "0"):
         q = os.path.join(tmp, "q%s.onnx" % share)
         run([MI, "quantize", fp32, "--calib-random", "8", "-o", q],
-            {"MI_QUANT_SHARE_MOVES": share})
+            {"MI_QUANT_SHARE_MOVES": share, "MI_QUANT_SHARE_CONCAT": share})
         m = onnx.load(q)
         init = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
         qp = {n.input[0]: (float(init[n.input[1]]), int(init[n.input[2]]))
               for n in m.graph.node if n.op_type == "QuantizeLinear"}
         params[share] = (qp.get("r1"), qp.get("s1"))
+        cat = (qp.get("ra"), qp.get("rb"), qp.get("cat"))
+        check(cat[2] is not None and (cat[0] == cat[2] and cat[1] == cat[2]) == (share == "1"),
+              "quantizer, MI_QUANT_SHARE_CONCAT=%s: Concat inputs take the output's "
+              "parameters: %s" % (share, share == "1"))
         x = rng.uniform(-1, 1, (1, 3, 12, 10)).astype(np.float32)
         got, err = mi_run(q, x, tmp, 1, {"MI_QUANT_VERBOSE": "1"})
         off, _ = mi_run(q, x, tmp, 1, {"MI_QUANT_MOVE": "0"})

@@ -210,6 +210,17 @@ def quantizer(tmp, rng):
         off, _ = mi_run(q, x, tmp, 1, {"MI_QUANT_MOVE": "0"})
         check("moves on bytes" in err and same(got, off),
               "quantizer, MI_QUANT_SHARE_MOVES=%s: moves on bytes == MI_QUANT_MOVE=0" % share)
+    # the experiment: one range for the tensors linked by moves and Concats
+    q = os.path.join(tmp, "qr.onnx")
+    run([MI, "quantize", fp32, "--calib-random", "8", "-o", q],
+        {"MI_QUANT_SHARE_MOVES": "0", "MI_QUANT_SHARE_CONCAT": "0", "MI_QUANT_SHARE_REGION": "1"})
+    m = onnx.load(q)
+    init = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    qp = {n.input[0]: (float(init[n.input[1]]), int(init[n.input[2]]))
+          for n in m.graph.node if n.op_type == "QuantizeLinear"}
+    check(qp.get("r1") and qp["r1"] == qp.get("s1") and qp.get("ra") and
+          qp["ra"] == qp.get("rb") == qp.get("cat") and qp["ra"] != qp["r1"],
+          "quantizer, MI_QUANT_SHARE_REGION=1: one range per region")
     check(params["1"][0] is not None and params["1"][0] == params["1"][1],
           "quantizer: Transpose + Slice output takes its source's parameters %s" % (params["1"],))
     check(params["0"][0] is not None and params["0"][0] != params["0"][1],

@@ -4040,6 +4040,20 @@ static int qmv_tables(struct mvctx *c, const int *ins, int nin, const struct qac
 	return 0;
 }
 
+/* Runs of consecutive source bytes shorter than QMV_MIN_RUN on average
+ * (a Transpose of the last axis: runs of 1): a copy call per few bytes
+ * costs more than DQ -> strided fp32 copy -> Q; those stay fp32. */
+#define QMV_MIN_RUN 8
+
+static bool mv_short_runs(const int64_t *org, int64_t n)
+{
+	int64_t runs = 1;
+
+	for (int64_t i = 1; i < n; i++)
+		runs += org[i] != org[i - 1] + 1;
+	return runs * QMV_MIN_RUN > n;
+}
+
 /* A reader that needs no data (the shape only). */
 static bool mv_shape_reader(const struct mi_node *n)
 {
@@ -4112,6 +4126,8 @@ static int plan_moves(struct mi_graph *g)
 					other++;
 				}
 			}
+			if (nq == 1 && !other && mv_short_runs(c.org[t], mi_tensor_numel(&g->tensors[t])))
+				other++;
 			if (other || nq > 1)
 				keep[ni] = true;
 			else if (nq == 1)

@@ -102,14 +102,18 @@ def build(path, case, same, s8, rng, c0=3, c1=8, h=6, w=10):
         else:
             m = op("Slice", [r2, const(uniq("st"), np.array([c1])),
                              const(uniq("en"), np.array([2 * c1])), const(uniq("ax"), np.array([1]))])
-    elif case == "transpose":
+    elif case == "transpose":  # runs of w bytes
+        m = op("Transpose", [a], perm=[0, 2, 1, 3])
+        cm, mh = h, c1
+    elif case == "transpose hw":  # runs of 1 byte: stays fp32
         m = op("Transpose", [a], perm=[0, 1, 3, 2])
         mh, mw = w, h
     elif case == "slice":
-        m = op("Slice", [a, const(uniq("st"), np.array([1, -1])),
-                         const(uniq("en"), np.array([w, -h - 1])),
-                         const(uniq("ax"), np.array([3, 2])), const(uniq("sp"), np.array([2, -1]))])
-        mw = (w - 1 + 1) // 2
+        m = op("Slice", [a, const(uniq("st"), np.array([1, -1, 1])),
+                         const(uniq("en"), np.array([w, -h - 1, 99])),
+                         const(uniq("ax"), np.array([3, 2, 1])),
+                         const(uniq("sp"), np.array([1, -1, 2]))])
+        mw, cm = w - 1, c1 // 2
     elif case == "gather":
         idx = np.array([3, 0, -1, 2, 2, 5, 7, -8], np.int64)
         m = op("Gather", [a, const(uniq("ix"), idx)], axis=1)
@@ -121,12 +125,12 @@ def build(path, case, same, s8, rng, c0=3, c1=8, h=6, w=10):
         r = op("Reshape", [f, const(uniq("shp"), np.array([2, c1, h, w]))])
         m = op("Identity", [r])
     elif case == "fp32 reader":  # the Transpose runs in fp32, the Slice on bytes
-        t = op("Transpose", [a], perm=[0, 1, 3, 2])
+        t = op("Transpose", [a], perm=[0, 2, 1, 3])
         m = op("Slice", [t, const(uniq("st"), np.array([0])), const(uniq("en"), np.array([99])),
                          const(uniq("ax"), np.array([2]))])
-        mh, mw = w, h
+        cm, mh = h, c1
         z = op("Relu", [t])
-        outs.append(helper.make_tensor_value_info(z, TensorProto.FLOAT, [2, c1, w, h]))
+        outs.append(helper.make_tensor_value_info(z, TensorProto.FLOAT, [2, h, c1, w]))
     y = qdq(conv8(qdq(m, ms, mz, mdt), cm, 5, 1), 0.125, 128)
     outs.insert(0, helper.make_tensor_value_info(op("Identity", [y]), TensorProto.FLOAT,
                                                  [2, 5, mh, mw]))
@@ -168,11 +172,11 @@ def quantizer(tmp, rng):
 
     w1 = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
     w2 = rng.standard_normal((4, 8, 1, 1)).astype(np.float32)
-    wa = rng.standard_normal((4, 8, 1, 1)).astype(np.float32)
-    wb = (3 * rng.standard_normal((4, 8, 1, 1))).astype(np.float32)
+    wa = rng.standard_normal((4, 12, 1, 1)).astype(np.float32)
+    wb = (3 * rng.standard_normal((4, 12, 1, 1))).astype(np.float32)
     nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"]),
-             helper.make_node("Transpose", ["r1"], ["t1"], perm=[0, 1, 3, 2]),
+             helper.make_node("Transpose", ["r1"], ["t1"], perm=[0, 2, 1, 3]),
              helper.make_node("Slice", ["t1", "st", "en", "ax"], ["s1"]),
              helper.make_node("Conv", ["s1", "wa"], ["ca"]),
              helper.make_node("Relu", ["ca"], ["ra"]),
@@ -187,7 +191,7 @@ def quantizer(tmp, rng):
              numpy_helper.from_array(np.array([2]), "ax")]
     gr = helper.make_graph(nodes, "qmv",
                            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 10])],
-                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 7, 12])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 10])],
                            inits)
     fp32 = os.path.join(tmp, "f.onnx")
     onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)]), fp32)
@@ -230,7 +234,8 @@ def quantizer(tmp, rng):
 def main():
     tmp = tempfile.mkdtemp(prefix="mi-qmove-")
     rng = np.random.default_rng(12)
-    cases = ["shuffle", "split", "ort", "transpose", "slice", "gather", "views", "fp32 reader"]
+    cases = ["shuffle", "split", "ort", "transpose", "transpose hw", "slice", "gather", "views",
+             "fp32 reader"]
     for case in cases:
         for eq, s8 in ((True, False), (False, False), (True, True), (False, True)):
             path = os.path.join(tmp, "m.onnx")
@@ -247,8 +252,9 @@ def main():
                     got, err = mi_run(path, x, tmp, nout, env, threads=t)
                     off, err0 = mi_run(path, x, tmp, nout, dict(env, MI_QUANT_MOVE="0"), threads=t)
                     what = "%s %s t%d" % (tag, isa, t)
-                    check("moves on bytes" in err and "moves on bytes" not in err0,
-                          what + ": moves planned on bytes (MI_QUANT_MOVE=0: none)")
+                    mv = case != "transpose hw"
+                    check(("moves on bytes" in err) == mv and "moves on bytes" not in err0,
+                          what + ": moves planned on bytes: %s (MI_QUANT_MOVE=0: none)" % mv)
                     check(same(got, off), what + ": == MI_QUANT_MOVE=0")
                     # every channel plane one run: the C4 layout for the conv
                     c4 = case in ("shuffle", "ort", "gather", "views")

@@ -3432,6 +3432,8 @@ static int try_qdq_op(struct mi_graph *g, struct mi_node *n)
 MI_QUANT_SWITCH(move, "MI_QUANT_MOVE")
 /* MI_QUANT_MVC4=0: moves on bytes write planes only */
 MI_QUANT_SWITCH(mvc4, "MI_QUANT_MVC4")
+/* MI_QUANT_MVTHROUGH=0: a Q -> DQ pair between moves ends the moves there */
+MI_QUANT_SWITCH(through, "MI_QUANT_MVTHROUGH")
 
 #define QMV_SHIFT 40 /* origin = source << QMV_SHIFT | offset */
 #define QMV_MAXSRC 64
@@ -3729,6 +3731,54 @@ static bool mv_apply(struct mvctx *c, struct mi_node *n, int o, int64_t *y)
 	return true;
 }
 
+/* Every origin in org[0..n) is a source with parameters a. */
+static bool mv_all_src(const struct mvctx *c, const int64_t *org, int64_t n, const struct qact *a)
+{
+	uint64_t seen = 0;
+
+	for (int64_t i = 0; i < n; i++) {
+		int s = (int)(org[i] >> QMV_SHIFT);
+
+		if (seen >> s & 1)
+			continue;
+		if (!same_q(&c->src_q[s], a))
+			return false;
+		seen |= (uint64_t)1 << s;
+	}
+	return true;
+}
+
+/*
+ * DQ p (parameters a, writing t of n elements) reads a QuantizeLinear of
+ * a move's output whose sources all have parameters a (ONNX Runtime's
+ * quantizer puts a Q/DQ pair after every move): Q rounds DQ(q) back to q,
+ * so t's origins are those of the Q's input.
+ */
+static bool mv_through(struct mvctx *c, struct mi_node *p, const struct qact *a, int t,
+		       int64_t n)
+{
+	struct mi_graph *g = c->g;
+	struct mi_node *qn = producer(g, p->inputs[0], "QuantizeLinear"), *pp;
+	struct qact qa;
+	int64_t *o0;
+	int t0;
+
+	if (!qn || qn->priv || !q_params(g, qn, &qa) || !same_q(&qa, a) || !through_on())
+		return false;
+	t0 = qn->inputs[0];
+	pp = t0 >= 0 && g->tensors[t0].producer >= 0 ? &g->nodes[g->tensors[t0].producer] : NULL;
+	if (!pp || !mv_op(pp) || mi_tensor_numel(&g->tensors[t0]) != n)
+		return false;
+	o0 = mv_origins(c, t0);
+	if (!o0 || !mv_all_src(c, o0, n, a))
+		return false;
+	c->org[t] = malloc(n * sizeof(int64_t));
+	if (!c->org[t])
+		return false;
+	memcpy(c->org[t], o0, n * sizeof(int64_t));
+	return true;
+}
+
 /* Origins of tensor t's elements (NULL: not all from quantized sources). */
 static int64_t *mv_origins(struct mvctx *c, int t)
 {
@@ -3758,6 +3808,8 @@ static int64_t *mv_origins(struct mvctx *c, int t)
 
 		if (!act_params(g, p, 0, 1, 2, &a) || mi_tensor_numel(mi_in(g, p, 0)) != n)
 			return NULL;
+		if (mv_through(c, p, &a, t, n))
+			goto done;
 		for (s = 0; s < c->nsrc && c->src_t[s] != a.t; s++)
 			;
 		if (s == QMV_MAXSRC)
@@ -3782,6 +3834,7 @@ static int64_t *mv_origins(struct mvctx *c, int t)
 			return NULL;
 		}
 	}
+done:
 	c->state[t] = 1;
 	return c->org[t];
 }
@@ -4054,6 +4107,66 @@ static bool mv_short_runs(const int64_t *org, int64_t n)
 	return runs * QMV_MIN_RUN > n;
 }
 
+/* Live readers of tensor t (their node indices into r, at most max). */
+static int mv_readers(struct mi_graph *g, int t, int *r, int max)
+{
+	int nr = 0;
+
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct mi_node *n = &g->nodes[i];
+		bool reads = false;
+
+		for (int k = 0; k < n->ninputs && !n->dead; k++)
+			reads |= n->inputs[k] == t;
+		if (reads && nr < max)
+			r[nr] = i;
+		nr += reads;
+	}
+	return nr;
+}
+
+/*
+ * Move output t's QuantizeLinear qi needs no bytes written: every reader
+ * of its output is a DequantizeLinear that mv_through() looked through,
+ * read only by moves that run on bytes.  qi and those DQs go into kl.
+ */
+static bool mv_thru_sink(struct mvctx *c, int t, int qi, const bool *mov, const bool *keep,
+			 int *kl, int *nkl)
+{
+	struct mi_graph *g = c->g;
+	struct mi_node *qn = &g->nodes[qi];
+	int u = qn->outputs[0], rd[16], nr, n0 = *nkl;
+	struct qact qa;
+
+	if (!through_on() || !q_params(g, qn, &qa) || (g->tensors[u].flags & MI_TF_OUTPUT) ||
+	    !mv_all_src(c, c->org[t], mi_tensor_numel(&g->tensors[t]), &qa))
+		return false;
+	nr = mv_readers(g, u, rd, 16);
+	if (nr < 1 || nr > 16)
+		return false;
+	for (int k = 0; k < nr; k++) {
+		struct mi_node *d = &g->nodes[rd[k]];
+		int rr[16], m, y = d->outputs[0];
+		struct qact a;
+
+		if (strcmp(d->op_type, "DequantizeLinear") || d->domain[0] || d->priv ||
+		    d->inputs[0] != u || !act_params(g, d, 0, 1, 2, &a) || !same_q(&a, &qa) ||
+		    (g->tensors[y].flags & MI_TF_OUTPUT) || c->state[y] <= 0)
+			return false;
+		m = mv_readers(g, y, rr, 16);
+		if (m < 1 || m > 16)
+			return false;
+		for (int j = 0; j < m; j++)
+			if (!mov[rr[j]] || keep[rr[j]])
+				return false;
+	}
+	kl[(*nkl)++] = qi;
+	for (int k = 0; k < nr; k++)
+		kl[(*nkl)++] = rd[k];
+	(void)n0;
+	return true;
+}
+
 /* A reader that needs no data (the shape only). */
 static bool mv_shape_reader(const struct mi_node *n)
 {
@@ -4066,7 +4179,7 @@ static int plan_moves(struct mi_graph *g)
 	int nt = g->ntensors, nn = g->nnodes, err = 0, nmv = 0, *sinkq = NULL;
 	bool *keep = NULL, *mov = NULL;
 	struct qnode *first = NULL;
-	int *dead = NULL, ndead = 0;
+	int *dead = NULL, ndead = 0, *thr = NULL, nthr = 0;
 
 	if (!move_on())
 		return 0;
@@ -4076,7 +4189,8 @@ static int plan_moves(struct mi_graph *g)
 	keep = calloc(nn, sizeof(bool));
 	mov = calloc(nn, sizeof(bool));
 	dead = malloc(nn * sizeof(int));
-	if (!c.org || !c.state || !sinkq || !keep || !mov || !dead) {
+	thr = malloc(nn * 17 * sizeof(int));
+	if (!c.org || !c.state || !sinkq || !keep || !mov || !dead || !thr) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -4128,6 +4242,8 @@ static int plan_moves(struct mi_graph *g)
 			}
 			if (nq == 1 && !other && mv_short_runs(c.org[t], mi_tensor_numel(&g->tensors[t])))
 				other++;
+			if (nq == 1 && !other && mv_thru_sink(&c, t, qi, mov, keep, thr, &nthr))
+				continue; /* nobody needs its bytes */
 			if (other || nq > 1)
 				keep[ni] = true;
 			else if (nq == 1)
@@ -4233,17 +4349,23 @@ static int plan_moves(struct mi_graph *g)
 			first = q;
 		nmv++;
 	}
-	/* the moves that only fed others: dead, revived with the first */
-	if (!err && first && ndead) {
-		int *k = realloc(first->mv->killed, (first->mv->nkilled + ndead) * sizeof(int));
+	/* the moves that only fed others, and the Q -> DQ pairs between moves
+	 * that nobody needs: dead, revived with the first */
+	if (!err && first && ndead + nthr) {
+		int *k = realloc(first->mv->killed,
+				 (first->mv->nkilled + ndead + nthr) * sizeof(int));
 
 		if (!k) {
 			err = -ENOMEM;
 		} else {
 			first->mv->killed = k;
-			for (int i = 0; i < ndead; i++) {
-				g->nodes[dead[i]].dead = true;
-				k[first->mv->nkilled++] = dead[i];
+			for (int i = 0; i < ndead + nthr; i++) {
+				int x = i < ndead ? dead[i] : thr[i - ndead];
+
+				if (g->nodes[x].dead)
+					continue;
+				g->nodes[x].dead = true;
+				k[first->mv->nkilled++] = x;
 			}
 		}
 	}
@@ -4280,8 +4402,8 @@ static int plan_moves(struct mi_graph *g)
 		}
 	}
 	if (nmv && getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
-		fprintf(stderr, "metainfer: int8: %d moves on bytes (%d absorbed)\n", nmv,
-			first ? ndead : 0);
+		fprintf(stderr, "metainfer: int8: %d moves on bytes (%d absorbed, %d Q/DQ between them)\n",
+			nmv, first ? ndead : 0, first ? nthr : 0);
 	if (!err)
 		err = nmv;
 out:
@@ -4293,6 +4415,7 @@ out:
 	free(keep);
 	free(mov);
 	free(dead);
+	free(thr);
 	return err;
 }
 

@@ -18,7 +18,9 @@ equal the same binary with MI_QUANT_MOVE=0 (DQ -> fp32 moves -> Q), on
 the generic and AVX2 paths, at 1 thread and split over 3 threads
 (MI_QUANT_SPLIT_ALL=1); MI_QUANT_VERBOSE must report moves on bytes, and
 moves writing the C4 layout for the conv where every channel plane is one
-run (equal to MI_QUANT_MVC4=0, planes).
+run (equal to MI_QUANT_MVC4=0, planes), and the ORT-style Q/DQ pairs
+between moves looked through where they round-trip (equal to
+MI_QUANT_MVTHROUGH=0).
 Then `metainfer quantize` on a conv -> Relu -> Transpose -> Slice -> conv
 net: the Slice's output takes the Relu output's parameters.  ~4 s.
 """
@@ -80,15 +82,17 @@ def build(path, case, same, s8, rng, c0=3, c1=8, h=6, w=10):
     # the moved tensor's parameters: a's (a copy) or others (a table)
     ms, mz, mdt = (0.125, 0 if s8 else 128, np.int8 if s8 else np.uint8) if same else \
         (0.25, 3, np.uint8)
-    ort = case == "ort"
+    ort = case in ("ort", "ort mixed")
 
     def wrap(t):  # ONNX Runtime's quantizer: Q/DQ after every move
         return qdq(t, ms, mz, mdt) if ort else t
 
     cm, mh, mw = c1, h, w
     extra = None
-    if case in ("shuffle", "ort", "split"):
-        cat = wrap(op("Concat", [a, b], axis=1))
+    if case in ("shuffle", "ort", "ort mixed", "split"):
+        cat = op("Concat", [a, b], axis=1)
+        if case == "ort":  # "ort mixed": a and b reach the Reshape's Q
+            cat = wrap(cat)
         r = wrap(op("Reshape", [cat, const(uniq("shp"), np.array([2, 2, c1, h * w]))]))
         tr = wrap(op("Transpose", [r], perm=[0, 2, 1, 3]))
         r2 = wrap(op("Reshape", [tr, const(uniq("shp"), np.array([2, 2 * c1, h, w]))]))
@@ -234,7 +238,7 @@ def quantizer(tmp, rng):
 def main():
     tmp = tempfile.mkdtemp(prefix="mi-qmove-")
     rng = np.random.default_rng(12)
-    cases = ["shuffle", "split", "ort", "transpose", "transpose hw", "slice", "gather", "views",
+    cases = ["shuffle", "split", "ort", "ort mixed", "transpose", "transpose hw", "slice", "gather", "views",
              "fp32 reader"]
     for case in cases:
         for eq, s8 in ((True, False), (False, False), (True, True), (False, True)):
@@ -257,12 +261,20 @@ def main():
                           what + ": moves planned on bytes: %s (MI_QUANT_MOVE=0: none)" % mv)
                     check(same(got, off), what + ": == MI_QUANT_MOVE=0")
                     # every channel plane one run: the C4 layout for the conv
-                    c4 = case in ("shuffle", "ort", "gather", "views")
+                    c4 = case in ("shuffle", "ort", "ort mixed", "gather", "views")
                     check(("(0 written by moves)" not in err) == c4,
                           what + ": moves write C4: %s" % c4)
                     if c4:
                         pl, _ = mi_run(path, x, tmp, nout, dict(env, MI_QUANT_MVC4="0"), threads=t)
                         check(same(got, pl), what + ": == MI_QUANT_MVC4=0")
+                    if case.startswith("ort"):
+                        # Q/DQ pairs looked through: one move (mixed: the
+                        # Reshape's Q requantizes a and b, then one more)
+                        nm = 2 if case == "ort mixed" else 1
+                        th, _ = mi_run(path, x, tmp, nout, dict(env, MI_QUANT_MVTHROUGH="0"),
+                                       threads=t)
+                        check(same(got, th) and "%d moves on bytes" % nm in err,
+                              what + ": %d moves, == MI_QUANT_MVTHROUGH=0" % nm)
                     check(same(got, ref), what + ": == --reference")
                     if not same(got, ref) and len(got) == len(ref):
                         print("   max diff", max(np.abs(p - q).max() for p, q in zip(got, ref)))

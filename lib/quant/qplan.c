@@ -4107,6 +4107,19 @@ static bool mv_short_runs(const int64_t *org, int64_t n)
 	return runs * QMV_MIN_RUN > n;
 }
 
+/* A reader that needs no data (the shape only). */
+static bool mv_shape_reader(const struct mi_node *n)
+{
+	return !n->domain[0] && (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size"));
+}
+
+/* ... whose value was computed at plan time. */
+static bool mv_shape_only(struct mi_graph *g, struct mi_node *n)
+{
+	return mv_shape_reader(n) && (mi_out(g, n, 0)->flags & MI_TF_SHAPEVAL) &&
+	       mi_out(g, n, 0)->data;
+}
+
 /* Live readers of tensor t (their node indices into r, at most max). */
 static int mv_readers(struct mi_graph *g, int t, int *r, int max)
 {
@@ -4157,7 +4170,7 @@ static bool mv_thru_sink(struct mvctx *c, int t, int qi, const bool *mov, const 
 		if (m < 1 || m > 16)
 			return false;
 		for (int j = 0; j < m; j++)
-			if (!mov[rr[j]] || keep[rr[j]])
+			if ((!mov[rr[j]] || keep[rr[j]]) && !mv_shape_only(g, &g->nodes[rr[j]]))
 				return false;
 	}
 	kl[(*nkl)++] = qi;
@@ -4165,12 +4178,6 @@ static bool mv_thru_sink(struct mvctx *c, int t, int qi, const bool *mov, const 
 		kl[(*nkl)++] = rd[k];
 	(void)n0;
 	return true;
-}
-
-/* A reader that needs no data (the shape only). */
-static bool mv_shape_reader(const struct mi_node *n)
-{
-	return !n->domain[0] && (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size"));
 }
 
 static int plan_moves(struct mi_graph *g)
@@ -4226,9 +4233,7 @@ static int plan_moves(struct mi_graph *g)
 
 				for (int k = 0; k < r->ninputs && !r->dead; k++)
 					reads |= r->inputs[k] == t;
-				if (!reads || (mv_shape_reader(r) &&
-					       (mi_out(g, r, 0)->flags & MI_TF_SHAPEVAL) &&
-					       mi_out(g, r, 0)->data))
+				if (!reads || mv_shape_only(g, r))
 					continue;
 				if (mov[i] && !keep[i])
 					continue;

@@ -103,9 +103,10 @@ def build(path, case, same, s8, rng, c0=3, c1=8, h=6, w=10):
             m = n + "_b"
             cm = 2 * c1 - 3
             extra = (n + "_a", 3)
-        else:
-            m = op("Slice", [r2, const(uniq("st"), np.array([c1])),
-                             const(uniq("en"), np.array([2 * c1])), const(uniq("ax"), np.array([1]))])
+        else:  # the end from Shape, as torch exports ShuffleNetV2's split
+            en = op("Gather", [op("Shape", [r2]), const(uniq("ix"), np.array([1]))], axis=0)
+            m = op("Slice", [r2, const(uniq("st"), np.array([c1])), en,
+                             const(uniq("ax"), np.array([1]))])
     elif case == "transpose":  # runs of w bytes
         m = op("Transpose", [a], perm=[0, 2, 1, 3])
         cm, mh = h, c1

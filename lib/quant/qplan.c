@@ -3425,8 +3425,10 @@ static int try_qdq_op(struct mi_graph *g, struct mi_node *n)
  * the sources (its inputs become them); the other moves, the sinks'
  * QuantizeLinear nodes and the DequantizeLinear nodes nobody reads any
  * more go dead.  A move whose result an fp32 node reads (or a graph
- * output) keeps running in fp32 with everything it needs.  The sources and
- * sinks are planar (C4 layout: the planner gives these nodes no C4 role).
+ * output) keeps running in fp32 with everything it needs.  Q -> DQ pairs
+ * between moves that round-trip every byte reaching them are looked
+ * through (mv_through).  Sources are read planar; a sink whose channel
+ * planes are whole runs may write C4 for its conv (plan_c4_tensors).
  * MI_QUANT_MOVE=0 turns it off.
  */
 MI_QUANT_SWITCH(move, "MI_QUANT_MOVE")

@@ -3436,6 +3436,9 @@ MI_QUANT_SWITCH(move, "MI_QUANT_MOVE")
 MI_QUANT_SWITCH(mvc4, "MI_QUANT_MVC4")
 /* MI_QUANT_MVTHROUGH=0: a Q -> DQ pair between moves ends the moves there */
 MI_QUANT_SWITCH(through, "MI_QUANT_MVTHROUGH")
+/* MI_QUANT_MVF32=0: a move an fp32 node reads runs in fp32 (with the
+ * moves and DQs before it), instead of gathering floats from the sources */
+MI_QUANT_SWITCH(mvf32, "MI_QUANT_MVF32")
 
 #define QMV_SHIFT 40 /* origin = source << QMV_SHIFT | offset */
 #define QMV_MAXSRC 64
@@ -3457,6 +3460,7 @@ struct qmv_out {
 	int *pl_src;
 	int64_t *pl_off;
 	bool c4; /* writes the C4 layout (plan_c4_tensors) */
+	struct qact *deq; /* fp32 output (an fp32 node reads it): [ninputs] DQs */
 };
 
 struct qmove {
@@ -3847,6 +3851,7 @@ struct qmv_job {
 	uint8_t *y;
 };
 
+
 /* Output bytes [b, e) of one sink: the runs they fall in. */
 static void qmv_range(void *arg, int64_t b, int64_t e)
 {
@@ -3867,7 +3872,11 @@ static void qmv_range(void *arg, int64_t b, int64_t e)
 		int64_t s = b - u->dst, cnt = u->len - s < e - b ? u->len - s : e - b;
 		const uint8_t *x = j->x[u->src] + u->off + s;
 
-		if (o->ident[u->src])
+		if (o->deq) {
+			const struct qact *a = &o->deq[u->src];
+
+			mi_dequantize(x, a->dtype, cnt, a->scale, a->zp, (float *)j->y + b);
+		} else if (o->ident[u->src])
 			memcpy(j->y + b, x, cnt);
 		else
 			lut8_any(x, o->tab + (size_t)u->src * 256, cnt, j->y + b);
@@ -3999,6 +4008,7 @@ static void qmove_free(struct qmove *m)
 		free(m->out[k].ident);
 		free(m->out[k].pl_src);
 		free(m->out[k].pl_off);
+		free(m->out[k].deq);
 	}
 	free(m->orig_in);
 	free(m->orig_out);
@@ -4074,7 +4084,9 @@ static int qmv_tables(struct mvctx *c, const int *ins, int nin, const struct qac
 {
 	o->tab = malloc((size_t)nin * 256);
 	o->ident = calloc(nin, sizeof(bool));
-	if (!o->tab || !o->ident)
+	if (!y)
+		o->deq = malloc(nin * sizeof(*o->deq));
+	if (!o->tab || !o->ident || (!y && !o->deq))
 		return -ENOMEM;
 	for (int k = 0; k < nin; k++) {
 		const struct qact *a = NULL;
@@ -4086,6 +4098,10 @@ static int qmv_tables(struct mvctx *c, const int *ins, int nin, const struct qac
 				a = &c->src_q[s];
 		for (int b = 0; b < 256; b++)
 			idx[b] = (uint8_t)b;
+		if (!y) { /* the DequantizeLinear kernel's floats */
+			o->deq[k] = *a;
+			continue;
+		}
 		mi_dequantize(idx, a->dtype, 256, a->scale, a->zp, buf);
 		mi_quantize_f32(buf, 256, y->scale, y->zp, y->dtype, o->tab + (size_t)k * 256);
 		o->ident[k] = a->dtype == y->dtype;
@@ -4188,7 +4204,7 @@ static int plan_moves(struct mi_graph *g)
 	int nt = g->ntensors, nn = g->nnodes, err = 0, nmv = 0, *sinkq = NULL;
 	bool *keep = NULL, *mov = NULL;
 	struct qnode *first = NULL;
-	int *dead = NULL, ndead = 0, *thr = NULL, nthr = 0;
+	int *dead = NULL, ndead = 0, *thr = NULL, nthr = 0, nf32 = 0;
 
 	if (!move_on())
 		return 0;
@@ -4212,9 +4228,11 @@ static int plan_moves(struct mi_graph *g)
 			ok = mv_origins(&c, n->outputs[o]) != NULL;
 		mov[g->order[p]] = ok;
 	}
-	/* sinks: a move's output read by one per-tensor QuantizeLinear only;
-	 * a move read by anything else (but moves) keeps running in fp32, and
-	 * so do the moves it reads */
+	/* sinks: a move's output read by one per-tensor QuantizeLinear only
+	 * (bytes), or by fp32 nodes / the graph's outputs (floats: the DQ's
+	 * values; sinkq -2); with short runs (or MI_QUANT_MVF32=0 for the
+	 * fp32 readers) the move keeps running in fp32, and so do the moves
+	 * it reads */
 	for (int t = 0; t < nt; t++)
 		sinkq[t] = -1;
 	for (int p = g->norder - 1; p >= 0; p--) {
@@ -4247,11 +4265,14 @@ static int plan_moves(struct mi_graph *g)
 					other++;
 				}
 			}
-			if (nq == 1 && !other && mv_short_runs(c.org[t], mi_tensor_numel(&g->tensors[t])))
-				other++;
-			if (nq == 1 && !other && mv_thru_sink(&c, t, qi, mov, keep, thr, &nthr))
+			if ((nq || other) && mv_short_runs(c.org[t], mi_tensor_numel(&g->tensors[t])))
+				keep[ni] = true;
+			else if (nq == 1 && !other &&
+				 mv_thru_sink(&c, t, qi, mov, keep, thr, &nthr))
 				continue; /* nobody needs its bytes */
-			if (other || nq > 1)
+			else if ((other || nq > 1) && mvf32_on())
+				sinkq[t] = -2; /* fp32 readers: floats from the sources */
+			else if (other || nq > 1)
 				keep[ni] = true;
 			else if (nq == 1)
 				sinkq[t] = qi;
@@ -4284,7 +4305,7 @@ static int plan_moves(struct mi_graph *g)
 		if (!mov[ni] || keep[ni])
 			continue;
 		for (int o = 0; o < n->noutputs; o++)
-			if (sinkq[n->outputs[o]] >= 0)
+			if (sinkq[n->outputs[o]] != -1)
 				outs[nout++] = o;
 		if (!nout) {
 			dead[ndead++] = ni;
@@ -4321,6 +4342,11 @@ static int plan_moves(struct mi_graph *g)
 			int t = n->outputs[outs[k]];
 			struct qact y;
 
+			if (sinkq[t] < 0) {
+				err = qmv_tables(&c, ins, nin, NULL, &m->out[k]);
+				nf32++;
+				continue;
+			}
 			q_params(g, &g->nodes[sinkq[t]], &y);
 			err = qmv_tables(&c, ins, nin, &y, &m->out[k]);
 			if (!err)
@@ -4343,8 +4369,11 @@ static int plan_moves(struct mi_graph *g)
 		n->ninputs = nin;
 		for (int k = 0; k < nout; k++) {
 			int t = m->orig_out[outs[k]], qi = sinkq[t];
-			struct mi_node *qn = &g->nodes[qi];
+			struct mi_node *qn = qi >= 0 ? &g->nodes[qi] : NULL;
 
+			n->outputs[k] = t;
+			if (!qn)
+				continue;
 			n->outputs[k] = qn->outputs[0];
 			g->tensors[qn->outputs[0]].producer = ni;
 			qn->dead = true;
@@ -4409,8 +4438,8 @@ static int plan_moves(struct mi_graph *g)
 		}
 	}
 	if (nmv && getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
-		fprintf(stderr, "metainfer: int8: %d moves on bytes (%d absorbed, %d Q/DQ between them)\n",
-			nmv, first ? ndead : 0, first ? nthr : 0);
+		fprintf(stderr, "metainfer: int8: %d moves on bytes (%d absorbed, %d Q/DQ between them, %d fp32 outputs)\n",
+			nmv, first ? ndead : 0, first ? nthr : 0, nf32);
 	if (!err)
 		err = nmv;
 out:

@@ -78,6 +78,10 @@ int mi_quant_set_move(int on);
 /* ... and write the C4 layout for an int8 conv that reads it (default on,
  * MI_QUANT_MVC4=0 off).  Returns the setting. */
 int mi_quant_set_mvc4(int on);
+/* ... look through Q -> DQ pairs between moves (MI_QUANT_MVTHROUGH=0
+ * off), and write the floats an fp32 reader takes (MI_QUANT_MVF32=0 off). */
+int mi_quant_set_through(int on);
+int mi_quant_set_mvf32(int on);
 /* AVX2 MaxPool (stride 1 or 2, no dilation): horizontal passes 8 C4
  * pixels or 32 bytes at a time (default on, MI_QUANT_HMAX2=0 off: byte by
  * byte).  Returns the setting. */

@@ -16,7 +16,9 @@ Scales are powers of two and weights small multiples of them, so every
 fp32 sum is exact: the fast run must equal --reference bit for bit, and
 equal the same binary with MI_QUANT_MOVE=0 (DQ -> fp32 moves -> Q), on
 the generic and AVX2 paths, at 1 thread and split over 3 threads
-(MI_QUANT_SPLIT_ALL=1); MI_QUANT_VERBOSE must report moves on bytes, and
+(MI_QUANT_SPLIT_ALL=1); MI_QUANT_VERBOSE must report moves on bytes (and
+the float output of the move an fp32 node reads, equal to
+MI_QUANT_MVF32=0: DQ -> fp32 move), and
 moves writing the C4 layout for the conv where every channel plane is one
 run (equal to MI_QUANT_MVC4=0, planes), and the ORT-style Q/DQ pairs
 between moves looked through where they round-trip (equal to
@@ -268,6 +270,13 @@ def main():
                     if c4:
                         pl, _ = mi_run(path, x, tmp, nout, dict(env, MI_QUANT_MVC4="0"), threads=t)
                         check(same(got, pl), what + ": == MI_QUANT_MVC4=0")
+                    if case == "fp32 reader":
+                        # the Transpose writes floats for the Relu (the DQ's
+                        # values), MI_QUANT_MVF32=0: DQ -> fp32 Transpose
+                        kf, _ = mi_run(path, x, tmp, nout, dict(env, MI_QUANT_MVF32="0"),
+                                       threads=t)
+                        check(same(got, kf) and "1 fp32 outputs" in err,
+                              what + ": 1 fp32 output, == MI_QUANT_MVF32=0")
                     if case.startswith("ort"):
                         # Q/DQ pairs looked through: one move (mixed: the
                         # Reshape's Q requantizes a and b, then one more)

@@ -3441,7 +3441,7 @@ MI_QUANT_SWITCH(through, "MI_QUANT_MVTHROUGH")
 MI_QUANT_SWITCH(mvf32, "MI_QUANT_MVF32")
 
 #define QMV_SHIFT 40 /* origin = source << QMV_SHIFT | offset */
-#define QMV_MAXSRC 64
+#define QMV_MAXSRC 64 /* sources (inputs) of one node */
 
 struct qmv_run {
 	int64_t dst, off, len;
@@ -3496,9 +3496,9 @@ struct mvctx {
 	struct mi_graph *g;
 	int64_t **org;  /* per tensor: origins of its elements, or NULL */
 	int8_t *state;  /* per tensor: 0 not yet, 1 org set, -1 not movable */
-	int nsrc;
-	int src_t[QMV_MAXSRC];
-	struct qact src_q[QMV_MAXSRC];
+	int nsrc, csrc; /* every source of the graph's moves */
+	int *src_t;
+	struct qact *src_q;
 };
 
 /* integer constant (or plan-time shape value) input i: -ENOENT if absent */
@@ -3740,16 +3740,16 @@ static bool mv_apply(struct mvctx *c, struct mi_node *n, int o, int64_t *y)
 /* Every origin in org[0..n) is a source with parameters a. */
 static bool mv_all_src(const struct mvctx *c, const int64_t *org, int64_t n, const struct qact *a)
 {
-	uint64_t seen = 0;
+	int last = -1;
 
 	for (int64_t i = 0; i < n; i++) {
 		int s = (int)(org[i] >> QMV_SHIFT);
 
-		if (seen >> s & 1)
+		if (s == last)
 			continue;
 		if (!same_q(&c->src_q[s], a))
 			return false;
-		seen |= (uint64_t)1 << s;
+		last = s;
 	}
 	return true;
 }
@@ -3818,8 +3818,17 @@ static int64_t *mv_origins(struct mvctx *c, int t)
 			goto done;
 		for (s = 0; s < c->nsrc && c->src_t[s] != a.t; s++)
 			;
-		if (s == QMV_MAXSRC)
-			return NULL;
+		if (s == c->csrc) {
+			int *nt = realloc(c->src_t, (2 * s + 16) * sizeof(int));
+			struct qact *nq = nt ? realloc(c->src_q, (2 * s + 16) * sizeof(*nq)) : NULL;
+
+			if (nt)
+				c->src_t = nt;
+			if (!nq)
+				return NULL;
+			c->src_q = nq;
+			c->csrc = 2 * s + 16;
+		}
 		if (s == c->nsrc) {
 			c->src_t[s] = a.t;
 			c->src_q[s] = a;
@@ -4039,10 +4048,8 @@ static void qmove_undo(struct mi_graph *g, struct mi_node *n, struct qmove *m)
 static int qmv_out_build(struct mvctx *c, const int64_t *org, int64_t numel, int *ins,
 			 int *nin, struct qmv_out *o)
 {
-	int cap = 64, loc[QMV_MAXSRC];
+	int cap = 64, last = -1, loc = -1;
 
-	for (int s = 0; s < QMV_MAXSRC; s++)
-		loc[s] = -1;
 	o->numel = numel;
 	o->runs = malloc(cap * sizeof(*o->runs));
 	if (!o->runs)
@@ -4052,16 +4059,17 @@ static int qmv_out_build(struct mvctx *c, const int64_t *org, int64_t numel, int
 		int64_t off = org[i] & (((int64_t)1 << QMV_SHIFT) - 1);
 		struct qmv_run *u = o->nruns ? &o->runs[o->nruns - 1] : NULL;
 
-		if (loc[s] < 0) {
+		if (s != last) { /* at most QMV_MAXSRC (mv_nsrc_ok) */
 			int k;
 
 			for (k = 0; k < *nin && ins[k] != c->src_t[s]; k++)
 				;
 			if (k == *nin)
 				ins[(*nin)++] = c->src_t[s];
-			loc[s] = k;
+			loc = k;
+			last = s;
 		}
-		if (u && u->src == loc[s] && u->off + u->len == off) {
+		if (u && u->src == loc && u->off + u->len == off) {
 			u->len++;
 			continue;
 		}
@@ -4073,7 +4081,7 @@ static int qmv_out_build(struct mvctx *c, const int64_t *org, int64_t numel, int
 			o->runs = nr;
 			cap *= 2;
 		}
-		o->runs[o->nruns++] = (struct qmv_run){ i, off, 1, loc[s] };
+		o->runs[o->nruns++] = (struct qmv_run){ i, off, 1, loc };
 	}
 	return 0;
 }
@@ -4109,6 +4117,34 @@ static int qmv_tables(struct mvctx *c, const int *ins, int nin, const struct qac
 			o->ident[k] = o->tab[(size_t)k * 256 + b] == b;
 	}
 	return 0;
+}
+
+/* Move n's outputs come from at most QMV_MAXSRC sources (its inputs if it
+ * writes a sink). */
+static bool mv_nsrc_ok(const struct mvctx *c, const struct mi_node *n)
+{
+	int ids[QMV_MAXSRC], nid = 0, last = -1;
+
+	for (int o = 0; o < n->noutputs; o++) {
+		const struct mi_tensor *t = &c->g->tensors[n->outputs[o]];
+		const int64_t *org = c->org[n->outputs[o]];
+
+		for (int64_t i = 0, ne = mi_tensor_numel(t); i < ne; i++) {
+			int s = (int)(org[i] >> QMV_SHIFT), k;
+
+			if (s == last)
+				continue;
+			last = s;
+			for (k = 0; k < nid && ids[k] != s; k++)
+				;
+			if (k < nid)
+				continue;
+			if (nid == QMV_MAXSRC)
+				return false;
+			ids[nid++] = s;
+		}
+	}
+	return true;
 }
 
 /* Runs of consecutive source bytes shorter than QMV_MIN_RUN on average
@@ -4226,7 +4262,7 @@ static int plan_moves(struct mi_graph *g)
 
 		for (int o = 0; o < n->noutputs && ok; o++)
 			ok = mv_origins(&c, n->outputs[o]) != NULL;
-		mov[g->order[p]] = ok;
+		mov[g->order[p]] = ok && mv_nsrc_ok(&c, n);
 	}
 	/* sinks: a move's output read by one per-tensor QuantizeLinear only
 	 * (bytes), or by fp32 nodes / the graph's outputs (floats: the DQ's
@@ -4446,6 +4482,8 @@ out:
 	for (int t = 0; t < nt && c.org; t++)
 		free(c.org[t]);
 	free(c.org);
+	free(c.src_t);
+	free(c.src_q);
 	free(c.state);
 	free(sinkq);
 	free(keep);

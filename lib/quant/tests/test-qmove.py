@@ -238,6 +238,43 @@ def quantizer(tmp, rng):
           "quantizer: MI_QUANT_SHARE_MOVES=0: own parameters %s" % (params["0"],))
 
 
+def many_sources(tmp, rng):
+    """Concat of k DQ'd copies of the input, each its own scale, -> Q: on
+    bytes up to 64 sources (one node's inputs), fp32 beyond."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    for k in (40, 70):
+        nodes, inits, cat = [], [], []
+        for i in range(k):
+            inits += [numpy_helper.from_array(np.float32(2.0 ** -(i % 5 + 2)), "s%d" % i),
+                      numpy_helper.from_array(np.array(i % 7 + 120, np.uint8), "z%d" % i)]
+            nodes += [helper.make_node("QuantizeLinear", ["x", "s%d" % i, "z%d" % i], ["q%d" % i]),
+                      helper.make_node("DequantizeLinear", ["q%d" % i, "s%d" % i, "z%d" % i],
+                                       ["d%d" % i])]
+            cat.append("d%d" % i)
+        inits += [numpy_helper.from_array(np.float32(0.25), "sy"),
+                  numpy_helper.from_array(np.array(128, np.uint8), "zy")]
+        nodes += [helper.make_node("Concat", cat, ["c"], axis=1),
+                  helper.make_node("Reshape", ["c", "shp"], ["r"]),
+                  helper.make_node("QuantizeLinear", ["r", "sy", "zy"], ["rq"]),
+                  helper.make_node("DequantizeLinear", ["rq", "sy", "zy"], ["y"])]
+        inits.append(numpy_helper.from_array(np.array([2, -1]), "shp"))
+        gr = helper.make_graph(nodes, "many",
+                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                              [2, 60 * k])], inits)
+        path = os.path.join(tmp, "many.onnx")
+        onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)]), path)
+        x = (rng.integers(-200, 200, (2, 3, 4, 5)) / 16).astype(np.float32)
+        got, err = mi_run(path, x, tmp, 1, {"MI_QUANT_VERBOSE": "1"})
+        off, _ = mi_run(path, x, tmp, 1, {"MI_QUANT_MOVE": "0"})
+        ref, _ = mi_run(path, x, tmp, 1, extra=("--reference",))
+        check(same(got, off) and same(got, ref) and ("moves on bytes" in err) == (k <= 64),
+              "Concat of %d sources: on bytes %s, == MI_QUANT_MOVE=0, == --reference" %
+              (k, k <= 64))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="mi-qmove-")
     rng = np.random.default_rng(12)
@@ -288,6 +325,7 @@ def main():
                     check(same(got, ref), what + ": == --reference")
                     if not same(got, ref) and len(got) == len(ref):
                         print("   max diff", max(np.abs(p - q).max() for p, q in zip(got, ref)))
+    many_sources(tmp, rng)
     quantizer(tmp, rng)
     shutil.rmtree(tmp, ignore_errors=True)
     if failures:

@@ -152,9 +152,21 @@ static bool amx_fits(const struct mi_qweights *w)
 	return w->nblk >= 2 && (w->k4 >= 16 || (w->k4 >= 8 && w->nblk >= 4));
 }
 
+/* MI_QUANT_U8S7=0: AVX2 weights in [-64, 63] on the int16 tiles too
+ * (tile_avx2w/tile_avx2s), not tile_avx2b (A/B). */
+MI_QUANT_SWITCH(u8s7, "MI_QUANT_U8S7")
+
+/* w's AVX2 tiles are tile_avx2b's (vpmaddubsw, exact for 7-bit weights) */
+static bool avx2b_use(const struct mi_qweights *w)
+{
+	return w->s7 && u8s7_on();
+}
+
 int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
 		     mi_qw_get get, const void *ctx)
 {
+	int wmin = 0, wmax = 0;
+
 	memset(w, 0, sizeof(*w));
 	if (group <= 0 || ocg <= 0 || k <= 0)
 		return -EINVAL;
@@ -185,14 +197,19 @@ int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
 				blk[(kk / 4) * MI_QMR * 4 + r * 4 + kk % 4] =
 					(int8_t)v;
 				sum += v;
+				wmin = v < wmin ? v : wmin;
+				wmax = v > wmax ? v : wmax;
 			}
 			w->wsum[g * ocg + o] = sum;
 		}
+	w->s7 = wmin >= -64 && wmax <= 63;
 	if (amx_fits(w) && mi_quant_amx() && mi_qamx_pack(w)) {
 		mi_qweights_free(w);
 		return -ENOMEM;
 	}
-	if (mi_quant_isa_max() == MI_QISA_AVX2 || mi_quant_isa() == MI_QISA_AVX2) {
+	/* the int16 weights, unless tile_avx2b takes the int8 ones */
+	if ((mi_quant_isa_max() == MI_QISA_AVX2 || mi_quant_isa() == MI_QISA_AVX2) &&
+	    !avx2b_use(w)) {
 		size_t n = bytes / 4;
 
 		w->w16 = aligned_alloc(64, (bytes * 2 + 63) & ~(size_t)63);
@@ -529,6 +546,106 @@ split_panel_avx2(const uint8_t *b, size_t ldb, int k4, uint8_t *sp)
 			_mm256_storeu_si256((void *)(sp + 128 + v * 32), _mm256_srli_epi16(x, 8));
 		}
 }
+
+/*
+ * AVX2 on 7-bit weights (w->s7: every weight in [-64, 63]), the int8
+ * packed weights and the plain uint8 panel (32 pixels x 4 k per step, ldb
+ * apart; no split, no int16 weights).  Per k4 step, row and 8 pixels:
+ *   t = vpmaddubsw(b, w)  b: 32 uint8 (unsigned operand), w: the row's
+ *                         four int8 weights broadcast (signed operand);
+ *                         int16 lanes a0 w0 + a1 w1 and a2 w2 + a3 w3
+ *   c += vpmaddwd(t, 1)   the pixel's two pair sums into its int32 lane
+ * Exact: a in [0, 255], w in [-64, 63] give a pair sum in
+ * [2 * 255 * -64, 2 * 255 * 63] = [-32640, 32130], inside int16, so the
+ * saturation of vpmaddubsw never happens and the int32 sums are the int16
+ * tiles' (and vpdpbusd's) to the bit.  3 uops per 32 MACs (2 multiplies)
+ * where tile_avx2s takes 4 (2 vpmaddwd + 2 vpaddd).  Two vpmaddubsw
+ * results added by vpaddw before the vpmaddwd would need 4 * 255 * |w| <=
+ * 32767, weights in [-32, 31]: not for 7 bits.  One weight outside
+ * [-64, 63] (-65 next to -64 on a = 255: -33150) would saturate: such
+ * weights keep the int16 tiles (w->s7 false).
+ */
+#define MI_Q_B8(r, x0, x1)                                                    \
+	w = _mm256_set1_epi32(ap[r]);                                         \
+	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, w), one16)); \
+	x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(_mm256_maddubs_epi16(b1, w), one16))
+
+#define MI_QAVX2B_KLOOP()                                                     \
+	_Pragma("GCC unroll 2")                                               \
+	for (int kq = 0; kq < k4; kq++) {                                     \
+		__m256i b0 = _mm256_loadu_si256((const void *)bp);            \
+		__m256i b1 = _mm256_loadu_si256((const void *)(bp + 32));     \
+		__m256i w;                                                    \
+                                                                              \
+		MI_Q_B8(0, c00, c01);                                         \
+		MI_Q_B8(1, c10, c11);                                         \
+		MI_Q_B8(2, c20, c21);                                         \
+		MI_Q_B8(3, c30, c31);                                         \
+		ap += MI_QMR;                                                 \
+		bp += ldb;                                                    \
+	}
+
+/* acc[8][32]: 4 rows x 16 pixels of sums in registers at a time */
+__attribute__((target("avx2,fma"))) static void
+tile_avx2b(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc)
+{
+	const __m256i one16 = _mm256_set1_epi16(1);
+
+	for (int rh = 0; rh < 2; rh++)
+		for (int ph = 0; ph < 2; ph++) {
+			__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
+			__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+			const int32_t *ap = (const int32_t *)(const void *)a + rh * 4;
+			const uint8_t *bp = b + ph * 64;
+
+			MI_QAVX2B_KLOOP();
+			int32_t *o = acc + rh * 4 * MI_QNR + ph * 16;
+
+			_mm256_storeu_si256((void *)o, c00);
+			_mm256_storeu_si256((void *)(o + 8), c01);
+			_mm256_storeu_si256((void *)(o + MI_QNR), c10);
+			_mm256_storeu_si256((void *)(o + MI_QNR + 8), c11);
+			_mm256_storeu_si256((void *)(o + 2 * MI_QNR), c20);
+			_mm256_storeu_si256((void *)(o + 2 * MI_QNR + 8), c21);
+			_mm256_storeu_si256((void *)(o + 3 * MI_QNR), c30);
+			_mm256_storeu_si256((void *)(o + 3 * MI_QNR + 8), c31);
+		}
+}
+
+/* tile_avx2b with the requantization in registers (tile_avx2w_rq's) */
+__attribute__((target("avx2,fma"))) static void
+tile_avx2b_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struct mi_qepi *ep,
+	      int oc0, int np, uint8_t *out, ptrdiff_t ldo)
+{
+	const __m256i one16 = _mm256_set1_epi16(1);
+
+	if (np < MI_QNR) {
+		int32_t acc[MI_QMR * MI_QNR];
+
+		tile_avx2b(a, b, ldb, k4, acc);
+		epi_avx2(acc, MI_QNR, MI_QMR, np, ep, oc0,
+			 ep->out_c4 ? (void *)(out + oc0 % 4) : (void *)out, ldo);
+		return;
+	}
+	for (int rh = 0; rh < 2; rh++)
+		for (int ph = 0; ph < 2; ph++) {
+			const int32_t *cp = ep->comp + oc0 + rh * 4;
+			__m256i c00 = _mm256_set1_epi32(cp[0]), c01 = c00;
+			__m256i c10 = _mm256_set1_epi32(cp[1]), c11 = c10;
+			__m256i c20 = _mm256_set1_epi32(cp[2]), c21 = c20;
+			__m256i c30 = _mm256_set1_epi32(cp[3]), c31 = c30;
+			const int32_t *ap = (const int32_t *)(const void *)a + rh * 4;
+			const uint8_t *bp = b + ph * 64;
+
+			MI_QAVX2B_KLOOP();
+			rq_store_avx2(c00, c01, c10, c11, c20, c21, c30, c31, ep, oc0 + rh * 4,
+				      ep->out_c4 ? out + (rh * ldo + ph * 16) * 4 :
+						   out + rh * 4 * ldo + ph * 16,
+				      ldo);
+		}
+}
+#undef MI_QAVX2B_KLOOP
+#undef MI_Q_B8
 
 /* one VNNI row step of the 8x32 tile: row r's 4 int8 weights x 4 uint8 pixels */
 #define MI_Q_ROW(r, x0, x1)                                                   \
@@ -1095,6 +1212,9 @@ static struct kernels kernels_for(int isa, const struct mi_qweights *w)
 	case MI_QISA_AVX512:
 		return (struct kernels){ tile_vnni, epi_avx512, tile_vnni_rq, false, false };
 	case MI_QISA_AVX2:
+		if (avx2b_use(w))
+			return (struct kernels){ tile_avx2b, epi_avx2,
+						 avx2rq_on() ? tile_avx2b_rq : NULL, false, false };
 		if (w->w16 && avx2w_on())
 			return (struct kernels){ tile_avx2w, epi_avx2,
 						 avx2rq_on() ? tile_avx2w_rq : NULL, true, false };
@@ -1732,7 +1852,7 @@ int mi_qconv_init(struct mi_qconv *cv, const struct mi_qconv_shape *s,
 	    (mi_quant_isa_max() == MI_QISA_AVX2 || mi_quant_isa() == MI_QISA_AVX2) &&
 	    (cv->rgb = calloc(1, sizeof(*cv->rgb)))) {
 		if (mi_qweights_pack(cv->rgb, 1, s->oc, s->kh * s->kw * s->c, conv_rgb_get, &c) ||
-		    !cv->rgb->w16) {
+		    (!cv->rgb->w16 && !avx2b_use(cv->rgb))) {
 			mi_qweights_free(cv->rgb);
 			free(cv->rgb);
 			cv->rgb = NULL;
@@ -2050,8 +2170,9 @@ __attribute__((target("avx2"))) static void conv_rgb_prep_item(void *arg, int it
  * of a run writes up to 15 bytes past it, rewritten by the next run or
  * row; the last row's land in t's slack), then the rows in fours to the
  * split panel sp (tile_avx2s: per k4 step the (k0, k2) uint16 pairs of
- * the 32 pixels, then (k1, k3)).  Rows past K: any bytes, their weights
- * are 0.  xi's planes have a plane of slack after them (conv_xi_bytes),
+ * the 32 pixels, then (k1, k3)), or (sp NULL) in place to tile_avx2b's
+ * panel (per k4 step the 32 pixels' 4 bytes).  Rows past K: any bytes,
+ * their weights are 0.  xi's planes have a plane of slack after them (conv_xi_bytes),
  * the 32-byte loads of a run stay in it.
  */
 __attribute__((target("avx2"))) static void
@@ -2108,6 +2229,26 @@ conv_rgb_panel(const struct conv_job *j, int p0, int np, uint8_t *t, uint8_t *sp
 					dst[i] = src[(size_t)i * s->sw];
 			}
 		}
+	}
+	if (!sp) { /* tile_avx2b's panel: each step's 4 rows to 4-byte pixels, in place */
+		for (int kq = 0; kq < (K + 3) / 4; kq++) {
+			uint8_t *r = t + (size_t)kq * 4 * MI_QNR;
+			__m256i r0 = _mm256_loadu_si256((const void *)r);
+			__m256i r1 = _mm256_loadu_si256((const void *)(r + MI_QNR));
+			__m256i r2 = _mm256_loadu_si256((const void *)(r + 2 * MI_QNR));
+			__m256i r3 = _mm256_loadu_si256((const void *)(r + 3 * MI_QNR));
+			__m256i l01 = _mm256_unpacklo_epi8(r0, r1), h01 = _mm256_unpackhi_epi8(r0, r1);
+			__m256i l23 = _mm256_unpacklo_epi8(r2, r3), h23 = _mm256_unpackhi_epi8(r2, r3);
+			/* lanes: pixels 0-3 | 16-19, 4-7 | 20-23, 8-11 | 24-27, 12-15 | 28-31 */
+			__m256i q0 = _mm256_unpacklo_epi16(l01, l23), q1 = _mm256_unpackhi_epi16(l01, l23);
+			__m256i q2 = _mm256_unpacklo_epi16(h01, h23), q3 = _mm256_unpackhi_epi16(h01, h23);
+
+			_mm256_storeu_si256((void *)r, _mm256_permute2x128_si256(q0, q1, 0x20));
+			_mm256_storeu_si256((void *)(r + 32), _mm256_permute2x128_si256(q2, q3, 0x20));
+			_mm256_storeu_si256((void *)(r + 64), _mm256_permute2x128_si256(q0, q1, 0x31));
+			_mm256_storeu_si256((void *)(r + 96), _mm256_permute2x128_si256(q2, q3, 0x31));
+		}
+		return;
 	}
 	for (int kq = 0; kq < (K + 3) / 4; kq++, sp += 256) {
 		const uint8_t *r = t + (size_t)kq * 4 * MI_QNR;
@@ -2178,9 +2319,9 @@ static void conv_gemm_item(void *arg, int item, int tid)
 	size_t ldb;
 
 	if (j->rgb) {
-		conv_rgb_panel(j, p0, np, pb, sp);
-		b = sp;
-		ldb = 256;
+		conv_rgb_panel(j, p0, np, pb, j->k.split ? sp : NULL);
+		b = j->k.split ? sp : pb;
+		ldb = j->k.split ? 256 : MI_QNR * 4;
 	} else if (cv->direct1x1 && ((j->in_direct && np < MI_QNR) || (j->amx && w->k4 < 16))) {
 		/* the caller's tensor has no slack after it: copy the
 		 * partial last panel; AMX with k4 < 16 reads 16 rows (the
@@ -4199,8 +4340,15 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		j.amx_rows = j.amx && !cv->direct1x1 && !j.in_direct && s->sh == 1 && s->sw == 1 &&
 			     cv->c4 % 16 == 0 && s->kh * s->kw <= AMX_ROWS_TAPS;
 		j.npanel = ((j.amx_rows ? s->oh * (int)j.wp : s->oh * s->ow) + MI_QNR - 1) / MI_QNR;
-		/* RGB first convs: planar planes, conv_rgb_panel's im2col */
-		j.rgb = cv->rgb && isa == MI_QISA_AVX2 && j.k.split && !j.in_c4 && rgb_on();
+		/* RGB first convs: planar planes, conv_rgb_panel's im2col
+		 * (the split panel, or tile_avx2b's in place) */
+		if (cv->rgb && isa == MI_QISA_AVX2 && !j.in_c4 && rgb_on()) {
+			struct kernels kr = conv_kernels(isa, cv->rgb);
+
+			j.rgb = kr.split || kr.tile == tile_avx2b;
+			if (j.rgb)
+				j.k = kr;
+		}
 		if (j.rgb)
 			par_for(s->c, conv_rgb_prep_item, &j);
 		else if (!j.in_direct)

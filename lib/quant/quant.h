@@ -103,6 +103,12 @@ int mi_quant_set_dwvp(int on);
  * planner keeps their inputs planar; 2: on every shape it takes, for
  * tests and A/B).  Returns the setting. */
 int mi_quant_set_dwc4(int on);
+/* AVX2 dense tiles on weights that all lie in [-64, 63] (7-bit, `metainfer
+ * quantize --weight-bits 7`) by vpmaddubsw, uint8 x int8 into int16 pairs
+ * that cannot saturate (tile_avx2b; default on, MI_QUANT_U8S7=0 off: the
+ * int16 tiles).  Read when weights are packed (no w16 copy then) and at
+ * every run.  Returns the setting. */
+int mi_quant_set_u8s7(int on);
 /* AVX2 dense tile with the uint8/int8 requantization in registers (full
  * tiles; default on, MI_QUANT_AVX2RQ=0 off: int32 sums, then
  * epi_avx2).  Returns the setting. */
@@ -168,6 +174,10 @@ struct mi_qweights {
 	 * pairs of tile_avx2w); freed again by mi_qconv_init where the conv
 	 * takes the Winograd path (mi_qwino_on() at init) */
 	int16_t *w16;
+	/* every weight in [-64, 63]: the AVX2 tiles are tile_avx2b's
+	 * (vpmaddubsw pairs cannot saturate; no w16 then unless
+	 * MI_QUANT_U8S7=0 at pack time) */
+	bool s7;
 };
 
 /* w(g, o, k) callback gives weight k of output channel o of group g. */

@@ -7,7 +7,8 @@
  *   build/lib/quant/tests/bench-qconv [seconds-per-shape [isa]]
  *
  * isa: generic|avx2|avx512|amx runs that path only (avx512: VNNI tiles,
- * amx: AMX tiles where the CPU has them).  Shapes marked c4 read and
+ * amx: AMX tiles where the CPU has them).  BENCH_W7=1: 7-bit weights (in
+ * [-64, 63]; MI_QUANT_U8S7=0 for the int16 AVX2 tiles on them).  Shapes marked c4 read and
  * write the C4 layout, as the planner chains int8 convs.
  */
 #include <stdio.h>
@@ -17,9 +18,14 @@
 
 #include "quant/quant.h"
 
+static int w7; /* BENCH_W7=1: weights in [-64, 63] (tile_avx2b on AVX2) */
+/* BENCH_AB=1 (with BENCH_W7): minimum ms per call of the int16 tiles and
+ * of tile_avx2b, alternated call by call, and their ratio */
+static int ab;
+
 static int wget(const void *ctx, int g, int o, int k)
 {
-	return ((o * 7 + k * 13 + g) % 255) - 127;
+	return w7 ? ((o * 7 + k * 13 + g) % 128) - 64 : ((o * 7 + k * 13 + g) % 255) - 127;
 }
 
 static double cpu_now(void)
@@ -63,6 +69,9 @@ int main(int argc, char **argv)
 		{ 3, 224, 16, 3, 2, 1, 2 },	{ 3, 224, 32, 3, 2, 1, 2 },
 	};
 	double secs = argc > 1 ? atof(argv[1]) : 0.3;
+
+	w7 = getenv("BENCH_W7") && atoi(getenv("BENCH_W7"));
+	ab = w7 && getenv("BENCH_AB") && atoi(getenv("BENCH_AB"));
 	int only = -1;
 
 	if (argc > 2)
@@ -70,7 +79,10 @@ int main(int argc, char **argv)
 		       !strcmp(argv[2], "avx2")	   ? MI_QISA_AVX2 :
 		       !strcmp(argv[2], "avx512")  ? MI_QISA_AVX512 :
 						     MI_QISA_AVX512 + 1;
-	printf("%-11s %-26s %10s %10s\n", "isa", "layer", "ms", "GMAC/s");
+	if (ab)
+		printf("%-11s %-26s %10s %10s %6s\n", "isa", "layer", "ms int16", "ms u8s7", "ratio");
+	else
+		printf("%-11s %-26s %10s %10s\n", "isa", "layer", "ms", "GMAC/s");
 	/* path MI_QISA_AVX512 + 1: AVX-512 with the AMX tiles */
 	for (int path = MI_QISA_GENERIC; path <= MI_QISA_AVX512 + 1; path++) {
 		int isa = path > MI_QISA_AVX512 ? MI_QISA_AVX512 : path;
@@ -93,11 +105,13 @@ int main(int argc, char **argv)
 				.dh = 1, .dw = 1, .pt = L[i].k / 2, .pl = L[i].k / 2,
 				.pb = L[i].k / 2, .pr = L[i].k / 2, .group = L[i].g,
 			};
-			struct mi_qconv cv;
+			struct mi_qconv cv, cvb;
 
 			s.oh = (s.h + 2 * s.pt - s.kh) / s.sh + 1;
 			s.ow = s.oh;
-			if (mi_qconv_init(&cv, &s, wget, NULL)) {
+			mi_quant_set_u8s7(ab ? 0 : 1);
+			if (mi_qconv_init(&cv, &s, wget, NULL) ||
+			    (ab && (mi_quant_set_u8s7(1), mi_qconv_init(&cvb, &s, wget, NULL)))) {
 				fprintf(stderr, "bench-qconv: bad shape\n");
 				return 1;
 			}
@@ -105,20 +119,33 @@ int main(int argc, char **argv)
 			uint8_t *y = malloc((size_t)s.oc * s.oh * s.ow);
 			int32_t *comp = calloc(s.oc, 4);
 			float *mult = malloc(s.oc * 4);
-			void *ws = aligned_alloc(64, (mi_qconv_workspace(&cv) + 63) & ~(size_t)63);
+			size_t wsb = mi_qconv_workspace(&cv);
+			void *ws;
 			struct mi_qepi ep = { .mode = MI_QOUT_U8, .comp = comp, .mult = mult,
 					      .flo = 0, .fhi = 255, .out_c4 = L[i].c4 };
 			unsigned int fl = L[i].c4 == 1 && L[i].g == 1 ? MI_QCONV_IN_C4 : 0;
 
+			if (ab && mi_qconv_workspace(&cvb) > wsb)
+				wsb = mi_qconv_workspace(&cvb);
+			ws = aligned_alloc(64, (wsb + 63) & ~(size_t)63);
 			memset(x, 3, (size_t)s.c * s.h * s.w);
 			for (int o = 0; o < s.oc; o++)
 				mult[o] = 0.001f;
 			mi_qconv_run(&cv, x, false, 3, &ep, y, ws, fl);
 			int it = 0;
-			double t0 = cpu_now(), t;
+			double t0 = cpu_now(), t, best[2] = { 1e9, 1e9 };
 
 			do {
-				mi_qconv_run(&cv, x, false, 3, &ep, y, ws, fl);
+				/* BENCH_AB=1: the int16 tiles (MI_QUANT_U8S7=0) and
+				 * tile_avx2b call by call, the fastest call of each */
+				for (int v = 0; v <= ab; v++) {
+					double c0 = cpu_now(), c1;
+
+					mi_quant_set_u8s7(ab ? v : 1);
+					mi_qconv_run(v ? &cvb : &cv, x, false, 3, &ep, y, ws, fl);
+					c1 = cpu_now();
+					best[v] = c1 - c0 < best[v] ? c1 - c0 : best[v];
+				}
 				it++;
 				t = cpu_now();
 			} while (t - t0 < secs);
@@ -127,9 +154,15 @@ int main(int argc, char **argv)
 
 			snprintf(name, sizeof(name), "c%d %dx%d oc%d k%d s%d g%d%s", s.c, s.h, s.w,
 				 s.oc, s.kh, s.sh, s.group, L[i].c4 ? " c4" : "");
-			printf("%-11s %-26s %10.3f %10.1f\n",
-			       path > MI_QISA_AVX512 ? "amx" : mi_quant_isa_name(isa), name,
-			       (t - t0) / it * 1e3, macs * it / (t - t0) / 1e9);
+			if (ab)
+				printf("%-11s %-26s %10.3f %10.3f %6.3f\n", mi_quant_isa_name(isa), name,
+				       best[0] * 1e3, best[1] * 1e3, best[0] / best[1]);
+			else
+				printf("%-11s %-26s %10.3f %10.1f\n",
+				       path > MI_QISA_AVX512 ? "amx" : mi_quant_isa_name(isa), name,
+				       (t - t0) / it * 1e3, macs * it / (t - t0) / 1e9);
+			if (ab)
+				mi_qconv_fini(&cvb);
 			mi_qconv_fini(&cv);
 			free(x);
 			free(y);

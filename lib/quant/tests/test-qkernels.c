@@ -112,6 +112,36 @@ static void make_epi(struct mi_qepi *ep, int mode, int oc, int32_t *comp,
 	}
 }
 
+/*
+ * 7-bit weight cases (tile_avx2b on AVX2, vpmaddubsw): every third
+ * iteration draws weights in [-64, 63], mostly the extremes, on
+ * activations of mostly 255 (pair sums at the int16 edge: 2 * 255 * -64 =
+ * -32640); every ninth all -64 but one -65 on activations 255, which must
+ * keep the int16 tiles (-65 * 255 - 64 * 255 = -32895 would saturate).
+ */
+enum { W8, W7, W7_OUT };
+static int s7_cases, s7_out_cases, s7_rgb_cases;
+
+static int wkind(int iter)
+{
+	return iter % 9 == 8 ? W7_OUT : iter % 3 == 2 ? W7 : W8;
+}
+
+static void draw_w7(int8_t *w, size_t n, int kind)
+{
+	for (size_t i = 0; i < n; i++)
+		w[i] = kind == W7_OUT ? -64 : rnd() % 3 ? (rnd() % 2 ? -64 : 63) :
+							  (int8_t)rndi(-64, 63);
+	if (kind == W7_OUT)
+		w[rnd() % n] = -65;
+}
+
+/* activation bytes (x_signed: int8) of 255 once made uint8 */
+static uint8_t x255(int x_signed)
+{
+	return x_signed ? 0x7f : 0xff;
+}
+
 static int dwq_runs, dwq_in_runs;
 static int dw_cases, dwtab_cases, densetab_cases, chan_cases;
 static bool chan_focus;
@@ -247,6 +277,7 @@ static int test_conv(int iter)
 	int32_t *acc = calloc(ny, 4), *bias = malloc(s.oc * 4), *comp = malloc(s.oc * 4);
 	float *mult = malloc(s.oc * 4), *fb = malloc(s.oc * 4);
 	int x_signed = rnd() % 3 == 0 && !chan_focus;
+	int wk = dwise && iter % 2 ? W8 : wkind(iter); /* not on the -128 extremes */
 	int zx = x_signed ? rndi(-128, 127) : rndi(0, 255);
 	int zxu = x_signed ? zx + 128 : zx;
 	int fails = 0;
@@ -256,8 +287,11 @@ static int test_conv(int iter)
 	if (dwise && iter % 2) /* extreme weights (vpmaddwd pairs of -128) */
 		for (size_t i = 0; i < (size_t)s.oc * kg; i++)
 			w[i] = rnd() % 3 ? -128 : rnd() % 2 ? 127 : w[i];
+	if (wk != W8)
+		draw_w7(w, (size_t)s.oc * kg, wk);
 	for (size_t i = 0; i < nx; i++)
-		x[i] = (uint8_t)rnd();
+		x[i] = wk == W7_OUT || (wk == W7 && rnd() % 4) ? x255(x_signed) :
+										    (uint8_t)rnd();
 	for (int o = 0; o < s.oc; o++)
 		bias[o] = rndi(-5000, 5000);
 
@@ -291,11 +325,21 @@ static int test_conv(int iter)
 
 	mi_quant_set_amx(1); /* AMX tiles packed where the CPU has them */
 	mi_quant_set_isa(MI_QISA_AVX2); /* and the AVX2 int16 weights */
+	mi_quant_set_u8s7(iter % 2); /* 7-bit: the int16 weights too, or not */
 	if (mi_qconv_init(&cv, &s, wget, &wc)) {
 		fprintf(stderr, "conv init failed\n");
 		return 1;
 	}
 	mi_qconv_comp(&cv, bias, zxu, comp);
+	if (!cv.depthwise && wk != W8 &&
+	    (cv.w.s7 != (wk == W7) || (cv.rgb && cv.rgb->s7 != cv.w.s7))) {
+		fprintf(stderr, "FAIL conv iter %d: 7-bit weights %s\n", iter,
+			cv.w.s7 ? "with -65 taken as 7-bit" : "not taken as 7-bit");
+		fails++;
+	}
+	s7_cases += !cv.depthwise && cv.w.s7;
+	s7_out_cases += !cv.depthwise && wk == W7_OUT;
+	s7_rgb_cases += cv.rgb && cv.rgb->s7;
 	dw_cases += cv.depthwise;
 	px1_cases += px1_focus;
 	wino_cases += cv.wino != NULL;
@@ -363,7 +407,8 @@ static int test_conv(int iter)
 		 * mi_quant_set_dwfull(0), mi_quant_set_dwprep(0),
 		 * mi_quant_set_dwvp(0), mi_quant_set_avx2rq(0)) and panels
 		 * split per step (mi_quant_set_avx2s(0)) and RGB first convs on
-		 * channel quads (mi_quant_set_rgb(0)) */
+		 * channel quads (mi_quant_set_rgb(0)), and 7-bit weights on
+		 * that tile, not tile_avx2b (mi_quant_set_u8s7(0)) */
 		for (int path = 0; path <= mi_quant_isa_max() + 5; path++) {
 			bool rows = path == mi_quant_isa_max() + 4;
 			bool old2 = path == mi_quant_isa_max() + 5;
@@ -378,6 +423,7 @@ static int test_conv(int iter)
 			mi_quant_set_dwchan(!rows);
 			mi_quant_set_gemv2(!rows);
 			mi_quant_set_avx2w(!old2);
+			mi_quant_set_u8s7(!old2);
 			mi_quant_set_wino(!rows && !old2);
 			mi_quant_set_s2v(!old2);
 			mi_quant_set_dwfull(!old2);
@@ -473,8 +519,11 @@ static int test_gemm(int iter)
 
 	for (int i = 0; i < n * k; i++)
 		w[i] = (int8_t)rndi(-128, 127);
+	if (wkind(iter) != W8)
+		draw_w7(w, (size_t)n * k, wkind(iter));
 	for (int i = 0; i < m * lda; i++)
-		a[i] = (uint8_t)rnd();
+		a[i] = wkind(iter) == W7_OUT || (wkind(iter) == W7 && rnd() % 4) ? 255 :
+										   (uint8_t)rnd();
 	for (int i = 0; i < m; i++)
 		for (int o = 0; o < n; o++) {
 			int32_t s = 0;
@@ -485,8 +534,14 @@ static int test_gemm(int iter)
 		}
 	mi_quant_set_amx(1);
 	mi_quant_set_isa(MI_QISA_AVX2); /* the AVX2 int16 weights too */
+	mi_quant_set_u8s7(iter % 2); /* 7-bit: the int16 weights too, or not */
 	if (mi_qweights_pack(&qw, 1, n, k, wget, &wc))
 		return 1;
+	if (wkind(iter) != W8 && qw.s7 != (wkind(iter) == W7)) {
+		fprintf(stderr, "FAIL gemm iter %d: 7-bit weights %s\n", iter,
+			qw.s7 ? "with -65 taken as 7-bit" : "not taken as 7-bit");
+		fails++;
+	}
 	int32_t *bias = malloc(n * 4);
 
 	for (int o = 0; o < n; o++) {
@@ -506,7 +561,8 @@ static int test_gemm(int iter)
 				ref_out(&rep, o, acc[i * n + o], yr, (size_t)i * ldy + o);
 		/* every ISA, then AVX-512 with the AMX tiles, then AVX2 with
 		 * few rows on the tile kernel (GEMV off), then AVX2 with the
-		 * old dense tile (mi_quant_set_avx2w(0)) */
+		 * old dense tile (mi_quant_set_avx2w(0), mi_quant_set_u8s7(0):
+		 * 7-bit weights there too) */
 		for (int path = 0; path <= mi_quant_isa_max() + 3; path++) {
 			bool tiles = path == mi_quant_isa_max() + 2;
 			bool old2 = path == mi_quant_isa_max() + 3;
@@ -520,6 +576,7 @@ static int test_gemm(int iter)
 				continue;
 			mi_quant_set_gemv2(!tiles);
 			mi_quant_set_avx2w(!old2);
+			mi_quant_set_u8s7(!old2);
 			if (amx && (isa != MI_QISA_AVX512 || !mi_quant_set_amx(1)))
 				continue;
 			mi_quant_set_amx(amx);
@@ -933,5 +990,7 @@ int main(int argc, char **argv)
 	       dw_cases, dwtab_cases, densetab_cases, chan_cases, px1_cases, wino_cases, rgb_cases);
 	printf("  (%d depthwise runs on the AVX2 C4 quad kernel, %d of them reading C4)\n", dwq_runs,
 	       dwq_in_runs);
+	printf("  (%d dense convs on 7-bit weights (tile_avx2b on AVX2), %d of them RGB first convs; %d with one weight -65, kept off it)\n",
+	       s7_cases, s7_rgb_cases, s7_out_cases);
 	return fails ? 1 : 0;
 }

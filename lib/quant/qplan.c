@@ -514,23 +514,26 @@ static void qw_free(struct qw *w)
 /*
  * Constant folding may already have turned DQ(int8 w) into an fp32
  * constant (and freed the int8 data).  Such a tensor holds q * s[c]
- * exactly; with symmetric quantization max|q| of a channel is 127, so
- * s = max|w| / 127 and q = w / s recover them.  Accept only when every
- * value lands on an integer in [-128, 127].  Channel c of element i:
- * (i / inner) % noc.
+ * exactly; with symmetric quantization max|q| of a channel is qmax (127,
+ * or 63 for `quantize --weight-bits 7`), so s = max|w| / qmax and q = w / s
+ * recover them.  Accept only when every value lands on an integer in
+ * [-128, 127].  Channel c of element i: (i / inner) % noc.
  */
 static bool recover_weights_one(const struct mi_tensor *wt, int64_t noc, int64_t inner,
-				struct qw *out);
+				float qmax, struct qw *out);
 
-/* Per channel first, then per tensor (scale broadcast to noc). */
+/* Per channel first, then per tensor (scale broadcast to noc); 8-bit
+ * weights first, then 7-bit. */
 static bool recover_weights(const struct mi_tensor *wt, int64_t noc, int64_t inner,
 			    struct qw *out)
 {
 	float *sc;
 
-	if (recover_weights_one(wt, noc, inner, out))
+	if (recover_weights_one(wt, noc, inner, 127.0f, out) ||
+	    recover_weights_one(wt, noc, inner, 63.0f, out))
 		return true;
-	if (!recover_weights_one(wt, 1, mi_tensor_numel(wt), out))
+	if (!recover_weights_one(wt, 1, mi_tensor_numel(wt), 127.0f, out) &&
+	    !recover_weights_one(wt, 1, mi_tensor_numel(wt), 63.0f, out))
 		return false;
 	sc = realloc(out->scale, noc * sizeof(float));
 	if (!sc) {
@@ -544,7 +547,7 @@ static bool recover_weights(const struct mi_tensor *wt, int64_t noc, int64_t inn
 }
 
 static bool recover_weights_one(const struct mi_tensor *wt, int64_t noc, int64_t inner,
-				struct qw *out)
+				float qmax, struct qw *out)
 {
 	int64_t n = mi_tensor_numel(wt);
 	const float *w = wt->data;
@@ -571,7 +574,7 @@ static bool recover_weights_one(const struct mi_tensor *wt, int64_t noc, int64_t
 			out->scale[c] = m;
 		}
 	for (int64_t c = 0; c < noc; c++)
-		out->scale[c] = out->scale[c] > 0 ? out->scale[c] / 127.0f : 1.0f;
+		out->scale[c] = out->scale[c] > 0 ? out->scale[c] / qmax : 1.0f;
 	for (int64_t o = 0, i = 0; o < outer; o++)
 		for (int64_t c = 0; c < noc; c++) {
 			float sc = out->scale[c];

@@ -110,6 +110,7 @@ struct qctx {
 	bool mse;          /* ranges minimizing the quantization error */
 	bool mse_act;      /* ... after the readers' function (--range mse-act) */
 	double min_cos;    /* --min-cosine target (0 = all int8) */
+	int wqmax;         /* weights in [-wqmax, wqmax]: 127, or 63 (--weight-bits 7) */
 	double search_cos; /* the target of the search (before the final
 			    * check on all inputs): min_cos, or for tests
 			    * MI_MINCOS_SEARCH_TARGET */
@@ -1558,13 +1559,15 @@ static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn
 
 		scale[ch] = a > scale[ch] ? a : scale[ch];
 	}
+	/* symmetric, max |w| at +-wqmax (7 bits: 63, so every weight lies in
+	 * [-64, 63], the AVX2 vpmaddubsw kernels' exact range) */
 	for (int64_t ch = 0; ch < noc; ch++)
-		scale[ch] = scale[ch] > 0 ? scale[ch] / 127.0f : 1.0f;
+		scale[ch] = scale[ch] > 0 ? scale[ch] / (float)c->wqmax : 1.0f;
 	for (int64_t i = 0; i < total; i++) {
 		int64_t ch = axis < 0 ? 0 : (i / inner) % noc;
 		float v = nearbyintf(wf[i] / scale[ch]);
 
-		wq[i] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
+		wq[i] = (int8_t)(v < -c->wqmax ? -c->wqmax : v > c->wqmax ? c->wqmax : v);
 	}
 	out->q = xfmt(p, wn, "_quantized");
 	out->scale = xfmt(p, wn, "_scale");
@@ -4032,7 +4035,7 @@ static void usage(FILE *f)
 		"usage: metainfer quantize MODEL.onnx (--calib DIR | --calib-random N) -o OUT.onnx\n"
 		"                          [--format qdq|qlinear] [--per-channel|--per-tensor]\n"
 		"                          [--range mse|mse-act|minmax | --percentile P] [--no-bias-correction]\n"
-		"                          [--no-equalize]\n"
+		"                          [--no-equalize] [--weight-bits 7|8]\n"
 		"                          [--min-cosine C] [--seed S] [--threads N]\n"
 		"\n"
 		"Post-training static int8 quantization: uint8 asymmetric activations\n"
@@ -4060,6 +4063,11 @@ static void usage(FILE *f)
 		"                       pooling and Add between Conv/Gemm layers allow, scale\n"
 		"                       each channel towards equal spread, an fp32-equivalent\n"
 		"                       rewrite that lowers the per-tensor activation error)\n"
+		"  --weight-bits B      weights in [-2^(B-1) + 1, 2^(B-1) - 1] (default 8): 7\n"
+		"                       puts them in [-63, 63], which the AVX2 kernels\n"
+		"                       (hosts without VNNI) multiply by vpmaddubsw, exactly\n"
+		"                       and ~1.2x faster on dense convs; VNNI kernels run both\n"
+		"                       alike.  The weight rounding error doubles\n"
 		"  --min-cosine C       mixed precision: leave in fp32 the tensors and weights\n"
 		"                       whose quantization costs most accuracy per unit of\n"
 		"                       time (a cost model of the planned kernels at 1\n"
@@ -4095,13 +4103,14 @@ int mi_quant_main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "min-cosine", required_argument, NULL, 'm' },
+		{ "weight-bits", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *calib = NULL, *out = NULL, *model;
 	long nrandom = 0, seed = 1234, threads = 0;
 	struct qctx c = { .per_channel = true, .bias_correct = true, .mse = true,
-			  .equalize = true };
+			  .equalize = true, .wqmax = 127 };
 	struct calib cal = { 0 }, ev = { 0 };
 	int opt, err, rc = 1;
 	char *end;
@@ -4170,6 +4179,11 @@ int mi_quant_main(int argc, char **argv)
 			c.min_cos = strtod(optarg, &end);
 			if (*end || !(c.min_cos > 0 && c.min_cos <= 1))
 				return QERR("--min-cosine: '%s' is not in (0, 1]", optarg);
+			break;
+		case 'W':
+			if (strcmp(optarg, "7") && strcmp(optarg, "8"))
+				return QERR("--weight-bits: '%s' is not 7 or 8", optarg);
+			c.wqmax = optarg[0] == '7' ? 63 : 127;
 			break;
 		case 'h':
 			usage(stdout);
@@ -4273,8 +4287,8 @@ int mi_quant_main(int argc, char **argv)
 
 	for (int i = 0; i < c.nnodes; i++)
 		nq += c.nodes[i].node >= 0 && !c.nodes[i].wfp32;
-	printf("quantized %d nodes (%s weights, %d activation tensors, %d calibration runs, %s) -> %s\n",
-	       nq, c.per_channel ? "per-channel" : "per-tensor", c.nqt, cal.nruns,
+	printf("quantized %d nodes (%s %d-bit weights, %d activation tensors, %d calibration runs, %s) -> %s\n",
+	       nq, c.per_channel ? "per-channel" : "per-tensor", c.wqmax == 63 ? 7 : 8, c.nqt, cal.nruns,
 	       c.qlinear ? "qlinear" : "qdq", out);
 	rc = 0;
 out:

@@ -921,6 +921,7 @@ def main():
         "qlinear": ["--format", "qlinear"],
         "qdq-percentile": ["--percentile", "99.99"],
         "qdq-minmax": ["--range", "minmax", "--no-bias-correction"],
+        "qdq-w7": ["--weight-bits", "7"],
     }
     have_ort = os.path.exists(ORT_DIR) and subprocess.run(
         ["node", "--version"], capture_output=True).returncode == 0
@@ -988,6 +989,23 @@ def main():
     def inits(path):
         from onnx import numpy_helper
         return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+
+    # --weight-bits 7: every int8 weight in [-63, 63] with each output
+    # channel's largest |w| at 63 (8 bits: 127), and the AVX2 kernels on
+    # them (vpmaddubsw where the weights allow) give the int16 kernels'
+    # bytes
+    for name, wmax in (("qdq-per-channel", 127), ("qdq-w7", 63)):
+        wq = [v for k, v in inits(os.path.join(tmp, name + ".onnx")).items()
+              if v.dtype == np.int8 and k.endswith("_quantized")]
+        top = [int(np.abs(v.reshape(v.shape[0], -1).astype(int)).max(1).min()) for v in wq]
+        check(len(wq) == 8 and all(int(np.abs(v.astype(int)).max()) == wmax for v in wq) and
+              min(top) >= wmax - 1,
+              f"{name}: {len(wq)} int8 weights in [-{wmax}, {wmax}], channel maxima {min(top)}..{wmax}")
+    q7 = os.path.join(tmp, "qdq-w7.onnx")
+    on = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "avx2"}) for x in inputs[:3]]
+    off = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "avx2", "MI_QUANT_U8S7": "0"}) for x in inputs[:3]]
+    check(all(np.array_equal(a, b) for a, b in zip(on, off)),
+          "qdq-w7: AVX2 vpmaddubsw tiles == int16 tiles (MI_QUANT_U8S7=0)")
     dflt = inits(os.path.join(tmp, "qdq-per-channel.onnx"))
     mm_ = inits(os.path.join(tmp, "qdq-minmax.onnx"))
     bias = [k for k, v in dflt.items() if v.dtype == np.int32 and k in mm_]
@@ -1195,6 +1213,7 @@ def main():
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--format", "x"], "bad format"),
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--range", "x"], "bad range"),
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--min-cosine", "1.5"], "bad min-cosine"),
+        ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--weight-bits", "6"], "bad weight-bits"),
     ]:
         r = run(args, ok=False)
         lines = [l for l in r.stderr.splitlines() if l.strip()]

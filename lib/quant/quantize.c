@@ -110,7 +110,7 @@ struct qctx {
 	bool mse;          /* ranges minimizing the quantization error */
 	bool mse_act;      /* ... after the readers' function (--range mse-act) */
 	double min_cos;    /* --min-cosine target (0 = all int8) */
-	int wqmax;         /* weights in [-wqmax, wqmax]: 127, or 63 (--weight-bits 7) */
+	int wbits;         /* --weight-bits: 8, 7, or WBITS_MIXED (wqmax()) */
 	double search_cos; /* the target of the search (before the final
 			    * check on all inputs): min_cos, or for tests
 			    * MI_MINCOS_SEARCH_TARGET */
@@ -1529,6 +1529,53 @@ static void bias_correction(struct qctx *c, const struct qnode *qn, const float 
 	}
 }
 
+#define WBITS_MIXED 0
+
+/*
+ * The weights of qnode qn lie in [-wqmax, wqmax]: 127 (8 bits) or 63 (7
+ * bits: [-64, 63] is where the AVX2 kernels multiply uint8 x int8 by
+ * vpmaddubsw exactly, tile_avx2b).  --weight-bits mixed: 7 bits only where
+ * the AVX2 kernels take that route, 8 where 7 would cost accuracy for no
+ * time: depthwise convs (their own kernels), the 3x3 stride-1 convs of the
+ * AVX2 Winograd path (mi_qwino_fits: int16 transformed weights), GEMVs
+ * (mi_qgemm on up to 4 rows, 1x1 convs on one pixel).
+ */
+static int wqmax(const struct qctx *c, const struct qnode *qn)
+{
+	const struct mi_graph *g = c->g;
+	const struct mi_node *n = &g->nodes[qn->node];
+	const struct mi_tensor *w = &g->tensors[qn->weight], *x = &g->tensors[qn->act];
+	int64_t px = 1;
+
+	if (c->wbits != WBITS_MIXED)
+		return c->wbits == 7 ? 63 : 127;
+	if (!mi_tensor_shape_known(x) || x->ndim < 2)
+		return 127;
+	if (qn->wkind != 0) { /* Gemm/MatMul: rows = the activation's elements / K */
+		int64_t k = w->dims[qn->waxis ? 0 : 1];
+
+		return k > 0 && mi_tensor_numel(x) / k > 4 ? 63 : 127;
+	}
+	int64_t grp = mi_attr_int(n, "group", 1), oc = w->dims[0], ch = w->dims[1] * grp;
+	int64_t kh = w->ndim > 3 ? w->dims[2] : 1, kw = w->dims[w->ndim - 1];
+	const struct mi_attr *st = mi_attr_get(n, "strides"), *dl = mi_attr_get(n, "dilations");
+	bool unit = true;
+
+	for (int d = 0; st && st->ints && d < st->n; d++)
+		unit &= st->ints[d] == 1;
+	for (int d = 0; dl && dl->ints && d < dl->n; d++)
+		unit &= dl->ints[d] == 1;
+	for (int d = 2; d < x->ndim; d++)
+		px *= x->dims[d];
+	if (grp == ch && oc == ch && kh * kw > 1 && kh <= MI_QDW_KMAX && kw <= MI_QDW_KMAX)
+		return 127; /* depthwise */
+	if (grp == 1 && kh == 3 && kw == 3 && unit && ch >= MI_QWINO_MIN_C && oc >= MI_QWINO_MIN_OC)
+		return 127; /* Winograd */
+	if (grp == 1 && kh * kw == 1 && px == 1)
+		return 127; /* GEMV */
+	return 63;
+}
+
 /* Quantize weight (and bias) of qnode k; emit their DequantizeLinear. */
 static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn,
 			    struct wq *out)
@@ -1546,6 +1593,7 @@ static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn
 	const struct mi_tensor *xt = &g->tensors[qn->act];
 	/* bias in int32 needs the activation scale; fp32 bias otherwise */
 	float sx = c->qt_of[qn->act] >= 0 ? c->qt[c->qt_of[qn->act]].scale : 0.0f;
+	int qmax = wqmax(c, qn);
 
 	memset(out, 0, sizeof(*out));
 	if (!scale || !wq || !zp) {
@@ -1559,15 +1607,15 @@ static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn
 
 		scale[ch] = a > scale[ch] ? a : scale[ch];
 	}
-	/* symmetric, max |w| at +-wqmax (7 bits: 63, so every weight lies in
+	/* symmetric, max |w| at +-qmax (7 bits: 63, so every weight lies in
 	 * [-64, 63], the AVX2 vpmaddubsw kernels' exact range) */
 	for (int64_t ch = 0; ch < noc; ch++)
-		scale[ch] = scale[ch] > 0 ? scale[ch] / (float)c->wqmax : 1.0f;
+		scale[ch] = scale[ch] > 0 ? scale[ch] / (float)qmax : 1.0f;
 	for (int64_t i = 0; i < total; i++) {
 		int64_t ch = axis < 0 ? 0 : (i / inner) % noc;
 		float v = nearbyintf(wf[i] / scale[ch]);
 
-		wq[i] = (int8_t)(v < -c->wqmax ? -c->wqmax : v > c->wqmax ? c->wqmax : v);
+		wq[i] = (int8_t)(v < -qmax ? -qmax : v > qmax ? qmax : v);
 	}
 	out->q = xfmt(p, wn, "_quantized");
 	out->scale = xfmt(p, wn, "_scale");
@@ -4110,7 +4158,7 @@ int mi_quant_main(int argc, char **argv)
 	const char *calib = NULL, *out = NULL, *model;
 	long nrandom = 0, seed = 1234, threads = 0;
 	struct qctx c = { .per_channel = true, .bias_correct = true, .mse = true,
-			  .equalize = true, .wqmax = 127 };
+			  .equalize = true, .wbits = 8 };
 	struct calib cal = { 0 }, ev = { 0 };
 	int opt, err, rc = 1;
 	char *end;
@@ -4181,9 +4229,9 @@ int mi_quant_main(int argc, char **argv)
 				return QERR("--min-cosine: '%s' is not in (0, 1]", optarg);
 			break;
 		case 'W':
-			if (strcmp(optarg, "7") && strcmp(optarg, "8"))
-				return QERR("--weight-bits: '%s' is not 7 or 8", optarg);
-			c.wqmax = optarg[0] == '7' ? 63 : 127;
+			if (strcmp(optarg, "7") && strcmp(optarg, "8") && strcmp(optarg, "mixed"))
+				return QERR("--weight-bits: '%s' is not 7, 8 or mixed", optarg);
+			c.wbits = optarg[0] == '7' ? 7 : optarg[0] == '8' ? 8 : WBITS_MIXED;
 			break;
 		case 'h':
 			usage(stdout);
@@ -4287,8 +4335,12 @@ int mi_quant_main(int argc, char **argv)
 
 	for (int i = 0; i < c.nnodes; i++)
 		nq += c.nodes[i].node >= 0 && !c.nodes[i].wfp32;
-	printf("quantized %d nodes (%s %d-bit weights, %d activation tensors, %d calibration runs, %s) -> %s\n",
-	       nq, c.per_channel ? "per-channel" : "per-tensor", c.wqmax == 63 ? 7 : 8, c.nqt, cal.nruns,
+	int n7 = 0;
+
+	for (int i = 0; i < c.nnodes; i++)
+		n7 += c.nodes[i].node >= 0 && !c.nodes[i].wfp32 && wqmax(&c, &c.nodes[i]) == 63;
+	printf("quantized %d nodes (%s weights, %d of them 7-bit, %d activation tensors, %d calibration runs, %s) -> %s\n",
+	       nq, c.per_channel ? "per-channel" : "per-tensor", n7, c.nqt, cal.nruns,
 	       c.qlinear ? "qlinear" : "qdq", out);
 	rc = 0;
 out:

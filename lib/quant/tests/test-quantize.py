@@ -922,6 +922,7 @@ def main():
         "qdq-percentile": ["--percentile", "99.99"],
         "qdq-minmax": ["--range", "minmax", "--no-bias-correction"],
         "qdq-w7": ["--weight-bits", "7"],
+        "qdq-wmixed": ["--weight-bits", "mixed"],
     }
     have_ort = os.path.exists(ORT_DIR) and subprocess.run(
         ["node", "--version"], capture_output=True).returncode == 0
@@ -994,13 +995,18 @@ def main():
     # channel's largest |w| at 63 (8 bits: 127), and the AVX2 kernels on
     # them (vpmaddubsw where the weights allow) give the int16 kernels'
     # bytes
-    for name, wmax in (("qdq-per-channel", 127), ("qdq-w7", 63)):
-        wq = [v for k, v in inits(os.path.join(tmp, name + ".onnx")).items()
-              if v.dtype == np.int8 and k.endswith("_quantized")]
-        top = [int(np.abs(v.reshape(v.shape[0], -1).astype(int)).max(1).min()) for v in wq]
-        check(len(wq) == 8 and all(int(np.abs(v.astype(int)).max()) == wmax for v in wq) and
-              min(top) >= wmax - 1,
-              f"{name}: {len(wq)} int8 weights in [-{wmax}, {wmax}], channel maxima {min(top)}..{wmax}")
+    # (mixed: 8 bits for the depthwise c2, the Winograd 3x3 c4 and the
+    # GEMV fc on 2 rows, 7 for the other convs)
+    for name, w8 in (("qdq-per-channel", None), ("qdq-w7", ()),
+                     ("qdq-wmixed", ("c2.weight", "c4.weight", "fc.weight"))):
+        wq = {k[:-len("_quantized")]: v for k, v in inits(os.path.join(tmp, name + ".onnx")).items()
+              if v.dtype == np.int8 and k.endswith("_quantized")}
+        want = {k: 127 if w8 is None or k in w8 else 63 for k in wq}
+        got = {k: int(np.abs(v.astype(int)).max()) for k, v in wq.items()}
+        top = {k: int(np.abs(v.reshape(v.shape[0], -1).astype(int)).max(1).min()) for k, v in wq.items()}
+        check(len(wq) == 8 and got == want and all(top[k] >= want[k] - 1 for k in wq),
+              f"{name}: 8 int8 weights in range, max |w| {sorted(got.items())}, "
+              f"channel maxima down to {min(top.values()) if top else '?'}")
     q7 = os.path.join(tmp, "qdq-w7.onnx")
     on = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "avx2"}) for x in inputs[:3]]
     off = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "avx2", "MI_QUANT_U8S7": "0"}) for x in inputs[:3]]

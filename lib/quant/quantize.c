@@ -110,7 +110,7 @@ struct qctx {
 	bool mse;          /* ranges minimizing the quantization error */
 	bool mse_act;      /* ... after the readers' function (--range mse-act) */
 	double min_cos;    /* --min-cosine target (0 = all int8) */
-	int wbits;         /* --weight-bits: 8, 7, or WBITS_MIXED (wqmax()) */
+	int wbits;         /* --weight-bits: 8, 7, WBITS_MIXED (wqmax()) or WBITS_AUTO */
 	double search_cos; /* the target of the search (before the final
 			    * check on all inputs): min_cos, or for tests
 			    * MI_MINCOS_SEARCH_TARGET */
@@ -1530,6 +1530,10 @@ static void bias_correction(struct qctx *c, const struct qnode *qn, const float 
 }
 
 #define WBITS_MIXED 0
+/* the default: mixed where the int8 kernels are the AVX2 ones (no VNNI:
+ * mi_quant_isa(), so MI_CPU_ISA=avx2 gives an AVX2 host's file anywhere),
+ * else 8 */
+#define WBITS_AUTO (-1)
 
 /*
  * The weights of qnode qn lie in [-wqmax, wqmax]: 127 (8 bits) or 63 (7
@@ -4083,7 +4087,7 @@ static void usage(FILE *f)
 		"usage: metainfer quantize MODEL.onnx (--calib DIR | --calib-random N) -o OUT.onnx\n"
 		"                          [--format qdq|qlinear] [--per-channel|--per-tensor]\n"
 		"                          [--range mse|mse-act|minmax | --percentile P] [--no-bias-correction]\n"
-		"                          [--no-equalize] [--weight-bits 7|8]\n"
+		"                          [--no-equalize] [--weight-bits 7|8|mixed|auto]\n"
 		"                          [--min-cosine C] [--seed S] [--threads N]\n"
 		"\n"
 		"Post-training static int8 quantization: uint8 asymmetric activations\n"
@@ -4111,11 +4115,18 @@ static void usage(FILE *f)
 		"                       pooling and Add between Conv/Gemm layers allow, scale\n"
 		"                       each channel towards equal spread, an fp32-equivalent\n"
 		"                       rewrite that lowers the per-tensor activation error)\n"
-		"  --weight-bits B      weights in [-2^(B-1) + 1, 2^(B-1) - 1] (default 8): 7\n"
-		"                       puts them in [-63, 63], which the AVX2 kernels\n"
-		"                       (hosts without VNNI) multiply by vpmaddubsw, exactly\n"
-		"                       and ~1.2x faster on dense convs; VNNI kernels run both\n"
-		"                       alike.  The weight rounding error doubles\n"
+		"  --weight-bits B      8: weights in [-127, 127]; 7: in [-63, 63], where\n"
+		"                       the AVX2 int8 kernels (hosts without VNNI) multiply\n"
+		"                       them by vpmaddubsw, exactly and ~1.2-1.3x faster on\n"
+		"                       dense convs (twice the weight rounding error);\n"
+		"                       mixed: 7 bits where the AVX2 kernels take that route\n"
+		"                       (dense convs, Gemm/MatMul on 5+ rows), 8 for depthwise\n"
+		"                       convs, 3x3 stride-1 convs (Winograd) and GEMVs;\n"
+		"                       auto (default): mixed where this host's int8 kernels\n"
+		"                       are the AVX2 ones (MI_CPU_ISA=avx2 selects them on\n"
+		"                       any x86 host), else 8.  So by default the file\n"
+		"                       depends on the host's ISA; VNNI kernels run any of\n"
+		"                       them at the same speed\n"
 		"  --min-cosine C       mixed precision: leave in fp32 the tensors and weights\n"
 		"                       whose quantization costs most accuracy per unit of\n"
 		"                       time (a cost model of the planned kernels at 1\n"
@@ -4158,7 +4169,7 @@ int mi_quant_main(int argc, char **argv)
 	const char *calib = NULL, *out = NULL, *model;
 	long nrandom = 0, seed = 1234, threads = 0;
 	struct qctx c = { .per_channel = true, .bias_correct = true, .mse = true,
-			  .equalize = true, .wbits = 8 };
+			  .equalize = true, .wbits = WBITS_AUTO };
 	struct calib cal = { 0 }, ev = { 0 };
 	int opt, err, rc = 1;
 	char *end;
@@ -4229,9 +4240,11 @@ int mi_quant_main(int argc, char **argv)
 				return QERR("--min-cosine: '%s' is not in (0, 1]", optarg);
 			break;
 		case 'W':
-			if (strcmp(optarg, "7") && strcmp(optarg, "8") && strcmp(optarg, "mixed"))
-				return QERR("--weight-bits: '%s' is not 7, 8 or mixed", optarg);
-			c.wbits = optarg[0] == '7' ? 7 : optarg[0] == '8' ? 8 : WBITS_MIXED;
+			if (strcmp(optarg, "7") && strcmp(optarg, "8") && strcmp(optarg, "mixed") &&
+			    strcmp(optarg, "auto"))
+				return QERR("--weight-bits: '%s' is not 7, 8, mixed or auto", optarg);
+			c.wbits = optarg[0] == '7' ? 7 : optarg[0] == '8' ? 8 :
+				  optarg[0] == 'm' ? WBITS_MIXED : WBITS_AUTO;
 			break;
 		case 'h':
 			usage(stdout);
@@ -4246,6 +4259,8 @@ int mi_quant_main(int argc, char **argv)
 		return 2;
 	}
 	model = argv[optind];
+	if (c.wbits == WBITS_AUTO)
+		c.wbits = mi_quant_isa() == MI_QISA_AVX2 ? WBITS_MIXED : 8;
 
 	struct mi_model_opts mo = { .flags = MI_MODEL_NO_NORMALIZE, .nthreads = (int)threads };
 
@@ -4339,8 +4354,9 @@ int mi_quant_main(int argc, char **argv)
 
 	for (int i = 0; i < c.nnodes; i++)
 		n7 += c.nodes[i].node >= 0 && !c.nodes[i].wfp32 && wqmax(&c, &c.nodes[i]) == 63;
-	printf("quantized %d nodes (%s weights, %d of them 7-bit, %d activation tensors, %d calibration runs, %s) -> %s\n",
-	       nq, c.per_channel ? "per-channel" : "per-tensor", n7, c.nqt, cal.nruns,
+	printf("quantized %d nodes (%s weights, %d of them 7-bit (--weight-bits %s), %d activation tensors, %d calibration runs, %s) -> %s\n",
+	       nq, c.per_channel ? "per-channel" : "per-tensor", n7,
+	       c.wbits == WBITS_MIXED ? "mixed" : c.wbits == 7 ? "7" : "8", c.nqt, cal.nruns,
 	       c.qlinear ? "qlinear" : "qdq", out);
 	rc = 0;
 out:

@@ -924,6 +924,7 @@ def main():
         "qdq-w7": ["--weight-bits", "7"],
         "qdq-wmixed": ["--weight-bits", "mixed"],
     }
+    qout = {}
     have_ort = os.path.exists(ORT_DIR) and subprocess.run(
         ["node", "--version"], capture_output=True).returncode == 0
     if have_ort:
@@ -934,6 +935,7 @@ def main():
         q = os.path.join(tmp, name + ".onnx")
         r = run([MI, "quantize", fp32, "--calib-random", "16", "-o", q] + extra)
         check("quantized" in r.stdout, f"{name}: quantize ran ({r.stdout.strip()})")
+        qout[name] = r.stdout
         m = onnx.load(q)
         try:
             onnx.checker.check_model(m)
@@ -996,9 +998,22 @@ def main():
     # them (vpmaddubsw where the weights allow) give the int16 kernels'
     # bytes
     # (mixed: 8 bits for the depthwise c2, the Winograd 3x3 c4 and the
-    # GEMV fc on 2 rows, 7 for the other convs)
-    for name, w8 in (("qdq-per-channel", None), ("qdq-w7", ()),
-                     ("qdq-wmixed", ("c2.weight", "c4.weight", "fc.weight"))):
+    # GEMV fc on 2 rows, 7 for the other convs); the default is mixed where
+    # the int8 kernels are AVX2 ones, else 8 (MI_CPU_ISA lowers the ISA)
+    mixed8 = ("c2.weight", "c4.weight", "fc.weight")
+    dflt_bits = re.search(r"--weight-bits (\w+)", qout["qdq-per-channel"])
+    dflt_bits = dflt_bits.group(1) if dflt_bits else "?"
+    with open("/proc/cpuinfo") as f:
+        flags = set(re.findall(r"\w+", f.read()))
+    for isa, want in (("generic", "8"), ("avx2", "mixed")):
+        if isa == "avx2" and not {"avx2", "fma"} <= flags:
+            continue
+        r = run([MI, "quantize", fp32, "--calib-random", "4", "-o", os.path.join(tmp, "wb.onnx")],
+                {"MI_CPU_ISA": isa})
+        check(f"--weight-bits {want})" in r.stdout,
+              f"default --weight-bits on MI_CPU_ISA={isa}: {want} ({r.stdout.strip()})")
+    for name, w8 in (("qdq-per-channel", None if dflt_bits == "8" else mixed8), ("qdq-w7", ()),
+                     ("qdq-wmixed", mixed8)):
         wq = {k[:-len("_quantized")]: v for k, v in inits(os.path.join(tmp, name + ".onnx")).items()
               if v.dtype == np.int8 and k.endswith("_quantized")}
         want = {k: 127 if w8 is None or k in w8 else 63 for k in wq}

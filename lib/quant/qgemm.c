@@ -562,7 +562,7 @@ split_panel_avx2(const uint8_t *b, size_t ldb, int k4, uint8_t *sp)
  * where tile_avx2s takes 4 (2 vpmaddwd + 2 vpaddd).  Two vpmaddubsw
  * results added by vpaddw before the vpmaddwd would need 4 * 255 * |w| <=
  * 32767, weights in [-32, 31]: not for 7 bits.  One weight outside
- * [-64, 63] (-65 next to -64 on a = 255: -33150) would saturate: such
+ * [-64, 63] (-65 next to -64 on a = 255: -32895) would saturate: such
  * weights keep the int16 tiles (w->s7 false).
  */
 #define MI_Q_B8(r, x0, x1)                                                    \

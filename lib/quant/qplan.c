@@ -85,6 +85,11 @@ struct qnode {
 	int64_t qdq_n, qdq_c, qdq_hw;
 	bool qdq_c4, qdq_phys;
 	const struct mi_nc_kern *qdq_fk;
+	/* conv with fp32 output: written blocked in out_b channels (0:
+	 * planar), through planar floats at byte blk_off of the shared
+	 * workspace (conv_run; the NCHWc pass decides) */
+	int out_b;
+	size_t blk_off;
 	struct qcat *cat; /* Concat */
 	struct qmove *mv; /* moves on bytes (plan_moves) */
 	int *cat_orig;    /* Concat: original inputs */
@@ -757,6 +762,51 @@ static bool gemv_split(void)
 	return on;
 }
 
+/*
+ * An int8 conv's planar fp32 output ([c][hw]) into the NCHWc blocked
+ * layout ([ceil(c / b)][hw][b], pad lanes 0) for the fp32 kernels that
+ * read it: pixels [p0, p1), a block of channels at a time by SSE 4x4
+ * transposes (pure moves: the values do not change).
+ */
+struct blk_job {
+	const float *x;
+	float *y;
+	int64_t c, hw;
+	int b;
+};
+
+static void blk_range(void *arg, int64_t p0, int64_t p1)
+{
+	const struct blk_job *j = arg;
+	const int64_t hw = j->hw, nb = (j->c + j->b - 1) / j->b;
+	const int b = j->b;
+
+	for (int64_t cb = 0; cb < nb; cb++) {
+		const float *s = j->x + cb * b * hw;
+		float *d = j->y + cb * hw * b;
+		int64_t p = p0;
+
+#ifdef __SSE2__
+		/* whole blocks: 4 pixels x b channels (full cache lines) a step */
+		for (; (cb + 1) * b <= j->c && p + 4 <= p1; p += 4)
+			for (int g = 0; g < b; g += 4) {
+				const float *r = s + g * hw + p;
+				__m128 r0 = _mm_loadu_ps(r), r1 = _mm_loadu_ps(r + hw);
+				__m128 r2 = _mm_loadu_ps(r + 2 * hw), r3 = _mm_loadu_ps(r + 3 * hw);
+
+				_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+				_mm_storeu_ps(d + p * b + g, r0);
+				_mm_storeu_ps(d + (p + 1) * b + g, r1);
+				_mm_storeu_ps(d + (p + 2) * b + g, r2);
+				_mm_storeu_ps(d + (p + 3) * b + g, r3);
+			}
+#endif
+		for (; p < p1; p++)
+			for (int l = 0; l < b; l++)
+				d[p * b + l] = cb * b + l < j->c ? s[l * hw + p] : 0.0f;
+	}
+}
+
 static int conv_run(struct mi_graph *g, struct mi_node *n)
 {
 	struct qnode *q = n->priv;
@@ -791,14 +841,24 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 	size_t ys = (size_t)s->oc * s->oh * s->ow * (q->ep.mode >= MI_QOUT_S32 ? 4 : 1);
 	int64_t nb = x->dims[0];
 
+	if (q->out_b) /* blocked fp32: [ceil(oc / B)][oh * ow][B] per image */
+		ys = (size_t)(s->oc + q->out_b - 1) / q->out_b * q->out_b * s->oh * s->ow * 4;
 	for (int64_t b = 0; b < nb; b++) {
+		uint8_t *yb = (uint8_t *)y->data + b * ys;
+		float *pl = (float *)((uint8_t *)q->sh->ws + q->blk_off);
 		int err = mi_qconv_run(&q->cv, (const uint8_t *)x->data + b * xs, q->x_signed,
-				       q->zx, &q->ep, (uint8_t *)y->data + b * ys, q->sh->ws,
+				       q->zx, &q->ep, q->out_b ? (void *)pl : yb, q->sh->ws,
 				       (q->in_c4 ? MI_QCONV_IN_C4 : 0) |
 					       (q->chan ? MI_QCONV_CHAN : 0));
 
 		if (err)
 			return mi_graph_err(g, n, err, "int8 conv failed");
+		if (q->out_b) {
+			struct blk_job j = { pl, (float *)yb, s->oc, (int64_t)s->oh * s->ow, q->out_b };
+
+			/* ranges of ~16K floats, as the standalone DQ */
+			par_range(q->nthreads, j.hw, (16 << 10) / s->oc + 1, blk_range, &j);
+		}
 	}
 	return 0;
 }
@@ -3347,6 +3407,48 @@ static int qdq_run(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
+MI_QUANT_SWITCH(convblk, "MI_QUANT_CONVBLK")
+
+/*
+ * An int8 conv with fp32 output (the last int8 node before an fp32
+ * island of a mixed file) can write it blocked for the NCHWc kernels
+ * (conv_run: planar floats transposed), so the fp32 convs, depthwise
+ * convs and residual Adds it feeds run as blocked chains instead of on
+ * the NCHW kernels (MobileNetV2's features.7 depthwise conv, 0.19 ms on
+ * the NCHW kernel).  MI_QUANT_CONVBLK=0: always planar (read when
+ * planning).
+ */
+static bool conv_blk_ok(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+	const struct mi_tensor *y = n->noutputs == 1 ? mi_out(g, n, 0) : NULL;
+	const struct mi_qconv_shape *s = &q->cv.s;
+
+	if (!q->is_conv || q->ep.mode != MI_QOUT_F32 || !q->sh || !y || y->dtype != MI_DT_FLOAT ||
+	    y->ndim != 4 || !mi_tensor_shape_known(y) || y->dims[1] != s->oc ||
+	    y->dims[2] * y->dims[3] != (int64_t)s->oh * s->ow || !convblk_on())
+		return false;
+	/* the transposition goes through memory beyond ~128K floats per
+	 * image (0.3-0.5 ns a float on Zen 3): worth it for readers that
+	 * the NCHW kernels run several times slower, depthwise convs and
+	 * residual Adds (ShuffleNetV2's conv1 -> MaxPool was 0.07 ms slower) */
+	if ((int64_t)s->oc * s->oh * s->ow <= (128 << 10))
+		return true;
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct mi_node *c = &g->nodes[i];
+
+		if (c->dead || c->domain[0] || c->ninputs < 1)
+			continue;
+		if (!strcmp(c->op_type, "Add") && c->ninputs == 2 &&
+		    (c->inputs[0] == n->outputs[0] || c->inputs[1] == n->outputs[0]))
+			return true;
+		if (!strcmp(c->op_type, "Conv") && c->inputs[0] == n->outputs[0] &&
+		    mi_attr_int(c, "group", 1) == s->oc && s->oc > 1)
+			return true;
+	}
+	return false;
+}
+
 /* lib/cpu/nchwc.c: 1 if n is a standalone DequantizeLinear that can write
  * its fp32 output blocked, 2 a QuantizeLinear that can read a blocked
  * input, else 0. */
@@ -3354,6 +3456,8 @@ int mi_quant_qdq_kind(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
 
+	if (!n->dead && mi_quant_node_is(n) && conv_blk_ok(g, n))
+		return 1;
 	if (n->dead || !mi_quant_node_is(n) || !qdq_like(q) || !qdq_layout_on(2))
 		return 0;
 	/* a Q writing planar bytes reads planar floats: its fp32 producer
@@ -3373,6 +3477,31 @@ void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
 
 	if (!mi_quant_qdq_kind(g, n) || k->b > 16 || k->b % 4)
 		return;
+	if (q->is_conv) {
+		const struct mi_qconv_shape *s = &q->cv.s;
+		size_t off = (mi_qconv_workspace(&q->cv) + 63) & ~(size_t)63;
+		size_t need = off + (size_t)s->oc * s->oh * s->ow * sizeof(float);
+		int64_t nb = mi_out(g, n, 0)->dims[0];
+
+		if (need > q->sh->size) { /* room for the planar floats */
+			void *ws = aligned_alloc(64, (need + 127) & ~(size_t)63);
+
+			if (!ws)
+				return;
+			free(q->sh->ws);
+			q->sh->ws = ws;
+			q->sh->size = need;
+		}
+		q->blk_off = off;
+		q->out_b = k->b;
+		g->tensors[n->outputs[0]].phys_bytes =
+			(size_t)nb * ((s->oc + k->b - 1) / k->b) * k->b * s->oh * s->ow * sizeof(float);
+		q->qdq_phys = true;
+		if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+			fprintf(stderr, "metainfer: int8: Conv '%s': fp32 output blocked by %d\n",
+				n->name, k->b);
+		return;
+	}
 	q->qdq_fk = k;
 	if (q->qdq_deq) {
 		g->tensors[n->outputs[0]].phys_bytes =
@@ -5055,8 +5184,10 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	if (!nq)
 		return 0;
 	sh = calloc(1, sizeof(*sh));
-	if (sh)
+	if (sh) {
 		sh->ws = aligned_alloc(64, ((size_t)shared_need + 127) & ~(size_t)63);
+		sh->size = (size_t)shared_need;
+	}
 	if (!sh || !sh->ws) {
 		free(sh);
 		sh = NULL;

@@ -98,6 +98,10 @@ int mi_quant_set_dwprep(int on);
 /* dwk_chan_avx2 pairs vertical taps at stride 1, 3x3 and 5x5 (default
  * on, MI_QUANT_DWVP=0 off).  Returns the setting. */
 int mi_quant_set_dwvp(int on);
+/* An int8 conv with fp32 output writes it in the NCHWc blocked layout
+ * when the NCHWc pass asks (default on, MI_QUANT_CONVBLK=0 off: planar;
+ * read when planning).  Returns the setting. */
+int mi_quant_set_convblk(int on);
 /* AVX2 depthwise convs with a C4 output on the C4 quad kernel (dwq_item)
  * where it wins (1, default; MI_QUANT_DWC4=0 off: planar planes, and the
  * planner keeps their inputs planar; 2: on every shape it takes, for

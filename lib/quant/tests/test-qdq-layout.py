@@ -8,7 +8,9 @@ int8 conv -> DQ -> fp32 1x1 conv + residual Add of its own input -> Q ->
 int8 conv, with channel counts that are / are not multiples of 4 and of
 the fp32 block, maps whose pixel count is not a multiple of the Q/DQ
 kernels' pixel chunk, batch 2, and a float-output int8 table
-(x * HardSigmoid(x)) in place of the first DQ in two of them.  The standalone Q/DQ then read / write the
+(x * HardSigmoid(x)) in place of the first DQ in two of them, or no Q/DQ
+after the first int8 conv in three (it writes fp32, blocked for the fp32
+conv: MI_QUANT_CONVBLK, also equal to =0).  The standalone Q/DQ then read / write the
 int8 convs' C4 layout and the NCHWc kernels' blocked layout (checked on
 the MI_QUANT_VERBOSE lines).
 
@@ -31,8 +33,9 @@ import numpy as np
 from qtest import MI, check, failures, run  # noqa: E402
 
 
-def build(path, c0, c1, c2, hw, stride, dw, lut, rng):
-    """The mixed graph; activations uint8 (zp 128) or int8 (zp 0), scale 1/8."""
+def build(path, c0, c1, c2, hw, stride, dw, lut, rng, f32out=False):
+    """The mixed graph; activations uint8 (zp 128) or int8 (zp 0), scale 1/8.
+    f32out: the first int8 conv writes fp32 (no QuantizeLinear after it)."""
     from onnx import TensorProto, helper, numpy_helper
 
     nodes, inits = [], []
@@ -79,7 +82,7 @@ def build(path, c0, c1, c2, hw, stride, dw, lut, rng):
         return name + "_y"
 
     x = q("x", "in")
-    a = q(conv8(x, "a", c0, c1, 3), "qa")
+    a = conv8(x, "a", c0, c1, 3) if f32out else q(conv8(x, "a", c0, c1, 3), "qa")
     if lut:  # x * HardSigmoid(x) on an int8 tensor: a float-output table
         nodes.append(helper.make_node("HardSigmoid", [a], ["hs"], alpha=0.25, beta=0.5))
         nodes.append(helper.make_node("Mul", [a, "hs"], ["hsw"]))
@@ -117,19 +120,24 @@ def mi_run(model, x, tmp, env=None, threads=1, extra=()):
 def main():
     tmp = tempfile.mkdtemp(prefix="mi-qdqlay-")
     rng = np.random.default_rng(5)
-    cases = [  # c0, c1, c2, (h, w), stride, depthwise, table before the fp32 conv
-        (4, 12, 20, (37, 31), 1, True, False),   # C4 + blocked with pad lanes
-        (3, 40, 8, (9, 17), 2, True, True),      # stride 2, blocks of 16 + 8 lanes
-        (4, 14, 10, (23, 29), 1, False, True),   # channels not multiples of 4
-        (4, 16, 36, (7, 21), 2, False, False),   # dense 3x3 stride 2
+    cases = [  # c0, c1, c2, (h, w), stride, depthwise, table before the fp32 conv, int8 conv -> fp32
+        (4, 12, 20, (37, 31), 1, True, False, False),   # C4 + blocked with pad lanes
+        (3, 40, 8, (9, 17), 2, True, True, False),      # stride 2, blocks of 16 + 8 lanes
+        (4, 14, 10, (23, 29), 1, False, True, False),   # channels not multiples of 4
+        (4, 16, 36, (7, 21), 2, False, False, False),   # dense 3x3 stride 2
+        # an int8 conv writing fp32 blocked (MI_QUANT_CONVBLK) into the fp32 conv
+        (4, 13, 12, (11, 19), 2, True, False, True),    # pad lanes, 4-pixel tail
+        (3, 40, 8, (60, 62), 1, True, False, True),     # > 128K floats, depthwise reader
+        (4, 24, 16, (9, 9), 1, False, False, True),     # dense 3x3 reader
     ]
-    for i, (c0, c1, c2, hw, s, dw, lut) in enumerate(cases):
+    for i, (c0, c1, c2, hw, s, dw, lut, f32out) in enumerate(cases):
         path = os.path.join(tmp, "m%d.onnx" % i)
-        build(path, c0, c1, c2, hw, s, dw, lut, rng)
+        build(path, c0, c1, c2, hw, s, dw, lut, rng, f32out)
         x = (rng.integers(-100, 100, (2, c0) + hw) / 8).astype(np.float32)
         ref, _ = mi_run(path, x, tmp, extra=("--reference",))
-        tag = "case %d (c %d/%d/%d, %dx%d, stride %d, %s%s)" % (
-            i, c0, c1, c2, hw[0], hw[1], s, "depthwise" if dw else "dense", ", table" if lut else "")
+        tag = "case %d (c %d/%d/%d, %dx%d, stride %d, %s%s%s)" % (
+            i, c0, c1, c2, hw[0], hw[1], s, "depthwise" if dw else "dense", ", table" if lut else "",
+            ", int8 conv -> fp32" if f32out else "")
         check(np.abs(ref).max() > 1 and len(np.unique(ref)) > 20, tag + ": reference output not trivial")
         for isa in ("generic", "avx2", "avx512"):
             for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
@@ -145,9 +153,14 @@ def main():
                 nblk = err.count("fp32 side blocked")
                 nlut = err.count("HardSigmoid '") if lut else 1
                 nc4 = err.count("quantized side C4")
-                what = "%s %s t%d: %d Q/DQ blocked (%d C4)" % (tag, isa, t, nblk, nc4)
-                check(nblk >= (1 if c1 % 4 else 2) and nlut == 1 and (c1 % 4 or nc4 >= 2),
+                nconv = err.count("fp32 output blocked")
+                what = "%s %s t%d: %d Q/DQ blocked (%d C4), %d conv" % (tag, isa, t, nblk, nc4, nconv)
+                check(nblk >= (1 if c1 % 4 or f32out else 2) and nlut == 1 and
+                      (c1 % 4 or nc4 >= (1 if f32out else 2)) and nconv == f32out,
                       what + ": layouts used")
+                if f32out:  # the int8 conv's planar fp32 output
+                    cb0, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_CONVBLK="0"), threads=t)
+                    check(np.array_equal(got, cb0), what + ": == MI_QUANT_CONVBLK=0")
                 check(np.array_equal(got, ref), what + ": == --reference")
                 check(np.array_equal(got, off), what + ": == MI_QUANT_QDQ_LAYOUT=0")
                 check(np.array_equal(c4only, ref), what + ": MI_QUANT_QDQ_LAYOUT=1 == --reference")

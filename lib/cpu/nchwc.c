@@ -554,10 +554,7 @@ static void unfuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
  * would (nc_stq) and writes the Q's bytes, planar or C4, so the fp32
  * tensor is never written nor read again (MobileNetV2's features.3 expand
  * -> Q of 144 x 56 x 56: 0.09 ms) and its layout no longer ends the
- * blocked chain.  Off by default (MI_CPU_NC_QOUT=1 on): the quantizing
- * NCHW stores measured slower than the Q they replace on Zen 3
- * (MobileNetV2's features.3 expand 0.29 + Q 0.09 -> 1.3 ms), though the
- * chains behind them gained (features.2 expand + depthwise 0.86 -> 0.66).
+ * blocked chain.  MI_CPU_NC_QOUT=0 disables it.
  */
 static void fuse_q(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 {
@@ -565,7 +562,7 @@ static void fuse_q(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 	int t = n->outputs[0], c;
 	struct mi_node *qn;
 
-	if (!(e && *e == '1') || !mi_quant_q_out || f->wgo ||
+	if ((e && *e == '0') || !mi_quant_q_out || f->wgo ||
 	    f->nabsorbed >= NC_MAX_ABSORB ||
 	    (g->tensors[t].flags & MI_TF_OUTPUT) ||
 	    mi_cpu_consumers(g, t, &c, 1) != 1)

@@ -75,49 +75,24 @@ static inline void nc_st(float *t, int blk, int cb, int64_t hw, int64_t pos,
 }
 
 /* nc_st for a quantized output (p->yq): channels [cb*VW, cb*VW + VW) of
- * position pos, v already rne(x / scale) + zp clamped and truncated to
- * int32 (quant_c's operations, lib/quant/qvec.c), stored as bytes: planar,
- * or C4 (a dword per 4 channels). */
-static inline __attribute__((always_inline)) void
-nc_stq(bool c4, float *t, int cb, int64_t hw, int64_t pos, int c, vi v)
+ * position pos as bytes, with quant_c's operations (lib/quant/qvec.c). */
+static inline void nc_stq(const struct mi_nc_q *q, float *t, int cb, int64_t hw,
+			  int64_t pos, int c, vf v)
 {
 	uint8_t *y = (uint8_t *)t;
 	int l, n = c - cb * VW < VW ? c - cb * VW : VW;
 
-	if (c4 && n == VW) {
-		for (l = 0; l < VW; l += 4) {
-			uint32_t d = (uint32_t)(uint8_t)v[l] | (uint32_t)(uint8_t)v[l + 1] << 8 |
-				     (uint32_t)(uint8_t)v[l + 2] << 16 |
-				     (uint32_t)(uint8_t)v[l + 3] << 24;
-
-			memcpy(y + ((int64_t)((cb * VW + l) >> 2) * hw + pos) * 4, &d, 4);
-		}
-		return;
-	}
+	v = v / vset1(q->scale);
 	for (l = 0; l < n; l++) {
 		int ch = cb * VW + l;
+		float f = __builtin_nearbyintf(v[l]) + q->zp;
 
-		y[c4 ? ((int64_t)(ch >> 2) * hw + pos) * 4 + (ch & 3) : (int64_t)ch * hw + pos] =
-			(uint8_t)v[l];
+		f = !(f >= q->lo) ? q->lo : f > q->hi ? q->hi : f;
+		y[q->c4 ? ((int64_t)(ch >> 2) * hw + pos) * 4 + (ch & 3) :
+			  (int64_t)ch * hw + pos] =
+			q->u8 ? (uint8_t)(int)f : (uint8_t)(int8_t)(int)f;
 	}
 }
-
-/* A tile's quantized stores (p->yq), the activation dispatched once. */
-#define NC_EPQ_CASE(A)                                                    \
-	case A:                                                           \
-		UNROLL_MR for (r = 0; r < R; r++)                         \
-			UNROLL_NV for (o = 0; o < OB; o++) {              \
-				vf v = acc[r][o];                         \
-									  \
-				if (res)                                  \
-					v += nc_ld(res, rblk, mb + o, ohw,\
-						   pos0 + r, m);          \
-				v = nc_act(A, v, lo, hi) / qs;            \
-				v = vmin(vmax(vrne(v) + qz, ql), qh);     \
-				nc_stq(c4, y, mb + o, ohw, pos0 + r, m,   \
-				       __builtin_convertvector(v, vi));   \
-			}                                                 \
-		return;
 
 /*
  * Tile epilogue: y at positions pos0 + r of blocks mb + o gets
@@ -153,22 +128,6 @@ nc_epi(const int R, const int OB, const struct mi_nc_conv *p,
 	const struct mi_nc_q *yq = p->yq;
 	int r, o;
 
-	if (yq) {
-		const vf qs = vset1(yq->scale), qz = vset1(yq->zp);
-		const vf ql = vset1(yq->lo), qh = vset1(yq->hi);
-		const bool c4 = yq->c4;
-
-		switch (act) {
-		NC_EPQ_CASE(MI_ACT_NONE)
-		NC_EPQ_CASE(MI_ACT_RELU)
-		NC_EPQ_CASE(MI_ACT_CLIP)
-		NC_EPQ_CASE(MI_ACT_HSWISH)
-		NC_EPQ_CASE(MI_ACT_SIGMOID)
-		NC_EPQ_CASE(MI_ACT_SILU)
-		default:
-			break;
-		}
-	}
 	if (yblk && (!res || rblk)) {
 		const ptrdiff_t os = (ptrdiff_t)ohw * VW;
 		float *yb = y + ((int64_t)mb * ohw + pos0) * VW;
@@ -195,12 +154,14 @@ nc_epi(const int R, const int OB, const struct mi_nc_conv *p,
 			if (res)
 				v += nc_ld(res, rblk, mb + o, ohw, pos, m);
 			v = nc_act(act, v, lo, hi);
-			nc_st(y, yblk, mb + o, ohw, pos, m, v);
+			if (yq)
+				nc_stq(yq, y, mb + o, ohw, pos, m, v);
+			else
+				nc_st(y, yblk, mb + o, ohw, pos, m, v);
 		}
 	}
 }
 #undef NC_EPI_CASE
-#undef NC_EPQ_CASE
 
 /* ncc_tile's taps through p->koff: acc[r][o] += x[koff[k] + r * rs] *
  * weight k of block o, for k < nk. */

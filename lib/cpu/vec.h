@@ -33,20 +33,11 @@ static inline void vst(float *p, vf v)
 
 #if defined(__x86_64__) && VW == 16
 #include <immintrin.h>
-/* round to nearest even (as nearbyintf in the default mode) */
-static inline vf vrne(vf x)
-{
-	return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-}
 static inline vf vset1(float x) { return _mm512_set1_ps(x); }
 static inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
 static inline vf vmin(vf a, vf b) { return _mm512_min_ps(a, b); }
 #elif defined(__x86_64__) && VW == 8
 #include <immintrin.h>
-static inline vf vrne(vf x)
-{
-	return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-}
 static inline vf vset1(float x) { return _mm256_set1_ps(x); }
 static inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
 static inline vf vmin(vf a, vf b) { return _mm256_min_ps(a, b); }
@@ -74,15 +65,6 @@ static inline vf vmin(vf a, vf b)
 {
 	vi m = a < b;
 	return (vf)((m & (vi)a) | (~m & (vi)b));
-}
-#endif
-
-#if !(defined(__x86_64__) && (VW == 16 || VW == 8))
-static inline vf vrne(vf x)
-{
-	for (int i = 0; i < VW; i++)
-		x[i] = __builtin_nearbyintf(x[i]);
-	return x;
 }
 #endif
 

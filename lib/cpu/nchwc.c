@@ -60,10 +60,6 @@ int mi_quant_qdq_kind(struct mi_graph *g, struct mi_node *n)
 	__attribute__((weak));
 void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
 	__attribute__((weak));
-/* ... true if n is a standalone QuantizeLinear whose quantization (and
- * byte layout) a conv can do in its epilogue: its parameters in q */
-bool mi_quant_q_out(struct mi_graph *g, struct mi_node *n, struct mi_nc_q *q)
-	__attribute__((weak));
 
 #define NC_MAX_ABSORB 4
 
@@ -105,10 +101,6 @@ struct nc_node {
 	int slot2;        /* residual / scale / 2nd addend input slot, -1 */
 	int act;
 	float lo, hi;
-	/* conv / depthwise whose QuantizeLinear reader was absorbed (fuse_q):
-	 * it writes the Q's bytes (p.yq = &yq) */
-	bool qout;
-	struct mi_nc_q yq;
 	int nthreads;
 	/* 1x1 conv that also runs its depthwise consumer (see fuse_xdw) */
 	struct nc_node *xdw;
@@ -544,38 +536,6 @@ static void unfuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 	}
 	n->ninputs = f->orig_ninputs;
 	f->nabsorbed = 0;
-	f->qout = false;
-}
-
-/*
- * A conv (not on Winograd) or depthwise conv whose output only a
- * standalone QuantizeLinear reads (the fp32 side of an int8 boundary in
- * mixed files) absorbs it: its epilogue quantizes each value as the Q
- * would (nc_stq) and writes the Q's bytes, planar or C4, so the fp32
- * tensor is never written nor read again (MobileNetV2's features.3 expand
- * -> Q of 144 x 56 x 56: 0.09 ms) and its layout no longer ends the
- * blocked chain.  MI_CPU_NC_QOUT=0 disables it.
- */
-static void fuse_q(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
-{
-	const char *e = getenv("MI_CPU_NC_QOUT");
-	int t = n->outputs[0], c;
-	struct mi_node *qn;
-
-	if ((e && *e == '0') || !mi_quant_q_out || f->wgo ||
-	    f->nabsorbed >= NC_MAX_ABSORB ||
-	    (g->tensors[t].flags & MI_TF_OUTPUT) ||
-	    mi_cpu_consumers(g, t, &c, 1) != 1)
-		return;
-	qn = &g->nodes[c];
-	if (qn->ninputs < 1 || qn->inputs[0] != t ||
-	    !mi_quant_q_out(g, qn, &f->yq) || (f->yq.c4 && f->m % 4))
-		return;
-	absorb(g, n, f, c);
-	f->qout = true;
-	if (getenv("MI_CPU_NC_VERBOSE"))
-		fprintf(stderr, "nchwc conv '%s' writes the bytes of '%s' (%s)\n",
-			n->name, qn->name, f->yq.c4 ? "C4" : "planar");
 }
 
 /* ---- layout propagation ----------------------------------------------- */
@@ -739,11 +699,8 @@ static void nc_range(const struct nc_job *j, int64_t b, int64_t e, int nt)
 
 			if (f->kind == NC_DW)
 				k->dw(&f->p, j->x + n * xi,
-				      j->b ? j->b + n * ri : NULL,
-				      f->qout ? (float *)((uint8_t *)j->y +
-							  n * f->m * ohw) :
-						j->y + n * yi,
-				      c, c + 1, r0, r1);
+				      j->b ? j->b + n * ri : NULL, j->y + n * yi, c,
+				      c + 1, r0, r1);
 			else
 				k->pool(&f->pool, f->c, j->x + n * xi,
 					j->y + n * yi, f->yblk, c, c + 1, r0, r1);
@@ -987,12 +944,7 @@ static void nc_xdw_thread(void *ctx, int t, int nt)
 			pd.c = pd.m = d->m - g0 * B;
 			pd.wp += (size_t)g0 * d->p.kh * d->p.kw * B;
 			pd.bias += (size_t)g0 * B;
-			/* a fused Q's bytes: g0 * B channels in are g0 * B * ohw
-			 * bytes in, planar or C4 */
-			k->dw(&pd, buf, NULL,
-			      d->qout ? (float *)((uint8_t *)j->y +
-						  (n * d->m + (int64_t)g0 * B) * ohw) :
-					j->y + n * yi + (int64_t)g0 * B * ohw,
+			k->dw(&pd, buf, NULL, j->y + n * yi + (int64_t)g0 * B * ohw,
 			      0, g1 - g0, r0, r1);
 		}
 }
@@ -1066,9 +1018,7 @@ static int nc_run(struct mi_graph *g, struct mi_node *n)
 						f->sem_slot)->data + (int64_t)i * f->c);
 			cj.x = x0 + i * xi;
 			cj.r = r0 ? r0 + i * ri : NULL;
-			cj.y = f->qout ? (float *)((uint8_t *)y->data + i * f->m *
-						     (int64_t)f->p.oh * f->p.ow) :
-					 (float *)y->data + i * yi;
+			cj.y = (float *)y->data + i * yi;
 			if (f->wino) {
 				mi_ncw_run(f->wino, cj.x, cj.r, cj.y, f->ws->buf);
 				continue;
@@ -1291,7 +1241,6 @@ static void nc_conv_layouts(struct nc_node *f)
 	f->p.act = f->act;
 	f->p.lo = f->lo;
 	f->p.hi = f->hi;
-	f->p.yq = f->qout ? &f->yq : NULL;
 }
 
 /* finish() for a conv on the blocked Winograd (f's layouts set). */
@@ -1711,7 +1660,6 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 			err = fuse(g, n, f);
 			if (err)
 				goto out;
-			fuse_q(g, n, f);
 		}
 		if (kind[ni] == NC_ADD) {
 			/* a following activation */
@@ -1755,13 +1703,10 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 				 * or writes NCHW lane by lane where the NCHW
 				 * GEMM streams it (ResNet-50, ShuffleNet ran
 				 * slower): chains need more than that */
-				/* (a fused Q's bytes count as a blocked side) */
-				drop = !blk[n->inputs[0]] && !blk[n->outputs[0]] &&
-				       !fs[i]->qout;
+				drop = !blk[n->inputs[0]] && !blk[n->outputs[0]];
 				if (fs[i]->p.kh == 1 && fs[i]->p.kw == 1 &&
 				    fs[i]->p.sh == 1 && fs[i]->p.sw == 1 &&
-				    (!blk[n->inputs[0]] ||
-				     (!blk[n->outputs[0]] && !fs[i]->qout)) &&
+				    (!blk[n->inputs[0]] || !blk[n->outputs[0]]) &&
 				    !x1_keep(g, n, fs[i], kind, blk))
 					drop = true;
 				break;

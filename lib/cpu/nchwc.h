@@ -28,16 +28,6 @@
 
 #include "cpu/cpu.h"
 
-/* A QuantizeLinear fused into a convolution's epilogue (int8 files:
- * an fp32 conv whose output only a QuantizeLinear reads): per element
- * rne(v / scale) + zp clamped to [lo, hi], as lib/quant's quantize
- * loops; bytes uint8 (u8) or int8, planar [m][hw] or (c4) the int8
- * convs' C4 layout [m/4][hw][4]. */
-struct mi_nc_q {
-	float scale, zp, lo, hi;
-	bool u8, c4;
-};
-
 /* One image of a convolution (direct, groups 1) or depthwise conv. */
 struct mi_nc_conv {
 	int c, h, w;       /* input channels and map */
@@ -54,9 +44,6 @@ struct mi_nc_conv {
 	 * offset of tap k = (ky * kw + kx) * c + ic, the weights' order:
 	 * tiles with every tap in range run one loop over the k */
 	const int32_t *koff;
-	/* NULL, or the output is quantized bytes (yblk 0; y points at the
-	 * image's bytes, cast): the NCHW stores quantize */
-	const struct mi_nc_q *yq;
 };
 
 /* Maps narrower than this are convolved in tiles that run across rows

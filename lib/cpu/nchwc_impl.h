@@ -74,26 +74,6 @@ static inline void nc_st(float *t, int blk, int cb, int64_t hw, int64_t pos,
 		t[((int64_t)cb * VW + l) * hw + pos] = v[l];
 }
 
-/* nc_st for a quantized output (p->yq): channels [cb*VW, cb*VW + VW) of
- * position pos as bytes, with quant_c's operations (lib/quant/qvec.c). */
-static inline void nc_stq(const struct mi_nc_q *q, float *t, int cb, int64_t hw,
-			  int64_t pos, int c, vf v)
-{
-	uint8_t *y = (uint8_t *)t;
-	int l, n = c - cb * VW < VW ? c - cb * VW : VW;
-
-	v = v / vset1(q->scale);
-	for (l = 0; l < n; l++) {
-		int ch = cb * VW + l;
-		float f = __builtin_nearbyintf(v[l]) + q->zp;
-
-		f = !(f >= q->lo) ? q->lo : f > q->hi ? q->hi : f;
-		y[q->c4 ? ((int64_t)(ch >> 2) * hw + pos) * 4 + (ch & 3) :
-			  (int64_t)ch * hw + pos] =
-			q->u8 ? (uint8_t)(int)f : (uint8_t)(int8_t)(int)f;
-	}
-}
-
 /*
  * Tile epilogue: y at positions pos0 + r of blocks mb + o gets
  * act(acc[r][o] (+ residual)).  p's fields are read once (stores through
@@ -125,7 +105,6 @@ nc_epi(const int R, const int OB, const struct mi_nc_conv *p,
 {
 	const int act = p->act, yblk = p->yblk, rblk = p->rblk, m = p->m;
 	const float lo = p->lo, hi = p->hi;
-	const struct mi_nc_q *yq = p->yq;
 	int r, o;
 
 	if (yblk && (!res || rblk)) {
@@ -154,10 +133,7 @@ nc_epi(const int R, const int OB, const struct mi_nc_conv *p,
 			if (res)
 				v += nc_ld(res, rblk, mb + o, ohw, pos, m);
 			v = nc_act(act, v, lo, hi);
-			if (yq)
-				nc_stq(yq, y, mb + o, ohw, pos, m, v);
-			else
-				nc_st(y, yblk, mb + o, ohw, pos, m, v);
+			nc_st(y, yblk, mb + o, ohw, pos, m, v);
 		}
 	}
 }

@@ -3469,24 +3469,6 @@ int mi_quant_qdq_kind(struct mi_graph *g, struct mi_node *n)
 	return q->qdq_deq ? 1 : 2;
 }
 
-/* lib/cpu/nchwc.c: n is a standalone QuantizeLinear on a 4-D tensor (per
- * tensor) that the fp32 conv writing its input may absorb, quantizing in
- * its epilogue with quant_c's operations into n's byte layout (q). */
-bool mi_quant_q_out(struct mi_graph *g, struct mi_node *n, struct mi_nc_q *o)
-{
-	const struct qnode *q = n->priv;
-	bool u8;
-
-	if (n->dead || !mi_quant_node_is(n) || q->hdr.run != qdq_run || q->qdq_deq || !q->qdq_c ||
-	    (q->qdq_c4 && q->qdq_c % 4) || mi_in(g, n, 0)->dtype != MI_DT_FLOAT)
-		return false;
-	u8 = q->qdq.dtype == MI_DT_UINT8;
-	*o = (struct mi_nc_q){ .scale = q->qdq.scale, .zp = (float)q->qdq.zp,
-			       .lo = u8 ? 0.0f : -128.0f, .hi = u8 ? 255.0f : 127.0f,
-			       .u8 = u8, .c4 = q->qdq_c4 };
-	return true;
-}
-
 /* The NCHWc pass stores n's fp32 side blocked for ISA isa. */
 void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
 {

@@ -470,7 +470,7 @@ static int plan_slice(struct mi_graph *g, struct mi_node *n,
 		d->xs[i] = xs[i];
 	}
 	for (int i = 0; i < ns; i++) {
-		int64_t a = na >= 0 ? ax[i] : i, dim, s, e, step, len;
+		int64_t a = na >= 0 ? ax[i] : i, dim, s, step, len;
 
 		if (a < 0)
 			a += r;
@@ -481,27 +481,7 @@ static int plan_slice(struct mi_graph *g, struct mi_node *n,
 		dim = x->dims[a];
 		if (step == 0)
 			return -EOPNOTSUPP;
-		/* |step| > dim selects at most one element: clamp (no
-		 * overflow in the length arithmetic, same result) */
-		if (step > dim + 1)
-			step = dim + 1;
-		if (step < -dim - 1)
-			step = -dim - 1;
-		s = st[i];
-		e = en[i];
-		if (s < 0)
-			s = s < -dim ? -1 : s + dim;
-		if (e < 0)
-			e = e < -dim ? -1 : e + dim;
-		if (step > 0) {
-			s = s < 0 ? 0 : s > dim ? dim : s;
-			e = e < 0 ? 0 : e > dim ? dim : e;
-			len = e > s ? (e - s + step - 1) / step : 0;
-		} else {
-			s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-			e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-			len = s > e ? (s - e - step - 1) / (-step) : 0;
-		}
+		len = mi_slice_axis(dim, st[i], en[i], &step, &s);
 		if (len != y->dims[a] || len < 1)
 			return -EOPNOTSUPP;
 		d->dims[a] = len;

@@ -3721,7 +3721,7 @@ static bool mv_slice(struct mi_graph *g, struct mi_node *n, const struct mi_tens
 	mv_strides(x, xs);
 	*xoff = 0;
 	for (int i = 0; i < ns; i++) {
-		int64_t a = na >= 0 ? ax[i] : i, dim, s, e, step, len;
+		int64_t a = na >= 0 ? ax[i] : i, dim, s, step, len;
 
 		if (a < 0)
 			a += r;
@@ -3732,25 +3732,7 @@ static bool mv_slice(struct mi_graph *g, struct mi_node *n, const struct mi_tens
 		dim = x->dims[a];
 		if (step == 0)
 			return false;
-		if (step > dim + 1)
-			step = dim + 1;
-		if (step < -dim - 1)
-			step = -dim - 1;
-		s = st[i];
-		e = en[i];
-		if (s < 0)
-			s = s < -dim ? -1 : s + dim;
-		if (e < 0)
-			e = e < -dim ? -1 : e + dim;
-		if (step > 0) {
-			s = s < 0 ? 0 : s > dim ? dim : s;
-			e = e < 0 ? 0 : e > dim ? dim : e;
-			len = e > s ? (e - s + step - 1) / step : 0;
-		} else {
-			s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-			e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-			len = s > e ? (s - e - step - 1) / (-step) : 0;
-		}
+		len = mi_slice_axis(dim, st[i], en[i], &step, &s);
 		if (len != y->dims[a])
 			return false;
 		*xoff += s * xs[a];

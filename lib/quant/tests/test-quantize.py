@@ -364,7 +364,9 @@ def check_se_ties(tmp):
     +-1, +-3, 5 times 1/16 steps (products near ties); 7x7 (per-pixel
     lookups) and 14x14 (per-channel byte tables), avx512 == generic == avx2;
     16x16 (byte tables on AVX2 too), planar (MI_QUANT_C4=0) and the old
-    AVX2 path (MI_QUANT_SETAB=0) on AVX2 as well."""
+    AVX2 paths (MI_QUANT_SETAB=0; MI_QUANT_SEDIRECT=0: products through a
+    float buffer and mi_quantize_f32's division instead of qse_direct_avx2;
+    MI_QUANT_LUTI=0: gathers) on AVX2 as well."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -408,9 +410,12 @@ def check_se_ties(tmp):
         ok &= bool(re.search(r"^\s*Mul\s+1\s+1\s", r.stdout, re.M))
         envs = [{"MI_CPU_ISA": "generic"}, {"MI_CPU_ISA": "avx2"}, {"MI_CPU_ISA": "avx512"},
                 {"MI_CPU_ISA": "avx2", "MI_QUANT_C4": "0"},
-                {"MI_CPU_ISA": "avx2", "MI_QUANT_SETAB": "0"}]
+                {"MI_CPU_ISA": "avx2", "MI_QUANT_SETAB": "0"},
+                {"MI_CPU_ISA": "avx2", "MI_QUANT_SEDIRECT": "0"},
+                {"MI_CPU_ISA": "avx2", "MI_QUANT_LUTI": "0"}]
         outs = [mi_run(path, x, tmp, e) for e in envs]
-        for o, isa in zip(outs[1:], ("avx2", "avx512", "avx2 planar", "avx2 SETAB=0")):
+        for o, isa in zip(outs[1:], ("avx2", "avx512", "avx2 planar", "avx2 SETAB=0",
+                                     "avx2 SEDIRECT=0", "avx2 LUTI=0")):
             if not np.array_equal(o, outs[0]):
                 ok = False
                 print(f"  se ties {hw}x{hw} {isa}: {int((o != outs[0]).sum())} outputs differ from generic")

@@ -1551,12 +1551,59 @@ lut8_vbmi(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
  * ~2.5x the scalar loop on Zen 3.  Returns the bytes done (a multiple
  * of 32).
  */
+MI_QUANT_SWITCH(lut8x, "MI_QUANT_LUT8X")
+
+/*
+ * The same with a telescoping XOR instead of the compares and blends:
+ * d[j] = slice j ^ slice j - 1 within each half (d[0], d[8]: slices 0
+ * and 8).  For a byte x < 128 with high nibble h, a_j = x - 16j (wrapping)
+ * lies in [0, 128) for j <= h, with x's low nibble, and in [144, 255] for
+ * h < j <= 7, where vpshufb gives 0: XOR over j < 8 of vpshufb(d[j], a_j)
+ * is d[0] ^ .. ^ d[h] = slice h at the low nibble.  The upper half does
+ * the same on x ^ 0x80, and x's bit 7 picks the half (one vpblendvb).
+ * 16 vpshufb, 14 vpsubb, 15 vpxor and a vpblendvb per 32 bytes, the
+ * two halves independent chains; the same bytes as lut8_avx2.
+ */
+__attribute__((target("avx2"))) static int64_t
+lut8x_tel_avx2(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
+{
+	const __m256i s16 = _mm256_set1_epi8(16), hb = _mm256_set1_epi8((char)0x80);
+	__m256i d[16];
+	int64_t i = 0;
+
+	for (int c = 0; c < 16; c++) {
+		__m128i t = _mm_loadu_si128((const __m128i *)(lut + 16 * c));
+
+		if (c % 8)
+			t = _mm_xor_si128(t, _mm_loadu_si128((const __m128i *)(lut + 16 * (c - 1))));
+		d[c] = _mm256_broadcastsi128_si256(t);
+	}
+	for (; i + 32 <= n; i += 32) {
+		__m256i k = _mm256_loadu_si256((const __m256i *)(x + i));
+		__m256i a = k, b = _mm256_xor_si256(k, hb);
+		__m256i rl = _mm256_shuffle_epi8(d[0], a), rh = _mm256_shuffle_epi8(d[8], b);
+
+#pragma GCC unroll 7
+		for (int j = 1; j < 8; j++) {
+			a = _mm256_sub_epi8(a, s16);
+			b = _mm256_sub_epi8(b, s16);
+			rl = _mm256_xor_si256(rl, _mm256_shuffle_epi8(d[j], a));
+			rh = _mm256_xor_si256(rh, _mm256_shuffle_epi8(d[8 + j], b));
+		}
+		_mm256_storeu_si256((__m256i *)(y + i), _mm256_blendv_epi8(rl, rh, k));
+	}
+	return i;
+}
+
 __attribute__((target("avx2"))) static int64_t
 lut8_avx2(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 	__m256i t[16];
 	int64_t i = 0;
+
+	if (lut8x_on())
+		return lut8x_tel_avx2(x, lut, n, y);
 
 	for (int c = 0; c < 16; c++)
 		t[c] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(lut + 16 * c)));

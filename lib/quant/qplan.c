@@ -2178,12 +2178,12 @@ MI_QUANT_SWITCH(sedirect, "MI_QUANT_SEDIRECT")
  * store forwarding) and without most divisions.  Tail pixels (n % 8) take
  * that old pair.
  */
-__attribute__((target("avx2"))) static void
-qse_direct_avx2(const float *lut, const uint8_t *x, int64_t n, float sv,
-		const struct qact *qy, uint8_t *y)
+__attribute__((target("avx2"), always_inline)) static inline void
+qse_direct8_avx2(const float *lut, const uint8_t *x, int64_t n, __m256 m,
+		 const struct qact *qy, uint8_t *y)
 {
 	bool u8 = qy->dtype == MI_DT_UINT8, mul = mi_rcp_ok(qy->scale);
-	__m256 m = _mm256_set1_ps(sv), sc = _mm256_set1_ps(qy->scale);
+	__m256 sc = _mm256_set1_ps(qy->scale);
 	__m256 rc = _mm256_set1_ps(1.0f / qy->scale), z = _mm256_set1_ps((float)qy->zp);
 	__m256 lo = _mm256_set1_ps(u8 ? 0.0f : -128.0f), hi = _mm256_set1_ps(u8 ? 255.0f : 127.0f);
 	__m256 ab = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -2213,6 +2213,15 @@ qse_direct_avx2(const float *lut, const uint8_t *x, int64_t n, float sv,
 
 		_mm_storel_epi64((__m128i *)(y + i), u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w));
 	}
+}
+
+__attribute__((target("avx2"))) static void
+qse_direct_avx2(const float *lut, const uint8_t *x, int64_t n, float sv,
+		const struct qact *qy, uint8_t *y)
+{
+	int64_t i = n & ~(int64_t)7;
+
+	qse_direct8_avx2(lut, x, i, _mm256_set1_ps(sv), qy, y);
 	if (i < n) {
 		float v[8];
 
@@ -2220,6 +2229,26 @@ qse_direct_avx2(const float *lut, const uint8_t *x, int64_t n, float sv,
 			v[k - i] = lut[x[k]] * sv;
 		mi_quantize_f32(v, n - i, qy->scale, qy->zp, qy->dtype, y + i);
 	}
+}
+
+/*
+ * A C4 quad in and out (n >= 2 pixels of [n][4] bytes): its bytes are
+ * one array whose multipliers repeat every 4 (s[0..3] twice per vector),
+ * so qse_direct8_avx2 runs over it as it is, with no taking apart into
+ * planes and no interleave; the last vector moves back onto the one
+ * before it (the same bytes written twice).  Per byte the same product
+ * and quantization as the planes' path.
+ */
+__attribute__((target("avx2"))) static void
+qse_quad_direct_avx2(const float *lut, const uint8_t *x, int64_t n, const float *sv,
+		     const struct qact *qy, uint8_t *y)
+{
+	__m256 m = _mm256_setr_ps(sv[0], sv[1], sv[2], sv[3], sv[0], sv[1], sv[2], sv[3]);
+	int64_t nb = 4 * n, i = nb & ~(int64_t)7;
+
+	qse_direct8_avx2(lut, x, i, m, qy, y);
+	if (i < nb)
+		qse_direct8_avx2(lut, x + nb - 8, 8, m, qy, y + nb - 8);
 }
 
 static int setab_cur = -1;
@@ -2369,6 +2398,12 @@ static void qse_item_c4(void *arg, int item, int tid)
 		return;
 	}
 
+	if (!use_tab && q->se_in_c4 && pb - pa >= 2 && mi_quant_isa() == MI_QISA_AVX2 &&
+	    setab_on() && sedirect_on()) {
+		qse_quad_direct_avx2(q->lut, j->x + ((size_t)c4 * hw + pa) * 4, pb - pa,
+				     j->s + 4 * c4, &q->se_y, j->y + ((size_t)c4 * hw + pa) * 4);
+		return;
+	}
 	for (int k = 0; k < 4 && use_tab; k++) {
 		float v[256], sv = j->s[4 * c4 + k];
 

@@ -365,8 +365,8 @@ def check_se_ties(tmp):
     lookups) and 14x14 (per-channel byte tables), avx512 == generic == avx2;
     16x16 (byte tables on AVX2 too), planar (MI_QUANT_C4=0) and the old
     AVX2 paths (MI_QUANT_SETAB=0; MI_QUANT_SEDIRECT=0: products through a
-    float buffer and mi_quantize_f32's division instead of qse_direct_avx2;
-    MI_QUANT_LUTI=0: gathers) on AVX2 as well."""
+    float buffer and mi_quantize_f32 instead of qse_direct_avx2's
+    registers; MI_QUANT_LUTI=0: gathers) on AVX2 as well."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 

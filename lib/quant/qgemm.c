@@ -364,14 +364,18 @@ tile_avx2(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
  * pixel and lane (no horizontal adds), no lane crossing.  4 rows x 16
  * pixels of sums in registers at a time (8 + 4 + 2 ymm).
  */
+/* MI_QUANT_AVX2NP=0: partial panels (np < 32) compute all 32 pixels on
+ * the AVX2 tiles (A/B; tile_avx2b_np, tile_avx2w_body's np) */
+MI_QUANT_SWITCH(avx2np, "MI_QUANT_AVX2NP")
+
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 tile_avx2w_body(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc,
-		const bool split)
+		const bool split, int np)
 {
 	const __m256i lo8 = _mm256_set1_epi16(0x00ff);
 
 	for (int rh = 0; rh < 2; rh++)
-		for (int ph = 0; ph < 2; ph++) {
+		for (int ph = 0; ph < 2 && ph * 16 < np; ph++) {
 			__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
 			__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
 			const int32_t *ap = (const int32_t *)(const void *)a + rh * 8;
@@ -394,14 +398,14 @@ tile_avx2w_body(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *
 __attribute__((target("avx2,fma"))) static void
 tile_avx2w(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc)
 {
-	tile_avx2w_body(a, b, ldb, k4, acc, false);
+	tile_avx2w_body(a, b, ldb, k4, acc, false, MI_QNR);
 }
 
 /* tile_avx2w on a pre-split panel (split_panel_avx2, ldb 256) */
 __attribute__((target("avx2,fma"))) static void
 tile_avx2s(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc)
 {
-	tile_avx2w_body(a, b, ldb, k4, acc, true);
+	tile_avx2w_body(a, b, ldb, k4, acc, true, MI_QNR);
 }
 
 static void epi_avx2(const int32_t *acc, int ldacc, int rows, int np, const struct mi_qepi *ep,
@@ -491,7 +495,8 @@ tile_avx2w_rq_body(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 	if (np < MI_QNR) {
 		int32_t acc[MI_QMR * MI_QNR];
 
-		tile_avx2w_body(a, b, ldb, k4, acc, split);
+		/* MI_QUANT_AVX2NP: only the 16-pixel halves that hold pixels */
+		tile_avx2w_body(a, b, ldb, k4, acc, split, avx2np_on() ? np : MI_QNR);
 		epi_avx2(acc, MI_QNR, MI_QMR, np, ep, oc0,
 			 ep->out_c4 ? (void *)(out + oc0 % 4) : (void *)out, ldo);
 		return;
@@ -612,6 +617,64 @@ tile_avx2b(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc)
 		}
 }
 
+/* tile_avx2b's k loop on 8 pixels (b0 only): a pass of 4 rows x 8 */
+#define MI_QAVX2B_KLOOP8()                                                    \
+	_Pragma("GCC unroll 2")                                               \
+	for (int kq = 0; kq < k4; kq++) {                                     \
+		__m256i b0 = _mm256_loadu_si256((const void *)bp);            \
+		__m256i w;                                                    \
+                                                                              \
+		w = _mm256_set1_epi32(ap[0]);                                 \
+		c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, w), one16)); \
+		w = _mm256_set1_epi32(ap[1]);                                 \
+		c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, w), one16)); \
+		w = _mm256_set1_epi32(ap[2]);                                 \
+		c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, w), one16)); \
+		w = _mm256_set1_epi32(ap[3]);                                 \
+		c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, w), one16)); \
+		ap += MI_QMR;                                                 \
+		bp += ldb;                                                    \
+	}
+
+/*
+ * tile_avx2b on a partial panel (np < 32 pixels): only the 16-pixel
+ * halves that hold pixels, and a half with at most 8 of them on 8 pixels
+ * (4 accumulators, one panel load per step).  A 7x7 map's second panel
+ * (17 pixels) costs 24 pixel columns instead of 32, a 14x14 map's last
+ * (4 pixels) 8 instead of 32.  The sums of the pixels below np are the
+ * full tile's (the same additions per lane); acc past them is not written
+ * and epi_avx2 stores only np pixels.
+ */
+__attribute__((target("avx2,fma"))) static void
+tile_avx2b_np(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int np, int32_t *acc)
+{
+	const __m256i one16 = _mm256_set1_epi16(1);
+
+	for (int rh = 0; rh < 2; rh++)
+		for (int ph = 0; ph < 2 && ph * 16 < np; ph++) {
+			__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
+			__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+			const int32_t *ap = (const int32_t *)(const void *)a + rh * 4;
+			const uint8_t *bp = b + ph * 64;
+			int32_t *o = acc + rh * 4 * MI_QNR + ph * 16;
+
+			if (np - ph * 16 <= 8) {
+				MI_QAVX2B_KLOOP8();
+			} else {
+				MI_QAVX2B_KLOOP();
+				_mm256_storeu_si256((void *)(o + 8), c01);
+				_mm256_storeu_si256((void *)(o + MI_QNR + 8), c11);
+				_mm256_storeu_si256((void *)(o + 2 * MI_QNR + 8), c21);
+				_mm256_storeu_si256((void *)(o + 3 * MI_QNR + 8), c31);
+			}
+			_mm256_storeu_si256((void *)o, c00);
+			_mm256_storeu_si256((void *)(o + MI_QNR), c10);
+			_mm256_storeu_si256((void *)(o + 2 * MI_QNR), c20);
+			_mm256_storeu_si256((void *)(o + 3 * MI_QNR), c30);
+		}
+}
+#undef MI_QAVX2B_KLOOP8
+
 /* tile_avx2b with the requantization in registers (tile_avx2w_rq's) */
 __attribute__((target("avx2,fma"))) static void
 tile_avx2b_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struct mi_qepi *ep,
@@ -622,7 +685,10 @@ tile_avx2b_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struc
 	if (np < MI_QNR) {
 		int32_t acc[MI_QMR * MI_QNR];
 
-		tile_avx2b(a, b, ldb, k4, acc);
+		if (avx2np_on())
+			tile_avx2b_np(a, b, ldb, k4, np, acc);
+		else
+			tile_avx2b(a, b, ldb, k4, acc);
 		epi_avx2(acc, MI_QNR, MI_QMR, np, ep, oc0,
 			 ep->out_c4 ? (void *)(out + oc0 % 4) : (void *)out, ldo);
 		return;

@@ -113,6 +113,10 @@ int mi_quant_set_dwc4(int on);
  * int16 tiles).  Read when weights are packed (no w16 copy then) and at
  * every run.  Returns the setting. */
 int mi_quant_set_u8s7(int on);
+/* AVX2 dense tiles on partial panels (np < 32 pixels) compute only the
+ * 16-pixel halves that hold pixels, tile_avx2b a half of up to 8 on 8
+ * (default on, MI_QUANT_AVX2NP=0 off: all 32).  Returns the setting. */
+int mi_quant_set_avx2np(int on);
 /* AVX2 dense tile with the uint8/int8 requantization in registers (full
  * tiles; default on, MI_QUANT_AVX2RQ=0 off: int32 sums, then
  * epi_avx2).  Returns the setting. */

@@ -405,7 +405,8 @@ static int test_conv(int iter)
 		 * stores, memcpy padding of its planes, one tap per vpmaddwd
 		 * and the requantization after the tile (mi_quant_set_s2v(0),
 		 * mi_quant_set_dwfull(0), mi_quant_set_dwprep(0),
-		 * mi_quant_set_dwvp(0), mi_quant_set_avx2rq(0)) and panels
+		 * mi_quant_set_dwvp(0), mi_quant_set_avx2rq(0)), all 32
+		 * pixels of partial panels (mi_quant_set_avx2np(0)) and panels
 		 * split per step (mi_quant_set_avx2s(0)) and RGB first convs on
 		 * channel quads (mi_quant_set_rgb(0)), and 7-bit weights on
 		 * that tile, not tile_avx2b (mi_quant_set_u8s7(0)) */
@@ -430,6 +431,7 @@ static int test_conv(int iter)
 			mi_quant_set_dwprep(!old2);
 			mi_quant_set_dwvp(!old2);
 			mi_quant_set_avx2rq(!old2);
+			mi_quant_set_avx2np(!old2);
 			mi_quant_set_avx2s(!old2);
 			mi_quant_set_rgb(!old2);
 			mi_quant_set_dwc4(rows || old2 ? 0 : 2); /* every shape */

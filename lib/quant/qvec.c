@@ -293,7 +293,9 @@ static inline float qadd_one(int32_t a, int32_t b, const struct mi_qadd_args *p)
 	return !(v >= p->lo) ? p->lo : v > p->hi ? p->hi : v;
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t
+/* AVX-512F brings FMA: fp-contract off, or va + vb becomes one vfmadd
+ * (see qadd_avx2_body) */
+__attribute__((target("avx512f,avx512bw,avx512vl"), optimize("fp-contract=off"))) static int64_t
 qadd_avx512(const uint8_t *a, const uint8_t *b, int64_t n, const struct mi_qadd_args *p,
 	    uint8_t *y)
 {
@@ -322,9 +324,17 @@ qadd_avx512(const uint8_t *a, const uint8_t *b, int64_t n, const struct mi_qadd_
 	return i;
 }
 
-__attribute__((target("avx2,fma"))) static int64_t
-qadd_avx2(const uint8_t *a, const uint8_t *b, int64_t n, const struct mi_qadd_args *p,
-	  uint8_t *y)
+/*
+ * The AVX2 Add.  No FMA in the target: with -ffp-contract=fast (gnu11's
+ * default) gcc fused va + vb into one vfmadd of a product, which rounds
+ * once where qadd_one and the reference DQ -> Add -> Q round twice (3 of
+ * the 65536 byte pairs differed on test-quantize's add fma scales).  The
+ * flags are template constants (qadd_avx2 dispatches): the loop no longer
+ * reloads and tests them per vector (y may alias *p).
+ */
+__attribute__((target("avx2"), always_inline)) static inline int64_t
+qadd_avx2_body(const uint8_t *a, const uint8_t *b, int64_t n, const struct mi_qadd_args *p,
+	       uint8_t *y, const bool as8, const bool bs8, const bool ys8, const bool relu)
 {
 	__m256 sa = _mm256_set1_ps(p->sa), sb = _mm256_set1_ps(p->sb), sy = _mm256_set1_ps(p->sy);
 	__m256i za = _mm256_set1_epi32(p->za), zb = _mm256_set1_epi32(p->zb);
@@ -335,23 +345,36 @@ qadd_avx2(const uint8_t *a, const uint8_t *b, int64_t n, const struct mi_qadd_ar
 	for (; i + 8 <= n; i += 8) {
 		__m128i ba = _mm_loadl_epi64((const __m128i *)(a + i));
 		__m128i bb = _mm_loadl_epi64((const __m128i *)(b + i));
-		__m256i ia = p->a_s8 ? _mm256_cvtepi8_epi32(ba) : _mm256_cvtepu8_epi32(ba);
-		__m256i ib = p->b_s8 ? _mm256_cvtepi8_epi32(bb) : _mm256_cvtepu8_epi32(bb);
+		__m256i ia = as8 ? _mm256_cvtepi8_epi32(ba) : _mm256_cvtepu8_epi32(ba);
+		__m256i ib = bs8 ? _mm256_cvtepi8_epi32(bb) : _mm256_cvtepu8_epi32(bb);
 		__m256 va = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(ia, za)), sa);
 		__m256 vb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(ib, zb)), sb);
 		__m256 v = _mm256_add_ps(va, vb);
 
-		if (p->relu)
+		if (relu)
 			v = _mm256_max_ps(v, zero);
 		v = _mm256_round_ps(_mm256_div_ps(v, sy), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 		v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, zy), lo), hi);
 		__m256i q = _mm256_cvttps_epi32(v);
 		__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
 
-		_mm_storel_epi64((__m128i *)(y + i), p->y_s8 ? _mm_packs_epi16(w, w) :
+		_mm_storel_epi64((__m128i *)(y + i), ys8 ? _mm_packs_epi16(w, w) :
 							   _mm_packus_epi16(w, w));
 	}
 	return i;
+}
+
+__attribute__((target("avx2"))) static int64_t
+qadd_avx2(const uint8_t *a, const uint8_t *b, int64_t n, const struct mi_qadd_args *p,
+	  uint8_t *y)
+{
+#define MI_QADD2(x, yy, z)                                                          \
+	(p->relu ? qadd_avx2_body(a, b, n, p, y, x, yy, z, true) :                  \
+		   qadd_avx2_body(a, b, n, p, y, x, yy, z, false))
+	if (p->a_s8 == p->b_s8 && p->b_s8 == p->y_s8) /* the usual case */
+		return p->a_s8 ? MI_QADD2(true, true, true) : MI_QADD2(false, false, false);
+	return qadd_avx2_body(a, b, n, p, y, p->a_s8, p->b_s8, p->y_s8, p->relu);
+#undef MI_QADD2
 }
 
 void mi_qadd(const void *a, const void *b, int64_t n, const struct mi_qadd_args *p, void *y)

@@ -482,6 +482,63 @@ def check_se_c4(tmp):
           "(7x7, 20x20, 24 channels, 1 and 2 threads)")
 
 
+def check_add_fma(tmp):
+    """int8 Add (DQ(a) + DQ(b) -> Q) on every pair of input bytes, with
+    scales for which one fused multiply-add (a * sa + b * sb rounded once)
+    changes 2-3 of the 65536 output bytes against the reference's two
+    roundings: every ISA must give the reference's bytes (qadd_avx2 was
+    compiled with FMA and gcc contracted the sum)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    sa, sb, sy = np.float32(0.11888735741376877), np.float32(0.09174063056707382), \
+        np.float32(0.08947788178920746)
+    za, zb, zy = 128, 100, 90
+    nodes = [helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["da"]),
+             helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["db"]),
+             helper.make_node("Add", ["da", "db"], ["s"]),
+             helper.make_node("QuantizeLinear", ["s", "sy", "zy"], ["y"])]
+    g = helper.make_graph(
+        nodes, "add_fma",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [1, 1, 256, 256]),
+         helper.make_tensor_value_info("b", TensorProto.UINT8, [1, 1, 256, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 1, 256, 256])],
+        [helper.make_tensor("sa", TensorProto.FLOAT, [], [sa]),
+         helper.make_tensor("za", TensorProto.UINT8, [], [za]),
+         helper.make_tensor("sb", TensorProto.FLOAT, [], [sb]),
+         helper.make_tensor("zb", TensorProto.UINT8, [], [zb]),
+         helper.make_tensor("sy", TensorProto.FLOAT, [], [sy]),
+         helper.make_tensor("zy", TensorProto.UINT8, [], [zy])])
+    path = os.path.join(tmp, "add_fma.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    a = np.arange(256, dtype=np.uint8).repeat(256).reshape(1, 1, 256, 256)
+    b = np.tile(np.arange(256, dtype=np.uint8), 256).reshape(1, 1, 256, 256)
+    pa, pb = os.path.join(tmp, "add_a.npy"), os.path.join(tmp, "add_b.npy")
+    np.save(pa, a)
+    np.save(pb, b)
+    fa = (a.astype(np.int32) - za).astype(np.float32)
+    fb = (b.astype(np.int32) - zb).astype(np.float32)
+
+    def q(v):
+        return np.clip(np.rint(v / sy) + zy, 0, 255).astype(np.uint8)
+
+    ref = q(fa * sa + fb * sb)
+    fused = [q((fa.astype(np.float64) * np.float64(sa) + (fb * sb)).astype(np.float32)),
+             q((fb.astype(np.float64) * np.float64(sb) + (fa * sa)).astype(np.float32))]
+    nf = min(int((f != ref).sum()) for f in fused)
+    ok = True
+    out = os.path.join(tmp, "add_y.npy")
+    for isa in ("generic", "avx2", "avx512"):
+        r = run([MI, "run", path, "-i", "a=" + pa, "-i", "b=" + pb, "--output", out, "-q",
+                 "-t", "1"], {"MI_CPU_ISA": isa, "MI_QUANT_VERBOSE": "1"})
+        y = np.load(out)
+        if "1 nodes on int8 kernels" not in r.stderr or not np.array_equal(y, ref):
+            ok = False
+            print(f"  add fma {isa}: {int((y != ref).sum())} bytes differ from two roundings")
+    check(ok and nf > 0, f"add fma: int8 Add == DQ, Add, Q rounded twice on all 65536 byte "
+          f"pairs ({nf} differ when fused), generic/avx2/avx512")
+
+
 def check_gap(tmp):
     """GlobalAveragePool of a quantized tensor (DQ, or a HardSwish/SiLU
     table, ahead of it; Q after it or not) reads the bytes: the same fp32
@@ -1221,6 +1278,7 @@ def main():
         split = mi_run(qa, inputs[0], tmp, dict(env, MI_QUANT_SPLIT_ALL="1"), threads=3)
         check(np.array_equal(one, split), f"act: every node split over 3 threads == 1 thread ({isa})")
     check_qdq_standalone(tmp)
+    check_add_fma(tmp)
     check_gap(tmp)
     check_se_ties(tmp)
     check_se_c4(tmp)

@@ -473,7 +473,8 @@ def check_se_c4(tmp):
             print(f"  se c4 {hw}x{hw}: C4 activations {nc4[0]} (SEC4=0), {nc4[1]} (SEC4=1)")
         ref = mi_run(path, x, tmp, {"MI_CPU_ISA": "generic", "MI_QUANT_SEC4": "0"})
         for e, t in (({"MI_CPU_ISA": "generic"}, 1), ({"MI_CPU_ISA": "avx2"}, 1),
-                     ({"MI_CPU_ISA": "avx2"}, 2), ({"MI_CPU_ISA": "avx2", "MI_QUANT_SEC4": "0"}, 1)):
+                     ({"MI_CPU_ISA": "avx2"}, 2), ({"MI_CPU_ISA": "avx2", "MI_QUANT_SEC4": "0"}, 1),
+                     ({"MI_CPU_ISA": "avx2", "MI_QUANT_GAPC4": "0", "MI_QUANT_SEDIRECT": "0"}, 1)):
             o = mi_run(path, x, tmp, e, threads=t)
             if not np.array_equal(o, ref):
                 ok = False

@@ -98,6 +98,20 @@ int mi_quant_set_dwprep(int on);
 /* dwk_chan_avx2 pairs vertical taps at stride 1, 3x3 and 5x5 (default
  * on, MI_QUANT_DWVP=0 off).  Returns the setting. */
 int mi_quant_set_dwvp(int on);
+/* AVX2 table lookups load 8 entries by vinsertps (default on,
+ * MI_QUANT_LUTI=0 off: vgatherdps).  Returns the setting. */
+int mi_quant_set_luti(int on);
+/* AVX2 byte tables by the telescoping XOR (default on, MI_QUANT_LUT8X=0
+ * off: a compare and blend per slice).  Returns the setting. */
+int mi_quant_set_lut8x(int on);
+/* AVX2 SE gate Mul on planes under 256 pixels in registers (default on,
+ * MI_QUANT_SEDIRECT=0 off: products through a float buffer).  Returns the
+ * setting. */
+int mi_quant_set_sedirect(int on);
+/* AVX2 GlobalAveragePool reads C4 input in place (default on,
+ * MI_QUANT_GAPC4=0 off: quads taken apart into planes).  Returns the
+ * setting. */
+int mi_quant_set_gapc4(int on);
 /* An int8 conv with fp32 output writes it in the NCHWc blocked layout
  * when the NCHWc pass asks (default on, MI_QUANT_CONVBLK=0 off: planar;
  * read when planning).  Returns the setting. */

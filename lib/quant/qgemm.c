@@ -618,20 +618,20 @@ tile_avx2b(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc)
 }
 
 /* tile_avx2b's k loop on 8 pixels (b0 only): a pass of 4 rows x 8 */
+#define MI_Q_B4(r, x0)                                                        \
+	w = _mm256_set1_epi32(ap[r]);                                         \
+	x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, w), one16))
+
 #define MI_QAVX2B_KLOOP8()                                                    \
 	_Pragma("GCC unroll 2")                                               \
 	for (int kq = 0; kq < k4; kq++) {                                     \
 		__m256i b0 = _mm256_loadu_si256((const void *)bp);            \
 		__m256i w;                                                    \
                                                                               \
-		w = _mm256_set1_epi32(ap[0]);                                 \
-		c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, w), one16)); \
-		w = _mm256_set1_epi32(ap[1]);                                 \
-		c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, w), one16)); \
-		w = _mm256_set1_epi32(ap[2]);                                 \
-		c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, w), one16)); \
-		w = _mm256_set1_epi32(ap[3]);                                 \
-		c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, w), one16)); \
+		MI_Q_B4(0, c00);                                              \
+		MI_Q_B4(1, c10);                                              \
+		MI_Q_B4(2, c20);                                              \
+		MI_Q_B4(3, c30);                                              \
 		ap += MI_QMR;                                                 \
 		bp += ldb;                                                    \
 	}
@@ -674,6 +674,7 @@ tile_avx2b_np(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int np, int
 		}
 }
 #undef MI_QAVX2B_KLOOP8
+#undef MI_Q_B4
 
 /* tile_avx2b with the requantization in registers (tile_avx2w_rq's) */
 __attribute__((target("avx2,fma"))) static void

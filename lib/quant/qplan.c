@@ -1494,8 +1494,8 @@ lut8x_avx2(const float *lut, const uint8_t *x, bool ins)
 __attribute__((target("avx2"), always_inline)) static inline __m256
 lut8x4_avx2(const float *lut, const uint8_t *x)
 {
-	return _mm256_setr_ps(lut[x[0]], lut[x[4]], lut[x[8]], lut[x[12]], lut[x[16]], lut[x[20]],
-			      lut[x[24]], lut[x[28]]);
+	return _mm256_setr_ps(lut[x[0]], lut[x[4]], lut[x[8]], lut[x[12]], lut[x[16]],
+			      lut[x[20]], lut[x[24]], lut[x[28]]);
 }
 
 __attribute__((target("avx512f"))) static int64_t
@@ -1584,7 +1584,8 @@ lut8x_tel_avx2(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
 		__m128i t = _mm_loadu_si128((const __m128i *)(lut + 16 * c));
 
 		if (c % 8)
-			t = _mm_xor_si128(t, _mm_loadu_si128((const __m128i *)(lut + 16 * (c - 1))));
+			t = _mm_xor_si128(t, _mm_loadu_si128(
+						     (const __m128i *)(lut + 16 * (c - 1))));
 		d[c] = _mm256_broadcastsi128_si256(t);
 	}
 	for (; i + 32 <= n; i += 32) {
@@ -2192,7 +2193,8 @@ qse_direct8_avx2(const float *lut, const uint8_t *x, int64_t n, __m256 m,
 {
 	bool u8 = qy->dtype == MI_DT_UINT8;
 	__m256 sc = _mm256_set1_ps(qy->scale), z = _mm256_set1_ps((float)qy->zp);
-	__m256 lo = _mm256_set1_ps(u8 ? 0.0f : -128.0f), hi = _mm256_set1_ps(u8 ? 255.0f : 127.0f);
+	__m256 lo = _mm256_set1_ps(u8 ? 0.0f : -128.0f);
+	__m256 hi = _mm256_set1_ps(u8 ? 255.0f : 127.0f);
 	bool ins = luti_on();
 	int64_t i = 0;
 
@@ -2203,9 +2205,11 @@ qse_direct8_avx2(const float *lut, const uint8_t *x, int64_t n, __m256 m,
 
 		r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, z), lo), hi);
 		__m256i q = _mm256_cvttps_epi32(r);
-		__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+		__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q),
+					    _mm256_extracti128_si256(q, 1));
 
-		_mm_storel_epi64((__m128i *)(y + i), u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w));
+		_mm_storel_epi64((__m128i *)(y + i),
+				 u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w));
 	}
 }
 
@@ -2395,8 +2399,10 @@ static void qse_item_c4(void *arg, int item, int tid)
 
 	if (!use_tab && q->se_in_c4 && pb - pa >= 2 && mi_quant_isa() == MI_QISA_AVX2 &&
 	    setab_on() && sedirect_on()) {
-		qse_quad_direct_avx2(q->lut, j->x + ((size_t)c4 * hw + pa) * 4, pb - pa,
-				     j->s + 4 * c4, &q->se_y, j->y + ((size_t)c4 * hw + pa) * 4);
+		size_t o = ((size_t)c4 * hw + pa) * 4;
+
+		qse_quad_direct_avx2(q->lut, j->x + o, pb - pa, j->s + 4 * c4, &q->se_y,
+				     j->y + o);
 		return;
 	}
 	for (int k = 0; k < 4 && use_tab; k++) {
@@ -2585,7 +2591,8 @@ static int try_qse(struct mi_graph *g, struct mi_node *n)
  * registers (a 7x7 plane is all tail) */
 /* plane p's pixel i: planar (p * hw + i) or in C4 quads ([p / 4][hw][4]) */
 #define GAP_AT(x, c4, hw, p, i)                                                  \
-	((c4) ? (x)[((int64_t)(p) / 4 * (hw) + (i)) * 4 + (p) % 4] : (x)[(int64_t)(p) * (hw) + (i)])
+	((c4) ? (x)[((int64_t)(p) / 4 * (hw) + (i)) * 4 + (p) % 4] :              \
+		(x)[(int64_t)(p) * (hw) + (i)])
 
 __attribute__((always_inline)) static inline void
 gap_tail_body(const float *lut, const uint8_t *x, int64_t hw, int64_t i0, int np, double *s,
@@ -2644,7 +2651,8 @@ gap_sums_avx2_body(const struct qnode *q, const uint8_t *x, int np, double *s, c
 		int64_t b = i, end = i + 512 < hw ? i + 512 : hw;
 
 		for (int p = 0; p < np; p++) {
-			const uint8_t *xp = c4 ? x + ((int64_t)p / 4 * hw * 4 + p % 4) : x + p * hw;
+			const uint8_t *xp = c4 ? x + ((int64_t)p / 4 * hw * 4 + p % 4) :
+						 x + p * hw;
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 
 #define MI_GAP2(o)                                                                   \

@@ -2037,6 +2037,7 @@ struct conv_job {
 	bool dw_defer;  /* depthwise, C4 output, not fused: a quad's sums, then one epilogue */
 	bool chan;      /* items chunk-major (MI_QCONV_CHAN) */
 	bool rgb;       /* cv->rgb: planar xi, conv_rgb_panel */
+	bool blk8;      /* fp32 output blocked by 8 (MI_QCONV_OUT_BLK8) */
 };
 
 /* Interleave one row of 4 planar channels (NULL: the fill byte) into
@@ -2364,6 +2365,38 @@ static void conv_item_decode(const struct conv_job *j, int item, int *g, int *pa
 	*blk1 = *blk0 + j->bpc < nblk ? *blk0 + j->bpc : nblk;
 }
 
+/* MI_QUANT_BLKEPI=0: MI_QCONV_OUT_BLK8 refused, the caller goes through
+ * planar floats (A/B). */
+MI_QUANT_SWITCH(blkepi, "MI_QUANT_BLKEPI")
+
+/*
+ * An output block's planar floats t (8 rows of MI_QNR, rows past the
+ * block's channels already 0) to np pixels of the NCHWc layout blocked
+ * by 8 at y (8 floats a pixel): SSE 4x4 transposes, pure moves.
+ */
+static void blk8_store(const float *t, int np, float *y)
+{
+	int p = 0;
+
+#ifdef __SSE2__
+	for (; p + 4 <= np; p += 4)
+		for (int g = 0; g < 8; g += 4) {
+			const float *r = t + g * MI_QNR + p;
+			__m128 r0 = _mm_loadu_ps(r), r1 = _mm_loadu_ps(r + MI_QNR);
+			__m128 r2 = _mm_loadu_ps(r + 2 * MI_QNR), r3 = _mm_loadu_ps(r + 3 * MI_QNR);
+
+			_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+			_mm_storeu_ps(y + p * 8 + g, r0);
+			_mm_storeu_ps(y + (p + 1) * 8 + g, r1);
+			_mm_storeu_ps(y + (p + 2) * 8 + g, r2);
+			_mm_storeu_ps(y + (p + 3) * 8 + g, r3);
+		}
+#endif
+	for (; p < np; p++)
+		for (int l = 0; l < 8; l++)
+			y[p * 8 + l] = t[l * MI_QNR + p];
+}
+
 /* One (group, pixel panel): im2col into the panel, all output blocks. */
 static void conv_gemm_item(void *arg, int item, int tid)
 {
@@ -2472,6 +2505,18 @@ static void conv_gemm_item(void *arg, int item, int tid)
 
 		if (amx && (blk - blk0) % 4 == 0)
 			mi_qamx_tile(w, g, o0, blk + 4 <= blk1 ? 2 : 1, b, ldb, NULL, 0, acc);
+		if (j->blk8) {
+			/* the floats into the second 8 x 32 block of the sums'
+			 * area (unused without AMX), then blocked to y */
+			float *t = (float *)(acc + MI_QMR * MI_QNR);
+
+			j->k.tile(wb, b, ldb, w->k4, acc);
+			j->k.epi(acc, MI_QNR, rows, np, j->ep, oc0, t, MI_QNR);
+			if (rows < MI_QMR)
+				memset(t + rows * MI_QNR, 0, (size_t)(MI_QMR - rows) * MI_QNR * 4);
+			blk8_store(t, np, (float *)(void *)j->y + ((size_t)(oc0 / 8) * npix + p0) * 8);
+			continue;
+		}
 		if (rq && rows == MI_QMR && (!j->ep->out_c4 || !(oc0 % 4))) {
 			uint8_t *yo = j->ep->out_c4 ? yc4 : j->y + (size_t)oc0 * npix + p0;
 
@@ -4385,6 +4430,18 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		own = ws = aligned_alloc(64, (mi_qconv_workspace(cv) + 63) & ~(size_t)63);
 		if (!own)
 			return -ENOMEM;
+	}
+	/* fp32 blocked by 8 from the tile epilogues: the dense GEMM path
+	 * without AMX, output blocks within a group's channels */
+	if (flags & MI_QCONV_OUT_BLK8) {
+		bool wino = cv->wino && isa == MI_QISA_AVX2 && mi_qwino_on();
+
+		if (!blkepi_on() || ep->mode != MI_QOUT_F32 || ep->out_c4 || j.amx || wino ||
+		    conv_gemv_use(cv, isa) || cv->depthwise ||
+		    (dwt_use(cv, isa, ep) && !(flags & MI_QCONV_IN_C4)) ||
+		    (s->group > 1 && cv->w.ocg % 8))
+			return -EOPNOTSUPP;
+		j.blk8 = true;
 	}
 	j.hp = s->h + s->pt + s->pb;
 	j.wp = s->w + s->pl + s->pr;

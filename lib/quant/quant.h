@@ -290,6 +290,14 @@ size_t mi_qconv_workspace(const struct mi_qconv *cv);
  * output blocks over every pixel (a 1x1 conv reading C4 directly, split
  * over the threads; else ignored) */
 #define MI_QCONV_CHAN 2u
+/* fp32 output (MI_QOUT_F32, not out_c4) written straight into the NCHWc
+ * layout blocked by 8, [ceil(oc / 8)][oh * ow][8] with pad lanes 0, from
+ * the tile epilogues: the same floats as the planar output.  -EOPNOTSUPP
+ * (nothing done) where the path cannot (AMX, Winograd, GEMV, depthwise,
+ * groups of other than 8k channels; MI_QUANT_BLKEPI=0 always) */
+#define MI_QCONV_OUT_BLK8 4u
+/* MI_QUANT_BLKEPI switch (tests): 0 refuses MI_QCONV_OUT_BLK8 */
+int mi_quant_set_blkepi(int on);
 /* A depthwise conv cv with epilogue ep (out_c4 set) runs the AVX2 C4
  * quad kernel and may read a C4 input (MI_QUANT_DWC4=0: never). */
 bool mi_qconv_dw_c4(const struct mi_qconv *cv, const struct mi_qepi *ep);

@@ -846,11 +846,22 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 	for (int64_t b = 0; b < nb; b++) {
 		uint8_t *yb = (uint8_t *)y->data + b * ys;
 		float *pl = (float *)((uint8_t *)q->sh->ws + q->blk_off);
-		int err = mi_qconv_run(&q->cv, (const uint8_t *)x->data + b * xs, q->x_signed,
-				       q->zx, &q->ep, q->out_b ? (void *)pl : yb, q->sh->ws,
-				       (q->in_c4 ? MI_QCONV_IN_C4 : 0) |
-					       (q->chan ? MI_QCONV_CHAN : 0));
+		unsigned int fl = (q->in_c4 ? MI_QCONV_IN_C4 : 0) | (q->chan ? MI_QCONV_CHAN : 0);
+		const uint8_t *xb = (const uint8_t *)x->data + b * xs;
+		int err = -EOPNOTSUPP;
 
+		/* blocked by 8: straight from the tile epilogues where the
+		 * kernel can (no planar floats through memory), else planar
+		 * into the workspace and transposed */
+		if (q->out_b == 8) {
+			err = mi_qconv_run(&q->cv, xb, q->x_signed, q->zx, &q->ep, yb, q->sh->ws,
+					   fl | MI_QCONV_OUT_BLK8);
+			if (!err)
+				continue;
+		}
+		if (err == -EOPNOTSUPP)
+			err = mi_qconv_run(&q->cv, xb, q->x_signed, q->zx, &q->ep,
+					   q->out_b ? (void *)pl : yb, q->sh->ws, fl);
 		if (err)
 			return mi_graph_err(g, n, err, "int8 conv failed");
 		if (q->out_b) {

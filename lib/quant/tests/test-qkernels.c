@@ -153,6 +153,47 @@ static bool rgb_focus; /* RGB first convs (AVX2 dense K order, cv.rgb) */
 static int rgb_cases;
 static int wino_cases;
 static int fake_threads = 3;
+static int blk8_runs, blk8_refused;
+
+/*
+ * The fp32 output blocked by 8 from the tile epilogues (MI_QCONV_OUT_BLK8)
+ * against the planar output yk of the same path: the same floats, pad
+ * lanes 0.  Refused (-EOPNOTSUPP) runs are counted, not failures.
+ */
+static int test_blk8(const struct mi_qconv *cv, const void *x, bool x_signed, int zx,
+		     const struct mi_qepi *ep, unsigned int flags, const float *yk)
+{
+	const struct mi_qconv_shape *s = &cv->s;
+	size_t ohw = (size_t)s->oh * s->ow, nb = (s->oc + 7) / 8;
+	float *yb = malloc(nb * 8 * ohw * sizeof(float));
+	int err, fails = 0;
+
+	memset(yb, 0xcd, nb * 8 * ohw * sizeof(float));
+	err = mi_qconv_run(cv, x, x_signed, zx, ep, yb, NULL, flags | MI_QCONV_OUT_BLK8);
+	if (err == -EOPNOTSUPP) {
+		blk8_refused++;
+	} else if (err) {
+		fprintf(stderr, "FAIL conv blk8 run: %d\n", err);
+		fails++;
+	} else {
+		blk8_runs++;
+		for (size_t c = 0; c < nb * 8 && !fails; c++)
+			for (size_t p = 0; p < ohw; p++) {
+				float v = yb[((c / 8) * ohw + p) * 8 + c % 8];
+
+				if (c < (size_t)s->oc ? memcmp(&v, yk + c * ohw + p, 4) : v != 0.0f) {
+					fprintf(stderr,
+						"FAIL conv blk8: c%d oc%d g%d %dx%d k%dx%d s%d,%d: channel %zu pixel %zu\n",
+						s->c, s->oc, s->group, s->h, s->w, s->kh, s->kw, s->sh,
+						s->sw, c, p);
+					fails++;
+					break;
+				}
+			}
+	}
+	free(yb);
+	return fails;
+}
 
 static int test_conv(int iter)
 {
@@ -456,6 +497,13 @@ static int test_conv(int iter)
 				fprintf(stderr, "FAIL conv run refused\n");
 				fails++;
 			}
+			/* fp32: also blocked by 8 straight from the tiles
+			 * (MI_QUANT_BLKEPI), against this path's planar floats */
+			if (mode == MI_QOUT_F32 && !ep.out_c4)
+				fails += test_blk8(&cv, c4x && !in_c4 ? xc4 : xin, x_signed, zx, &ep,
+						   (c4x ? MI_QCONV_IN_C4 : 0) |
+							   (mode % 2 ? MI_QCONV_CHAN : 0),
+						   (const float *)(void *)yk);
 			if (ep.out_c4) { /* back to NCHW */
 				uint8_t *t = malloc(ny);
 
@@ -992,6 +1040,12 @@ int main(int argc, char **argv)
 	       dw_cases, dwtab_cases, densetab_cases, chan_cases, px1_cases, wino_cases, rgb_cases);
 	printf("  (%d depthwise runs on the AVX2 C4 quad kernel, %d of them reading C4)\n", dwq_runs,
 	       dwq_in_runs);
+	printf("  (%d fp32 runs blocked by 8 from the tile epilogues, %d refused)\n", blk8_runs,
+	       blk8_refused);
+	if (mi_quant_isa_max() >= MI_QISA_AVX2 && !blk8_runs) {
+		fprintf(stderr, "FAIL no fp32 run blocked by 8 from the tiles\n");
+		fails++;
+	}
 	printf("  (%d dense convs on 7-bit weights (tile_avx2b on AVX2), %d of them RGB first convs; %d with one weight -65, kept off it)\n",
 	       s7_cases, s7_rgb_cases, s7_out_cases);
 	return fails ? 1 : 0;

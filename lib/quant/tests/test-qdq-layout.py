@@ -10,7 +10,7 @@ the fp32 block, maps whose pixel count is not a multiple of the Q/DQ
 kernels' pixel chunk, batch 2, and a float-output int8 table
 (x * HardSigmoid(x)) in place of the first DQ in two of them, or no Q/DQ
 after the first int8 conv in three (it writes fp32, blocked for the fp32
-conv: MI_QUANT_CONVBLK, also equal to =0).  The standalone Q/DQ then read / write the
+conv: MI_QUANT_CONVBLK, also equal to =0 and to MI_QUANT_BLKEPI=0).  The standalone Q/DQ then read / write the
 int8 convs' C4 layout and the NCHWc kernels' blocked layout (checked on
 the MI_QUANT_VERBOSE lines).
 
@@ -161,6 +161,9 @@ def main():
                 if f32out:  # the int8 conv's planar fp32 output
                     cb0, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_CONVBLK="0"), threads=t)
                     check(np.array_equal(got, cb0), what + ": == MI_QUANT_CONVBLK=0")
+                    # blocked by 8 through planar floats, not from the tiles
+                    be0, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_BLKEPI="0"), threads=t)
+                    check(np.array_equal(got, be0), what + ": == MI_QUANT_BLKEPI=0")
                 check(np.array_equal(got, ref), what + ": == --reference")
                 check(np.array_equal(got, off), what + ": == MI_QUANT_QDQ_LAYOUT=0")
                 check(np.array_equal(c4only, ref), what + ": MI_QUANT_QDQ_LAYOUT=1 == --reference")

@@ -72,6 +72,7 @@ struct qtensor {
 	int caxis;      /* channel axis of the per-channel means, or -1 */
 	int nch;        /* channels (caxis >= 0) */
 	double *csum;   /* per-channel sums over the calibration runs */
+	double *csq;    /* and sums of squares (the weight clipping's weights) */
 	double ccount;  /* values summed per channel */
 	bool fp32;      /* --min-cosine: left unquantized */
 	double sens;    /* --min-cosine: error with only this tensor quantized */
@@ -89,6 +90,9 @@ struct qnode {
 	const char *oname; /* the node's output name (the planner may rewire
 			    * the IR node during calibration) */
 	bool wfp32;   /* --min-cosine: weight (so the node) left in fp32 */
+	bool w8;      /* --min-cosine: 8-bit weights where wqmax() gives 7 */
+	float *wscale[2]; /* weight scales for qmax 63 / 127 (weight_scales()) */
+	double werr[2];   /* and their weighted squared rounding errors */
 	bool fp32_out_slow; /* an fp32 output would run its activation
 			     * (SiLU, HardSwish, ...) unfused: go fp32 whole */
 	double sens;  /* --min-cosine: error with only this weight quantized */
@@ -106,6 +110,11 @@ struct qctx {
 	bool per_channel, qlinear;
 	bool bias_correct; /* fold the weight rounding's mean shift into the bias */
 	bool equalize;     /* scale channels towards equal spread first */
+	int wclip;         /* weight scales: 0 max|w|, 1 clipped where the squared
+			    * rounding error is least, 2 that error weighted by
+			    * the input channels' variances (MI_QUANT_WCLIP) */
+	bool w8fb;         /* --min-cosine: 7-bit weights try 8 bits before
+			    * fp32 (MI_QUANT_W8FB=0: off) */
 	double percentile; /* 0 = min/max */
 	bool mse;          /* ranges minimizing the quantization error */
 	bool mse_act;      /* ... after the readers' function (--range mse-act) */
@@ -263,11 +272,12 @@ static int find_nodes(struct qctx *c)
 		struct qtensor *aq = &c->qt[c->qt_of[q.act]];
 		int ax = q.wkind == 0 ? 1 : at->ndim - 1;
 
-		if (c->bias_correct && q.bias >= 0 && aq->caxis < 0 && ax >= 0 &&
-		    ax < at->ndim && mi_tensor_shape_known(at) && at->dims[ax] > 0) {
+		if (((c->bias_correct && q.bias >= 0) || c->wclip == 2) && aq->caxis < 0 &&
+		    ax >= 0 && ax < at->ndim && mi_tensor_shape_known(at) && at->dims[ax] > 0) {
 			aq->nch = (int)at->dims[ax];
 			aq->csum = calloc(aq->nch, sizeof(double));
-			if (!aq->csum)
+			aq->csq = calloc(aq->nch, sizeof(double));
+			if (!aq->csum || !aq->csq)
 				return -ENOMEM;
 			aq->caxis = ax;
 		}
@@ -347,11 +357,14 @@ static void observe(struct qctx *c, int pass)
 				for (int64_t o = 0; o < outer; o++)
 					for (int ch = 0; ch < q->nch; ch++) {
 						const float *r = d + (o * q->nch + ch) * inner;
-						double s = 0;
+						double s = 0, s2 = 0;
 
-						for (int64_t k = 0; k < inner; k++)
+						for (int64_t k = 0; k < inner; k++) {
 							s += r[k];
+							s2 += (double)r[k] * r[k];
+						}
 						q->csum[ch] += s;
+						q->csq[ch] += s2;
 					}
 				q->ccount += (double)outer * inner;
 			}
@@ -1542,9 +1555,10 @@ static void bias_correction(struct qctx *c, const struct qnode *qn, const float 
  * the AVX2 kernels take that route, 8 where 7 would cost accuracy for no
  * time: depthwise convs (their own kernels), the 3x3 stride-1 convs of the
  * AVX2 Winograd path (mi_qwino_fits: int16 transformed weights), GEMVs
- * (mi_qgemm on up to 4 rows, 1x1 convs on one pixel).
+ * (mi_qgemm on up to 4 rows, 1x1 convs on one pixel).  This is the
+ * choice before --min-cosine's (qnode.w8, wqmax()).
  */
-static int wqmax(const struct qctx *c, const struct qnode *qn)
+static int wqmax_plain(const struct qctx *c, const struct qnode *qn)
 {
 	const struct mi_graph *g = c->g;
 	const struct mi_node *n = &g->nodes[qn->node];
@@ -1580,8 +1594,136 @@ static int wqmax(const struct qctx *c, const struct qnode *qn)
 	return 63;
 }
 
+/* wqmax_plain(), or 127 where --min-cosine moved a 7-bit weight to 8 bits
+ * (int16 tiles: ~1.25x the 7-bit time, still ~2x faster than fp32) */
+static int wqmax(const struct qctx *c, const struct qnode *qn)
+{
+	return qn->w8 ? 127 : wqmax_plain(c, qn);
+}
+
+#define WCLIP_LO 0.5   /* weight clipping: limits tried, from max|w| down to */
+#define WCLIP_STEPS 50 /* this fraction of it, in this many steps */
+
+/*
+ * Per output channel weight scales of qnode qn for weights in [-qmax,
+ * qmax] (kept: computed once per node and qmax; the weights do not change
+ * after equalize()).  MI_QUANT_WCLIP=0: max|w| / qmax.  Else (default) the
+ * clipping limit r * max|w| (r from 1 down to WCLIP_LO) whose rounding
+ * error sum_i v_i (w_i - s clamp(round(w_i / s)))^2 is least, with v_i the
+ * calibrated variance of the input channel w_i multiplies (=1: v_i = 1):
+ * after bias_correction() removes the error's mean, the output channel's
+ * error is sum_i (w_i - wq_i s)(x_i - E x_i), whose energy is that sum for
+ * uncorrelated inputs.  *err: the sum over all channels.  NULL when out of
+ * memory.
+ */
+static const float *weight_scales(struct qctx *c, struct qnode *qn, int qmax, double *err)
+{
+	const struct mi_graph *g = c->g;
+	const struct mi_tensor *w = &g->tensors[qn->weight];
+	const struct qtensor *aq = c->qt_of[qn->act] >= 0 ? &c->qt[c->qt_of[qn->act]] : NULL;
+	int axis = c->per_channel ? qn->waxis : -1, b = qmax == 127;
+	int64_t noc = axis < 0 ? 1 : w->dims[axis];
+	int64_t total = mi_tensor_numel(w);
+	int64_t inner = axis < 0 ? total : mi_ops_prod(w->dims, axis + 1, w->ndim);
+	int64_t outer = total / (noc * inner), per = total / noc;
+	const float *wf = w->data;
+	float *scale, *cw, *cv = NULL;
+	double *var = NULL, tot = 0;
+	int64_t G = 1, cpg = 0, ks = 1, K = 0;
+
+	if (qn->wscale[b]) {
+		*err = qn->werr[b];
+		return qn->wscale[b];
+	}
+	scale = calloc(noc + 1, sizeof(float));
+	cw = malloc((per + 1) * sizeof(float));
+	if (!scale || !cw)
+		goto fail;
+	/* the input channels' variances, where calibrated (see
+	 * bias_correction() for the layouts) */
+	if (c->wclip == 2 && axis >= 0 && aq && aq->csum && aq->csq && aq->ccount > 0) {
+		if (qn->wkind == 0) {
+			cpg = w->dims[1];
+			ks = mi_ops_prod(w->dims, 2, w->ndim);
+			G = cpg > 0 ? aq->nch / cpg : 0;
+			if (G > 0 && G * cpg == aq->nch && w->dims[0] % G == 0)
+				var = calloc(aq->nch + 1, sizeof(double));
+		} else {
+			K = w->dims[qn->waxis ? 0 : 1];
+			if (K == aq->nch)
+				var = calloc(aq->nch + 1, sizeof(double));
+		}
+		cv = var ? malloc((per + 1) * sizeof(float)) : NULL;
+		if (var && !cv)
+			goto fail;
+		for (int i = 0; var && i < aq->nch; i++) {
+			double m = aq->csum[i] / aq->ccount;
+
+			/* a floor keeps constant channels in the sum */
+			var[i] = fmax(aq->csq[i] / aq->ccount - m * m, 0);
+		}
+		double vm = 0;
+
+		for (int i = 0; var && i < aq->nch; i++)
+			vm += var[i] / aq->nch;
+		for (int i = 0; var && i < aq->nch; i++)
+			var[i] += 1e-3 * vm + 1e-30;
+	}
+	for (int64_t ch = 0; ch < noc; ch++) {
+		double mx = 0, best = INFINITY, bs = 1;
+
+		/* the channel's weights (and their inputs' variances) */
+		for (int64_t o = 0, e = 0; o < outer; o++)
+			for (int64_t j = 0; j < inner; j++, e++) {
+				int64_t i = (o * noc + ch) * inner + j;
+
+				cw[e] = wf[i];
+				mx = fmax(mx, fabsf(wf[i]));
+				if (!cv)
+					continue;
+				if (qn->wkind == 0) /* W[O][C/G][k...] */
+					cv[e] = (float)var[(ch / (w->dims[0] / G)) * cpg + (i / ks) % cpg];
+				else /* W[K][N] (waxis 1) or W[N][K] */
+					cv[e] = (float)var[qn->waxis ? i / w->dims[1] : i % K];
+			}
+		if (mx <= 0) {
+			scale[ch] = 1.0f;
+			continue;
+		}
+		for (int st = 0; st <= (c->wclip ? WCLIP_STEPS : 0); st++) {
+			float s = (float)(mx * (1 - (1 - WCLIP_LO) * st / WCLIP_STEPS) / qmax);
+			double e2 = 0;
+
+			for (int64_t e = 0; e < per; e++) {
+				float v = nearbyintf(cw[e] / s);
+				float d = cw[e] - s * (v < -qmax ? -qmax : v > qmax ? qmax : v);
+
+				e2 += (double)d * d * (cv ? cv[e] : 1.0f);
+			}
+			if (e2 < best) {
+				best = e2;
+				bs = s;
+			}
+		}
+		scale[ch] = (float)bs;
+		tot += best;
+	}
+	free(cw);
+	free(cv);
+	free(var);
+	qn->wscale[b] = scale;
+	qn->werr[b] = *err = tot;
+	return scale;
+fail:
+	free(scale);
+	free(cw);
+	free(cv);
+	free(var);
+	return NULL;
+}
+
 /* Quantize weight (and bias) of qnode k; emit their DequantizeLinear. */
-static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn,
+static void quantize_weight(struct qctx *c, struct pb *p, struct qnode *qn,
 			    struct wq *out)
 {
 	struct mi_graph *g = c->g;
@@ -1593,6 +1735,8 @@ static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn
 	const float *wf = w->data;
 	float *scale = calloc(noc, sizeof(float));
 	int8_t *wq = malloc(total + 1), *zp = calloc(noc, 1);
+	const float *sc;
+	double werr;
 	const char *wn = w->name;
 	const struct mi_tensor *xt = &g->tensors[qn->act];
 	/* bias in int32 needs the activation scale; fp32 bias otherwise */
@@ -1605,16 +1749,15 @@ static void quantize_weight(struct qctx *c, struct pb *p, const struct qnode *qn
 		goto out;
 	}
 	(void)xt;
-	for (int64_t i = 0; i < total; i++) {
-		int64_t ch = axis < 0 ? 0 : (i / inner) % noc;
-		float a = fabsf(wf[i]);
-
-		scale[ch] = a > scale[ch] ? a : scale[ch];
+	/* symmetric, max |w| (or the clipping limit) at +-qmax (7 bits: 63,
+	 * so every weight lies in [-64, 63], the AVX2 vpmaddubsw kernels'
+	 * exact range); clipped weights saturate at +-qmax */
+	sc = weight_scales(c, qn, qmax, &werr);
+	if (!sc) {
+		p->err = -ENOMEM;
+		goto out;
 	}
-	/* symmetric, max |w| at +-qmax (7 bits: 63, so every weight lies in
-	 * [-64, 63], the AVX2 vpmaddubsw kernels' exact range) */
-	for (int64_t ch = 0; ch < noc; ch++)
-		scale[ch] = scale[ch] > 0 ? scale[ch] / (float)qmax : 1.0f;
+	memcpy(scale, sc, noc * sizeof(float));
 	for (int64_t i = 0; i < total; i++) {
 		int64_t ch = axis < 0 ? 0 : (i / inner) % noc;
 		float v = nearbyintf(wf[i] / scale[ch]);
@@ -2274,6 +2417,10 @@ out:
 #define MINCOS_MARGIN_Z 1.2816 /* ...plus this many standard errors (one-sided
 				* 90% confidence) */
 #define MINCOS_TAIL_MIN 16 /* fewer judged inputs: the plain minimum */
+/* time of a dense conv / Gemm on 8-bit weights (the AVX2 int16 tiles)
+ * over its time on 7-bit ones (vpmaddubsw; the profiles' and the cost
+ * model's): Documentation/quantization.rst */
+#define MINCOS_W8_RATE 1.25
 
 /*
  * A configuration evaluated before: the fp32/int8 flags of every tensor
@@ -2687,6 +2834,7 @@ static double judged(const double *per, int n, double *tail, double *se)
 /* A unit of --min-cosine's search: an activation tensor or a weight. */
 struct unit {
 	bool weight; /* c->nodes[idx]'s weight, else c->qt[idx] */
+	bool w8;     /* (a weight) its 8-bit step: "fp" = 8 bits, not 7 */
 	int idx;
 	bool fp;     /* in fp32 in the configuration at hand */
 	double sens; /* error (1 - mean cosine) with only this unit in int8 */
@@ -2703,7 +2851,9 @@ static int cmp_unit(const void *a, const void *b)
 
 static void set_unit(struct qctx *c, const struct unit *u, bool fp32)
 {
-	if (u->weight)
+	if (u->w8)
+		c->nodes[u->idx].w8 = fp32;
+	else if (u->weight)
 		c->nodes[u->idx].wfp32 = fp32;
 	else
 		c->qt[u->idx].fp32 = fp32;
@@ -3361,7 +3511,8 @@ static double predict_time(const struct qctx *c, struct qtime *tm)
 				bout |= tm->mode[tm->cons[e]] != i8;
 		}
 		if (i8)
-			tm->pt[ni] = tm->n8[ni] + (tm->a8[ni] - tm->n8[ni]) * (bin + bout) / 2;
+			tm->pt[ni] = (tm->n8[ni] + (tm->a8[ni] - tm->n8[ni]) * (bin + bout) / 2) *
+				     (tm->kq[ni] >= 0 && c->nodes[tm->kq[ni]].w8 ? MINCOS_W8_RATE : 1);
 		else
 			tm->pt[ni] = tm->n32[ni] + (tm->a32[ni] - tm->n32[ni]) * (bin + bout) / 2;
 		t += tm->pt[ni];
@@ -3618,23 +3769,33 @@ static int cmp_run(const void *a, const void *b)
  *  3. Refinement: the prefix's units, the ones whose return to int8 saves
  *     most time first, go back to int8 one at a time while it still passes
  *     (at most MINCOS_REFINE trials).
+ * A weight at 7 bits (wqmax_plain()) has three levels: besides its unit
+ * (fp32) a "w8" unit moves it to 8 bits (MI_QUANT_W8FB=0: not).  Its error
+ * is not measured but split from the weight's: the 7-bit error times the
+ * 8-bit weights' share of their rounding error (weight_scales(): ~1/4)
+ * stays with the fp32 step, the rest goes to the 8-bit one, which costs
+ * MINCOS_W8_RATE - 1 of the node's int8 time (the fp32 step's cost is
+ * counted from 8 bits), so the ranking takes the 8-bit step first and the
+ * search stays one bisection over one ranking.
  */
 static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 {
 	int nall = ev->nruns, nu = 0, nsens = n < MINCOS_SENS ? n : MINCOS_SENS, lo, hi, err;
 	int ntry = 0, nkept = 0, nevals = 0;
-	struct unit *u = calloc(c->nnodes + c->nqt + 1, sizeof(*u));
+	int nmax = 2 * c->nnodes + c->nqt + 1;
+	struct unit *u = calloc(nmax, sizeof(*u));
 	struct qtime tm = { 0 };
 	double cmin, cmean, tail, tse, jd, best = 0, macs = 0, t8 = 0, t32 = 0, tcur = 0, t0 = now_s();
 	double *per = calloc(nall + 1, sizeof(double));
 	const double **ordp = calloc(n + 1, sizeof(*ordp));
-	int *ord = calloc(n + 1, sizeof(int)), *cand = calloc(c->nnodes + c->nqt + 1, sizeof(int));
-	double *gain = calloc(c->nnodes + c->nqt + 1, sizeof(double));
-	int *wunit = calloc(c->nnodes + 1, sizeof(int)), *kept = calloc(c->nnodes + c->nqt + 1, sizeof(int));
+	int *ord = calloc(n + 1, sizeof(int)), *cand = calloc(nmax, sizeof(int));
+	double *gain = calloc(nmax, sizeof(double));
+	int *wunit = calloc(c->nnodes + 1, sizeof(int)), *kept = calloc(nmax, sizeof(int));
+	int *w8u = calloc(c->nnodes + 1, sizeof(int)), *wfu = calloc(c->nnodes + 1, sizeof(int));
 	bool pass, macs_only;
 	const char *cost;
 
-	if (!u || !per || !ordp || !ord || !cand || !gain || !wunit || !kept) {
+	if (!u || !per || !ordp || !ord || !cand || !gain || !wunit || !kept || !w8u || !wfu) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -3646,6 +3807,8 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 
 		int qo = c->qt_of[c->nodes[i].out];
 
+		w8u[i] = -1;
+		wfu[i] = nu;
 		u[nu++] = (struct unit){ .weight = true, .idx = i, .cost = m };
 		if (qa >= 0)
 			u[qa].cost += m; /* the nodes it feeds leave int8 too */
@@ -3654,6 +3817,12 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 			u[qo].cost += m; /* and so does its producer */
 		macs += m;
 	}
+	for (int i = 0; c->w8fb && c->wbits == WBITS_MIXED && i < c->nnodes; i++)
+		if (wqmax_plain(c, &c->nodes[i]) == 63) {
+			w8u[i] = nu;
+			u[nu++] = (struct unit){ .weight = true, .w8 = true, .idx = i,
+						 .cost = node_macs(c, i) * (MINCOS_W8_RATE - 1) };
+		}
 	/* the reference: everything in fp32 */
 	for (int i = 0; i < nu; i++)
 		set_unit(c, &u[i], true);
@@ -3701,6 +3870,10 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 			apply_units(c, u, nu);
 			u[i].cost = predict_time(c, &tm) - t8;
 		}
+		/* a three-level weight's fp32 step starts from 8 bits */
+		for (int k = 0; k < c->nnodes; k++)
+			if (w8u[k] >= 0)
+				u[wfu[k]].cost -= u[w8u[k]].cost;
 		printf("min-cosine: %s at 1 thread: all int8 %.3f ms, all fp32 %.3f ms (%.0f s)\n",
 		       tm.timed ? "profiled" : "cost model", t8 * 1e-6, t32 * 1e-6, now_s() - t0);
 		/* the input of tools/quant/costfit.py: the step lines, then stop */
@@ -3716,16 +3889,14 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		       mi_last_error());
 	}
 	err = 0;
-	for (int i = 0; i < nu; i++)
-		set_unit(c, &u[i], true);
+	for (int i = 0; i < nu; i++) /* the weights measured at 7 bits */
+		set_unit(c, &u[i], !u[i].w8);
 	for (int i = 0; i < nu && !err; i++) {
+		if (u[i].w8)
+			continue; /* below */
 		set_unit(c, &u[i], false);
 		err = eval_model(c, ev, nsens, ord, 0, &cmin, &cmean, NULL);
 		u[i].sens = fmax(1 - cmean, 0);
-		/* costs within a thousandth of the model count alike (timing
-		 * resolution; fp32 may even be faster) */
-		u[i].rank = tm.ok ? u[i].sens / fmax(u[i].cost, 1e-3 * t8)
-				  : u[i].sens / (u[i].cost + 0.01 * macs + 1);
 		set_unit(c, &u[i], true);
 		if ((i + 1) % (nu / 4 + 1) == 0 || i + 1 == nu) {
 			printf("min-cosine: errors of %d of %d units measured (%.0f s)\n", i + 1, nu,
@@ -3735,11 +3906,32 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	}
 	if (err)
 		goto out;
+	/* the three-level weights' errors: the 7-bit error split by the
+	 * rounding errors' ratio (8 bits ~1/4 of 7) */
+	for (int k = 0; k < c->nnodes; k++) {
+		double e7, e8, f;
+
+		if (w8u[k] < 0)
+			continue;
+		if (!weight_scales(c, &c->nodes[k], 63, &e7) ||
+		    !weight_scales(c, &c->nodes[k], 127, &e8)) {
+			err = -ENOMEM;
+			goto out;
+		}
+		f = e7 > 0 ? fmin(e8 / e7, 1) : 0.25;
+		u[w8u[k]].sens = u[wfu[k]].sens * (1 - f);
+		u[wfu[k]].sens *= f;
+	}
+	/* costs within a thousandth of the model count alike (timing
+	 * resolution; fp32 may even be faster) */
+	for (int i = 0; i < nu; i++)
+		u[i].rank = tm.ok ? u[i].sens / fmax(u[i].cost, 1e-3 * t8)
+				  : u[i].sens / (u[i].cost + 0.01 * macs + 1);
 	qsort(u, nu, sizeof(*u), cmp_unit);
 	if (getenv("MI_MINCOS_DEBUG"))
 		for (int i = 0; i < nu; i++)
 			fprintf(stderr, "unit %3d %s %-70s sens %.3e cost %8.1f us macs %.0f rank "
-				"%.3e\n", i, u[i].weight ? "w" : "a", unit_name(c, &u[i]), u[i].sens,
+				"%.3e\n", i, u[i].w8 ? "8" : u[i].weight ? "w" : "a", unit_name(c, &u[i]), u[i].sens,
 				u[i].cost * 1e-3, u[i].weight ? node_macs(c, u[i].idx) : 0.0, u[i].rank);
 	/* test hook: every prefix of the ranking on all inputs, so that a
 	 * test can replay the searches below for any targets */
@@ -3789,7 +3981,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 	/* refinement: back to int8, the largest saving first; a tensor goes
 	 * back with the weights of the nodes it kept in fp32 */
 	for (int i = 0; i < nu; i++)
-		if (u[i].weight)
+		if (u[i].weight && !u[i].w8)
 			wunit[u[i].idx] = i;
 	for (int i = 0; tm.ok && i < hi; i++) {
 		set_group(c, u, wunit, i, false);
@@ -3826,8 +4018,9 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		ntry++;
 		if (err)
 			goto out;
-		printf("min-cosine: refine %d/%d: %s %s to int8 (-%.3f ms): %s (cosine min %.9f, tail "
+		printf("min-cosine: refine %d/%d: %s %s to %s (-%.3f ms): %s (cosine min %.9f, tail "
 		       "%.9f)\n", ntry, MINCOS_REFINE, v->weight ? "weight" : "tensor",
+		       v->w8 ? "7 bits" : "int8",
 		       unit_name(c, v), (tcur - tnew) * 1e-6, pass ? "kept" : "undone", cmin, tail);
 		fflush(stdout);
 		if (pass) {
@@ -3911,13 +4104,14 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 				c->g->tensors[c->qt[qi].t].name, c->qt[qi].fp32 ? "fp32" : "int8",
 				tm.q[qi] * 1e-3, tm.dq[qi] * 1e-3);
 	}
-	int nt = 0, nw = 0;
+	int nt = 0, nw = 0, n8 = 0;
 	double left = 0;
 
 	for (int i = 0; i < c->nqt; i++)
 		nt += c->qt[i].fp32;
 	for (int i = 0; i < c->nnodes; i++) {
 		nw += c->nodes[i].wfp32;
+		n8 += !c->nodes[i].wfp32 && c->nodes[i].w8;
 		left += c->nodes[i].wfp32 ? node_macs(c, i) : 0;
 	}
 	printf("min-cosine: %d of %d activation tensors and %d of %d weights (%.1f%% of the "
@@ -3927,6 +4121,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		printf("; predicted %.3f ms at 1 thread (all int8 %.3f, all fp32 %.3f)", tcur * 1e-6,
 		       t8 * 1e-6, t32 * 1e-6);
 	printf("; %d of %d refinements kept; %.0f s\n", nkept, ntry, now_s() - t0);
+	printf("min-cosine: %d weights at 8 bits instead of 7\n", n8);
 	printf("min-cosine: %ld inference runs, %ld cosines reused\n", c->nruns_done,
 	       c->nruns_memo);
 out:
@@ -3939,6 +4134,8 @@ out:
 	free(gain);
 	free(wunit);
 	free(kept);
+	free(w8u);
+	free(wfu);
 	return err;
 }
 
@@ -4174,6 +4371,11 @@ int mi_quant_main(int argc, char **argv)
 	int opt, err, rc = 1;
 	char *end;
 
+	/* A/B switches of the weight scales and the 8-bit step (weight_scales(),
+	 * mixed_precision()) */
+	c.wclip = getenv("MI_QUANT_WCLIP") ? atoi(getenv("MI_QUANT_WCLIP")) : 2;
+	c.w8fb = !getenv("MI_QUANT_W8FB") || strcmp(getenv("MI_QUANT_W8FB"), "0");
+
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
 		switch (opt) {
@@ -4365,6 +4567,7 @@ out:
 	for (int i = 0; i < c.nqt; i++) {
 		free(c.qt[i].hist);
 		free(c.qt[i].csum);
+		free(c.qt[i].csq);
 	}
 	free(c.qt);
 	free(c.qt_of);
@@ -4373,6 +4576,10 @@ out:
 	free(c.ref);
 	memo_free(&c);
 	free(c.src);
+	for (int i = 0; i < c.nnodes; i++) {
+		free(c.nodes[i].wscale[0]);
+		free(c.nodes[i].wscale[1]);
+	}
 	free(c.nodes);
 	mi_model_free(c.m);
 	return rc;

@@ -968,6 +968,89 @@ def check_costfit(fp32, tmp, mn):
     check(err < 1e-6, f"costfit.py fit recovers a known table from exact steps (rel err {err:.1e})")
 
 
+def check_wclip(fp32, tmp, inits):
+    """Weight scales (weight_scales()): MI_QUANT_WCLIP=0 max|w| / qmax per
+    output channel; =1 the clipping limit r * max|w| (r = 1, 0.99, ... 0.5)
+    whose squared rounding error sum (w - s clamp(round(w / s)))^2 is least,
+    each weight rounded and clamped to [-qmax, qmax] by that scale (the
+    fp32 weights are the file's: --no-equalize)."""
+    import onnx
+    from onnx import numpy_helper
+
+    wf = {t.name: numpy_helper.to_array(t).astype(np.float32)
+          for t in onnx.load(fp32).graph.initializer if t.name.endswith("weight")}
+    for bits, qmax in (("7", 63), ("8", 127)):
+        got = {}
+        for wc in ("0", "1"):
+            qc = os.path.join(tmp, f"wclip{wc}-{bits}.onnx")
+            run([MI, "quantize", fp32, "--calib-random", "4", "--no-equalize", "--weight-bits",
+                 bits, "-o", qc], {"MI_QUANT_WCLIP": wc})
+            got[wc] = inits(qc)
+        bad, nclip, nch = [], 0, 0
+        for k, w in wf.items():
+            w = w.reshape(w.shape[0], -1)
+            s0, s1 = got["0"].get(k + "_scale"), got["1"].get(k + "_scale")
+            q1 = got["1"].get(k + "_quantized")
+            if s0 is None or s1 is None or q1 is None:
+                bad.append(f"{k}: not quantized")
+                continue
+            q1 = q1.reshape(w.shape[0], -1).astype(np.int64)
+            for ch in range(w.shape[0]):
+                x = w[ch]
+                mx = float(np.abs(x).max())
+
+                def err(s):
+                    s = np.float32(s)
+                    d = x - s * np.clip(np.rint(x / s), -qmax, qmax).astype(np.float32)
+                    return float(np.sum(d.astype(np.float64) ** 2))
+                grid = [np.float32(mx * (1 - (1 - 0.5) * st / 50) / qmax) for st in range(51)]
+                best = min(err(s) for s in grid)
+                nch += 1
+                nclip += bool(s1[ch] < s0[ch])
+                if s0[ch] != np.float32(mx / qmax):
+                    bad.append(f"{k}[{ch}]: WCLIP=0 scale {s0[ch]} != max/qmax")
+                if not (min(abs(s1[ch] - g) for g in grid) <= 1e-6 * s0[ch] and
+                        err(s1[ch]) <= best * (1 + 1e-5) + 1e-30):
+                    bad.append(f"{k}[{ch}]: scale {s1[ch]} error {err(s1[ch]):.6e}, "
+                               f"least on the grid {best:.6e}")
+                want = np.clip(np.rint(x / s1[ch]), -qmax, qmax).astype(np.int64)
+                if not np.array_equal(q1[ch], want):
+                    bad.append(f"{k}[{ch}]: weights not rounded and clamped by the scale")
+        check(not bad and nclip > 0,
+              f"--weight-bits {bits}: clipped weight scales least squared rounding error on "
+              f"the grid, {nclip} of {nch} channels clipped; MI_QUANT_WCLIP=0: max|w|/{qmax} "
+              f"{bad[:3]}")
+
+
+def check_w8(fp32, tmp, target, out, qm, mixed8):
+    """--min-cosine with --weight-bits mixed: a 7-bit weight the search
+    would leave in fp32 tries 8 bits first (the "w8" units): the file holds
+    as many weights of 7-bit nodes at 8 bits (max |q| above 63) as the
+    quantizer says, some; MI_QUANT_W8FB=0 none, and each run reaches the
+    target."""
+    import onnx
+    from onnx import numpy_helper
+
+    def wide(path):
+        return sorted(t.name for t in onnx.load(path).graph.initializer
+                      if t.name.endswith("weight_quantized") and t.name[:-len("_quantized")]
+                      not in mixed8 and np.abs(numpy_helper.to_array(t).astype(int)).max() > 63)
+    if "--weight-bits mixed" not in out:
+        return
+    q0 = qm + ".w8fb0"
+    out0 = run([MI, "quantize", fp32, "--calib-random", "16", "-o", q0, "--min-cosine",
+                "%.9f" % target], {"MI_QUANT_W8FB": "0"}).stdout
+    for o, q, on in ((out, qm, True), (out0, q0, False)):
+        n8 = re.search(r"(\d+) weights at 8 bits instead of 7", o)
+        mc = re.search(r"left in fp32: cosine min ([0-9.]+)", o)
+        w = wide(q)
+        check(n8 is not None and int(n8.group(1)) == len(w) and (len(w) > 0) == on and
+              mc is not None and float(mc.group(1)) >= target,
+              f"--min-cosine {target:.9f}, MI_QUANT_W8FB={int(on)}: {len(w)} weights of 7-bit "
+              f"nodes at 8 bits {w} ({n8.group(0) if n8 else '?'}), "
+              f"{mc.group(0) if mc else '?'}")
+
+
 def main():
     import onnx
 
@@ -1085,6 +1168,7 @@ def main():
         check(len(wq) == 8 and got == want and all(top[k] >= want[k] - 1 for k in wq),
               f"{name}: 8 int8 weights in range, max |w| {sorted(got.items())}, "
               f"channel maxima down to {min(top.values()) if top else '?'}")
+    check_wclip(fp32, tmp, inits)
     q7 = os.path.join(tmp, "qdq-w7.onnx")
     on = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "avx2"}) for x in inputs[:3]]
     off = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "avx2", "MI_QUANT_U8S7": "0"}) for x in inputs[:3]]
@@ -1125,6 +1209,7 @@ def main():
     nw = sum(1 for t in onnx.load(qm).graph.initializer if t.data_type == onnx.TensorProto.INT8)
     check(0 < nq < nq0 or 0 < nw < nw0,
           f"--min-cosine: mixed precision ({nq} of {nq0} QuantizeLinear, {nw} of {nw0} int8 weights)")
+    check_w8(fp32, tmp, target, r.stdout, qm, mixed8)
     mix = [mi_run(qm, x, tmp) for x in inputs]
     c = min(cos(f, r_) for f, r_ in zip(mix, ref))
     check(c >= 1 - (1 - c0) / 2,

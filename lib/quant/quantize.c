@@ -110,11 +110,13 @@ struct qctx {
 	bool per_channel, qlinear;
 	bool bias_correct; /* fold the weight rounding's mean shift into the bias */
 	bool equalize;     /* scale channels towards equal spread first */
-	int wclip;         /* weight scales: 0 max|w|, 1 clipped where the squared
-			    * rounding error is least, 2 that error weighted by
-			    * the input channels' variances (MI_QUANT_WCLIP) */
-	bool w8fb;         /* --min-cosine: 7-bit weights try 8 bits before
-			    * fp32 (MI_QUANT_W8FB=0: off) */
+	int wclip;         /* weight scales: 0 max|w| (default), 1 clipped where
+			    * the squared rounding error is least, 2 that error
+			    * weighted by the input channels' variances
+			    * (MI_QUANT_WCLIP) */
+	int w8fb;          /* --min-cosine: 7-bit weights try 8 bits before
+			    * fp32: 1 in the ranking (w8 units), 2 after the
+			    * search (MI_QUANT_W8FB; 0: off) */
 	double percentile; /* 0 = min/max */
 	bool mse;          /* ranges minimizing the quantization error */
 	bool mse_act;      /* ... after the readers' function (--range mse-act) */
@@ -1607,14 +1609,16 @@ static int wqmax(const struct qctx *c, const struct qnode *qn)
 /*
  * Per output channel weight scales of qnode qn for weights in [-qmax,
  * qmax] (kept: computed once per node and qmax; the weights do not change
- * after equalize()).  MI_QUANT_WCLIP=0: max|w| / qmax.  Else (default) the
- * clipping limit r * max|w| (r from 1 down to WCLIP_LO) whose rounding
- * error sum_i v_i (w_i - s clamp(round(w_i / s)))^2 is least, with v_i the
- * calibrated variance of the input channel w_i multiplies (=1: v_i = 1):
+ * after equalize()).  MI_QUANT_WCLIP=0 (default): max|w| / qmax.  =1, =2:
+ * the clipping limit r * max|w| (r from 1 down to WCLIP_LO) whose rounding
+ * error sum_i v_i (w_i - s clamp(round(w_i / s)))^2 is least, with v_i = 1
+ * (=1) or the calibrated variance of the input channel w_i multiplies (=2):
  * after bias_correction() removes the error's mean, the output channel's
  * error is sum_i (w_i - wq_i s)(x_i - E x_i), whose energy is that sum for
  * uncorrelated inputs.  *err: the sum over all channels.  NULL when out of
- * memory.
+ * memory.  Off by default: the benchmark CNNs' weights are uniform
+ * (random init), whose least error lies at 0.97-1 x max|w|, and neither
+ * variant raised their all-int8 cosine (Documentation/quantization.rst).
  */
 static const float *weight_scales(struct qctx *c, struct qnode *qn, int qmax, double *err)
 {
@@ -2482,7 +2486,7 @@ static struct evmemo *memo_get(struct qctx *c, const struct calib *ev, const uin
 	for (int i = 0; i < c->nqt; i++)
 		f[i] = c->qt[i].fp32;
 	for (int i = 0; i < c->nnodes; i++)
-		f[c->nqt + i] = c->nodes[i].wfp32;
+		f[c->nqt + i] = c->nodes[i].wfp32 | c->nodes[i].w8 << 1;
 	h = fnv1a(buf, len);
 	for (int i = 0; i < c->nmemo; i++) {
 		e = &c->memo[i];
@@ -3769,14 +3773,21 @@ static int cmp_run(const void *a, const void *b)
  *  3. Refinement: the prefix's units, the ones whose return to int8 saves
  *     most time first, go back to int8 one at a time while it still passes
  *     (at most MINCOS_REFINE trials).
- * A weight at 7 bits (wqmax_plain()) has three levels: besides its unit
- * (fp32) a "w8" unit moves it to 8 bits (MI_QUANT_W8FB=0: not).  Its error
- * is not measured but split from the weight's: the 7-bit error times the
- * 8-bit weights' share of their rounding error (weight_scales(): ~1/4)
- * stays with the fp32 step, the rest goes to the 8-bit one, which costs
+ *  4. (default, MI_QUANT_W8FB=2) A weight at 7 bits (wqmax_plain()) the
+ *     result leaves in fp32 on a node that could run int8 tries 8 bits
+ *     (int16 tiles, MINCOS_W8_RATE of the 7-bit time, still ~1.5-2x faster
+ *     than fp32), the largest predicted saving first, each kept when the
+ *     configuration passes on all inputs and the held-out ones.
+ * MI_QUANT_W8FB=1 instead gives such a weight three levels in the ranking:
+ * besides its unit (fp32) a "w8" unit moves it to 8 bits.  Its error is not
+ * measured but split from the weight's: the 7-bit error times the 8-bit
+ * weights' share of their rounding error (weight_scales(): ~1/4) stays with
+ * the fp32 step, the rest goes to the 8-bit one, which costs
  * MINCOS_W8_RATE - 1 of the node's int8 time (the fp32 step's cost is
  * counted from 8 bits), so the ranking takes the 8-bit step first and the
- * search stays one bisection over one ranking.
+ * search stays one bisection over one ranking.  It moves many weights to
+ * 8 bits that 7 would have done for (Documentation/quantization.rst:
+ * slower on 3 of 5 CNNs).  MI_QUANT_W8FB=0: neither.
  */
 static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 {
@@ -3817,7 +3828,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 			u[qo].cost += m; /* and so does its producer */
 		macs += m;
 	}
-	for (int i = 0; c->w8fb && c->wbits == WBITS_MIXED && i < c->nnodes; i++)
+	for (int i = 0; c->w8fb == 1 && c->wbits == WBITS_MIXED && i < c->nnodes; i++)
 		if (wqmax_plain(c, &c->nodes[i]) == 63) {
 			w8u[i] = nu;
 			u[nu++] = (struct unit){ .weight = true, .w8 = true, .idx = i,
@@ -4087,6 +4098,60 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		set_prefix(c, u, nu, hi);
 		printf("min-cosine: after the checks on all inputs: %d units in fp32\n", hi);
 	}
+	/* MI_QUANT_W8FB=2: the 7-bit weights left in fp32 whose nodes could
+	 * run int8 try 8 bits, the largest predicted saving first, each kept
+	 * when the configuration passes the check on all inputs */
+	int ncand = 0, ntry8 = 0;
+
+	tcur = tm.ok ? predict_time(c, &tm) : 0;
+	for (int k = 0; c->w8fb == 2 && c->wbits == WBITS_MIXED && tm.ok && k < c->nnodes; k++) {
+		if (!c->nodes[k].wfp32 || wqmax_plain(c, &c->nodes[k]) != 63)
+			continue;
+		u[wunit[k]].fp = false;
+		c->nodes[k].w8 = true;
+		apply_units(c, u, nu);
+		gain[ncand] = c->nodes[k].wfp32 ? 0 : tcur - predict_time(c, &tm);
+		u[wunit[k]].fp = true;
+		c->nodes[k].w8 = false;
+		apply_units(c, u, nu);
+		if (gain[ncand] >= 1e-3 * t8)
+			cand[ncand++] = k;
+	}
+	for (int a = 0; a < ncand; a++)
+		for (int b = a + 1; b < ncand; b++)
+			if (gain[b] > gain[a]) {
+				double g_ = gain[a];
+				int x = cand[a];
+
+				gain[a] = gain[b];
+				cand[a] = cand[b];
+				gain[b] = g_;
+				cand[b] = x;
+			}
+	for (int a = 0; a < ncand && ntry8 < MINCOS_REFINE; a++) {
+		int k = cand[a];
+		double mmin, mtail;
+
+		u[wunit[k]].fp = false;
+		c->nodes[k].w8 = true;
+		apply_units(c, u, nu);
+		err = try_config(c, ev, nall, NULL, nall > n ? n : 0, c->min_cos, per, &pass, &mmin,
+				 &mtail);
+		ntry8++;
+		if (err)
+			goto out;
+		printf("min-cosine: weight %s to 8 bits (-%.3f ms): %s (cosine min %.9f, tail %.9f)\n",
+		       unit_name(c, &u[wunit[k]]), gain[a] * 1e-6, pass ? "kept" : "undone", mmin,
+		       mtail);
+		fflush(stdout);
+		if (pass) {
+			best = mmin;
+		} else {
+			u[wunit[k]].fp = true;
+			c->nodes[k].w8 = false;
+			apply_units(c, u, nu);
+		}
+	}
 	if (tm.ok)
 		tcur = predict_time(c, &tm);
 	if (tm.ok && getenv("MI_MINCOS_DEBUG")) {
@@ -4323,7 +4388,8 @@ static void usage(FILE *f)
 		"                       are the AVX2 ones (MI_CPU_ISA=avx2 selects them on\n"
 		"                       any x86 host), else 8.  So by default the file\n"
 		"                       depends on the host's ISA; VNNI kernels run any of\n"
-		"                       them at the same speed\n"
+		"                       them at the same speed; with --min-cosine, the 7-bit\n"
+		"                       weights the search leaves in fp32 try 8 bits\n"
 		"  --min-cosine C       mixed precision: leave in fp32 the tensors and weights\n"
 		"                       whose quantization costs most accuracy per unit of\n"
 		"                       time (a cost model of the planned kernels at 1\n"
@@ -4373,8 +4439,8 @@ int mi_quant_main(int argc, char **argv)
 
 	/* A/B switches of the weight scales and the 8-bit step (weight_scales(),
 	 * mixed_precision()) */
-	c.wclip = getenv("MI_QUANT_WCLIP") ? atoi(getenv("MI_QUANT_WCLIP")) : 2;
-	c.w8fb = !getenv("MI_QUANT_W8FB") || strcmp(getenv("MI_QUANT_W8FB"), "0");
+	c.wclip = getenv("MI_QUANT_WCLIP") ? atoi(getenv("MI_QUANT_WCLIP")) : 0;
+	c.w8fb = getenv("MI_QUANT_W8FB") ? atoi(getenv("MI_QUANT_W8FB")) : 2;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {

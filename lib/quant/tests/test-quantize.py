@@ -1022,12 +1022,14 @@ def check_wclip(fp32, tmp, inits):
               f"{bad[:3]}")
 
 
-def check_w8(fp32, tmp, target, out, qm, mixed8):
+def check_w8(fp32, tmp, c0, mixed8):
     """--min-cosine with --weight-bits mixed: a 7-bit weight the search
-    would leave in fp32 tries 8 bits first (the "w8" units): the file holds
-    as many weights of 7-bit nodes at 8 bits (max |q| above 63) as the
-    quantizer says, some; MI_QUANT_W8FB=0 none, and each run reaches the
-    target."""
+    would leave in fp32 tries 8 bits first.  MI_QUANT_W8FB=1 (w8 units in
+    the ranking): the file holds as many weights of 7-bit nodes at 8 bits
+    (max |q| above 63) as the quantizer says, some; =2 (after the search):
+    the 8-bit trials are kept exactly when they hold the target, and the
+    file holds the kept ones at 8 bits, some; =0 none.  Each reaches the
+    target, half the all-int8 error (c0: its cosine)."""
     import onnx
     from onnx import numpy_helper
 
@@ -1035,20 +1037,31 @@ def check_w8(fp32, tmp, target, out, qm, mixed8):
         return sorted(t.name for t in onnx.load(path).graph.initializer
                       if t.name.endswith("weight_quantized") and t.name[:-len("_quantized")]
                       not in mixed8 and np.abs(numpy_helper.to_array(t).astype(int)).max() > 63)
-    if "--weight-bits mixed" not in out:
-        return
-    q0 = qm + ".w8fb0"
-    out0 = run([MI, "quantize", fp32, "--calib-random", "16", "-o", q0, "--min-cosine",
-                "%.9f" % target], {"MI_QUANT_W8FB": "0"}).stdout
-    for o, q, on in ((out, qm, True), (out0, q0, False)):
+    target = 1 - (1 - c0) / 2
+    for fb in ("1", "2", "0"):
+        q = os.path.join(tmp, "mc-w8fb%s.onnx" % fb)
+        o = run([MI, "quantize", fp32, "--calib-random", "16", "-o", q, "--min-cosine",
+                 "%.9f" % target], {"MI_QUANT_W8FB": fb}).stdout
+        if "--weight-bits mixed" not in o:
+            return
         n8 = re.search(r"(\d+) weights at 8 bits instead of 7", o)
         mc = re.search(r"left in fp32: cosine min ([0-9.]+)", o)
+        tr = re.findall(r"weight \S+ to 8 bits \(-[0-9.]+ ms\): (kept|undone) "
+                        r"\(cosine min ([0-9.]+), tail ([0-9.]+)\)", o)
         w = wide(q)
-        check(n8 is not None and int(n8.group(1)) == len(w) and (len(w) > 0) == on and
-              mc is not None and float(mc.group(1)) >= target,
-              f"--min-cosine {target:.9f}, MI_QUANT_W8FB={int(on)}: {len(w)} weights of 7-bit "
-              f"nodes at 8 bits {w} ({n8.group(0) if n8 else '?'}), "
-              f"{mc.group(0) if mc else '?'}")
+        ok = (n8 is not None and int(n8.group(1)) == len(w) and
+              mc is not None and float(mc.group(1)) >= target)
+        if fb == "1":
+            ok = ok and len(w) > 0
+        elif fb == "2":
+            ok = ok and len(w) > 0 and len(w) == sum(x[0] == "kept" for x in tr) and all(
+                abs(min(float(x[1]), float(x[2])) - target) <= 1e-9 or
+                (min(float(x[1]), float(x[2])) >= target) == (x[0] == "kept") for x in tr)
+        else:
+            ok = ok and not w and not tr
+        check(ok, f"--min-cosine {target:.9f}, MI_QUANT_W8FB={fb}: {len(w)} weights of 7-bit "
+              f"nodes at 8 bits {w} ({n8.group(0) if n8 else '?'}), {len(tr)} trials after the "
+              f"search, {mc.group(0) if mc else '?'}")
 
 
 def main():
@@ -1209,7 +1222,7 @@ def main():
     nw = sum(1 for t in onnx.load(qm).graph.initializer if t.data_type == onnx.TensorProto.INT8)
     check(0 < nq < nq0 or 0 < nw < nw0,
           f"--min-cosine: mixed precision ({nq} of {nq0} QuantizeLinear, {nw} of {nw0} int8 weights)")
-    check_w8(fp32, tmp, target, r.stdout, qm, mixed8)
+    check_w8(fp32, tmp, c0, mixed8)
     mix = [mi_run(qm, x, tmp) for x in inputs]
     c = min(cos(f, r_) for f, r_ in zip(mix, ref))
     check(c >= 1 - (1 - c0) / 2,

@@ -1695,7 +1695,9 @@ static const float *weight_scales(struct qctx *c, struct qnode *qn, int qmax, do
 			continue;
 		}
 		for (int st = 0; st <= (c->wclip ? WCLIP_STEPS : 0); st++) {
-			float s = (float)(mx * (1 - (1 - WCLIP_LO) * st / WCLIP_STEPS) / qmax);
+			/* (max|w| itself as before: a float division) */
+			float s = st ? (float)(mx * (1 - (1 - WCLIP_LO) * st / WCLIP_STEPS) / qmax) :
+				       (float)mx / (float)qmax;
 			double e2 = 0;
 
 			for (int64_t e = 0; e < per; e++) {

@@ -1003,11 +1003,12 @@ def check_wclip(fp32, tmp, inits):
                     s = np.float32(s)
                     d = x - s * np.clip(np.rint(x / s), -qmax, qmax).astype(np.float32)
                     return float(np.sum(d.astype(np.float64) ** 2))
-                grid = [np.float32(mx * (1 - (1 - 0.5) * st / 50) / qmax) for st in range(51)]
+                grid = [np.float32(mx) / np.float32(qmax)] + [
+                    np.float32(mx * (1 - (1 - 0.5) * st / 50) / qmax) for st in range(1, 51)]
                 best = min(err(s) for s in grid)
                 nch += 1
                 nclip += bool(s1[ch] < s0[ch])
-                if s0[ch] != np.float32(mx / qmax):
+                if s0[ch] != np.float32(mx) / np.float32(qmax):
                     bad.append(f"{k}[{ch}]: WCLIP=0 scale {s0[ch]} != max/qmax")
                 if not (min(abs(s1[ch] - g) for g in grid) <= 1e-6 * s0[ch] and
                         err(s1[ch]) <= best * (1 + 1e-5) + 1e-30):

@@ -3024,21 +3024,25 @@ static int profile_load(struct qctx *c, struct mi_model **m)
  * between fp32 data, a standalone QuantizeLinear or DequantizeLinear) and
  * per class of the step's operator (below), fitted by least squares
  * (relative error) to the per-step minima of timed runs of MobileNetV2,
- * EfficientNet-B0, MobileNetV3-Small, ShuffleNetV2 and ResNet-50 on an
- * Emerald Rapids core (AVX-512 VNNI) at 1 thread by tools/quant/costfit.py
- * (Documentation/quantization.rst: refit after kernel changes).  No time is measured,
- * so the choice depends on the model and the flags only (the same on
- * every machine; the table is the AVX-512 one whatever the ISA).
+ * EfficientNet-B0, MobileNetV3-Small, ShuffleNetV2 and ResNet-50 at 1
+ * thread by tools/quant/costfit.py (Documentation/quantization.rst: refit
+ * after kernel changes), one table per int8 ISA: cm_rate_avx512 on an
+ * Emerald Rapids core (AVX-512 VNNI; also the generic kernels' table),
+ * cm_rate_avx2 on a Zen 3 core (AVX2 + FMA).  No time is measured, so the
+ * choice depends on the model, the flags and mi_quant_isa() only (the
+ * same on every machine of an int8 ISA; MI_CPU_ISA=avx2 gives an AVX2
+ * host's choice on an AVX-512 one).
  */
 enum { CM_N32, CM_A32, CM_N8, CM_A8, CM_Q, CM_DQ, CM_NCTX };
 enum { CC_CONV, CC_CONV1, CC_DW, CC_DW3S2, CC_DW5, CC_DW5S2, CC_GEMM, CC_POOL, CC_GAP, CC_ADD,
        CC_MUL, CC_SEMUL, CC_SIGM, CC_HSWISH, CC_RELU, CC_MOVE, CC_CONCAT, CC_VIEW, CC_OTHER,
-       CC_NCLS };
+       CC_CONV3W, CC_GEMV, CC_CONV8, CC_CONV1_8, CC_NCLS };
 static const char *const cm_ctx_name[] = { "n32", "a32", "n8", "a8", "q", "dq" };
 static const char *const cm_cls_name[] = { "conv", "conv1x1", "dwconv", "dw3s2",
 					    "dw5", "dw5s2", "gemm", "pool", "gap", "add",
 					    "mul", "semul", "sigmoid", "hswish", "relu",
-					    "move", "concat", "view", "other" };
+					    "move", "concat", "view", "other", "conv3w", "gemv",
+					    "conv8", "conv1x1_8" };
 _Static_assert(sizeof(cm_ctx_name) / sizeof(cm_ctx_name[0]) == CM_NCTX, "a name per context");
 _Static_assert(sizeof(cm_cls_name) / sizeof(cm_cls_name[0]) == CC_NCLS, "a name per class");
 /* elements (read and written) past which a step's data leave the 2 MB L2
@@ -3050,8 +3054,8 @@ _Static_assert(sizeof(cm_cls_name) / sizeof(cm_cls_name[0]) == CC_NCLS, "a name 
  * (fitted with weights 1 / sqrt(ns): relative errors, large steps
  * counting more).  Written by tools/quant/costfit.py fit --write: edit
  * the tool, not the table. */
-/* cm_rate: begin */
-static const double cm_rate[CM_NCTX][CC_NCLS][5] = {
+/* cm_rate avx512vnni: begin */
+static const double cm_rate_avx512[CM_NCTX][CC_NCLS][5] = {
 	{ /* n32 */
 		{ 0.009932, 0.3008, 0.268, 2000, 0.3233 }, /* conv */
 		{ 0.01176, 0.06132, 0.2196, 1604, 0.1034 }, /* conv1x1 */
@@ -3072,6 +3076,10 @@ static const double cm_rate[CM_NCTX][CC_NCLS][5] = {
 		{ 2.109, 0.004509, 0, 0, 0 }, /* concat */
 		{ 0.07934, 0.0001825, 0, 238.9, 0 }, /* view */
 		{ 0, 0, 0, 0, 0 }, /* other */
+		{ 0, 0, 0, 0, 0 }, /* conv3w */
+		{ 0, 0, 0, 0, 0 }, /* gemv */
+		{ 0, 0, 0, 0, 0 }, /* conv8 */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1_8 */
 	},
 	{ /* a32 */
 		{ 0.01037, 0.1706, 0.2583, 0, 0.4844 }, /* conv */
@@ -3093,6 +3101,10 @@ static const double cm_rate[CM_NCTX][CC_NCLS][5] = {
 		{ 2.356, 0.004294, 0, 0, 0 }, /* concat */
 		{ 0.08193, 2.132e-05, 0, 246.7, 0 }, /* view */
 		{ 0, 0, 0, 0, 0 }, /* other */
+		{ 0, 0, 0, 0, 0 }, /* conv3w */
+		{ 0, 0, 0, 0, 0 }, /* gemv */
+		{ 0, 0, 0, 0, 0 }, /* conv8 */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1_8 */
 	},
 	{ /* n8 */
 		{ 0.0008447, 0.05979, 0.1002, 2000, 0.4396 }, /* conv */
@@ -3114,6 +3126,10 @@ static const double cm_rate[CM_NCTX][CC_NCLS][5] = {
 		{ 2.042, 0.004374, 0, 0, 0 }, /* concat */
 		{ 0.08379, 8.678e-05, 0, 250.4, 0 }, /* view */
 		{ 0, 0, 0, 0, 0 }, /* other */
+		{ 0, 0, 0, 0, 0 }, /* conv3w */
+		{ 0, 0, 0, 0, 0 }, /* gemv */
+		{ 0, 0, 0, 0, 0 }, /* conv8 */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1_8 */
 	},
 	{ /* a8 */
 		{ 0.0009161, 0.08175, 0.08969, 0, 0.392 }, /* conv */
@@ -3135,6 +3151,10 @@ static const double cm_rate[CM_NCTX][CC_NCLS][5] = {
 		{ 0, 0, 0, 0, 0 }, /* concat */
 		{ 0, 0, 0, 0, 0 }, /* view */
 		{ 0, 0, 0, 0, 0 }, /* other */
+		{ 0, 0, 0, 0, 0 }, /* conv3w */
+		{ 0, 0, 0, 0, 0 }, /* gemv */
+		{ 0, 0, 0, 0, 0 }, /* conv8 */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1_8 */
 	},
 	{ /* q */
 		{ 2.083, 0.209, 0, 301.3, 0.08404 }, /* conv */
@@ -3156,6 +3176,10 @@ static const double cm_rate[CM_NCTX][CC_NCLS][5] = {
 		{ 0, 0, 0, 0, 0 }, /* concat */
 		{ 0, 0, 0, 0, 0 }, /* view */
 		{ 0, 0.1847, 0, 390.7, 0.1062 }, /* other */
+		{ 0, 0, 0, 0, 0 }, /* conv3w */
+		{ 0, 0, 0, 0, 0 }, /* gemv */
+		{ 0, 0, 0, 0, 0 }, /* conv8 */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1_8 */
 	},
 	{ /* dq */
 		{ 0.5367, 0.1548, 0, 274.4, 0.1289 }, /* conv */
@@ -3177,12 +3201,192 @@ static const double cm_rate[CM_NCTX][CC_NCLS][5] = {
 		{ 0, 0, 0, 0, 0 }, /* concat */
 		{ 0, 0, 0, 0, 0 }, /* view */
 		{ 0.2956, 0.1435, 0, 392, 0.2126 }, /* other */
+		{ 0, 0, 0, 0, 0 }, /* conv3w */
+		{ 0, 0, 0, 0, 0 }, /* gemv */
+		{ 0, 0, 0, 0, 0 }, /* conv8 */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1_8 */
 	},
 };
-/* cm_rate: end */
+/* cm_rate avx512vnni: end */
 
-/* The class of a step running IR node x as op (the planner's op type). */
-static int step_class(const struct qctx *c, int x, const char *op)
+/* cm_rate avx2: begin */
+static const double cm_rate_avx2[CM_NCTX][CC_NCLS][5] = {
+	{ /* n32 */
+		{ 0.02049, 0.2306, 0.2847, 2000, 0 }, /* conv */
+		{ 0.02055, 0.1072, 0.1611, 2000, 0.05082 }, /* conv1x1 */
+		{ 0.04952, 0, 4.861, 2000, 0 }, /* dwconv */
+		{ 0.06775, 0, 4.273, 2000, 0 }, /* dw3s2 */
+		{ 0.05859, 0, 3.05, 0, 0 }, /* dw5 */
+		{ 0.04394, 0, 1.996, 0, 0.09319 }, /* dw5s2 */
+		{ 0.2245, 0, 0, 975.1, 0 }, /* gemm */
+		{ 0, 0.1193, 0, 0, 0 }, /* pool */
+		{ 2.188, 0.06002, 0, 584.7, 0.03639 }, /* gap */
+		{ 0.06681, 0.1284, 0, 630.9, 0 }, /* add */
+		{ 0.06681, 0.1284, 0, 630.9, 0 }, /* mul */
+		{ 0.9875, 0.05999, 0, 0, 0.008298 }, /* semul */
+		{ 0, 0, 0, 1117, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 6.331, 0.05442, 0, 602.3, 0 }, /* move */
+		{ 3.513, 0.00811, 0, 0, 0 }, /* concat */
+		{ 0.07215, 0.000498, 0, 641.1, 0 }, /* view */
+		{ 0, 0, 0, 0, 0 }, /* other */
+		{ 0.007744, 0, 0.741, 0, 1.956 }, /* conv3w */
+		{ 0.08668, 2.958, 0.08668, 1466, 0 }, /* gemv */
+		{ 0, 0, 0, 0, 0 }, /* conv8 */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1_8 */
+	},
+	{ /* a32 */
+		{ 0.02067, 0.2713, 0.2971, 2000, 0 }, /* conv */
+		{ 0.02101, 0.05658, 0.1987, 1017, 0.0821 }, /* conv1x1 */
+		{ 0.1022, 0, 4.417, 2000, 0 }, /* dwconv */
+		{ 0.1172, 0, 4.849, 2000, 0 }, /* dw3s2 */
+		{ 0.06774, 0, 2.418, 2000, 0 }, /* dw5 */
+		{ 0.06324, 0, 1.631, 0, 0 }, /* dw5s2 */
+		{ 0.2197, 0, 0, 2000, 0 }, /* gemm */
+		{ 0, 0.1859, 0, 0, 0 }, /* pool */
+		{ 7.749, 0.442, 0, 690.9, 0 }, /* gap */
+		{ 0.06681, 0.1284, 0, 630.9, 0 }, /* add */
+		{ 0.06681, 0.1284, 0, 630.9, 0 }, /* mul */
+		{ 55.04, 0.1841, 0, 2000, 0 }, /* semul */
+		{ 0.01666, 0.155, 0, 1205, 3.899e-05 }, /* sigmoid */
+		{ 0.02279, 0.1035, 0, 1037, 0 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 6.331, 0.05442, 0, 602.3, 0 }, /* move */
+		{ 22.13, 0.1015, 0, 0, 0 }, /* concat */
+		{ 0, 0.2031, 0, 74.07, 0 }, /* view */
+		{ 0, 0, 0, 0, 0 }, /* other */
+		{ 0.008223, 0, 0.7285, 0, 2.176 }, /* conv3w */
+		{ 0.1791, 2.882, 0, 1309, 0 }, /* gemv */
+		{ 0, 0, 0, 0, 0 }, /* conv8 */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1_8 */
+	},
+	{ /* n8 */
+		{ 0.01115, 0.2734, 0.1405, 2000, 0 }, /* conv */
+		{ 0.01006, 0.1258, 0.1846, 2000, 0 }, /* conv1x1 */
+		{ 0.06147, 0, 5.385, 2000, 0 }, /* dwconv */
+		{ 0.07995, 0, 5.896, 2000, 0 }, /* dw3s2 */
+		{ 0.04225, 0, 4.018, 2000, 0 }, /* dw5 */
+		{ 0.06082, 0, 3.329, 0, 0 }, /* dw5s2 */
+		{ 0.0637, 0, 0, 2000, 0 }, /* gemm */
+		{ 0, 0.2292, 0, 0, 0 }, /* pool */
+		{ 6.923, 0.4693, 0, 1603, 0 }, /* gap */
+		{ 0.1719, 0.1275, 0, 629.2, 0.000659 }, /* add */
+		{ 0.1719, 0.1275, 0, 629.2, 0.000659 }, /* mul */
+		{ 46.56, 0.3291, 0, 2000, 0 }, /* semul */
+		{ 0.0629, 0.1549, 0, 1105, 0 }, /* sigmoid */
+		{ 0.2874, 0.104, 0, 877.6, 0 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 0, 135.7, 0, 0, 0 }, /* move */
+		{ 22.72, 0.09658, 0, 0, 0 }, /* concat */
+		{ 0, 0.1556, 0, 291.8, 0 }, /* view */
+		{ 0, 0, 0, 0, 0 }, /* other */
+		{ 0.007959, 0, 0.06728, 0, 0.199 }, /* conv3w */
+		{ 0.03362, 1.472, 0.03362, 1813, 0 }, /* gemv */
+		{ 0.0141, 0.2693, 0.2353, 0, 0 }, /* conv8 */
+		{ 0.01307, 0.09143, 0.2526, 2000, 0 }, /* conv1x1_8 */
+	},
+	{ /* a8 */
+		{ 0.01131, 0.2441, 0.1269, 2000, 0 }, /* conv */
+		{ 0.01007, 0.1228, 0.1876, 2000, 0 }, /* conv1x1 */
+		{ 0.06761, 0, 5.494, 2000, 0 }, /* dwconv */
+		{ 0.09199, 0, 5.341, 2000, 0 }, /* dw3s2 */
+		{ 0.06818, 0, 2.667, 2000, 0 }, /* dw5 */
+		{ 0.05962, 0, 3.66, 0, 0 }, /* dw5s2 */
+		{ 0.03107, 0, 0.03107, 2000, 0 }, /* gemm */
+		{ 0, 0, 0, 0, 0 }, /* pool */
+		{ 0, 0, 0, 0, 0 }, /* gap */
+		{ 0, 0, 0, 0, 0 }, /* add */
+		{ 0, 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0, 0 }, /* semul */
+		{ 0, 0, 0, 0, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 0, 0, 0, 0, 0 }, /* move */
+		{ 0, 0, 0, 0, 0 }, /* concat */
+		{ 0, 0, 0, 0, 0 }, /* view */
+		{ 0, 0, 0, 0, 0 }, /* other */
+		{ 0.007817, 0.08807, 0.08289, 0, 0.09656 }, /* conv3w */
+		{ 0.03099, 2.004, 0.03099, 1779, 0 }, /* gemv */
+		{ 0.0142, 0.2261, 0.2422, 0, 0.04127 }, /* conv8 */
+		{ 0.01306, 0.09427, 0.2541, 2000, 0 }, /* conv1x1_8 */
+	},
+	{ /* q */
+		{ 3.514, 0.2173, 0, 898.3, 0 }, /* conv */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1 */
+		{ 0, 0, 0, 0, 0 }, /* dwconv */
+		{ 0, 0, 0, 0, 0 }, /* dw3s2 */
+		{ 0, 0, 0, 0, 0 }, /* dw5 */
+		{ 0, 0, 0, 0, 0 }, /* dw5s2 */
+		{ 0, 0, 0, 0, 0 }, /* gemm */
+		{ 0, 0, 0, 0, 0 }, /* pool */
+		{ 0, 0, 0, 0, 0 }, /* gap */
+		{ 0, 0, 0, 0, 0 }, /* add */
+		{ 0, 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0, 0 }, /* semul */
+		{ 0, 0, 0, 0, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 0, 0, 0, 0, 0 }, /* move */
+		{ 0, 0, 0, 0, 0 }, /* concat */
+		{ 0, 0, 0, 0, 0 }, /* view */
+		{ 0.1267, 0.2177, 0, 822.2, 0 }, /* other */
+		{ 0, 0, 0, 0, 0 }, /* conv3w */
+		{ 0, 0, 0, 0, 0 }, /* gemv */
+		{ 0, 0, 0, 0, 0 }, /* conv8 */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1_8 */
+	},
+	{ /* dq */
+		{ 1.068, 0.1431, 0, 2000, 0.0249 }, /* conv */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1 */
+		{ 0, 0, 0, 0, 0 }, /* dwconv */
+		{ 0, 0, 0, 0, 0 }, /* dw3s2 */
+		{ 0, 0, 0, 0, 0 }, /* dw5 */
+		{ 0, 0, 0, 0, 0 }, /* dw5s2 */
+		{ 0, 0, 0, 0, 0 }, /* gemm */
+		{ 0, 0, 0, 0, 0 }, /* pool */
+		{ 0, 0, 0, 0, 0 }, /* gap */
+		{ 0, 0, 0, 0, 0 }, /* add */
+		{ 0, 0, 0, 0, 0 }, /* mul */
+		{ 0, 0, 0, 0, 0 }, /* semul */
+		{ 0, 0, 0, 0, 0 }, /* sigmoid */
+		{ 0, 0, 0, 0, 0 }, /* hswish */
+		{ 0, 0, 0, 0, 0 }, /* relu */
+		{ 0, 0, 0, 0, 0 }, /* move */
+		{ 0, 0, 0, 0, 0 }, /* concat */
+		{ 0, 0, 0, 0, 0 }, /* view */
+		{ 0.03385, 0.1666, 0, 1433, 0.01344 }, /* other */
+		{ 0, 0, 0, 0, 0 }, /* conv3w */
+		{ 0, 0, 0, 0, 0 }, /* gemv */
+		{ 0, 0, 0, 0, 0 }, /* conv8 */
+		{ 0, 0, 0, 0, 0 }, /* conv1x1_8 */
+	},
+};
+/* cm_rate avx2: end */
+
+/* Strides and dilations of node n all 1. */
+static bool unit_stride(const struct mi_node *n)
+{
+	const struct mi_attr *st = mi_attr_get(n, "strides"), *dl = mi_attr_get(n, "dilations");
+	bool unit = true;
+
+	for (int d = 0; st && st->ints && d < st->n; d++)
+		unit &= st->ints[d] == 1;
+	for (int d = 0; dl && dl->ints && d < dl->n; d++)
+		unit &= dl->ints[d] == 1;
+	return unit;
+}
+
+/* The class of a step running IR node x as op (the planner's op type),
+ * int8 (i8: in an int8 context, kq: its quantizable node or -1): the
+ * operator, for convolutions by kernel, stride and shape: dense 3x3
+ * stride 1 of 16+ channels each side (conv3w: Winograd, int8 on AVX2:
+ * lib/quant/qwino.c), other dense (conv), 1x1 (conv1x1), 1x1 on one pixel
+ * (gemv); int8 dense and 1x1 convs by their weights' bits (wqmax()): 7
+ * (conv, conv1x1: on AVX2 the vpmaddubsw tiles, tile_avx2b) or 8 (conv8,
+ * conv1x1_8: on AVX2 the int16 tiles, 1.2-1.3x slower; the same kernels
+ * as 7 bits with VNNI). */
+static int step_class(const struct qctx *c, int x, const char *op, bool i8, int kq)
 {
 	const struct mi_node *n = &c->g->nodes[x];
 
@@ -3204,7 +3408,23 @@ static int step_class(const struct qctx *c, int x, const char *op)
 				s2 |= st->ints[d] > 1;
 			return kk <= 9 ? (s2 ? CC_DW3S2 : CC_DW) : (s2 ? CC_DW5S2 : CC_DW5);
 		}
-		return kk == 1 ? CC_CONV1 : CC_CONV;
+		if (kk == 1) {
+			/* on one output pixel (an SE block's convs): the GEMV
+			 * kernels, 8-bit weights (wqmax()) */
+			const struct mi_tensor *y = n->noutputs > 0 ?
+							    &c->g->tensors[n->outputs[0]] : NULL;
+			int64_t px = 1;
+
+			for (int d = 2; y && d < y->ndim; d++)
+				px *= y->dims[d];
+			if (y && mi_tensor_shape_known(y) && px == 1)
+				return CC_GEMV;
+			return i8 && kq >= 0 && wqmax(c, &c->nodes[kq]) > 63 ? CC_CONV1_8 : CC_CONV1;
+		}
+		if (w && w->ndim == 4 && w->dims[2] == 3 && w->dims[3] == 3 && unit_stride(n) &&
+		    w->dims[1] >= MI_QWINO_MIN_C && w->dims[0] >= MI_QWINO_MIN_OC)
+			return CC_CONV3W;
+		return i8 && kq >= 0 && wqmax(c, &c->nodes[kq]) > 63 ? CC_CONV8 : CC_CONV;
 	}
 	if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul") || !strcmp(op, "QLinearMatMul"))
 		return CC_GEMM;
@@ -3334,17 +3554,38 @@ static void step_sizes(const struct qctx *c, const int *kq, int x, double f[3])
 		f[1] += fmax((double)mi_tensor_numel(&c->g->tensors[n->outputs[j]]), 0);
 }
 
+/* The table of the int8 kernels mi_quant_isa() picks: the AVX2 fit on
+ * AVX2 (MI_CPU_ISA=avx2 gives an AVX2 host's choice anywhere), else the
+ * AVX-512 VNNI one. */
+static const double (*cm_table(void))[CC_NCLS][5]
+{
+	return mi_quant_isa() == MI_QISA_AVX2 ? cm_rate_avx2 : cm_rate_avx512;
+}
+
+static bool cm_empty(const double *r)
+{
+	return !r[0] && !r[1] && !r[2] && !r[3] && !r[4];
+}
+
 static double step_model(int ctx, int cls, const double f[3])
 {
 	static const int sibling[CM_NCTX] = { CM_A32, CM_N32, CM_A8, CM_N8, CM_Q, CM_DQ };
-	const double *r = cm_rate[ctx][cls];
+	/* a class split from another after a table was fitted */
+	static const int parent[CC_NCLS] = { [CC_CONV3W] = CC_CONV + 1, [CC_GEMV] = CC_CONV1 + 1,
+					     [CC_CONV8] = CC_CONV + 1, [CC_CONV1_8] = CC_CONV1 + 1 };
+	const double(*cm)[CC_NCLS][5] = cm_table();
+	const double *r = cm[ctx][cls];
 
-	/* a class the fit saw no step of in this context: as in the sibling
-	 * context (alone / inside a run of its kind), else as an Add */
-	if (!r[0] && !r[1] && !r[2] && !r[3] && !r[4])
-		r = cm_rate[sibling[ctx]][cls];
-	if (!r[0] && !r[1] && !r[2] && !r[3] && !r[4] && ctx <= CM_A8)
-		r = cm_rate[ctx][CC_ADD];
+	/* a class the table has no row for in this context nor its sibling:
+	 * its parent's; then a class the fit saw no step of in this context:
+	 * as in the sibling context (alone / inside a run of its kind), else
+	 * as an Add */
+	if (cm_empty(r) && cm_empty(cm[sibling[ctx]][cls]) && parent[cls])
+		r = cm[ctx][cls = parent[cls] - 1];
+	if (cm_empty(r))
+		r = cm[sibling[ctx]][cls];
+	if (cm_empty(r) && ctx <= CM_A8)
+		r = cm[ctx][CC_ADD];
 
 	return r[0] * f[0] + r[1] * f[1] + r[2] * f[2] + r[3] + r[4] * fmax(f[1] - CM_BIG, 0);
 }
@@ -3406,7 +3647,7 @@ static int profile_run(struct qctx *c, struct calib *ev, struct mi_model **m,
 			if (sscanf(pr.name, "mi#n%d%n", &x, &at) == 1 && !pr.name[at] && x >= 0 &&
 			    x < c->g->nnodes) {
 				ctx = p == 0 ? CM_N32 : p == 1 ? CM_A32 : p == 2 ? CM_N8 : CM_A8;
-				cls = step_class(c, x, pr.op_type);
+				cls = step_class(c, x, pr.op_type, ctx >= CM_N8, kq[x]);
 				step_sizes(c, kq, x, f);
 			} else if (sscanf(pr.name, "mi#q%d%n", &x, &at) == 1 && !pr.name[at] &&
 				   x >= 0 && x < c->nqt) {
@@ -3432,12 +3673,12 @@ static int profile_run(struct qctx *c, struct calib *ev, struct mi_model **m,
 
 				for (int d = 2; y && d < y->ndim; d++)
 					hw *= y->dims[d];
-				/* ... and the cost model's time */
+				/* ... the cost model's time, the int8 ISA (its table) */
 				fprintf(stderr,
-					"step %d %s %s %s %.0f %.0f %.0f %d %.1f %d %lld %lld %.1f\n", p,
+					"step %d %s %s %s %.0f %.0f %.0f %d %.1f %d %lld %lld %.1f %s\n", p,
 					cm_ctx_name[ctx], pr.op_type, cm_cls_name[cls], f[0], f[1],
 					f[2], (int)pr.calls, best[p][i], x, (long long)ch, (long long)hw,
-					step_model(ctx, cls, f));
+					step_model(ctx, cls, f), mi_quant_isa_name(mi_quant_isa()));
 			}
 			if (ctx >= CM_N32 && ctx <= CM_A8) {
 				if (!pick[p] || pick[p][x])

@@ -8,22 +8,27 @@ step of the quantizer's five profile models as
     ns = a * multiply-adds (a step without weights: output channels)
          + b * elements + c * weight elements + d + e * elements beyond CM_BIG
 
-per context (n32 a32 n8 a8 q dq) and per operator class (cm_cls_name).
-This tool makes the data and fits the table:
+per context (n32 a32 n8 a8 q dq) and per operator class (cm_cls_name),
+from a table per int8 ISA (mi_quant_isa(): "avx512vnni", "avx2"; the step
+lines name the ISA they were timed on, MI_CPU_ISA=avx2 times the AVX2
+kernels on an AVX-512 host).  This tool makes the data and fits the table:
 
   costfit.py dump [-o DIR] [-r N] MODEL.onnx ...
       runs `metainfer quantize MODEL --calib-random 16 --min-cosine 0.99`
       with MI_MINCOS_COST=steps (the steps timed at 1 thread, 10 runs, on
       the process CPU clock: MI_PROF_CPU=1; the quantizer stops after the
       profiles) N times per model and keeps the step lines in
-      DIR/MODEL.RUN.steps.
+      DIR/MODEL.RUN.steps (--weight-bits B: passed on, DIR/MODEL-wB.RUN.steps;
+      the AVX2 fit needs a set with 8: its default weights are mixed, the
+      dense int8 convs 7-bit, and conv8 / conv1x1_8 are their 8-bit rows).
   costfit.py fit [--write FILE.c] [-v] DIR|FILE ...
       per step the minimum over the dumps' runs, then per (context, class)
       a non-negative least-squares fit with weights 1/sqrt(ns); prints the
       table, its errors per class and per model, or with --write replaces
-      the table between the "cm_rate: begin/end" markers of FILE.c.
+      the dumps' ISA's table, between the "cm_rate ISA: begin/end"
+      markers of FILE.c.
   costfit.py check DIR|FILE ...
-      the errors of the table now in lib/quant/quantize.c on the dumps.
+      the errors of the dumps' ISA's table now in lib/quant/quantize.c.
 
 Context and class names are read from quantize.c, so a new class needs
 only its name there (and step_class()); refit after a kernel change (see
@@ -41,7 +46,9 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QC = os.path.join(ROOT, "lib", "quant", "quantize.c")
-BEGIN, END = "/* cm_rate: begin */", "/* cm_rate: end */"
+BEGIN, END = "/* cm_rate %s: begin */", "/* cm_rate %s: end */"
+# the C array of each ISA's table
+ARRAY = {"avx512vnni": "cm_rate_avx512", "avx2": "cm_rate_avx2"}
 
 # per-step constants above this are capped (step overheads are ~0.1-2 us;
 # a larger constant comes from few or clustered points)
@@ -51,6 +58,9 @@ BIG = 262144.0     # CM_BIG, read from quantize.c
 MIN_ROWS = 8       # fewer steps: the class takes its sibling context's row
 MIN_ELEMS = 1000   # ... and so does a class whose steps are all tiny
 SIBLING = {"n32": "a32", "a32": "n32", "n8": "a8", "a8": "n8"}
+# classes split from another (step_model()'s parent[]): a table without
+# their rows (none in the context nor its sibling) prices them as the parent
+PARENT = {"conv3w": "conv", "gemv": "conv1x1", "conv8": "conv", "conv1x1_8": "conv1x1"}
 # standalone QuantizeLinear / DequantizeLinear: fitted on the profiles where
 # they sit as in a chosen file, between an int8 and an fp32 node (2: the
 # all-int8 model's graph inputs and outputs, 3 and 4: every other node
@@ -78,11 +88,11 @@ def big_of(src):
     return float(m.group(1))
 
 
-def table_of(src, ctxs, clss):
-    """The cm_rate table now in quantize.c."""
-    i, j = src.find(BEGIN), src.find(END)
+def table_of(src, ctxs, clss, isa):
+    """The cm_rate table of int8 ISA isa now in quantize.c."""
+    i, j = src.find(BEGIN % isa), src.find(END % isa)
     if i < 0 or j < i:
-        sys.exit("costfit: markers %s / %s not found" % (BEGIN, END))
+        sys.exit("costfit: markers %s / %s not found" % (BEGIN % isa, END % isa))
     num = r"\s*([-0-9.e+]+)\s*"
     rows = re.findall(r"\{" + ",".join([num] * NCOEF) + r"\}", src[i:j])
     if len(rows) != len(ctxs) * len(clss):
@@ -98,9 +108,12 @@ def dump(args):
     for r in range(args.runs):
         for m in args.models:
             base = os.path.basename(m)[:-5] if m.endswith(".onnx") else os.path.basename(m)
+            wb = ["--weight-bits", args.weight_bits] if args.weight_bits else []
+            # another weight width: other int8 steps, a model of its own
+            base += "-w" + args.weight_bits if args.weight_bits else ""
             t0 = time.time()
             p = subprocess.run([args.bin, "quantize", m, "--calib-random", "16", "--min-cosine",
-                                "0.99", "-o", os.path.join(args.out, base + ".tmp.onnx")],
+                                "0.99", "-o", os.path.join(args.out, base + ".tmp.onnx")] + wb,
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                universal_newlines=True)
             steps = [l for l in p.stderr.splitlines() if l.startswith("step ")]
@@ -127,6 +140,7 @@ def read_steps(paths):
         else:
             files.append(p)
     steps = {}
+    isas = set()
     for f in files:
         model = os.path.basename(f).split(".")[0]
         seen = collections.Counter()
@@ -137,6 +151,8 @@ def read_steps(paths):
             p, ctx, op, cls = v[1:5]
             macs, el, wn = (float(x) for x in v[5:8])
             calls, ns, x = int(v[8]), float(v[9]), v[10]
+            # the int8 ISA (dumps of older binaries: the AVX-512 one)
+            isas.add(v[14] if len(v) > 14 else "avx512vnni")
             if calls == 0 or (ctx in ("q", "dq") and p not in QDQ_PROFILES):
                 continue
             key = (model, p, ctx, x, op)
@@ -150,7 +166,10 @@ def read_steps(paths):
                                   ns=ns, runs=1)
     if not steps:
         sys.exit("costfit: no step lines in %s" % " ".join(paths))
-    return list(steps.values())
+    if len(isas) > 1:
+        sys.exit("costfit: dumps of several int8 ISAs (%s): fit one at a time" %
+                 " ".join(sorted(isas)))
+    return list(steps.values()), isas.pop()
 
 
 def nnls(A, b, it=200):
@@ -220,13 +239,19 @@ def fit(steps, ctxs, clss):
 
 
 def model_ns(table, s):
-    """As step_model() in quantize.c: an empty row falls back to the
+    """As step_model() in quantize.c: a split class without rows in the
+    context and its sibling is its parent; an empty row falls back to the
     sibling context's, then to the Add of the context."""
-    r = table.get((s["ctx"], s["cls"]), np.zeros(NCOEF))
+    z = np.zeros(NCOEF)
+    ctx, cls, sib = s["ctx"], s["cls"], SIBLING.get(s["ctx"], s["ctx"])
+    if cls in PARENT and not table.get((ctx, cls), z).any() and \
+            not table.get((sib, cls), z).any():
+        cls = PARENT[cls]
+    r = table.get((ctx, cls), z)
     if not r.any():
-        r = table.get((SIBLING.get(s["ctx"], s["ctx"]), s["cls"]), np.zeros(NCOEF))
-    if not r.any() and s["ctx"] in SIBLING:
-        r = table.get((s["ctx"], "add"), np.zeros(NCOEF))
+        r = table.get((sib, cls), z)
+    if not r.any() and ctx in SIBLING:
+        r = table.get((ctx, "add"), z)
     return float(features([s], s["cls"])[0] @ r)
 
 
@@ -256,25 +281,28 @@ def report(steps, table, verbose):
                                                  v[1] / max(v[0], 1)))
 
 
-def c_table(table, ctxs, clss):
-    out = [BEGIN, "static const double cm_rate[CM_NCTX][CC_NCLS][%d] = {" % NCOEF]
+def c_table(table, ctxs, clss, isa):
+    out = [BEGIN % isa, "static const double %s[CM_NCTX][CC_NCLS][%d] = {" % (ARRAY[isa], NCOEF)]
     for ctx in ctxs:
         out.append("\t{ /* %s */" % ctx)
         for cls in clss:
             c = table.get((ctx, cls), np.zeros(NCOEF))
             out.append("\t\t{ %s }, /* %s */" % (", ".join("%.4g" % v for v in c), cls))
         out.append("\t},")
-    out += ["};", END]
+    out += ["};", END % isa]
     return "\n".join(out)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd")
-    d = sub.add_parser("dump", help="time the steps of the profile models")
+    d = sub.add_parser("dump", help="time the steps of the profile models (the int8 ISA: "
+                       "the host's, or MI_CPU_ISA's)")
     d.add_argument("-o", "--out", default="build/costfit")
     d.add_argument("-r", "--runs", type=int, default=3, help="runs per model (default 3)")
     d.add_argument("--bin", default=os.path.join(ROOT, "build", "metainfer"))
+    d.add_argument("--weight-bits", help="quantize's --weight-bits (the dumps are named "
+                   "MODEL-wBITS: the 8-bit dense int8 classes conv8 and conv1x1_8 of AVX2)")
     d.add_argument("models", nargs="+")
     f = sub.add_parser("fit", help="fit the table to dumps")
     f.add_argument("--write", metavar="FILE.c", help="replace the table in FILE.c")
@@ -293,23 +321,27 @@ def main():
     src = open(getattr(args, "write", None) or QC).read()
     ctxs, clss = names(src)
     BIG = big_of(src)
-    steps = read_steps(args.dumps)
+    steps, isa = read_steps(args.dumps)
+    if isa not in ARRAY:
+        sys.exit("costfit: no table for int8 ISA %s in quantize.c" % isa)
     bad = sorted({s["cls"] for s in steps} - set(clss)) + sorted({s["ctx"] for s in steps} -
                                                                   set(ctxs))
     if bad:
         sys.exit("costfit: dumps name %s, not in quantize.c (dumps of an older binary?)" %
                  " ".join(bad))
-    print("# %d steps from %s" % (len(steps), " ".join(sorted({s["model"] for s in steps}))))
+    print("# %d steps (%s) from %s" % (len(steps), isa,
+                                       " ".join(sorted({s["model"] for s in steps}))))
     if args.cmd == "check":
-        report(steps, table_of(src, ctxs, clss), args.verbose)
+        report(steps, table_of(src, ctxs, clss, isa), args.verbose)
         return 0
     table, notes = fit(steps, ctxs, clss)
     for n in notes:
         print("# " + n)
     report(steps, table, args.verbose)
-    text = c_table(table, ctxs, clss)
+    text = c_table(table, ctxs, clss, isa)
     if args.write:
-        i, j = src.index(BEGIN), src.index(END) + len(END)
+        table_of(src, ctxs, clss, isa)  # the markers are there
+        i, j = src.index(BEGIN % isa), src.index(END % isa) + len(END % isa)
         with open(args.write, "w") as o:
             o.write(src[:i] + text + src[j:])
         print("# table written to %s" % args.write)

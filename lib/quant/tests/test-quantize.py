@@ -900,13 +900,18 @@ def check_memo_threads(fp32, tmp, mn):
 
 
 def check_costfit(fp32, tmp, mn):
-    """tools/quant/costfit.py, which fits quantize.c's cost model table:
-    - the table has a row per context and class of quantize.c, in order
-      (a class added to the enum without its row would shift every row
-      after it, silently: C zero-fills the rest);
+    """tools/quant/costfit.py, which fits quantize.c's cost model tables:
+    - each int8 ISA's table has a row per context and class of quantize.c,
+      in order (a class added to the enum without its row would shift
+      every row after it, silently: C zero-fills the rest);
     - it reads the step lines of MI_MINCOS_COST=steps (the quantizer stops
       after the profiles, with an error) and costs each step as the C cost
-      model does (the model's ns printed on each line);
+      model does (the model's ns printed on each line), with the table of
+      the int8 ISA: AVX2's for MI_CPU_ISA=avx2, AVX-512 VNNI's for the
+      others (generic here, which the step lines name and costfit.py
+      refuses to fit); the tables differ on the net's steps, so a wrong
+      selection shows, and the classes split after the AVX-512 fit
+      (conv3w: the 3x3 stride-1 conv c4) cost as their parent there;
     - its fit recovers a known table from exact synthetic steps."""
     import importlib.util
 
@@ -917,40 +922,51 @@ def check_costfit(fp32, tmp, mn):
     src = open(cf.QC).read()
     ctxs, clss = cf.names(src)
     cf.BIG = cf.big_of(src)
-    try:
-        table = cf.table_of(src, ctxs, clss)
-    except SystemExit as e:
-        check(False, f"cost table: {e}")
-        return
-    block = src[src.index(cf.BEGIN):src.index(cf.END)]
-    tags = re.findall(r"/\* (\w+) \*/", block)
-    want = [t for c in ctxs for t in [c] + clss]
-    enum = re.search(r"enum \{ (CC_[^}]*)\}", src).group(1).replace("\n", " ").split(",")
-    check(tags == want and len([e for e in enum if e.strip()]) == len(clss) + 1,
-          f"cost table: {len(ctxs)} contexts x {len(clss)} classes, rows in the order of "
-          f"cm_ctx_name / cm_cls_name and the CC_ enum")
-    d = os.path.join(tmp, "steps")
-    os.makedirs(d, exist_ok=True)
-    r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o",
-             os.path.join(d, "x.onnx"), "--min-cosine", "%.10f" % (1 - (1 - mn) / 30)],
-            env={"MI_MINCOS_COST": "steps"}, ok=False)
-    lines = [l for l in r.stderr.splitlines() if l.startswith("step ")]
-    with open(os.path.join(d, "net.0.steps"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    steps = cf.read_steps([d])
-    bad, ncm = [], 0
-    for l in lines:
-        v = l.split()
-        st = dict(ctx=v[2], cls=v[4], macs=float(v[5]), el=float(v[6]), wn=float(v[7]))
-        a, b = float(v[13]), cf.model_ns(table, st)
-        ncm += 1
-        if abs(a - b) > 0.051 + 1e-4 * abs(a):
-            bad.append((l, b))
-    check(r.returncode != 0 and "MI_MINCOS_COST=steps" in r.stderr and
-          not os.path.exists(os.path.join(d, "x.onnx")) and len(steps) > 20 and
-          ncm >= len(steps) and not bad,
-          f"MI_MINCOS_COST=steps: {len(steps)} steps, stopped before writing; costfit.py "
-          f"costs them as quantize.c's cost model ({bad[:1]})")
+    tables = {}
+    for isa in cf.ARRAY:
+        try:
+            tables[isa] = cf.table_of(src, ctxs, clss, isa)
+        except SystemExit as e:
+            check(False, f"cost table {isa}: {e}")
+            return
+        block = src[src.index(cf.BEGIN % isa):src.index(cf.END % isa)]
+        tags = re.findall(r"/\* (\w+) \*/", block)
+        want = [t for c in ctxs for t in [c] + clss]
+        enum = re.search(r"enum \{ (CC_[^}]*)\}", src).group(1).replace("\n", " ").split(",")
+        check(tags == want and len([e for e in enum if e.strip()]) == len(clss) + 1,
+              f"cost table {isa}: {len(ctxs)} contexts x {len(clss)} classes, rows in the "
+              f"order of cm_ctx_name / cm_cls_name and the CC_ enum")
+    for isa, tab in (("avx2", "avx2"), ("generic", "avx512vnni")):
+        d = os.path.join(tmp, "steps-" + isa)
+        os.makedirs(d, exist_ok=True)
+        r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o",
+                 os.path.join(d, "x.onnx"), "--min-cosine", "%.10f" % (1 - (1 - mn) / 30)],
+                env={"MI_MINCOS_COST": "steps", "MI_CPU_ISA": isa}, ok=False)
+        lines = [l for l in r.stderr.splitlines() if l.startswith("step ")]
+        with open(os.path.join(d, "net.0.steps"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        if isa in cf.ARRAY:
+            steps, got = cf.read_steps([d])
+        else:
+            steps, got = [l for l in lines if l.split()[1:3] != ["1", "q"]], isa
+        bad, ncm, ndiff, cls = [], 0, 0, set()
+        for l in lines:
+            v = l.split()
+            st = dict(ctx=v[2], cls=v[4], macs=float(v[5]), el=float(v[6]), wn=float(v[7]))
+            a, b = float(v[13]), cf.model_ns(tables[tab], st)
+            other = cf.model_ns(tables["avx2" if tab != "avx2" else "avx512vnni"], st)
+            ncm += 1
+            ndiff += abs(other - b) > 1 + 1e-3 * abs(b)
+            cls.add(v[4])
+            if abs(a - b) > 0.051 + 1e-4 * abs(a) or v[14:] != [isa]:
+                bad.append((l, b))
+        check(r.returncode != 0 and "MI_MINCOS_COST=steps" in r.stderr and
+              not os.path.exists(os.path.join(d, "x.onnx")) and len(steps) > 20 and
+              ncm >= len(steps) and not bad and got == isa and ndiff > 10 and
+              "conv3w" in cls,
+              f"MI_MINCOS_COST=steps, MI_CPU_ISA={isa}: {len(steps)} steps, stopped before "
+              f"writing; costfit.py costs them as quantize.c's cost model with the {tab} table "
+              f"({ndiff} steps the other table costs otherwise; {bad[:1]})")
     # exact synthetic steps: the fit gives back the table they came from
     rng = np.random.default_rng(5)
     truth = {("n8", "conv"): [0.002, 0.3, 0.1, 900.0, 0.05], ("a32", "gap"): [4.0, 0.25, 0, 300.0, 0],

@@ -3398,9 +3398,11 @@ static int step_class(const struct qctx *c, int x, const char *op, bool i8, int 
 
 		for (int d = 2; w && d < w->ndim; d++)
 			kk *= w->dims[d];
-		if (grp > 1) {
-			/* grouped / depthwise: by kernel area (up to 3x3, larger)
-			 * and stride (1, more) */
+		if (grp > 1 && w && w->ndim > 1 && w->dims[1] == 1) {
+			/* depthwise: by kernel area (up to 3x3, larger) and
+			 * stride (1, more); other grouped convs run (and cost) as
+			 * dense ones, per group (priced as depthwise before the
+			 * AVX2 fit: a groups=2 3x3 conv 4x its int8 time) */
 			const struct mi_attr *st = mi_attr_get(n, "strides");
 			bool s2 = false;
 

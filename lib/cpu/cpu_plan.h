@@ -53,31 +53,4 @@ struct mi_cpu_kernel_hdr {
 	void (*fini)(struct mi_graph *g, struct mi_node *n);
 };
 
-/* ONNX Slice on one axis of length dim: start and end as the node gives
- * them (negative counts from the end), *step nonzero and clamped here to
- * [-dim - 1, dim + 1] (a larger |step| selects the same elements and
- * keeps the length arithmetic from overflowing).  Sets *s to the first
- * index taken and returns how many are taken. */
-static inline int64_t mi_slice_axis(int64_t dim, int64_t s, int64_t e, int64_t *step,
-				    int64_t *first)
-{
-	int64_t st = *step > dim + 1 ? dim + 1 : *step < -dim - 1 ? -dim - 1 : *step;
-
-	*step = st;
-	if (s < 0)
-		s = s < -dim ? -1 : s + dim;
-	if (e < 0)
-		e = e < -dim ? -1 : e + dim;
-	if (st > 0) {
-		s = s < 0 ? 0 : s > dim ? dim : s;
-		e = e < 0 ? 0 : e > dim ? dim : e;
-		*first = s;
-		return e > s ? (e - s + st - 1) / st : 0;
-	}
-	s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-	e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-	*first = s;
-	return s > e ? (s - e - st - 1) / (-st) : 0;
-}
-
 #endif /* MI_CPU_PLAN_H */

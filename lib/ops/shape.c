@@ -631,7 +631,7 @@ static int slice_plan(struct mi_graph *g, struct mi_node *n,
 	}
 	for (int i = 0; i < ns; i++) {
 		int a;
-		int64_t dim, s, e, step = nst >= 0 ? sp[i] : 1;
+		int64_t dim, step = nst >= 0 ? sp[i] : 1;
 
 		ret = mi_ops_axis(g, n, "axes value", na >= 0 ? ax[i] : i,
 				  x->ndim, &a);
@@ -647,22 +647,7 @@ static int slice_plan(struct mi_graph *g, struct mi_node *n,
 			p->len[a] = -1;
 			continue;
 		}
-		s = st[i];
-		e = en[i];
-		if (s < 0)
-			s = s < -dim ? -1 : s + dim;
-		if (e < 0)
-			e = e < -dim ? -1 : e + dim;
-		if (step > 0) {
-			s = s < 0 ? 0 : s > dim ? dim : s;
-			e = e < 0 ? 0 : e > dim ? dim : e;
-			p->len[a] = e > s ? (e - s + step - 1) / step : 0;
-		} else {
-			s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-			e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-			p->len[a] = s > e ? (s - e + (-step) - 1) / (-step) : 0;
-		}
-		p->start[a] = s;
+		p->len[a] = mi_slice_axis(dim, st[i], en[i], &step, &p->start[a]);
 		p->step[a] = step;
 	}
 	return 0;

@@ -1550,6 +1550,19 @@ static void bias_correction(struct qctx *c, const struct qnode *qn, const float 
  * else 8 */
 #define WBITS_AUTO (-1)
 
+/* Strides and dilations of node n all 1. */
+static bool unit_stride(const struct mi_node *n)
+{
+	const struct mi_attr *st = mi_attr_get(n, "strides"), *dl = mi_attr_get(n, "dilations");
+	bool unit = true;
+
+	for (int d = 0; st && st->ints && d < st->n; d++)
+		unit &= st->ints[d] == 1;
+	for (int d = 0; dl && dl->ints && d < dl->n; d++)
+		unit &= dl->ints[d] == 1;
+	return unit;
+}
+
 /*
  * The weights of qnode qn lie in [-wqmax, wqmax]: 127 (8 bits) or 63 (7
  * bits: [-64, 63] is where the AVX2 kernels multiply uint8 x int8 by
@@ -1578,13 +1591,8 @@ static int wqmax_plain(const struct qctx *c, const struct qnode *qn)
 	}
 	int64_t grp = mi_attr_int(n, "group", 1), oc = w->dims[0], ch = w->dims[1] * grp;
 	int64_t kh = w->ndim > 3 ? w->dims[2] : 1, kw = w->dims[w->ndim - 1];
-	const struct mi_attr *st = mi_attr_get(n, "strides"), *dl = mi_attr_get(n, "dilations");
-	bool unit = true;
+	bool unit = unit_stride(n);
 
-	for (int d = 0; st && st->ints && d < st->n; d++)
-		unit &= st->ints[d] == 1;
-	for (int d = 0; dl && dl->ints && d < dl->n; d++)
-		unit &= dl->ints[d] == 1;
 	for (int d = 2; d < x->ndim; d++)
 		px *= x->dims[d];
 	if (grp == ch && oc == ch && kh * kw > 1 && kh <= MI_QDW_KMAX && kw <= MI_QDW_KMAX)
@@ -3363,19 +3371,6 @@ static const double cm_rate_avx2[CM_NCTX][CC_NCLS][5] = {
 	},
 };
 /* cm_rate avx2: end */
-
-/* Strides and dilations of node n all 1. */
-static bool unit_stride(const struct mi_node *n)
-{
-	const struct mi_attr *st = mi_attr_get(n, "strides"), *dl = mi_attr_get(n, "dilations");
-	bool unit = true;
-
-	for (int d = 0; st && st->ints && d < st->n; d++)
-		unit &= st->ints[d] == 1;
-	for (int d = 0; dl && dl->ints && d < dl->n; d++)
-		unit &= dl->ints[d] == 1;
-	return unit;
-}
 
 /* The class of a step running IR node x as op (the planner's op type),
  * int8 (i8: in an int8 context, kq: its quantizable node or -1): the

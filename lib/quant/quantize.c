@@ -278,8 +278,9 @@ static int find_nodes(struct qctx *c)
 		    ax >= 0 && ax < at->ndim && mi_tensor_shape_known(at) && at->dims[ax] > 0) {
 			aq->nch = (int)at->dims[ax];
 			aq->csum = calloc(aq->nch, sizeof(double));
-			aq->csq = calloc(aq->nch, sizeof(double));
-			if (!aq->csum || !aq->csq)
+			/* the sums of squares only for the weighted clipping */
+			aq->csq = c->wclip == 2 ? calloc(aq->nch, sizeof(double)) : NULL;
+			if (!aq->csum || (c->wclip == 2 && !aq->csq))
 				return -ENOMEM;
 			aq->caxis = ax;
 		}
@@ -361,11 +362,13 @@ static void observe(struct qctx *c, int pass)
 						const float *r = d + (o * q->nch + ch) * inner;
 						double s = 0, s2 = 0;
 
-						for (int64_t k = 0; k < inner; k++) {
+						for (int64_t k = 0; k < inner; k++)
 							s += r[k];
-							s2 += (double)r[k] * r[k];
-						}
 						q->csum[ch] += s;
+						if (!q->csq)
+							continue;
+						for (int64_t k = 0; k < inner; k++)
+							s2 += (double)r[k] * r[k];
 						q->csq[ch] += s2;
 					}
 				q->ccount += (double)outer * inner;

@@ -4978,10 +4978,85 @@ static bool c4_writer(const struct mi_node *p)
 	       !(qp->cv.s.oc % 4) && (qp->cv.depthwise || !((qp->cv.s.oc / qp->cv.s.group) % 4));
 }
 
+MI_QUANT_SWITCH(qdwc4, "MI_QUANT_QDWC4")
+
+/*
+ * p, a standalone QuantizeLinear, reads the output of an fp32 Conv (not
+ * lib/quant's), which the NCHWc pass runs blocked: the Q then writes C4
+ * from blocked floats by 32-bit moves (qdq_q4), as cheap as its planar
+ * write.  An int8 depthwise conv may read such a Q's C4 bytes: otherwise
+ * the Q writes planar bytes, which it reads from planar floats, and the
+ * fp32 conv writing them ends its blocked chain, taking the chain's
+ * earlier convs, residual Adds and fused depthwise convs back to NCHW
+ * (MobileNetV2 min_cosine features.2-3).  MI_QUANT_QDWC4=0 turns it off.
+ */
+static bool q_of_fp32_conv(struct mi_graph *g, const struct mi_node *p)
+{
+	const struct qnode *qp = p->priv;
+	int pi;
+
+	if (p->dead || !mi_quant_node_is(p) || !qdq_like(qp) || qp->qdq_deq || !qdwc4_on() ||
+	    !qdq_layout_on(2))
+		return false;
+	pi = g->tensors[p->inputs[0]].producer;
+	/* through the activations the NCHWc pass fuses into the conv */
+	for (int hop = 0; hop < 3 && pi >= 0; hop++) {
+		struct mi_node *a = &g->nodes[pi];
+		float lo, hi;
+		int si;
+
+		if (a->dead || mi_quant_node_is(a) || a->domain[0])
+			return false;
+		if (!strcmp(a->op_type, "Conv"))
+			return true;
+		if (!strcmp(a->op_type, "Mul") && a->ninputs == 2) { /* x * Sigmoid(x) */
+			for (int k = 0; k < 2; k++) {
+				si = g->tensors[a->inputs[k]].producer;
+				if (si >= 0 && !strcmp(g->nodes[si].op_type, "Sigmoid") &&
+				    g->nodes[si].inputs[0] == a->inputs[1 - k])
+					break;
+				si = -1;
+			}
+			if (si < 0)
+				return false;
+			pi = g->tensors[g->nodes[si].inputs[0]].producer;
+			continue;
+		}
+		if (a->ninputs < 1 || mi_cpu_act_of(g, a, &lo, &hi) <= 0)
+			return false;
+		pi = g->tensors[a->inputs[0]].producer;
+	}
+	return false;
+}
+
+/* Every reader of dequantizing node n's output is an fp32 Conv (its data
+ * input), which the NCHWc pass runs blocked. */
+static bool qdq_convs_read(struct mi_graph *g, const struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+	int uses = 0;
+
+	if (!mi_quant_node_is(n) || !qdq_like(q) || !q->qdq_deq)
+		return false;
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct mi_node *c = &g->nodes[i];
+
+		for (int k = 0; k < c->ninputs && !c->dead; k++) {
+			if (c->inputs[k] != n->outputs[0])
+				continue;
+			if (k || mi_quant_node_is(c) || c->domain[0] || strcmp(c->op_type, "Conv"))
+				return false;
+			uses++;
+		}
+	}
+	return uses > 0;
+}
+
 /* c, an int8 conv, can read its input (t) in C4 layout: a dense conv, or
  * (AVX2) a depthwise conv that writes C4 too (ok: the tensors in C4) and
  * reads an int8 conv's output (conv_in; a QuantizeLinear writing C4 from
- * fp32 costs more than the depthwise conv saves). */
+ * planar fp32 costs more than the depthwise conv saves) or a Q of an fp32
+ * conv (q_of_fp32_conv). */
 static bool c4_reader(const struct mi_node *c, int t, const bool *ok, bool conv_in)
 {
 	const struct qnode *qc = c->priv;
@@ -5101,20 +5176,26 @@ static void plan_c4_tensors(struct mi_graph *g)
 		if (ok[t] && (prod[t] < 0 || (c4_role(g, &g->nodes[prod[t]]) == C4_CONV &&
 					      !c4_writer(&g->nodes[prod[t]]))))
 			ok[t] = false;
-	/* a Q read only by DQs: nothing gains from C4 there */
+	/* a Q read only by DQs: nothing gains from C4 there, unless both
+	 * fp32 sides are blocked chains (q_of_fp32_conv, qdq_convs_read):
+	 * C4 <-> blocked are 32-bit moves, planar <-> blocked byte
+	 * transposes, and a planar Q ends its producer's chain */
 	for (int t = 0; t < nt; t++) {
-		bool other = false;
+		bool other = false, blk;
 
 		if (!ok[t] || c4_role(g, &g->nodes[prod[t]]) != C4_QDQ)
 			continue;
+		blk = q_of_fp32_conv(g, &g->nodes[prod[t]]);
 		for (int i = 0; i < g->nnodes && !other; i++) {
 			struct mi_node *n = &g->nodes[i];
 
 			for (int k = 0; k < n->ninputs && !n->dead; k++)
 				if (n->inputs[k] == t && c4_role(g, n) != C4_QDQ)
 					other = true;
+				else if (n->inputs[k] == t && blk)
+					blk = qdq_convs_read(g, n);
 		}
-		ok[t] = other;
+		ok[t] = other || blk;
 	}
 	while (changed) {
 		changed = false;
@@ -5127,7 +5208,9 @@ static void plan_c4_tensors(struct mi_graph *g)
 				continue;
 			for (int k = 0; k < n->ninputs; k++) {
 				int t = n->inputs[k];
-				bool conv_in = prod[t] >= 0 && c4_role(g, &g->nodes[prod[t]]) == C4_CONV;
+				bool conv_in = prod[t] >= 0 &&
+					       (c4_role(g, &g->nodes[prod[t]]) == C4_CONV ||
+						q_of_fp32_conv(g, &g->nodes[prod[t]]));
 
 				if (!ok[t] && role == C4_SAME)
 					all = false;

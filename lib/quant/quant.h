@@ -112,6 +112,11 @@ int mi_quant_set_sedirect(int on);
  * MI_QUANT_GAPC4=0 off: quads taken apart into planes).  Returns the
  * setting. */
 int mi_quant_set_gapc4(int on);
+/* A QuantizeLinear of an fp32 conv's output writes C4 for an int8
+ * depthwise conv, and for DQs read by fp32 convs (default on,
+ * MI_QUANT_QDWC4=0 off: planar; read when planning).  Returns the
+ * setting. */
+int mi_quant_set_qdwc4(int on);
 /* An int8 conv with fp32 output writes it in the NCHWc blocked layout
  * when the NCHWc pass asks (default on, MI_QUANT_CONVBLK=0 off: planar;
  * read when planning).  Returns the setting. */

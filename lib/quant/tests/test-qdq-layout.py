@@ -21,7 +21,11 @@ fp32 sum is exact whatever the kernel's order: the fast run must equal
 and split over 3 threads (MI_QUANT_SPLIT_ALL=1), and equal the same
 binary with MI_QUANT_QDQ_LAYOUT=0 (both sides planar); =1 (C4 bytes,
 planar floats) equals --reference, and so do =7 (a Q writing planar
-bytes also reads blocked floats) and =2 (blocked floats, planar bytes).  ~2 s.
+bytes also reads blocked floats) and =2 (blocked floats, planar bytes).
+Then fp32 islands that end in a QuantizeLinear of an fp32 conv
+(build_fq): into an int8 depthwise conv, or into a DQ read by an fp32
+depthwise conv; the Q writes C4 from blocked floats on AVX2 and the
+output equals --reference and MI_QUANT_QDWC4=0.  ~3 s.
 """
 import os
 import shutil
@@ -109,6 +113,112 @@ def build(path, c0, c1, c2, hw, stride, dw, lut, rng, f32out=False):
     onnx.save(m, path)
 
 
+def build_fq(path, c0, c1, c2, hw, stride, int8dw, rng):
+    """An fp32 island ending in a QuantizeLinear that writes C4 from
+    blocked floats (MI_QUANT_QDWC4): fp32 3x3 conv -> Relu -> Q -> int8
+    depthwise 3x3 (int8dw) or DQ -> fp32 depthwise 3x3 -> Relu (a Q read
+    only by a DQ whose reader is an fp32 conv) -> Q -> DQ -> fp32 1x1 conv
+    -> Relu -> Q -> int8 1x1 conv."""
+    from onnx import TensorProto, helper, numpy_helper
+    import onnx
+
+    nodes, inits = [], []
+    sc = np.float32(0.125)
+
+    def const(name, arr):
+        inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def q(x, name, u8=True):
+        dt = np.uint8 if u8 else np.int8
+        zp = 128 if u8 else 0
+        nodes.append(helper.make_node("QuantizeLinear", [x, const(name + "_s", sc),
+                                                         const(name + "_z", np.array(zp, dt))],
+                                      [name + "_q"]))
+        nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"],
+                                      [name + "_dq"]))
+        return name + "_dq"
+
+    def conv8(x, name, cin, cout, k, s=1, group=1):
+        w = rng.integers(-127, 128, (cout, cin // group, k, k)).astype(np.int8)
+        w.reshape(cout, -1)[:, 0] = 127
+        ws = np.where(np.arange(cout) % 2, 2.0 ** -9, 2.0 ** -10).astype(np.float32)
+        nodes.append(helper.make_node("DequantizeLinear", [const(name + "_w", w),
+                                                           const(name + "_ws", ws),
+                                                           const(name + "_wz",
+                                                                 np.zeros(cout, np.int8))],
+                                      [name + "_wdq"], axis=0))
+        nodes.append(helper.make_node("Conv", [x, name + "_wdq"], [name + "_y"],
+                                      pads=[k // 2] * 4, strides=[s, s], group=group))
+        return name + "_y"
+
+    def conv32(x, name, cin, cout, k, s=1, group=1):
+        w = (rng.integers(-4, 5, (cout, cin // group, k, k)) / 8).astype(np.float32)
+        b = (rng.integers(-8, 9, cout) / 8).astype(np.float32)
+        nodes.append(helper.make_node("Conv", [x, const(name + "_w", w), const(name + "_b", b)],
+                                      [name + "_y"], pads=[k // 2] * 4, strides=[s, s],
+                                      group=group))
+        return name + "_y"
+
+    def relu(x):
+        nodes.append(helper.make_node("Relu", [x], [x + "_r"]))
+        return x + "_r"
+
+    a = relu(conv32("x", "p", c0, c1, 3))
+    if int8dw:
+        d = conv8(q(a, "qp"), "d", c1, c1, 3, stride, group=c1)
+    else:
+        d = relu(conv32(q(a, "qp", False), "d", c1, c1, 3, stride, group=c1))
+    g = relu(conv32(q(d, "qd"), "g", c1, c2, 1))
+    y = q(conv8(q(g, "qg", False), "c", c2, c2, 1), "qc")
+    nodes.append(helper.make_node("Identity", [y], ["y"]))
+    h, w = hw
+    oh, ow = (h + stride - 1) // stride, (w + stride - 1) // stride
+    gr = helper.make_graph(nodes, "fq",
+                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c0, h, w])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c2, oh, ow])],
+                           inits)
+    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def check_fq(tmp, rng):
+    """build_fq's graphs: equal to --reference and to MI_QUANT_QDWC4=0 on
+    every ISA; the Q after the fp32 conv writes C4 from blocked floats
+    (on AVX2, where the depthwise quad kernel reads C4, and for the Q read
+    by a DQ alone)."""
+    cases = [  # c0, c1, c2, (h, w), stride, int8 depthwise
+        (3, 16, 12, (13, 11), 1, True),   # blocks of 8 and 16, odd map
+        (4, 12, 8, (9, 17), 2, True),     # pad lanes of a 16 block, stride 2
+        (3, 20, 8, (7, 7), 1, False),     # Q -> DQ -> fp32 depthwise
+        (4, 24, 16, (10, 12), 2, False),
+    ]
+    for i, (c0, c1, c2, hw, s, i8) in enumerate(cases):
+        path = os.path.join(tmp, "fq%d.onnx" % i)
+        build_fq(path, c0, c1, c2, hw, s, i8, rng)
+        x = (rng.integers(-100, 100, (2, c0) + hw) / 8).astype(np.float32)
+        ref, _ = mi_run(path, x, tmp, extra=("--reference",))
+        tag = "fq case %d (c %d/%d/%d, %dx%d, stride %d, %s depthwise)" % (
+            i, c0, c1, c2, hw[0], hw[1], s, "int8" if i8 else "fp32")
+        check(np.abs(ref).max() > 1 and len(np.unique(ref)) > 20, tag + ": reference output not trivial")
+        for isa in ("generic", "avx2", "avx512"):
+            for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
+                env = dict(env, MI_CPU_ISA=isa, MI_QUANT_VERBOSE="1")
+                got, err = mi_run(path, x, tmp, env, threads=t)
+                off, err0 = mi_run(path, x, tmp, dict(env, MI_QUANT_QDWC4="0"), threads=t)
+                lines = [ln for ln in err.splitlines() if "'qp" in ln or ("QuantizeLinear" in ln and "blocked" in ln)]
+                c4 = any("blocked" in ln and "C4" in ln for ln in lines)
+                what = "%s %s t%d" % (tag, isa, t)
+                if isa == "avx2" or (not i8 and isa != "generic"):
+                    check(c4 and err.count("quantized side C4") > err0.count("quantized side C4"),
+                          what + ": the fp32 conv's Q writes C4 from blocked floats")
+                check(np.array_equal(got, ref), what + ": == --reference")
+                check(np.array_equal(got, off), what + ": == MI_QUANT_QDWC4=0")
+                if not np.array_equal(got, ref):
+                    print("   max diff", np.abs(got - ref).max())
+
+
 def mi_run(model, x, tmp, env=None, threads=1, extra=()):
     inp, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "o.npy")
     np.save(inp, x)
@@ -173,6 +283,7 @@ def main():
                       what + ": MI_QUANT_QDQ_LAYOUT=2 (%d blocked) == --reference" % err2.count("blocked"))
                 if not np.array_equal(got, ref):
                     print("   max diff", np.abs(got - ref).max())
+    check_fq(tmp, rng)
     shutil.rmtree(tmp, ignore_errors=True)
     if failures:
         print("%d FAILED" % len(failures))

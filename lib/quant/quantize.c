@@ -75,6 +75,8 @@ struct qtensor {
 	double *csq;    /* and sums of squares (the weight clipping's weights) */
 	double ccount;  /* values summed per channel */
 	bool fp32;      /* --min-cosine: left unquantized */
+	bool qn_read;   /* --min-cosine: read only by quantizable nodes (as
+			 * their activation; not a graph output) */
 	double sens;    /* --min-cosine: error with only this tensor quantized */
 };
 
@@ -2883,6 +2885,8 @@ static void set_unit(struct qctx *c, const struct unit *u, bool fp32)
  * the convolution). */
 static void apply_units(struct qctx *c, const struct unit *u, int nu)
 {
+	const char *rt = getenv("MI_MINCOS_RT");
+
 	for (int i = 0; i < nu; i++)
 		set_unit(c, &u[i], u[i].fp);
 	for (int i = 0; i < c->nnodes; i++) {
@@ -2891,6 +2895,52 @@ static void apply_units(struct qctx *c, const struct unit *u, int nu)
 		if ((qa >= 0 && c->qt[qa].fp32) ||
 		    (qo >= 0 && c->qt[qo].fp32 && c->nodes[i].fp32_out_slow))
 			c->nodes[i].wfp32 = true;
+	}
+	/* a tensor read only by nodes that run fp32 would only be rounded
+	 * (QuantizeLinear -> DequantizeLinear between fp32 nodes): no int8
+	 * node reads it, it costs the Q/DQ passes and splits the fp32
+	 * kernels' fusions (an expansion conv from its depthwise conv).  It
+	 * stays fp32 (MI_MINCOS_RT=0: quantized as the units say). */
+	if (rt && *rt == '0')
+		return;
+	for (int qi = 0; qi < c->nqt; qi++) {
+		bool all = c->qt[qi].qn_read;
+
+		for (int i = 0; all && i < c->nnodes; i++)
+			if (c->nodes[i].act == c->qt[qi].t && !c->nodes[i].wfp32)
+				all = false;
+		if (all)
+			c->qt[qi].fp32 = true;
+	}
+}
+
+/* qtensor.qn_read: every reader of the tensor is a quantizable node
+ * reading it as its activation input, and it is not a graph output. */
+static void mark_qn_read(struct qctx *c)
+{
+	const struct mi_graph *g = c->g;
+
+	for (int qi = 0; qi < c->nqt; qi++) {
+		int t = c->qt[qi].t, uses = 0;
+		bool ok = true;
+
+		for (int i = 0; i < c->orig_noutputs && i < g->noutputs; i++)
+			ok &= g->outputs[i] != t;
+		for (int i = 0; ok && i < g->nnodes; i++) {
+			const struct mi_node *n = &g->nodes[i];
+			bool qn = false;
+
+			if (n->dead)
+				continue;
+			for (int k = 0; k < c->nnodes; k++)
+				qn |= c->nodes[k].node == i && c->nodes[k].act == t;
+			for (int j = 0; j < n->ninputs; j++)
+				if (n->inputs[j] == t) {
+					ok &= qn && j == 0;
+					uses++;
+				}
+		}
+		c->qt[qi].qn_read = ok && uses > 0;
 	}
 }
 
@@ -4053,6 +4103,7 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		err = -ENOMEM;
 		goto out;
 	}
+	mark_qn_read(c);
 	for (int i = 0; i < c->nqt; i++)
 		u[nu++] = (struct unit){ .weight = false, .idx = i };
 	for (int i = 0; i < c->nnodes; i++) {
@@ -4392,6 +4443,73 @@ static int mixed_precision(struct qctx *c, struct calib *ev, int n)
 		} else {
 			u[wunit[k]].fp = true;
 			c->nodes[k].w8 = false;
+			apply_units(c, u, nu);
+		}
+	}
+	/* the other way: units left int8 whose fp32 the cost model predicts
+	 * faster in the configuration at hand (a lone int8 depthwise conv
+	 * between fp32 convs pays a QuantizeLinear and a DequantizeLinear and
+	 * may run slower than the fp32 one; the ranking priced every unit
+	 * against the all-int8 model), the largest saving first, each kept
+	 * when the configuration passes the check on all inputs, at most
+	 * MINCOS_REFINE trials (MI_MINCOS_DOWN=0: none) */
+	int ndown = 0, ntryd = 0;
+	const char *down = getenv("MI_MINCOS_DOWN");
+
+	tcur = tm.ok ? predict_time(c, &tm) : 0;
+	for (int i = 0; tm.ok && !(down && *down == '0') && i < nu; i++) {
+		double tnew;
+
+		if (u[i].w8 || u[i].fp || (u[i].weight && c->nodes[u[i].idx].wfp32) ||
+		    (!u[i].weight && c->qt[u[i].idx].fp32))
+			continue;
+		u[i].fp = true;
+		apply_units(c, u, nu);
+		tnew = predict_time(c, &tm);
+		u[i].fp = false;
+		apply_units(c, u, nu);
+		if (tcur - tnew >= 1e-3 * t8) {
+			gain[ndown] = tcur - tnew;
+			cand[ndown++] = i;
+		}
+	}
+	for (int a = 0; a < ndown; a++)
+		for (int b = a + 1; b < ndown; b++)
+			if (gain[b] > gain[a]) {
+				double g_ = gain[a];
+				int x = cand[a];
+
+				gain[a] = gain[b];
+				cand[a] = cand[b];
+				gain[b] = g_;
+				cand[b] = x;
+			}
+	for (int a = 0; a < ndown && ntryd < MINCOS_REFINE; a++) {
+		struct unit *v = &u[cand[a]];
+		double mmin, mtail, tnew;
+
+		v->fp = true;
+		apply_units(c, u, nu);
+		tnew = predict_time(c, &tm);
+		if (tcur - tnew < 1e-3 * t8) { /* an earlier one took it along */
+			v->fp = false;
+			apply_units(c, u, nu);
+			continue;
+		}
+		err = try_config(c, ev, nall, NULL, nall > n ? n : 0, c->min_cos, per, &pass, &mmin,
+				 &mtail);
+		ntryd++;
+		if (err)
+			goto out;
+		printf("min-cosine: %s %s to fp32 (-%.3f ms): %s (cosine min %.9f, tail %.9f)\n",
+		       v->weight ? "weight" : "tensor", unit_name(c, v), (tcur - tnew) * 1e-6,
+		       pass ? "kept" : "undone", mmin, mtail);
+		fflush(stdout);
+		if (pass) {
+			best = mmin;
+			tcur = tnew;
+		} else {
+			v->fp = false;
 			apply_units(c, u, nu);
 		}
 	}

@@ -837,6 +837,74 @@ def check_search(fp32, tmp, mn):
           f"{bad[:2]}")
 
 
+def round_trips(path):
+    """Activation tensors of a QDQ file that are only rounded: a
+    QuantizeLinear read only by DequantizeLinear nodes whose readers are
+    all convs / GEMMs with fp32 weights."""
+    import onnx
+
+    g = onnx.load(path).graph
+    inits = {i.name for i in g.initializer}
+    prod = {o: n for n in g.node for o in n.output}
+    cons = {}
+    for n in g.node:
+        for i in n.input:
+            cons.setdefault(i, []).append(n)
+    out = []
+    for n in g.node:
+        if n.op_type != "QuantizeLinear" or n.input[0] in inits:
+            continue
+        rd = cons.get(n.output[0], [])
+        if not rd or any(r.op_type != "DequantizeLinear" for r in rd):
+            continue
+        fin = [c for r in rd for c in cons.get(r.output[0], [])]
+        if fin and all(c.op_type in ("Conv", "Gemm", "MatMul") and c.input[0] in
+                       [r.output[0] for r in rd] and not (
+                           c.input[1] in prod and prod[c.input[1]].op_type == "DequantizeLinear")
+                       for c in fin):
+            out.append(n.input[0])
+    return out
+
+
+def check_rt_down(fp32, tmp, mn):
+    """--min-cosine leaves no activation tensor quantized that only fp32
+    nodes read (a QuantizeLinear -> DequantizeLinear round trip: time and
+    error for nothing; MI_MINCOS_RT=0 allows them), and after the search
+    tries the units left int8 whose fp32 the cost model predicts faster
+    (MI_MINCOS_DOWN=0: not), each kept exactly when it holds the target,
+    never predicting a slower file.  AVX2 table and kernels
+    (MI_CPU_ISA=avx2) on every host, targets from 1/4 to 1/100 of the
+    all-int8 error (seed 1)."""
+    env = {**os.environ, "MI_CPU_ISA": "avx2"}
+    q = os.path.join(tmp, "mc-rt.onnx")
+    rts, rts0, sweep, bad = [], [], [], []
+    for r_ in (4, 10, 13.35, 30, 100):
+        tgt = "%.10f" % (1 - (1 - mn) / r_)
+        pred = {}
+        for rt, down in (("1", "1"), ("1", "0"), ("0", "0")):
+            o = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
+                     "--min-cosine", tgt], env={**env, "MI_MINCOS_RT": rt,
+                                                "MI_MINCOS_DOWN": down}).stdout
+            m = re.search(r"predicted ([0-9.]+) ms at 1 thread", o)
+            pred[(rt, down)] = float(m.group(1)) if m else None
+            (rts if rt == "1" else rts0).append(len(round_trips(q)))
+            for x in re.findall(r"^min-cosine: (?:tensor|weight) .* to fp32 \(-([0-9.]+) ms\): "
+                                r"(kept|undone) \(cosine min ([0-9.]+), tail ([0-9.]+)\)$", o, re.M):
+                v = min(float(x[2]), float(x[3]))
+                sweep.append(x[1])
+                if down != "1" or float(x[0]) < 0 or (
+                        abs(v - float(tgt)) > 1e-9 and (v >= float(tgt)) != (x[1] == "kept")):
+                    bad.append((tgt, rt, down, x))
+        if None not in pred.values() and pred[("1", "1")] > pred[("1", "0")] + 1e-3:
+            bad.append((tgt, pred))
+    check(not any(rts) and any(rts0),
+          f"--min-cosine: no round-trip Q -> DQ between fp32 nodes ({rts}; "
+          f"with MI_MINCOS_RT=0 {rts0})")
+    check(sweep and not bad,
+          f"--min-cosine: fp32 trials after the search: {sweep.count('kept')} of {len(sweep)} kept, "
+          f"each when it holds the target, none predicting a slower file {bad[:2]}")
+
+
 def check_reproducible(fp32, tmp, mn):
     """--min-cosine's choice depends on the model and the flags only: its
     costs come from a cost model of the planned steps, not from timing.
@@ -1299,6 +1367,7 @@ def main():
 
         check_holdout(fp32, tmp, mn_)
         check_search(fp32, tmp, mn_)
+        check_rt_down(fp32, tmp, mn_)
         check_reproducible(fp32, tmp, mn_)
         check_memo_threads(fp32, tmp, mn_)
         check_costfit(fp32, tmp, mn_)

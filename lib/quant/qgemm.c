@@ -2397,6 +2397,103 @@ static void blk8_store(const float *t, int np, float *y)
 			y[p * 8 + l] = t[l * MI_QNR + p];
 }
 
+/*
+ * blk8_store with the residual Add fused (ep->res, in y's layout at r):
+ * y = act(f + r), or act(r + f) with ep->res_first, as the NCHWc Add
+ * computes it (one fp32 add, then vmax(v, 0) / vmin(vmax(v, lo), hi):
+ * the second operand on equality or NaN), so the bytes are the same.
+ */
+static inline float res1(const struct mi_qepi *ep, float f, float r)
+{
+	float v = ep->res_first ? r + f : f + r;
+
+	if (ep->res_act == MI_QRES_RELU)
+		v = v > 0.0f ? v : 0.0f;
+	else if (ep->res_act == MI_QRES_CLIP) {
+		v = v > ep->res_lo ? v : ep->res_lo;
+		v = v < ep->res_hi ? v : ep->res_hi;
+	}
+	return v;
+}
+
+/* MI_QUANT_RESAVX=0: the SSE store (tests: both paths) */
+MI_QUANT_SWITCH(res_avx, "MI_QUANT_RESAVX")
+
+static void blk8_store_res(const float *t, int np, float *y, const float *r,
+			   const struct mi_qepi *ep)
+{
+	int p = 0;
+
+#ifdef __SSE2__
+	const __m128 lo = _mm_set1_ps(ep->res_act == MI_QRES_RELU ? 0.0f : ep->res_lo);
+	const __m128 hi = _mm_set1_ps(ep->res_hi);
+	const int act = ep->res_act;
+	const bool first = ep->res_first;
+
+	for (; p + 4 <= np; p += 4)
+		for (int g = 0; g < 8; g += 4) {
+			const float *s = t + g * MI_QNR + p;
+			__m128 v[4] = { _mm_loadu_ps(s), _mm_loadu_ps(s + MI_QNR),
+					_mm_loadu_ps(s + 2 * MI_QNR), _mm_loadu_ps(s + 3 * MI_QNR) };
+
+			_MM_TRANSPOSE4_PS(v[0], v[1], v[2], v[3]);
+			for (int i = 0; i < 4; i++) {
+				size_t o = (size_t)(p + i) * 8 + g;
+				__m128 rv = _mm_loadu_ps(r + o);
+				__m128 a = first ? _mm_add_ps(rv, v[i]) : _mm_add_ps(v[i], rv);
+
+				if (act)
+					a = _mm_max_ps(a, lo);
+				if (act == MI_QRES_CLIP)
+					a = _mm_min_ps(a, hi);
+				_mm_storeu_ps(y + o, a);
+			}
+		}
+#endif
+	for (; p < np; p++)
+		for (int l = 0; l < 8; l++)
+			y[p * 8 + l] = res1(ep, t[l * MI_QNR + p], r[p * 8 + l]);
+}
+
+/* blk8_store_res with whole 8-channel pixels in AVX registers */
+__attribute__((target("avx2"))) static void
+blk8_store_res_avx2(const float *t, int np, float *y, const float *r, const struct mi_qepi *ep)
+{
+	const __m256 lo = _mm256_set1_ps(ep->res_act == MI_QRES_RELU ? 0.0f : ep->res_lo);
+	const __m256 hi = _mm256_set1_ps(ep->res_hi);
+	const int act = ep->res_act;
+	const bool first = ep->res_first;
+	int p = 0;
+
+	for (; p + 4 <= np; p += 4) {
+		const float *s = t + p;
+		__m128 a0 = _mm_loadu_ps(s), a1 = _mm_loadu_ps(s + MI_QNR);
+		__m128 a2 = _mm_loadu_ps(s + 2 * MI_QNR), a3 = _mm_loadu_ps(s + 3 * MI_QNR);
+		__m128 b0 = _mm_loadu_ps(s + 4 * MI_QNR), b1 = _mm_loadu_ps(s + 5 * MI_QNR);
+		__m128 b2 = _mm_loadu_ps(s + 6 * MI_QNR), b3 = _mm_loadu_ps(s + 7 * MI_QNR);
+
+		_MM_TRANSPOSE4_PS(a0, a1, a2, a3);
+		_MM_TRANSPOSE4_PS(b0, b1, b2, b3);
+		__m256 v[4] = { _mm256_set_m128(b0, a0), _mm256_set_m128(b1, a1),
+				_mm256_set_m128(b2, a2), _mm256_set_m128(b3, a3) };
+
+		for (int i = 0; i < 4; i++) {
+			size_t o = (size_t)(p + i) * 8;
+			__m256 rv = _mm256_loadu_ps(r + o);
+			__m256 x = first ? _mm256_add_ps(rv, v[i]) : _mm256_add_ps(v[i], rv);
+
+			if (act)
+				x = _mm256_max_ps(x, lo);
+			if (act == MI_QRES_CLIP)
+				x = _mm256_min_ps(x, hi);
+			_mm256_storeu_ps(y + o, x);
+		}
+	}
+	for (; p < np; p++)
+		for (int l = 0; l < 8; l++)
+			y[p * 8 + l] = res1(ep, t[l * MI_QNR + p], r[p * 8 + l]);
+}
+
 /* One (group, pixel panel): im2col into the panel, all output blocks. */
 static void conv_gemm_item(void *arg, int item, int tid)
 {
@@ -2514,7 +2611,15 @@ static void conv_gemm_item(void *arg, int item, int tid)
 			j->k.epi(acc, MI_QNR, rows, np, j->ep, oc0, t, MI_QNR);
 			if (rows < MI_QMR)
 				memset(t + rows * MI_QNR, 0, (size_t)(MI_QMR - rows) * MI_QNR * 4);
-			blk8_store(t, np, (float *)(void *)j->y + ((size_t)(oc0 / 8) * npix + p0) * 8);
+			size_t yo = ((size_t)(oc0 / 8) * npix + p0) * 8;
+
+			if (j->ep->res && j->dw_isa >= MI_QISA_AVX2 && res_avx_on())
+				blk8_store_res_avx2(t, np, (float *)(void *)j->y + yo,
+						    j->ep->res + yo, j->ep);
+			else if (j->ep->res)
+				blk8_store_res(t, np, (float *)(void *)j->y + yo, j->ep->res + yo, j->ep);
+			else
+				blk8_store(t, np, (float *)(void *)j->y + yo);
 			continue;
 		}
 		if (rq && rows == MI_QMR && (!j->ep->out_c4 || !(oc0 % 4))) {

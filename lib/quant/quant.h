@@ -243,7 +243,17 @@ struct mi_qepi {
 	 * (and C/group % 4 == 0).  The next int8 conv reads it without a
 	 * reorder pass (MI_QCONV_IN_C4). */
 	bool out_c4;
+	/* F32 written blocked (MI_QCONV_OUT_BLK8): a residual Add fused,
+	 * y = act(f + res) (res_first: act(res + f), the Add's operand
+	 * order) with res in y's layout, one fp32 add as the NCHWc Add;
+	 * res_act MI_QRES_* (NULL res: no Add) */
+	const float *res;
+	int res_act;
+	bool res_first;
+	float res_lo, res_hi;
 };
+
+enum { MI_QRES_NONE = 0, MI_QRES_RELU = 1, MI_QRES_CLIP = 2 };
 
 /* ---- GEMM: Y[m][n] = sum_k A[m][k] * W[n][k]  (MatMul with constant
  * weights; A uint8 activations with zero point za, W packed, group 1).
@@ -303,6 +313,8 @@ size_t mi_qconv_workspace(const struct mi_qconv *cv);
 #define MI_QCONV_OUT_BLK8 4u
 /* MI_QUANT_BLKEPI switch (tests): 0 refuses MI_QCONV_OUT_BLK8 */
 int mi_quant_set_blkepi(int on);
+/* MI_QUANT_RESAVX switch (tests): 0 adds ep->res with SSE, not AVX2 */
+int mi_quant_set_res_avx(int on);
 /* A depthwise conv cv with epilogue ep (out_c4 set) runs the AVX2 C4
  * quad kernel and may read a C4 input (MI_QUANT_DWC4=0: never). */
 bool mi_qconv_dw_c4(const struct mi_qconv *cv, const struct mi_qepi *ep);

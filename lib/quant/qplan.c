@@ -90,6 +90,9 @@ struct qnode {
 	 * workspace (conv_run; the NCHWc pass decides) */
 	int out_b;
 	size_t blk_off;
+	/* ... and a residual Add (+ act) fused (mi_quant_conv_add): its other
+	 * operand is input res_in (0: none), q->ep.res's fields */
+	int res_in;
 	struct qcat *cat; /* Concat */
 	struct qmove *mv; /* moves on bytes (plan_moves) */
 	int *cat_orig;    /* Concat: original inputs */
@@ -773,7 +776,26 @@ struct blk_job {
 	float *y;
 	int64_t c, hw;
 	int b;
+	const float *r;          /* a fused residual Add's operand (or NULL) */
+	const struct mi_qepi *ep; /* ... its order and act */
 };
+
+/* y = act(y + r) or act(r + y) (the NCHWc Add's float operations, as
+ * blk8_store_res in qgemm.c) on n floats, pad lanes too */
+static void res_add_range(const struct mi_qepi *ep, const float *r, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float v = ep->res_first ? r[i] + y[i] : y[i] + r[i];
+
+		if (ep->res_act == MI_QRES_RELU)
+			v = v > 0.0f ? v : 0.0f;
+		else if (ep->res_act == MI_QRES_CLIP) {
+			v = v > ep->res_lo ? v : ep->res_lo;
+			v = v < ep->res_hi ? v : ep->res_hi;
+		}
+		y[i] = v;
+	}
+}
 
 static void blk_range(void *arg, int64_t p0, int64_t p1)
 {
@@ -804,6 +826,8 @@ static void blk_range(void *arg, int64_t p0, int64_t p1)
 		for (; p < p1; p++)
 			for (int l = 0; l < b; l++)
 				d[p * b + l] = cb * b + l < j->c ? s[l * hw + p] : 0.0f;
+		if (j->r)
+			res_add_range(j->ep, j->r + (cb * hw + p0) * b, d + p0 * b, (p1 - p0) * b);
 	}
 }
 
@@ -853,9 +877,14 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 		/* blocked by 8: straight from the tile epilogues where the
 		 * kernel can (no planar floats through memory), else planar
 		 * into the workspace and transposed */
+		const float *rb = q->res_in ? (const float *)mi_in(g, n, q->res_in)->data +
+						      b * (ys / sizeof(float)) : NULL;
+
 		if (q->out_b == 8) {
+			q->ep.res = rb;
 			err = mi_qconv_run(&q->cv, xb, q->x_signed, q->zx, &q->ep, yb, q->sh->ws,
 					   fl | MI_QCONV_OUT_BLK8);
+			q->ep.res = NULL;
 			if (!err)
 				continue;
 		}
@@ -865,7 +894,8 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 		if (err)
 			return mi_graph_err(g, n, err, "int8 conv failed");
 		if (q->out_b) {
-			struct blk_job j = { pl, (float *)yb, s->oc, (int64_t)s->oh * s->ow, q->out_b };
+			struct blk_job j = { pl, (float *)yb, s->oc, (int64_t)s->oh * s->ow, q->out_b,
+					     rb, &q->ep };
 
 			/* ranges of ~16K floats, as the standalone DQ */
 			par_range(q->nthreads, j.hw, (16 << 10) / s->oc + 1, blk_range, &j);
@@ -3728,6 +3758,57 @@ void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
 	if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
 		fprintf(stderr, "metainfer: int8: %s '%s': fp32 side blocked by %d, quantized side %s\n",
 			n->op_type, n->name, k->b, q->qdq_c4 ? "C4" : "planar");
+}
+
+/*
+ * lib/cpu/nchwc.c: the residual Add `add` (both operands and its output
+ * blocked, an absorbed activation: node act_node (-1: none), act, lo, hi)
+ * reads n's blocked fp32 output, n's only reader, and its other operand
+ * is ready before n runs: n takes the Add over (ep.res in its blocked
+ * epilogue, blk8_store_res, or after the transposition of the fallback).
+ * The NCHWc pass then neither reads n's output back nor writes the sum
+ * separately (ResNet-50's layer1/layer2 Adds, 0.12-0.25 ms each).
+ * 0 done (the Add and act_node dead, undone by qnode_fini), else nothing
+ * changed.  MI_QUANT_RESADD=0: never.
+ */
+MI_QUANT_SWITCH(resadd, "MI_QUANT_RESADD")
+
+int mi_quant_conv_add(struct mi_graph *g, struct mi_node *n, struct mi_node *add,
+		      int act_node, int act, float lo, float hi)
+{
+	struct qnode *q = n->priv;
+	int t = n->outputs[0], s, other, out;
+
+	if (!resadd_on() || n->dead || !mi_quant_node_is(n) || !q->is_conv || !q->out_b ||
+	    q->ep.mode != MI_QOUT_F32 || q->res_in || !q->qdq_phys || n->noutputs != 1 ||
+	    n->ninputs != 1 || q->orig_ninputs < 2 || q->nkilled + 2 > 8 || add->dead ||
+	    add->ninputs != 2 || add->noutputs != 1 ||
+	    (act != MI_ACT_NONE && act != MI_ACT_RELU && act != MI_ACT_CLIP))
+		return -EOPNOTSUPP;
+	s = add->inputs[0] == t ? 0 : add->inputs[1] == t ? 1 : -1;
+	if (s < 0 || add->inputs[1 - s] == t || mi_graph_sole_consumer(g, t) != (int)(add - g->nodes))
+		return -EOPNOTSUPP;
+	other = add->inputs[1 - s];
+	out = act_node >= 0 ? g->nodes[act_node].outputs[0] : add->outputs[0];
+	kill(g, q, add);
+	if (act_node >= 0)
+		kill(g, q, &g->nodes[act_node]);
+	n->inputs[1] = other;
+	n->ninputs = 2;
+	q->res_in = 1;
+	q->ep.res_act = act == MI_ACT_RELU ? MI_QRES_RELU : act == MI_ACT_CLIP ? MI_QRES_CLIP :
+					     MI_QRES_NONE;
+	q->ep.res_first = s == 1;
+	q->ep.res_lo = lo;
+	q->ep.res_hi = hi;
+	n->outputs[0] = out;
+	g->tensors[out].producer = (int)(n - g->nodes);
+	g->tensors[out].phys_bytes = g->tensors[t].phys_bytes;
+	g->tensors[t].phys_bytes = 0;
+	if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+		fprintf(stderr, "metainfer: int8: Conv '%s': Add '%s'%s fused\n", n->name,
+			add->name, act_node >= 0 ? " + act" : "");
+	return 0;
 }
 
 static int try_qdq_op(struct mi_graph *g, struct mi_node *n)

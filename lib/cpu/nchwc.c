@@ -60,6 +60,11 @@ int mi_quant_qdq_kind(struct mi_graph *g, struct mi_node *n)
 	__attribute__((weak));
 void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
 	__attribute__((weak));
+/* ... an int8 conv (kind NC_DQ) that writes its fp32 output blocked takes
+ * over the residual Add reading it (and the Add's activation): 0 done */
+int mi_quant_conv_add(struct mi_graph *g, struct mi_node *n, struct mi_node *add,
+		      int act_node, int act, float lo, float hi)
+	__attribute__((weak));
 
 #define NC_MAX_ABSORB 4
 
@@ -1594,6 +1599,51 @@ static bool x1_keep(struct mi_graph *g, struct mi_node *n, const struct nc_node 
 	return mi_cpu_consumers(g, n->outputs[0], c, 2) == 1 && kind[c[0]] == NC_DW;
 }
 
+/*
+ * A blocked Add (node ai, f) whose operand is the blocked fp32 output of
+ * an int8 conv (kind NC_DQ), read by nothing else, and whose other operand
+ * is computed before that conv: the conv's epilogue adds it
+ * (mi_quant_conv_add), no pass over the three tensors here.  The later
+ * conv of two candidates (ResNet's downsample and conv3).  The Add's
+ * absorbed activation goes with it.  true: the Add is lib/quant's now.
+ */
+static bool add_to_qconv(struct mi_graph *g, int ai, struct nc_node *f,
+			 const int *kind, const char *blk)
+{
+	struct mi_node *n = &g->nodes[ai];
+	int best = -1, bpos = -1, pos[2] = { -1, -1 }, a;
+
+	if (!mi_quant_conv_add || f->nabsorbed > 1 || !blk[n->outputs[0]])
+		return false;
+	for (int s = 0; s < 2; s++) {
+		int p = g->tensors[n->inputs[s]].producer;
+
+		for (int o = 0; p >= 0 && o < g->norder; o++)
+			if (g->order[o] == p)
+				pos[s] = o;
+	}
+	for (int s = 0; s < 2; s++) {
+		int t = n->inputs[s], p = g->tensors[t].producer;
+
+		if (p < 0 || kind[p] != NC_DQ || !blk[t] || pos[s] < 0 ||
+		    (g->tensors[t].flags & MI_TF_OUTPUT) ||
+		    mi_graph_sole_consumer(g, t) != ai || pos[1 - s] >= pos[s] ||
+		    pos[s] <= bpos)
+			continue;
+		best = p;
+		bpos = pos[s];
+	}
+	if (best < 0)
+		return false;
+	a = f->nabsorbed ? f->absorbed[0] : -1;
+	unfuse(g, n, f);
+	if (!mi_quant_conv_add(g, &g->nodes[best], n, a, f->act, f->lo, f->hi))
+		return true;
+	if (a >= 0)
+		absorb(g, n, f, a);
+	return false;
+}
+
 int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 {
 	const char *env = getenv("MI_CPU_NCHWC");
@@ -1756,8 +1806,23 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 			free(fs[i]);
 			fs[i] = NULL;
 		}
+		if (!fs[i] || kind[i] == NC_ADD)
+			continue;
+		g->nodes[i].priv = fs[i];
+		err = finish(g, &g->nodes[i], fs[i], blk, ws);
+		fs[i] = NULL;
+		if (err)
+			goto out;
+	}
+	/* the Adds after every int8 conv was told its layout */
+	for (int i = 0; i < g->nnodes; i++) {
 		if (!fs[i])
 			continue;
+		if (add_to_qconv(g, i, fs[i], kind, blk)) {
+			free(fs[i]);
+			fs[i] = NULL;
+			continue;
+		}
 		g->nodes[i].priv = fs[i];
 		err = finish(g, &g->nodes[i], fs[i], blk, ws);
 		fs[i] = NULL;

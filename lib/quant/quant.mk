@@ -32,6 +32,7 @@ check-quant: $(QUANT_TESTS) $(O)/metainfer
 	$(PYTHON) lib/quant/tests/test-quantize.py
 	$(PYTHON) lib/quant/tests/test-equalize.py
 	$(PYTHON) lib/quant/tests/test-qdq-layout.py
+	$(PYTHON) lib/quant/tests/test-qresadd.py
 	$(PYTHON) lib/quant/tests/test-qsplit.py
 	$(PYTHON) lib/quant/tests/test-qmove.py
 	$(PYTHON) tools/models/digits.py --eval --check

@@ -195,6 +195,88 @@ static int test_blk8(const struct mi_qconv *cv, const void *x, bool x_signed, in
 	return fails;
 }
 
+static int res_runs;
+
+/* act(f + r) (act(r + f) first) as the NCHWc Add computes it */
+static float res_ref(const struct mi_qepi *ep, float f, float r)
+{
+	float v = ep->res_first ? r + f : f + r;
+
+	/* maxps / minps: the second operand unless the first compares
+	 * greater / less (NaN: the bound) */
+	if (ep->res_act == MI_QRES_RELU)
+		v = v > 0.0f ? v : 0.0f;
+	if (ep->res_act == MI_QRES_CLIP) {
+		v = v > ep->res_lo ? v : ep->res_lo;
+		v = v < ep->res_hi ? v : ep->res_hi;
+	}
+	return v;
+}
+
+/*
+ * The fused residual Add of the blocked output (ep->res): every act, both
+ * operand orders, AVX2 and SSE stores, against the planar output yk of
+ * the same path plus the residual, bitwise, pad lanes too (act(0 + r)).
+ * The residual holds -0, the negated output (exact zeros of either sign)
+ * and a NaN.
+ */
+static int test_blk8_res(const struct mi_qconv *cv, const void *x, bool x_signed, int zx,
+			 const struct mi_qepi *ep0, unsigned int flags, const float *yk)
+{
+	const struct mi_qconv_shape *s = &cv->s;
+	size_t ohw = (size_t)s->oh * s->ow, nb = (s->oc + 7) / 8, nf = nb * 8 * ohw;
+	float *yb = malloc(nf * sizeof(float)), *r = malloc(nf * sizeof(float));
+	int fails = 0;
+
+	for (size_t i = 0; i < nf; i++) {
+		size_t c = i / (8 * ohw) * 8 + i % 8, p = i / 8 % ohw;
+
+		r[i] = (float)(rnd() % 2001 - 1000) / 256.0f;
+		if (rnd() % 8 == 0)
+			r[i] = c < (size_t)s->oc ? -yk[c * ohw + p] : -0.0f;
+		if (rnd() % 16 == 0)
+			r[i] = -0.0f;
+	}
+	r[rnd() % nf] = __builtin_nanf("");
+	for (int v = 0; v < 6 && !fails; v++) {
+		struct mi_qepi ep = *ep0;
+		int err;
+
+		ep.res = r;
+		ep.res_act = v % 3;
+		ep.res_first = v / 3;
+		ep.res_lo = -0.5f;
+		ep.res_hi = 1.75f;
+		mi_quant_set_res_avx(rnd() % 2);
+		memset(yb, 0xcd, nf * sizeof(float));
+		err = mi_qconv_run(cv, x, x_signed, zx, &ep, yb, NULL, flags | MI_QCONV_OUT_BLK8);
+		if (err == -EOPNOTSUPP)
+			break;
+		if (err) {
+			fprintf(stderr, "FAIL conv blk8 res run: %d\n", err);
+			fails++;
+			break;
+		}
+		res_runs++;
+		for (size_t i = 0; i < nf && !fails; i++) {
+			size_t c = i / (8 * ohw) * 8 + i % 8, p = i / 8 % ohw;
+			float want = res_ref(&ep, c < (size_t)s->oc ? yk[c * ohw + p] : 0.0f, r[i]);
+
+			if (memcmp(&want, yb + i, 4)) {
+				fprintf(stderr,
+					"FAIL conv blk8 res act %d first %d: c%d oc%d g%d %dx%d k%dx%d s%d,%d: channel %zu pixel %zu: %g, want %g\n",
+					ep.res_act, ep.res_first, s->c, s->oc, s->group, s->h, s->w,
+					s->kh, s->kw, s->sh, s->sw, c, p, yb[i], want);
+				fails++;
+			}
+		}
+	}
+	mi_quant_set_res_avx(1);
+	free(yb);
+	free(r);
+	return fails;
+}
+
 static int test_conv(int iter)
 {
 	struct mi_qconv_shape s;
@@ -504,6 +586,12 @@ static int test_conv(int iter)
 						   (c4x ? MI_QCONV_IN_C4 : 0) |
 							   (mode % 2 ? MI_QCONV_CHAN : 0),
 						   (const float *)(void *)yk);
+			if (mode == MI_QOUT_F32 && !ep.out_c4)
+				fails += test_blk8_res(&cv, c4x && !in_c4 ? xc4 : xin, x_signed, zx,
+						       &ep,
+						       (c4x ? MI_QCONV_IN_C4 : 0) |
+							       (mode % 2 ? MI_QCONV_CHAN : 0),
+						       (const float *)(void *)yk);
 			if (ep.out_c4) { /* back to NCHW */
 				uint8_t *t = malloc(ny);
 
@@ -1042,6 +1130,7 @@ int main(int argc, char **argv)
 	       dwq_in_runs);
 	printf("  (%d fp32 runs blocked by 8 from the tile epilogues, %d refused)\n", blk8_runs,
 	       blk8_refused);
+	printf("  (%d of them with a residual Add fused)\n", res_runs);
 	if (mi_quant_isa_max() >= MI_QISA_AVX2 && !blk8_runs) {
 		fprintf(stderr, "FAIL no fp32 run blocked by 8 from the tiles\n");
 		fails++;

@@ -338,6 +338,9 @@ struct mi_qwino;
 typedef void (*mi_qepi_fn)(const int32_t *acc, int ldacc, int rows, int np,
 			   const struct mi_qepi *ep, int oc0, void *out, ptrdiff_t ldo);
 int mi_quant_set_wino(int on);
+/* MI_QUANT_WSPLIT switch (tests): 0 splits the Winograd blocks as on one
+ * thread (fixed rows, channel chunks for the threads) */
+int mi_quant_set_wsplit(int on);
 bool mi_qwino_on(void);
 bool mi_qwino_fits(const struct mi_qconv_shape *s);
 /* NULL: the shape does not fit, the weights could overflow the exact

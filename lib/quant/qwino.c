@@ -244,6 +244,9 @@ struct wino_job {
 	uint8_t *ws;
 	mi_qepi_fn epi;
 	int nchunk, bpc; /* output blocks in nchunk chunks of bpc */
+	/* blocks of tile rows: nbk, block b rows [b * rq + min(b, rr), +rq
+	 * (+1 for b < rr)) clipped to th (wino_split) */
+	int nbk, rq, rr;
 };
 
 /* 32 bytes of padded-row pixels -> 16 even-column bytes, 16 odd ones */
@@ -587,7 +590,8 @@ static void wino_item(void *arg, int item, int tid)
 	const struct wino_job *j = arg;
 	const struct mi_qwino *wn = j->wn;
 	int blk = item / j->nchunk, chunk = item % j->nchunk;
-	int ty0 = blk * wn->rb, ty1 = ty0 + wn->rb < wn->th ? ty0 + wn->rb : wn->th;
+	int ty0 = blk * j->rq + (blk < j->rr ? blk : j->rr);
+	int ty1 = ty0 + j->rq + (blk < j->rr) < wn->th ? ty0 + j->rq + (blk < j->rr) : wn->th;
 	int ob0 = chunk * j->bpc, ob1 = ob0 + j->bpc < wn->nob ? ob0 + j->bpc : wn->nob;
 	uint8_t *w = j->ws + (size_t)tid * wn->ws_per;
 	int16_t *v = (int16_t *)(void *)w;
@@ -633,6 +637,105 @@ static void wino_item(void *arg, int item, int tid)
 	}
 }
 
+/* MI_QUANT_WSPLIT=0: the threads share the blocks of wn->rb rows (and
+ * output channel chunks) as on one thread, not wino_split's choice */
+static int wsplit_cur = -1;
+
+int mi_quant_set_wsplit(int on)
+{
+	return wsplit_cur = !!on;
+}
+
+/* Finish time of the slowest of nt threads that claim nbk * nchunk items
+ * in order (par_for's dynamic ranges of one item), each on the thread
+ * free first; item costs in gemm_cost units: its GEMM's share of the
+ * output blocks, and its block's input transform and per-chunk costs,
+ * 14% of the block's GEMM up to 256 output channels, 3600 / oc % above
+ * (a chunk more cost +16% at 64 channels on 56x56, +12.5% at 256 on
+ * 14x14: BENCH_SPLIT=2 bench-qconv; +3-7% at 512 in ResNet-50). */
+static int64_t wino_makespan(const struct mi_qwino *wn, int nt, int nbk, int rq, int rr,
+			     int nchunk, int bpc)
+{
+	int64_t fin[16] = { 0 }, worst = 0;
+	int tr = 3600 / wn->oc < 14 ? 3600 / wn->oc : 14;
+
+	for (int b = 0; b < nbk; b++) {
+		int ty0 = b * rq + (b < rr ? b : rr), rows = rq + (b < rr);
+		int tiles = (ty0 + rows < wn->th ? rows : wn->th - ty0) * wn->tw;
+
+		for (int c = 0; c < nchunk; c++) {
+			int ob = wn->nob - c * bpc < bpc ? wn->nob - c * bpc : bpc, t = 0;
+			int64_t cost = (int64_t)gemm_cost(tiles) * ob * 100 / wn->nob +
+				       (int64_t)gemm_cost(tiles) * tr;
+
+			if (ob <= 0)
+				continue;
+			for (int i = 1; i < nt; i++)
+				if (fin[i] < fin[t])
+					t = i;
+			fin[t] += cost;
+			worst = fin[t] > worst ? fin[t] : worst;
+		}
+	}
+	return worst;
+}
+
+/*
+ * The split of a conv over nt > 1 threads: blocks of tile rows (wn->rb,
+ * the last one shorter, or nbk blocks of balanced rows, at most wn->rb:
+ * the workspace's) x chunks of output channels (each redoing its block's
+ * input transform), the least makespan; on a tie the first candidate,
+ * wn->rb rows and nt / gcd(nb, nt) chunks.  ResNet's 28x28 map of 14
+ * tile rows: 4 + 4 | 4 + 2 rows -> 4 + 3 | 4 + 3; 56x56 (28 rows, 64
+ * channels): 8 blocks of 3-4 rows, not 7 x 2 chunks (the transform is a
+ * quarter of the GEMM there).
+ */
+static void wino_split(const struct mi_qwino *wn, int nt, struct wino_job *j)
+{
+	int a = wn->nb, b = nt;
+	int64_t best;
+
+	while (b) {
+		int t = a % b;
+
+		a = b;
+		b = t;
+	}
+	j->nbk = wn->nb;
+	j->rq = wn->rb;
+	j->rr = 0;
+	j->nchunk = 1;
+	if (nt > 1 && wn->nb < 4 * nt) {
+		j->nchunk = nt / a;
+		j->nchunk = j->nchunk < (wn->nob + 1) / 2 ? j->nchunk : (wn->nob + 1) / 2;
+		j->nchunk = j->nchunk < 1 ? 1 : j->nchunk;
+	}
+	j->bpc = (wn->nob + j->nchunk - 1) / j->nchunk;
+	j->nchunk = (wn->nob + j->bpc - 1) / j->bpc;
+	if (nt < 2 || nt > 16 || !mi_quant_switch(&wsplit_cur, "MI_QUANT_WSPLIT"))
+		return;
+	best = wino_makespan(wn, nt, j->nbk, j->rq, j->rr, j->nchunk, j->bpc);
+	for (int nbk = wn->nb; nbk <= wn->th && nbk <= 8 * nt; nbk++)
+		for (int nc = 1; nc <= 4 && nc <= (wn->nob + 1) / 2; nc++) {
+			int rq = wn->th / nbk, rr = wn->th % nbk;
+			int bpc = (wn->nob + nc - 1) / nc;
+			int64_t m;
+
+			if (rq + (rr > 0) > wn->rb)
+				continue;
+			m = wino_makespan(wn, nt, nbk, rq, rr, (wn->nob + bpc - 1) / bpc, bpc);
+			/* 2% better (the model is rough) */
+			if (m * 50 < best * 49) {
+				best = m;
+				j->nbk = nbk;
+				j->rq = rq;
+				j->rr = rr;
+				j->bpc = bpc;
+				j->nchunk = (wn->nob + bpc - 1) / bpc;
+			}
+		}
+}
+
 int mi_qwino_run(const struct mi_qwino *wn, const void *x, bool in_c4, uint8_t flip,
 		 uint8_t zx, const struct mi_qepi *ep, void *y, void *ws, mi_qepi_fn epi,
 		 mi_qparallel_for pf, int nt)
@@ -644,23 +747,9 @@ int mi_qwino_run(const struct mi_qwino *wn, const void *x, bool in_c4, uint8_t f
 
 	/* few blocks for the threads (7 on a 56x56 map, 1 on 7x7): output
 	 * channel chunks too, as many as make the items a multiple of the
-	 * threads, each chunk redoing its block's input transform */
-	j.nchunk = 1;
-	if (nt > 1 && wn->nb < 4 * nt) {
-		int a = wn->nb, b = nt;
-
-		while (b) {
-			int t = a % b;
-
-			a = b;
-			b = t;
-		}
-		j.nchunk = nt / a;
-		j.nchunk = j.nchunk < (wn->nob + 1) / 2 ? j.nchunk : (wn->nob + 1) / 2;
-		j.nchunk = j.nchunk < 1 ? 1 : j.nchunk;
-	}
-	j.bpc = (wn->nob + j.nchunk - 1) / j.nchunk;
-	j.nchunk = (wn->nob + j.bpc - 1) / j.bpc;
-	pf(wn->nb * j.nchunk, wino_item, &j);
+	 * threads, each chunk redoing its block's input transform; or
+	 * blocks of balanced rows (wino_split) */
+	wino_split(wn, nt, &j);
+	pf(j.nbk * j.nchunk, wino_item, &j);
 	return 0;
 }

@@ -36,6 +36,36 @@ static double cpu_now(void)
 	return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+/*
+ * BENCH_SPLIT=nt: the split for nt threads, measured on one core: the
+ * items run in order, each timed (thread CPU time), and handed to the
+ * thread free first as par_for's claims would be; a call's time is the
+ * sum over its parallel loops of the slowest thread's.  Alternated call
+ * by call between the Winograd split as on one thread
+ * (MI_QUANT_WSPLIT=0) and wino_split's (=1): the fastest call of each.
+ */
+static int split_nt;
+static double split_ms, split_sum;
+
+static void timed_for(int n, mi_qpar_fn fn, void *arg)
+{
+	double fin[64] = { 0 }, worst = 0;
+
+	for (int i = 0; i < n; i++) {
+		double t0 = cpu_now();
+		int t = 0;
+
+		fn(arg, i, 0);
+		for (int k = 1; k < split_nt; k++)
+			if (fin[k] < fin[t])
+				t = k;
+		fin[t] += cpu_now() - t0;
+		split_sum += cpu_now() - t0;
+		worst = fin[t] > worst ? fin[t] : worst;
+	}
+	split_ms += worst * 1e3;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { int c, hw, oc, k, s, g, c4; } L[] = {
@@ -74,6 +104,10 @@ int main(int argc, char **argv)
 	double secs = argc > 1 ? atof(argv[1]) : 0.3;
 
 	w7 = getenv("BENCH_W7") && atoi(getenv("BENCH_W7"));
+	split_nt = getenv("BENCH_SPLIT") ? atoi(getenv("BENCH_SPLIT")) : 0;
+	split_nt = split_nt < 2 ? 0 : split_nt > 64 ? 64 : split_nt;
+	if (split_nt)
+		mi_quant_set_parallel(timed_for, split_nt);
 	ab = w7 && getenv("BENCH_AB") && atoi(getenv("BENCH_AB"));
 	int only = -1;
 
@@ -82,7 +116,10 @@ int main(int argc, char **argv)
 		       !strcmp(argv[2], "avx2")	   ? MI_QISA_AVX2 :
 		       !strcmp(argv[2], "avx512")  ? MI_QISA_AVX512 :
 						     MI_QISA_AVX512 + 1;
-	if (ab)
+	if (split_nt)
+		printf("%-11s %-26s %10s %10s %6s %10s %10s\n", "isa", "layer", "ms split0",
+		       "ms split1", "ratio", "sum0", "sum1");
+	else if (ab)
 		printf("%-11s %-26s %10s %10s %6s\n", "isa", "layer", "ms int16", "ms u8s7", "ratio");
 	else
 		printf("%-11s %-26s %10s %10s\n", "isa", "layer", "ms", "GMAC/s");
@@ -136,9 +173,26 @@ int main(int argc, char **argv)
 				mult[o] = 0.001f;
 			mi_qconv_run(&cv, x, false, 3, &ep, y, ws, fl);
 			int it = 0;
-			double t0 = cpu_now(), t, best[2] = { 1e9, 1e9 };
+			double t0 = cpu_now(), t = t0, best[2] = { 1e9, 1e9 };
 
+			double one = 1e9;
+
+			double one1 = 1e9;
+
+			while (split_nt && (it < 3 || cpu_now() - t0 < secs)) {
+				for (int v = 0; v <= 1; v++) {
+					mi_quant_set_wsplit(v);
+					split_ms = split_sum = 0;
+					mi_qconv_run(&cv, x, false, 3, &ep, y, ws, fl);
+					best[v] = split_ms < best[v] ? split_ms : best[v];
+					one = !v && split_sum < one ? split_sum : one;
+					one1 = v && split_sum < one1 ? split_sum : one1;
+				}
+				it++;
+			}
 			do {
+				if (split_nt)
+					break;
 				/* BENCH_AB=1: the int16 tiles (MI_QUANT_U8S7=0) and
 				 * tile_avx2b call by call, the fastest call of each */
 				for (int v = 0; v <= ab; v++) {
@@ -157,7 +211,11 @@ int main(int argc, char **argv)
 
 			snprintf(name, sizeof(name), "c%d %dx%d oc%d k%d s%d g%d%s", s.c, s.h, s.w,
 				 s.oc, s.kh, s.sh, s.group, L[i].c4 ? " c4" : "");
-			if (ab)
+			if (split_nt)
+				printf("%-11s %-26s %10.3f %10.3f %6.3f %10.3f %10.3f\n",
+				       mi_quant_isa_name(isa), name, best[0], best[1], best[1] / best[0],
+				       one * 1e3, one1 * 1e3);
+			else if (ab)
 				printf("%-11s %-26s %10.3f %10.3f %6.3f\n", mi_quant_isa_name(isa), name,
 				       best[0] * 1e3, best[1] * 1e3, best[0] / best[1]);
 			else

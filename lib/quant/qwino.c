@@ -244,10 +244,24 @@ struct wino_job {
 	uint8_t *ws;
 	mi_qepi_fn epi;
 	int nchunk, bpc; /* output blocks in nchunk chunks of bpc */
-	/* blocks of tile rows: nbk, block b rows [b * rq + min(b, rr), +rq
-	 * (+1 for b < rr)) clipped to th (wino_split) */
-	int nbk, rq, rr;
+	/* blocks of tile rows: nbk; block b rows [b * rb, + rb) clipped to
+	 * th, or with spread set [b * th / nbk, (b + 1) * th / nbk) (rows
+	 * balanced, the longer blocks spread out: wino_split) */
+	int nbk, rb;
+	bool spread;
 };
+
+static void wino_rows(const struct mi_qwino *wn, const struct wino_job *j, int blk, int *ty0,
+		      int *ty1)
+{
+	if (j->spread) {
+		*ty0 = (int)((int64_t)blk * wn->th / j->nbk);
+		*ty1 = (int)((int64_t)(blk + 1) * wn->th / j->nbk);
+	} else {
+		*ty0 = blk * j->rb;
+		*ty1 = *ty0 + j->rb < wn->th ? *ty0 + j->rb : wn->th;
+	}
+}
 
 /* 32 bytes of padded-row pixels -> 16 even-column bytes, 16 odd ones */
 __attribute__((target("avx2"))) static void deint_planar(const uint8_t *p, int lp, uint8_t *e,
@@ -590,8 +604,9 @@ static void wino_item(void *arg, int item, int tid)
 	const struct wino_job *j = arg;
 	const struct mi_qwino *wn = j->wn;
 	int blk = item / j->nchunk, chunk = item % j->nchunk;
-	int ty0 = blk * j->rq + (blk < j->rr ? blk : j->rr);
-	int ty1 = ty0 + j->rq + (blk < j->rr) < wn->th ? ty0 + j->rq + (blk < j->rr) : wn->th;
+	int ty0, ty1;
+
+	wino_rows(wn, j, blk, &ty0, &ty1);
 	int ob0 = chunk * j->bpc, ob1 = ob0 + j->bpc < wn->nob ? ob0 + j->bpc : wn->nob;
 	uint8_t *w = j->ws + (size_t)tid * wn->ws_per;
 	int16_t *v = (int16_t *)(void *)w;
@@ -646,36 +661,52 @@ int mi_quant_set_wsplit(int on)
 	return wsplit_cur = !!on;
 }
 
-/* Finish time of the slowest of nt threads that claim nbk * nchunk items
- * in order (par_for's dynamic ranges of one item), each on the thread
- * free first; item costs in gemm_cost units: its GEMM's share of the
- * output blocks, and its block's input transform and per-chunk costs,
- * 14% of the block's GEMM up to 256 output channels, 3600 / oc % above
- * (a chunk more cost +16% at 64 channels on 56x56, +12.5% at 256 on
- * 14x14: BENCH_SPLIT=2 bench-qconv; +3-7% at 512 in ResNet-50). */
-static int64_t wino_makespan(const struct mi_qwino *wn, int nt, int nbk, int rq, int rr,
-			     int nchunk, int bpc)
+/*
+ * Finish time of the slowest of nt threads running j's nbk * nchunk
+ * items as lib/quant's pool hands them out (qplan.c pool_for, items
+ * claimed one at a time when there are few): thread t owns the t-th
+ * contiguous range, runs it in order, then takes the next items of the
+ * ranges after its own; the thread free first claims first.  Item costs
+ * in gemm_cost units: its GEMM's and its weights' share of the output
+ * blocks, and its block's input transform and per-chunk costs, 14% of the
+ * block's GEMM up
+ * to 256 output channels, 3600 / oc % above (a chunk more cost +16% at 64
+ * channels on 56x56, +12.5% at 256 on 14x14: BENCH_SPLIT=2 bench-qconv;
+ * +3-7% at 512 in ResNet-50).
+ */
+static int64_t wino_makespan(const struct mi_qwino *wn, int nt, const struct wino_job *j)
 {
-	int64_t fin[16] = { 0 }, worst = 0;
+	int n = j->nbk * j->nchunk, next[16], end[16];
 	int tr = 3600 / wn->oc < 14 ? 3600 / wn->oc : 14;
+	/* weights over 256 KB come from L3 for every item (its chunk's
+	 * share): ~40 units a pass (32 bytes per c x oc at ~16 B a cycle,
+	 * against 16 tiles' GEMM, 160 units, at ~32 multiply-adds a cycle) */
+	int64_t wu = (int64_t)32 * wn->c * wn->oc > (256 << 10) ? 40 : 0;
+	int64_t fin[16], worst = 0;
 
-	for (int b = 0; b < nbk; b++) {
-		int ty0 = b * rq + (b < rr ? b : rr), rows = rq + (b < rr);
-		int tiles = (ty0 + rows < wn->th ? rows : wn->th - ty0) * wn->tw;
+	for (int t = 0; t < nt; t++) {
+		next[t] = (int)((int64_t)n * t / nt);
+		end[t] = (int)((int64_t)n * (t + 1) / nt);
+		fin[t] = 0;
+	}
+	for (int done = 0; done < n; done++) {
+		int t = 0, u = -1, i, ty0, ty1, ob, tiles;
 
-		for (int c = 0; c < nchunk; c++) {
-			int ob = wn->nob - c * bpc < bpc ? wn->nob - c * bpc : bpc, t = 0;
-			int64_t cost = (int64_t)gemm_cost(tiles) * ob * 100 / wn->nob +
-				       (int64_t)gemm_cost(tiles) * tr;
-
-			if (ob <= 0)
-				continue;
-			for (int i = 1; i < nt; i++)
-				if (fin[i] < fin[t])
-					t = i;
-			fin[t] += cost;
-			worst = fin[t] > worst ? fin[t] : worst;
-		}
+		for (int k = 1; k < nt; k++)
+			if (fin[k] < fin[t])
+				t = k;
+		for (int k = 0; k < nt && u < 0; k++)
+			if (next[(t + k) % nt] < end[(t + k) % nt])
+				u = (t + k) % nt;
+		i = next[u]++;
+		wino_rows(wn, j, i / j->nchunk, &ty0, &ty1);
+		tiles = (ty1 - ty0) * wn->tw;
+		ob = wn->nob - i % j->nchunk * j->bpc;
+		ob = ob < j->bpc ? ob : j->bpc;
+		if (ob > 0)
+			fin[t] += ((int64_t)gemm_cost(tiles) + wu) * ob * 100 / wn->nob +
+				  (int64_t)gemm_cost(tiles) * tr;
+		worst = fin[t] > worst ? fin[t] : worst;
 	}
 	return worst;
 }
@@ -684,16 +715,17 @@ static int64_t wino_makespan(const struct mi_qwino *wn, int nt, int nbk, int rq,
  * The split of a conv over nt > 1 threads: blocks of tile rows (wn->rb,
  * the last one shorter, or nbk blocks of balanced rows, at most wn->rb:
  * the workspace's) x chunks of output channels (each redoing its block's
- * input transform), the least makespan; on a tie the first candidate,
- * wn->rb rows and nt / gcd(nb, nt) chunks.  ResNet's 28x28 map of 14
- * tile rows: 4 + 4 | 4 + 2 rows -> 4 + 3 | 4 + 3; 56x56 (28 rows, 64
- * channels): 8 blocks of 3-4 rows, not 7 x 2 chunks (the transform is a
- * quarter of the GEMM there).
+ * input transform), the least makespan (wino_makespan); unless another is
+ * 2% better, wn->rb rows and nt / gcd(nb, nt) chunks as before.
+ * ResNet's 28x28 map of 14 tile rows: 4+4 | 4+2 -> 3+4 | 3+4; 56x56 (28
+ * rows, 64 channels): 8 blocks of 3-4 rows, not 7 x 2 chunks (the
+ * repeated transform is 16% of the GEMM there).
  */
 static void wino_split(const struct mi_qwino *wn, int nt, struct wino_job *j)
 {
 	int a = wn->nb, b = nt;
 	int64_t best;
+	struct wino_job c = *j;
 
 	while (b) {
 		int t = a % b;
@@ -702,8 +734,8 @@ static void wino_split(const struct mi_qwino *wn, int nt, struct wino_job *j)
 		b = t;
 	}
 	j->nbk = wn->nb;
-	j->rq = wn->rb;
-	j->rr = 0;
+	j->rb = wn->rb;
+	j->spread = false;
 	j->nchunk = 1;
 	if (nt > 1 && wn->nb < 4 * nt) {
 		j->nchunk = nt / a;
@@ -714,24 +746,22 @@ static void wino_split(const struct mi_qwino *wn, int nt, struct wino_job *j)
 	j->nchunk = (wn->nob + j->bpc - 1) / j->bpc;
 	if (nt < 2 || nt > 16 || !mi_quant_switch(&wsplit_cur, "MI_QUANT_WSPLIT"))
 		return;
-	best = wino_makespan(wn, nt, j->nbk, j->rq, j->rr, j->nchunk, j->bpc);
-	for (int nbk = wn->nb; nbk <= wn->th && nbk <= 8 * nt; nbk++)
+	best = wino_makespan(wn, nt, j);
+	c.rb = wn->rb;
+	c.spread = true;
+	for (c.nbk = wn->nb; c.nbk <= wn->th && c.nbk <= 8 * nt; c.nbk++)
 		for (int nc = 1; nc <= 4 && nc <= (wn->nob + 1) / 2; nc++) {
-			int rq = wn->th / nbk, rr = wn->th % nbk;
-			int bpc = (wn->nob + nc - 1) / nc;
 			int64_t m;
 
-			if (rq + (rr > 0) > wn->rb)
+			if ((wn->th + c.nbk - 1) / c.nbk > wn->rb)
 				continue;
-			m = wino_makespan(wn, nt, nbk, rq, rr, (wn->nob + bpc - 1) / bpc, bpc);
+			c.bpc = (wn->nob + nc - 1) / nc;
+			c.nchunk = (wn->nob + c.bpc - 1) / c.bpc;
+			m = wino_makespan(wn, nt, &c);
 			/* 2% better (the model is rough) */
 			if (m * 50 < best * 49) {
 				best = m;
-				j->nbk = nbk;
-				j->rq = rq;
-				j->rr = rr;
-				j->bpc = bpc;
-				j->nchunk = (wn->nob + bpc - 1) / bpc;
+				*j = c;
 			}
 		}
 }

@@ -38,29 +38,44 @@ static double cpu_now(void)
 
 /*
  * BENCH_SPLIT=nt: the split for nt threads, measured on one core: the
- * items run in order, each timed (thread CPU time), and handed to the
- * thread free first as par_for's claims would be; a call's time is the
- * sum over its parallel loops of the slowest thread's.  Alternated call
- * by call between the Winograd split as on one thread
- * (MI_QUANT_WSPLIT=0) and wino_split's (=1): the fastest call of each.
+ * items run in order, each timed (thread CPU time), then are handed out
+ * as lib/quant's pool does (qplan.c pool_for, one item a claim): thread t
+ * owns the t-th contiguous range, then takes from the ranges after its
+ * own, the thread free first claiming first.  A call's time is the sum
+ * over its parallel loops of the slowest thread's.  Alternated call by
+ * call between the Winograd split as on one thread (MI_QUANT_WSPLIT=0)
+ * and wino_split's (=1): the fastest call of each.
  */
 static int split_nt;
 static double split_ms, split_sum;
+static double item_cost[1 << 16];
 
 static void timed_for(int n, mi_qpar_fn fn, void *arg)
 {
 	double fin[64] = { 0 }, worst = 0;
+	int next[64], end[64];
 
 	for (int i = 0; i < n; i++) {
 		double t0 = cpu_now();
-		int t = 0;
 
 		fn(arg, i, 0);
+		item_cost[i < (1 << 16) ? i : 0] = cpu_now() - t0;
+		split_sum += item_cost[i < (1 << 16) ? i : 0];
+	}
+	for (int t = 0; t < split_nt; t++) {
+		next[t] = (int)((int64_t)n * t / split_nt);
+		end[t] = (int)((int64_t)n * (t + 1) / split_nt);
+	}
+	for (int done = 0; done < n && n <= (1 << 16); done++) {
+		int t = 0, u = -1;
+
 		for (int k = 1; k < split_nt; k++)
 			if (fin[k] < fin[t])
 				t = k;
-		fin[t] += cpu_now() - t0;
-		split_sum += cpu_now() - t0;
+		for (int k = 0; k < split_nt && u < 0; k++)
+			if (next[(t + k) % split_nt] < end[(t + k) % split_nt])
+				u = (t + k) % split_nt;
+		fin[t] += item_cost[next[u]++];
 		worst = fin[t] > worst ? fin[t] : worst;
 	}
 	split_ms += worst * 1e3;

@@ -2494,6 +2494,10 @@ blk8_store_res_avx2(const float *t, int np, float *y, const float *r, const stru
 			y[p * 8 + l] = res1(ep, t[l * MI_QNR + p], r[p * 8 + l]);
 }
 
+/* MI_QUANT_CHUNK8=0: a 1x1 conv on a few panels splits into ~4 items a
+ * thread, never 8 (A/B) */
+MI_QUANT_SWITCH(chunk8, "MI_QUANT_CHUNK8")
+
 /* One (group, pixel panel): im2col into the panel, all output blocks. */
 static void conv_gemm_item(void *arg, int item, int tid)
 {
@@ -4601,7 +4605,15 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 			j.nchunk = (cv->w.nblk + j.bpc - 1) / j.bpc;
 			j.chan = true;
 		} else if (nt > 1 && items < 4 * nt && ((j.in_direct && cv->direct1x1) || j.amx_rows)) {
-			j.nchunk = (4 * nt + items - 1) / items;
+			/* ~8 items a thread where they stay over 1M
+			 * multiply-adds and a pixel split is possible (items
+			 * of 1/14 of a 14x14 map left one thread up to one
+			 * item behind: ResNet-50 layer3's 1x1 convs) */
+			int64_t macs = (int64_t)s->oc * s->oh * s->ow * (s->c / s->group);
+			int tgt = items >= 2 * nt && macs >= ((int64_t)8 << 20) * nt && chunk8_on() ?
+					  8 : 4;
+
+			j.nchunk = (tgt * nt + items - 1) / items;
 			j.nchunk = j.nchunk < cv->w.nblk ? j.nchunk : cv->w.nblk;
 			j.bpc = (cv->w.nblk + j.nchunk - 1) / j.nchunk;
 			j.bpc += j.amx && j.bpc % 2 && j.bpc < cv->w.nblk;

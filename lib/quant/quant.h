@@ -341,6 +341,9 @@ int mi_quant_set_wino(int on);
 /* MI_QUANT_WSPLIT switch (tests): 0 splits the Winograd blocks as on one
  * thread (fixed rows, channel chunks for the threads) */
 int mi_quant_set_wsplit(int on);
+/* MI_QUANT_CHUNK8 switch (tests): 0 splits 1x1 convs on few panels in ~4
+ * items a thread, never ~8 */
+int mi_quant_set_chunk8(int on);
 bool mi_qwino_on(void);
 bool mi_qwino_fits(const struct mi_qconv_shape *s);
 /* NULL: the shape does not fit, the weights could overflow the exact

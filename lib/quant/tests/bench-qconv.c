@@ -43,8 +43,8 @@ static double cpu_now(void)
  * owns the t-th contiguous range, then takes from the ranges after its
  * own, the thread free first claiming first.  A call's time is the sum
  * over its parallel loops of the slowest thread's.  Alternated call by
- * call between the Winograd split as on one thread (MI_QUANT_WSPLIT=0)
- * and wino_split's (=1): the fastest call of each.
+ * call between the splits as before (MI_QUANT_WSPLIT=0 and
+ * MI_QUANT_CHUNK8=0) and now (=1): the fastest call of each.
  */
 static int split_nt;
 static double split_ms, split_sum;
@@ -197,6 +197,7 @@ int main(int argc, char **argv)
 			while (split_nt && (it < 3 || cpu_now() - t0 < secs)) {
 				for (int v = 0; v <= 1; v++) {
 					mi_quant_set_wsplit(v);
+					mi_quant_set_chunk8(v);
 					split_ms = split_sum = 0;
 					mi_qconv_run(&cv, x, false, 3, &ep, y, ws, fl);
 					best[v] = split_ms < best[v] ? split_ms : best[v];

@@ -86,6 +86,10 @@ int mi_quant_set_mvf32(int on);
  * pixels or 32 bytes at a time (default on, MI_QUANT_HMAX2=0 off: byte by
  * byte).  Returns the setting. */
 int mi_quant_set_hmax2(int on);
+/* ... and (default on, MI_QUANT_HMAX3=0 off) the rows of taps read once,
+ * the last vector of a row overlapping the one before, C4 edge pixels 4
+ * channels at a time.  Returns the setting. */
+int mi_quant_set_hmax3(int on);
 /* AVX2 stride-2 im2col 8 pixels at a time (default on, MI_QUANT_S2V=0
  * off: one pixel at a time).  Returns the setting. */
 int mi_quant_set_s2v(int on);

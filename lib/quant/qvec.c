@@ -563,6 +563,219 @@ hmax_avx2(const uint8_t *t, const struct mi_qpool_shape *s, bool s8, int ox0, in
 	return ox;
 }
 
+/* MI_QUANT_HMAX3=0: the AVX2 MaxPools as before (A/B): the rows' max one
+ * memcpy and a pass per further row, the row tails and edge pixels byte
+ * by byte. */
+MI_QUANT_SWITCH(hmax3, "MI_QUANT_HMAX3")
+
+/*
+ * Vertical pass in one go: t[0, n) = max of rows r[0..nr) (nr >= 1), 32
+ * bytes per step, the last step overlapping the one before (the rows are
+ * not t, so the bytes written twice are the same); under 32 bytes scalar.
+ */
+__attribute__((target("avx2"))) static void vmax_rows_avx2(uint8_t *t, const uint8_t *const *r,
+							   int nr, int n, bool s8)
+{
+	int i = 0;
+
+	if (nr == 1) {
+		memcpy(t, r[0], n);
+		return;
+	}
+	if (n >= 32)
+		for (;; i += 32) {
+			if (i + 32 > n)
+				i = n - 32;
+			__m256i a = _mm256_loadu_si256((const __m256i *)(r[0] + i));
+
+			for (int k = 1; k < nr; k++) {
+				__m256i b = _mm256_loadu_si256((const __m256i *)(r[k] + i));
+
+				a = s8 ? _mm256_max_epi8(a, b) : _mm256_max_epu8(a, b);
+			}
+			_mm256_storeu_si256((__m256i *)(t + i), a);
+			if (i + 32 >= n)
+				return;
+		}
+	for (; i < n; i++) {
+		int m = s8 ? (int8_t)r[0][i] : r[0][i];
+
+		for (int k = 1; k < nr; k++) {
+			int e = s8 ? (int8_t)r[k][i] : r[k][i];
+
+			m = e > m ? e : m;
+		}
+		t[i] = (uint8_t)m;
+	}
+}
+
+/*
+ * The 16-byte form of hmax_avx2 (SSE on the low halves): outputs
+ * [ox0, ox1), at least 16 of them, the last step overlapping.
+ */
+__attribute__((target("avx2"))) static void hmax16_avx2(const uint8_t *t,
+							 const struct mi_qpool_shape *s, bool s8,
+							 int ox0, int ox1, uint8_t *y)
+{
+	const __m128i lo8 = _mm_set1_epi16(0x00ff);
+
+	for (int ox = ox0;; ox += 16) {
+		if (ox + 16 > ox1)
+			ox = ox1 - 16;
+		const uint8_t *r = t + ox * s->sw - s->pl;
+		__m128i a = _mm_setzero_si128();
+
+		for (int kx = 0; kx < s->kw; kx++) {
+			__m128i b;
+
+			if (s->sw == 1) {
+				b = _mm_loadu_si128((const __m128i *)(r + kx));
+			} else {
+				__m128i l = _mm_and_si128(_mm_loadu_si128((const __m128i *)(r + kx)),
+							  lo8);
+				__m128i h = _mm_and_si128(
+					_mm_loadu_si128((const __m128i *)(r + kx + 16)), lo8);
+
+				b = _mm_packus_epi16(l, h);
+			}
+			a = !kx ? b : s8 ? _mm_max_epi8(a, b) : _mm_max_epu8(a, b);
+		}
+		_mm_storeu_si128((__m128i *)(y + ox), a);
+		if (ox + 16 >= ox1)
+			return;
+	}
+}
+
+/* One output pixel of a C4 row (4 channels, any window): the max of its
+ * taps inside the row, the neutral value if none. */
+__attribute__((target("avx2"))) static inline void hmax_c4_px(const uint8_t *t,
+							       const struct mi_qpool_shape *s,
+							       bool s8, int ox, uint8_t *y)
+{
+	__m128i a = _mm_set1_epi8(s8 ? (char)0x80 : 0);
+
+	for (int kx = 0; kx < s->kw; kx++) {
+		int ix = ox * s->sw - s->pl + kx * s->dw, v;
+
+		if (ix < 0 || ix >= s->w)
+			continue;
+		memcpy(&v, t + (size_t)ix * 4, 4);
+		a = s8 ? _mm_max_epi8(a, _mm_cvtsi32_si128(v)) : _mm_max_epu8(a, _mm_cvtsi32_si128(v));
+	}
+	int m = _mm_cvtsi128_si32(a);
+
+	memcpy(y + (size_t)ox * 4, &m, 4);
+}
+
+/* The rows of output row oy inside the plane (rows of w bytes). */
+static int pool_rows(const uint8_t *x, const struct mi_qpool_shape *s, int oy, size_t w,
+		     const uint8_t **r)
+{
+	int nr = 0;
+
+	for (int ky = 0; ky < s->kh; ky++) {
+		int iy = oy * s->sh - s->pt + ky * s->dh;
+
+		if (iy >= 0 && iy < s->h)
+			r[nr++] = x + (size_t)iy * w;
+	}
+	return nr;
+}
+
+/*
+ * MI_QUANT_HMAX3 form of mi_qmaxpool_plane on AVX2 (kh <= 64): each row
+ * of taps read once (vmax_rows_avx2); outputs with their taps inside
+ * the row (stride 1 or 2, no dilation) 32 or 16 at a time, the last
+ * vector overlapping the one before; the rest byte by byte.
+ */
+__attribute__((target("avx2"))) static void qmaxpool_plane3(const uint8_t *x,
+							     const struct mi_qpool_shape *s,
+							     bool s8, uint8_t *tmp, uint8_t *y)
+{
+	const uint8_t *r[64];
+	bool hv = s->dw == 1 && (s->sw == 1 || s->sw == 2);
+	int ox_lo, ox_hi;
+
+	hmax_range(s, &ox_lo, &ox_hi);
+	if (!hv || ox_hi - ox_lo < 16)
+		ox_lo = ox_hi = 0;
+	for (int oy = 0; oy < s->oh; oy++) {
+		uint8_t *yr = y + (size_t)oy * s->ow;
+		int nr = pool_rows(x, s, oy, s->w, r);
+
+		if (!nr) {
+			memset(yr, s8 ? 0x80 : 0, s->ow);
+			continue;
+		}
+		vmax_rows_avx2(tmp, r, nr, s->w, s8);
+		if (ox_hi - ox_lo >= 32) {
+			int ox = hmax_avx2(tmp, s, s8, ox_lo, ox_hi, yr);
+
+			if (ox < ox_hi)
+				hmax_avx2(tmp, s, s8, ox_hi - 32, ox_hi, yr);
+		} else if (ox_hi > ox_lo) {
+			hmax16_avx2(tmp, s, s8, ox_lo, ox_hi, yr);
+		}
+		for (int ox = 0; ox < s->ow; ox++) {
+			int m = s8 ? -128 : 0;
+
+			if (ox == ox_lo && ox_hi > ox_lo)
+				ox = ox_hi;
+			if (ox == s->ow)
+				break;
+			for (int kx = 0; kx < s->kw; kx++) {
+				int ix = ox * s->sw - s->pl + kx * s->dw;
+
+				if (ix < 0 || ix >= s->w)
+					continue;
+				int e = s8 ? (int8_t)tmp[ix] : tmp[ix];
+
+				m = e > m ? e : m;
+			}
+			yr[ox] = (uint8_t)m;
+		}
+	}
+}
+
+/*
+ * The same for a C4 quad plane: outputs with their taps inside the row
+ * (stride 1 or 2, no dilation) 8 pixels at a time, the last step
+ * overlapping the one before; the others (the ceil-mode or padded edges,
+ * any stride or dilation) a pixel of 4 channels at a time (hmax_c4_px).
+ */
+__attribute__((target("avx2"))) static void qmaxpool_c4_3(const uint8_t *x,
+							   const struct mi_qpool_shape *s, bool s8,
+							   uint8_t *tmp, uint8_t *y)
+{
+	const uint8_t *r[64];
+	bool hv = s->dw == 1 && (s->sw == 1 || s->sw == 2);
+	int ox_lo, ox_hi;
+
+	hmax_range(s, &ox_lo, &ox_hi);
+	if (!hv || ox_hi - ox_lo < 8)
+		ox_lo = ox_hi = 0;
+	for (int oy = 0; oy < s->oh; oy++) {
+		uint8_t *yr = y + (size_t)oy * s->ow * 4;
+		int nr = pool_rows(x, s, oy, (size_t)s->w * 4, r);
+
+		if (!nr) {
+			memset(yr, s8 ? 0x80 : 0, (size_t)s->ow * 4);
+			continue;
+		}
+		vmax_rows_avx2(tmp, r, nr, s->w * 4, s8);
+		if (ox_hi > ox_lo) {
+			int ox = hmax_c4_avx2(tmp, s, s8, ox_lo, ox_hi, yr);
+
+			if (ox < ox_hi)
+				hmax_c4_avx2(tmp, s, s8, ox_hi - 8, ox_hi, yr);
+		}
+		for (int ox = 0; ox < ox_lo; ox++)
+			hmax_c4_px(tmp, s, s8, ox, yr);
+		for (int ox = ox_hi; ox < s->ow; ox++)
+			hmax_c4_px(tmp, s, s8, ox, yr);
+	}
+}
+
 /* One channel plane; tmp: w bytes. */
 void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8,
 		       uint8_t *tmp, uint8_t *y)
@@ -575,6 +788,10 @@ void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8
 	bool hv = v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2);
 	bool hv2 = v && !v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) && hmax2_on();
 
+	if (v && !v512 && s->kh <= 64 && hmax2_on() && hmax3_on()) {
+		qmaxpool_plane3(x, s, s8, tmp, y);
+		return;
+	}
 	ox_hi = ox_hi < 0 ? 0 : ox_hi / s->sw + 1;
 	if (ox_hi > s->ow)
 		ox_hi = s->ow;
@@ -663,6 +880,10 @@ void mi_qmaxpool_plane_c4(const uint8_t *x, const struct mi_qpool_shape *s, bool
 	bool v = mi_quant_isa() >= MI_QISA_AVX2, v512 = mi_quant_isa() >= MI_QISA_AVX512;
 	bool hv2 = v && !v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) && hmax2_on();
 
+	if (v && !v512 && s->kh <= 64 && hmax2_on() && hmax3_on()) {
+		qmaxpool_c4_3(x, s, s8, tmp, y);
+		return;
+	}
 	hmax_range(s, &ox_lo, &ox_hi);
 
 	for (int oy = 0; oy < s->oh; oy++) {

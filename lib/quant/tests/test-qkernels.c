@@ -959,10 +959,75 @@ static int test_pool_c4(int iter, const struct mi_qpool_shape *s, bool s8)
 	return fails;
 }
 
+static int pool_check(int iter, const struct mi_qpool_shape *sp, bool s8);
+
+/* The AVX2 MaxPool forms on both settings of MI_QUANT_HMAX3 (rows read
+ * once, overlapping last vectors, C4 edge pixels 4 channels at a time). */
+static int pool_both(int iter, const struct mi_qpool_shape *s, bool s8)
+{
+	int fails = 0;
+
+	for (int h3 = 1; h3 >= 0; h3--) {
+		mi_quant_set_hmax3(h3);
+		fails += pool_check(iter, s, s8);
+	}
+	mi_quant_set_hmax3(1);
+	return fails;
+}
+
+/*
+ * MaxPools of the benchmark nets (SqueezeNet 1.1's 3x3 stride 2 ceil
+ * mode, ShuffleNetV2's padded one), and output widths just under, at and
+ * over the AVX2 vectors (8 C4 pixels, 16 and 32 planar bytes) with and
+ * without a ceil-mode last window hanging over the row.
+ */
+static int test_pool_fixed(void)
+{
+	static const int net[][6] = { /* h, w, k, s, pad, right pad */
+		{ 111, 111, 3, 2, 0, 1 }, { 55, 55, 3, 2, 0, 1 }, { 27, 27, 3, 2, 0, 1 },
+		{ 112, 112, 3, 2, 1, 1 }, { 13, 13, 3, 2, 0, 1 }, { 14, 14, 2, 2, 0, 0 },
+	};
+	static const int ows[] = { 1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65 };
+	int fails = 0, iter = 0;
+
+	for (size_t i = 0; i < sizeof(net) / sizeof(net[0]); i++)
+		for (int s8 = 0; s8 < 2; s8++) {
+			const int *n = net[i];
+			struct mi_qpool_shape s = {
+				.h = n[0], .w = n[1], .kh = n[2], .kw = n[2], .sh = n[3],
+				.sw = n[3], .dh = 1, .dw = 1, .pt = n[4], .pl = n[4],
+			};
+
+			/* ceil mode: a last window that starts inside the row */
+			s.oh = (s.h + s.pt + n[5] - s.kh + s.sh - 1) / s.sh + 1;
+			s.ow = (s.w + s.pl + n[5] - s.kw + s.sw - 1) / s.sw + 1;
+			if ((s.oh - 1) * s.sh >= s.h + s.pt)
+				s.oh--;
+			if ((s.ow - 1) * s.sw >= s.w + s.pl)
+				s.ow--;
+			fails += pool_both(1000 + iter++, &s, s8);
+		}
+	for (size_t i = 0; i < sizeof(ows) / sizeof(ows[0]); i++)
+		for (int v = 0; v < 8; v++) {
+			int k = 2 + v % 2, st = 1 + v / 2 % 2, ceil = v / 4;
+			struct mi_qpool_shape s = {
+				.h = 5, .kh = k, .kw = k, .sh = st, .sw = st, .dh = 1, .dw = 1,
+				.pt = v % 2, .pl = v % 2, .ow = ows[i],
+			};
+
+			/* ow outputs; ceil: the last window one column short */
+			s.w = (s.ow - 1) * st + k - 2 * s.pl - ceil;
+			if (s.w < 1)
+				continue;
+			s.oh = (s.h + 2 * s.pt - k) / st + 1;
+			fails += pool_both(1000 + iter++, &s, v % 3 == 0);
+		}
+	return fails;
+}
+
 static int test_pool(int iter)
 {
 	struct mi_qpool_shape s;
-	int fails = 0;
 	bool s8 = rnd() % 2;
 
 	s.kh = rndi(1, 4);
@@ -982,6 +1047,14 @@ static int test_pool(int iter)
 	s.ow = (s.w + s.pl + pr - ew) / s.sw + 1;
 	if (s.oh < 1 || s.ow < 1)
 		return 0;
+	return pool_both(iter, &s, s8);
+}
+
+/* The plane MaxPool and the C4 one vs a direct loop over the window. */
+static int pool_check(int iter, const struct mi_qpool_shape *sp, bool s8)
+{
+	struct mi_qpool_shape s = *sp;
+	int fails = 0;
 	uint8_t *x = malloc((size_t)s.h * s.w), *yr = malloc((size_t)s.oh * s.ow);
 	uint8_t *yk = malloc((size_t)s.oh * s.ow), *tmp = malloc(s.w + 64);
 
@@ -1078,6 +1151,7 @@ int main(int argc, char **argv)
 		fails += test_qdq_c4(i);
 		fails += test_pool(i);
 	}
+	fails += test_pool_fixed();
 	/* 1x1 convs split by output channels first, on 2 and 3 fake threads */
 	chan_focus = true;
 	for (int i = 0; i < n / 10; i++) {

@@ -417,10 +417,10 @@ static void epi_avx2(const int32_t *acc, int ldacc, int rows, int np, const stru
  * line: inlined, its constants pushed the k loop's accumulators to the
  * stack.
  */
-__attribute__((target("avx2,fma"), noinline)) static void
-rq_store_avx2(__m256i c00, __m256i c01, __m256i c10, __m256i c11, __m256i c20, __m256i c21,
-	      __m256i c30, __m256i c31, const struct mi_qepi *ep, int oc0, uint8_t *out,
-	      ptrdiff_t ldo)
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+rq_store_avx2_in(__m256i c00, __m256i c01, __m256i c10, __m256i c11, __m256i c20,
+		 __m256i c21, __m256i c30, __m256i c31, const struct mi_qepi *ep, int oc0,
+		 uint8_t *out, ptrdiff_t ldo)
 {
 	const __m256 flo = _mm256_set1_ps(ep->flo), fhi = _mm256_set1_ps(ep->fhi);
 	const __m256i zy = _mm256_set1_epi32(ep->zy);
@@ -470,6 +470,14 @@ rq_store_avx2(__m256i c00, __m256i c01, __m256i c10, __m256i c11, __m256i c20, _
 	}
 #undef MI_Q_PK2
 #undef MI_Q_RQ2
+}
+
+__attribute__((target("avx2,fma"), noinline)) static void
+rq_store_avx2(__m256i c00, __m256i c01, __m256i c10, __m256i c11, __m256i c20, __m256i c21,
+	      __m256i c30, __m256i c31, const struct mi_qepi *ep, int oc0, uint8_t *out,
+	      ptrdiff_t ldo)
+{
+	rq_store_avx2_in(c00, c01, c10, c11, c20, c21, c30, c31, ep, oc0, out, ldo);
 }
 
 
@@ -676,24 +684,25 @@ tile_avx2b_np(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int np, int
 #undef MI_QAVX2B_KLOOP8
 #undef MI_Q_B4
 
-/* tile_avx2b with the requantization in registers (tile_avx2w_rq's) */
-__attribute__((target("avx2,fma"))) static void
-tile_avx2b_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struct mi_qepi *ep,
-	      int oc0, int np, uint8_t *out, ptrdiff_t ldo)
+/* MI_QUANT_AVX2BI=0: tile_avx2b_rq calls rq_store_avx2 out of line (A/B) */
+MI_QUANT_SWITCH(avx2bi, "MI_QUANT_AVX2BI")
+
+/*
+ * The full tiles of tile_avx2b_rq.  inl: rq_store_avx2 inlined, taken
+ * for K <= 128 (k4 <= 32), where the requantization is a large part of
+ * the tile: the call and the sums passed in ymm0-7 go (1x1 convs, C4,
+ * Zen 3, 1 thread, fastest calls of the two alternated: 64 -> 16 at
+ * 55x55 1.20x, 16 -> 64 1.15x, 128 -> 32 at 27x27 1.06x); with larger K
+ * the inlined form measured 1-7% slower (1024 -> 256 at 14x14 0.93x),
+ * as tile_avx2w_rq's did (its 8 more registers for the split pairs went
+ * to the stack).
+ */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+tile_avx2b_rq_full(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
+		   const struct mi_qepi *ep, int oc0, uint8_t *out, ptrdiff_t ldo, const bool inl)
 {
 	const __m256i one16 = _mm256_set1_epi16(1);
 
-	if (np < MI_QNR) {
-		int32_t acc[MI_QMR * MI_QNR];
-
-		if (avx2np_on())
-			tile_avx2b_np(a, b, ldb, k4, np, acc);
-		else
-			tile_avx2b(a, b, ldb, k4, acc);
-		epi_avx2(acc, MI_QNR, MI_QMR, np, ep, oc0,
-			 ep->out_c4 ? (void *)(out + oc0 % 4) : (void *)out, ldo);
-		return;
-	}
 	for (int rh = 0; rh < 2; rh++)
 		for (int ph = 0; ph < 2; ph++) {
 			const int32_t *cp = ep->comp + oc0 + rh * 4;
@@ -705,11 +714,38 @@ tile_avx2b_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struc
 			const uint8_t *bp = b + ph * 64;
 
 			MI_QAVX2B_KLOOP();
-			rq_store_avx2(c00, c01, c10, c11, c20, c21, c30, c31, ep, oc0 + rh * 4,
-				      ep->out_c4 ? out + (rh * ldo + ph * 16) * 4 :
-						   out + rh * 4 * ldo + ph * 16,
-				      ldo);
+			uint8_t *o = ep->out_c4 ? out + (rh * ldo + ph * 16) * 4 :
+						  out + rh * 4 * ldo + ph * 16;
+
+			if (inl)
+				rq_store_avx2_in(c00, c01, c10, c11, c20, c21, c30, c31, ep,
+						 oc0 + rh * 4, o, ldo);
+			else
+				rq_store_avx2(c00, c01, c10, c11, c20, c21, c30, c31, ep,
+					      oc0 + rh * 4, o, ldo);
 		}
+}
+
+/* tile_avx2b with the requantization in registers (tile_avx2w_rq's) */
+__attribute__((target("avx2,fma"))) static void
+tile_avx2b_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struct mi_qepi *ep,
+	      int oc0, int np, uint8_t *out, ptrdiff_t ldo)
+{
+	if (np < MI_QNR) {
+		int32_t acc[MI_QMR * MI_QNR];
+
+		if (avx2np_on())
+			tile_avx2b_np(a, b, ldb, k4, np, acc);
+		else
+			tile_avx2b(a, b, ldb, k4, acc);
+		epi_avx2(acc, MI_QNR, MI_QMR, np, ep, oc0,
+			 ep->out_c4 ? (void *)(out + oc0 % 4) : (void *)out, ldo);
+		return;
+	}
+	if (k4 <= 32 && avx2bi_on())
+		tile_avx2b_rq_full(a, b, ldb, k4, ep, oc0, out, ldo, true);
+	else
+		tile_avx2b_rq_full(a, b, ldb, k4, ep, oc0, out, ldo, false);
 }
 #undef MI_QAVX2B_KLOOP
 #undef MI_Q_B8

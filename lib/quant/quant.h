@@ -90,6 +90,9 @@ int mi_quant_set_hmax2(int on);
  * the last vector of a row overlapping the one before, C4 edge pixels 4
  * channels at a time.  Returns the setting. */
 int mi_quant_set_hmax3(int on);
+/* tile_avx2b_rq with the requantization inlined (default on,
+ * MI_QUANT_AVX2BI=0: called out of line).  Returns the setting. */
+int mi_quant_set_avx2bi(int on);
 /* AVX2 stride-2 im2col 8 pixels at a time (default on, MI_QUANT_S2V=0
  * off: one pixel at a time).  Returns the setting. */
 int mi_quant_set_s2v(int on);

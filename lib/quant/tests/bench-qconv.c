@@ -117,6 +117,15 @@ int main(int argc, char **argv)
 		{ 3, 224, 16, 3, 2, 1, 2 },	{ 3, 224, 32, 3, 2, 1, 2 },
 	};
 	double secs = argc > 1 ? atof(argv[1]) : 0.3;
+	/* BENCH_SHAPE=c,hw,oc,k,s,g,c4[,pad]: that shape only (pad: default k / 2) */
+	const char *bsh = getenv("BENCH_SHAPE");
+	int bs[8] = { 0, 0, 0, 0, 0, 0, 0, -1 };
+
+	if (bsh && sscanf(bsh, "%d,%d,%d,%d,%d,%d,%d,%d", &bs[0], &bs[1], &bs[2], &bs[3],
+			  &bs[4], &bs[5], &bs[6], &bs[7]) < 7) {
+		fprintf(stderr, "bench-qconv: BENCH_SHAPE=c,hw,oc,k,s,g,c4[,pad]\n");
+		return 1;
+	}
 
 	w7 = getenv("BENCH_W7") && atoi(getenv("BENCH_W7"));
 	split_nt = getenv("BENCH_SPLIT") ? atoi(getenv("BENCH_SPLIT")) : 0;
@@ -147,18 +156,23 @@ int main(int argc, char **argv)
 			continue;
 		mi_quant_set_isa(isa);
 		mi_quant_set_amx(path > MI_QISA_AVX512);
-		for (size_t i = 0; i < sizeof(L) / sizeof(L[0]); i++) {
+		for (size_t i = 0; i < (bsh ? 1 : sizeof(L) / sizeof(L[0])); i++) {
 			/* BENCH_DW=1: depthwise shapes only; BENCH_DW=<c>: those with c input channels */
 			const char *dwf = getenv("BENCH_DW");
 
 			if (dwf && ((L[i].g == 1 && atoi(dwf) != L[i].c) ||
 				    (atoi(dwf) > 1 && atoi(dwf) != L[i].c)))
 				continue;
+			struct { int c, hw, oc, k, s, g, c4; } l = { L[i].c, L[i].hw, L[i].oc, L[i].k,
+								   L[i].s, L[i].g, L[i].c4 };
+
+			if (bsh)
+				memcpy(&l, bs, sizeof(l));
+			int pad = bsh && bs[7] >= 0 ? bs[7] : l.k / 2;
 			struct mi_qconv_shape s = {
-				.c = L[i].c, .h = L[i].hw, .w = L[i].hw, .oc = L[i].oc,
-				.kh = L[i].k, .kw = L[i].k, .sh = L[i].s, .sw = L[i].s,
-				.dh = 1, .dw = 1, .pt = L[i].k / 2, .pl = L[i].k / 2,
-				.pb = L[i].k / 2, .pr = L[i].k / 2, .group = L[i].g,
+				.c = l.c, .h = l.hw, .w = l.hw, .oc = l.oc, .kh = l.k, .kw = l.k,
+				.sh = l.s, .sw = l.s, .dh = 1, .dw = 1, .pt = pad, .pl = pad,
+				.pb = pad, .pr = pad, .group = l.g,
 			};
 			struct mi_qconv cv, cvb;
 
@@ -177,8 +191,8 @@ int main(int argc, char **argv)
 			size_t wsb = mi_qconv_workspace(&cv);
 			void *ws;
 			struct mi_qepi ep = { .mode = MI_QOUT_U8, .comp = comp, .mult = mult,
-					      .flo = 0, .fhi = 255, .out_c4 = L[i].c4 };
-			unsigned int fl = L[i].c4 == 1 && L[i].g == 1 ? MI_QCONV_IN_C4 : 0;
+					      .flo = 0, .fhi = 255, .out_c4 = l.c4 };
+			unsigned int fl = l.c4 == 1 && l.g == 1 ? MI_QCONV_IN_C4 : 0;
 
 			if (ab && mi_qconv_workspace(&cvb) > wsb)
 				wsb = mi_qconv_workspace(&cvb);
@@ -226,7 +240,7 @@ int main(int argc, char **argv)
 			char name[64];
 
 			snprintf(name, sizeof(name), "c%d %dx%d oc%d k%d s%d g%d%s", s.c, s.h, s.w,
-				 s.oc, s.kh, s.sh, s.group, L[i].c4 ? " c4" : "");
+				 s.oc, s.kh, s.sh, s.group, l.c4 ? " c4" : "");
 			if (split_nt)
 				printf("%-11s %-26s %10.3f %10.3f %6.3f %10.3f %10.3f\n",
 				       mi_quant_isa_name(isa), name, best[0], best[1], best[1] / best[0],

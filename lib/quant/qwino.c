@@ -537,6 +537,52 @@ __attribute__((target("avx2"))) static void wino_gemm8(const int16_t *u, const i
 }
 
 /*
+ * One tile's sums for the 8 channels of two GEMM tiles (u1 NULL: the 4
+ * of u0), the channels in the vector lanes: per channel pair the tile's
+ * (v, v') broadcast, times the 8 channels' (u, u') by one vpmaddwd.  For
+ * a block's last 1-2 tiles (13x13 and 14x14 maps have 49 = 3 x 16 + 1):
+ * wino_gemm8 computes 8 tiles for them, 4 vpmaddwd per channel pair and 4
+ * channels, this 1 per tile and 8 channels (SqueezeNet 1.1's 13x13 convs
+ * 48 -> 192 and 64 -> 256 1.08x, fastest calls alternated, Zen 3; on 4
+ * tiles it measured 0.98x).  The same int32 sums (the
+ * same products, added in the same order).  Sum of channel c to
+ * m[c * 2 * MCH].
+ */
+__attribute__((target("avx2"))) static void wino_gemm1(const int16_t *u0, const int16_t *u1,
+						       const int16_t *v, int c2n, int ldv,
+						       int32_t *m)
+{
+	const int32_t *vp = (const int32_t *)(const void *)v;
+	int32_t t[8];
+
+	if (u1) {
+		__m256i a = _mm256_setzero_si256();
+
+		for (int k = 0; k < c2n; k++) {
+			__m256i w = _mm256_inserti128_si256(
+				_mm256_castsi128_si256(_mm_loadu_si128((const void *)(u0 + k * 8))),
+				_mm_loadu_si128((const void *)(u1 + k * 8)), 1);
+
+			a = _mm256_add_epi32(a, _mm256_madd_epi16(
+							w, _mm256_set1_epi32(vp[(size_t)k * ldv])));
+		}
+		_mm256_storeu_si256((void *)t, a);
+	} else {
+		__m128i a = _mm_setzero_si128();
+
+		for (int k = 0; k < c2n; k++)
+			a = _mm_add_epi32(a, _mm_madd_epi16(_mm_loadu_si128((const void *)(u0 + k * 8)),
+							    _mm_set1_epi32(vp[(size_t)k * ldv])));
+		_mm_storeu_si128((void *)t, a);
+	}
+	for (int c = 0; c < (u1 ? 8 : 4); c++)
+		m[(size_t)c * 2 * MCH] = t[c];
+}
+
+/* MI_QUANT_WINO1=0: a block's last 1-2 tiles on wino_gemm8 (A/B) */
+MI_QUANT_SWITCH(wino1, "MI_QUANT_WINO1")
+
+/*
  * Output transform of 8 consecutive tiles t0.. of a block (t0 % 8 == 0,
  * tiles of the block's tile rows in raster order) of one output channel:
  * m[16 positions][8 tiles]; Y = (A^T M A) / 4 into the block's sums yr
@@ -632,14 +678,38 @@ static void wino_item(void *arg, int item, int tid)
 		 * slice from L1 for the nob tiles, the sums (16 KB) in L1 for
 		 * the output transform */
 		for (int g = 0; g < ng; g++) {
-			bool half = nt - g * WT <= 8;
+			int left = nt - g * WT;
+			bool half = left <= 8;
 
-			for (int p = 0; p < 16; p++)
-				for (int b = 0; b < nob; b++)
-					(half ? wino_gemm8 : wino_gemm)(
-						wn->u + ((size_t)(ob + b) * 16 + p) * wn->c2n * WR * 2,
-						v + p * vps + (size_t)g * WT * 2, wn->c2n, wn->ldv,
-						m + (size_t)b * WR * 2 * MCH + p * 8);
+			if (left <= 2 && wino1_on()) {
+				/* the other tiles of the 8 out8 reads (it stores
+				 * only these): the group before's sums, or (no group
+				 * before) 0 */
+				for (int r = 0; r < nob * WR && !g; r++)
+					for (int p = 0; p < 16; p++)
+						for (int t = left; t < 8; t++)
+							m[(size_t)r * 2 * MCH + p * 8 + t] = 0;
+				for (int p = 0; p < 16; p++)
+					for (int b = 0; b < nob; b += 2)
+						for (int tl = 0; tl < left; tl++)
+							wino_gemm1(
+								wn->u + ((size_t)(ob + b) * 16 + p) *
+										wn->c2n * WR * 2,
+								b + 1 < nob ?
+									wn->u + ((size_t)(ob + b + 1) * 16 + p) *
+											wn->c2n * WR * 2 :
+									NULL,
+								v + p * vps + (size_t)(g * WT + tl) * 2,
+								wn->c2n, wn->ldv,
+								m + (size_t)b * WR * 2 * MCH + p * 8 + tl);
+			} else {
+				for (int p = 0; p < 16; p++)
+					for (int b = 0; b < nob; b++)
+						(half ? wino_gemm8 : wino_gemm)(
+							wn->u + ((size_t)(ob + b) * 16 + p) * wn->c2n * WR * 2,
+							v + p * vps + (size_t)g * WT * 2, wn->c2n, wn->ldv,
+							m + (size_t)b * WR * 2 * MCH + p * 8);
+			}
 			for (int r = 0; r < rows; r++)
 				for (int h = 0; h < 2 && g * WT + h * 8 < nt; h++)
 					wino_out8(wn, m + (size_t)(r * 2 + h) * MCH, g * WT + h * 8, nt,

@@ -2268,6 +2268,72 @@ __attribute__((target("avx2"))) static void conv_rgb_prep_item(void *arg, int it
 	memset(dst + (s->pt + (size_t)s->h) * wp, zx, (size_t)s->pb * wp);
 }
 
+/* MI_QUANT_RGBR=0: conv_rgb_panel writes every panel through its rows
+ * (A/B) */
+MI_QUANT_SWITCH(rgbr, "MI_QUANT_RGBR")
+
+/*
+ * conv_rgb_panel for tile_avx2b on 32 pixels of one output row (stride 1
+ * or 2; off: the first pixel's offset in xi's planes): each k4 step's 4
+ * rows of 32 bytes gathered in registers (stride 2: the even bytes of two
+ * loads, vpshufb + vpunpcklqdq + vpermq) and transposed to 4-byte pixels
+ * as conv_rgb_panel does in place, without its 16-byte row stores that
+ * the 32-byte loads of the transpose read back (store forwarding fails
+ * there); rows past K are 0 (their weights are 0).  The same panel bytes.
+ */
+__attribute__((target("avx2"))) static void rgb_panel_row(const struct conv_job *j, size_t off,
+							   uint8_t *t)
+{
+	const struct mi_qconv_shape *s = &j->cv->s;
+	int K = s->kh * s->kw * s->c;
+	size_t plane = j->hp * j->wp;
+	const __m256i even = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+					      0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+	int ky = 0, kx = 0, ch = 0;
+
+	for (int kq = 0; kq < (K + 3) / 4; kq++) {
+		__m256i r[4];
+		uint8_t *o = t + (size_t)kq * 4 * MI_QNR;
+
+		for (int i = 0; i < 4; i++) {
+			if (4 * kq + i >= K) {
+				r[i] = _mm256_setzero_si256();
+				continue;
+			}
+			const uint8_t *src = j->xi + ch * plane + (size_t)ky * s->dh * j->wp +
+					     (size_t)kx * s->dw + off;
+
+			if (s->sw == 1) {
+				r[i] = _mm256_loadu_si256((const void *)src);
+			} else {
+				__m256i a = _mm256_shuffle_epi8(_mm256_loadu_si256((const void *)src),
+								even);
+				__m256i b = _mm256_shuffle_epi8(
+					_mm256_loadu_si256((const void *)(src + 32)), even);
+
+				/* lanes: a0 b0 | a1 b1 (8 even bytes each) -> a0 a1 b0 b1 */
+				r[i] = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(a, b), 0xd8);
+			}
+			if (++ch == s->c) {
+				ch = 0;
+				if (++kx == s->kw) {
+					kx = 0;
+					ky++;
+				}
+			}
+		}
+		__m256i l01 = _mm256_unpacklo_epi8(r[0], r[1]), h01 = _mm256_unpackhi_epi8(r[0], r[1]);
+		__m256i l23 = _mm256_unpacklo_epi8(r[2], r[3]), h23 = _mm256_unpackhi_epi8(r[2], r[3]);
+		__m256i q0 = _mm256_unpacklo_epi16(l01, l23), q1 = _mm256_unpackhi_epi16(l01, l23);
+		__m256i q2 = _mm256_unpacklo_epi16(h01, h23), q3 = _mm256_unpackhi_epi16(h01, h23);
+
+		_mm256_storeu_si256((void *)o, _mm256_permute2x128_si256(q0, q1, 0x20));
+		_mm256_storeu_si256((void *)(o + 32), _mm256_permute2x128_si256(q2, q3, 0x20));
+		_mm256_storeu_si256((void *)(o + 64), _mm256_permute2x128_si256(q0, q1, 0x31));
+		_mm256_storeu_si256((void *)(o + 96), _mm256_permute2x128_si256(q2, q3, 0x31));
+	}
+}
+
 /*
  * cv->rgb's im2col of pixels p0..p0+np: the K = taps * c rows of 32 bytes
  * (k = tap * c + ch) into t, 16 pixels per step on stride 1 and 2 (a row
@@ -2288,6 +2354,14 @@ conv_rgb_panel(const struct conv_job *j, int p0, int np, uint8_t *t, uint8_t *sp
 	const __m256i even = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
 					      0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
 
+	if (!sp && np == MI_QNR && p0 % s->ow + MI_QNR <= s->ow && (s->sw == 1 || s->sw == 2) &&
+	    rgbr_on()) {
+		int p = p0;
+
+		rgb_panel_row(j, (size_t)(p / s->ow) * s->sh * j->wp + (size_t)(p % s->ow) * s->sw,
+			      t);
+		return;
+	}
 	for (int pp = 0; pp < np;) {
 		int p = p0 + pp, oy = p / s->ow, ox = p % s->ow;
 		int len = s->ow - ox < np - pp ? s->ow - ox : np - pp;

@@ -93,6 +93,10 @@ int mi_quant_set_hmax3(int on);
 /* tile_avx2b_rq with the requantization inlined (default on,
  * MI_QUANT_AVX2BI=0: called out of line).  Returns the setting. */
 int mi_quant_set_avx2bi(int on);
+/* tile_avx2b's RGB first-conv panels of one output row gathered in
+ * registers (default on, MI_QUANT_RGBR=0: through rows in memory).
+ * Returns the setting. */
+int mi_quant_set_rgbr(int on);
 /* AVX2 stride-2 im2col 8 pixels at a time (default on, MI_QUANT_S2V=0
  * off: one pixel at a time).  Returns the setting. */
 int mi_quant_set_s2v(int on);

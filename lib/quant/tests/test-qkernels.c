@@ -524,8 +524,9 @@ static int test_conv(int iter)
 		 * with VBMI and the depthwise gather tables, then with the AMX
 		 * tiles too; then AVX2 with its depthwise row kernels (the
 		 * channel kernel off), one-pixel 1x1 convs on the tile
-		 * kernel (GEMV off) and tile_avx2b_rq's requantization out of
-		 * line (mi_quant_set_avx2bi(0)); last AVX2 with the old dense tile (int8
+		 * kernel (GEMV off), tile_avx2b_rq's requantization out of
+		 * line (mi_quant_set_avx2bi(0)) and RGB panels through rows
+		 * (mi_quant_set_rgbr(0)); last AVX2 with the old dense tile (int8
 		 * weights widened per call, mi_quant_set_avx2w(0)), stride-2
 		 * im2col one pixel at a time and the channel kernel's masked
 		 * stores, memcpy padding of its planes, one tap per vpmaddwd
@@ -550,6 +551,7 @@ static int test_conv(int iter)
 			mi_quant_set_dwchan(!rows);
 			mi_quant_set_gemv2(!rows);
 			mi_quant_set_avx2bi(!rows); /* tile_avx2b_rq's call */
+			mi_quant_set_rgbr(!rows); /* RGB panels through rows */
 			mi_quant_set_avx2w(!old2);
 			mi_quant_set_u8s7(!old2);
 			mi_quant_set_wino(!rows && !old2);

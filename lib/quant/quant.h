@@ -359,6 +359,9 @@ bool mi_qwino_on(void);
 /* A block's last 1-2 tiles one at a time, 8 channels per vector (default
  * on, MI_QUANT_WINO1=0: on the 8-tile GEMM).  Returns the setting. */
 int mi_quant_set_wino1(int on);
+/* Winograd output tiles that leave a tile row stored by runs (default on,
+ * MI_QUANT_WOSEG=0: a tile at a time).  Returns the setting. */
+int mi_quant_set_woseg(int on);
 bool mi_qwino_fits(const struct mi_qconv_shape *s);
 /* NULL: the shape does not fit, the weights could overflow the exact
  * int32 sums (4 * 255 * max_o sum |w_o| >= 2^31), or no memory. */

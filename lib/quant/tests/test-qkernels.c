@@ -387,6 +387,8 @@ static int test_conv(int iter)
 		mi_qwino_test_budget(rnd() % 2 ? 1 : 0);
 		/* a block's last 1-2 tiles on wino_gemm1 or wino_gemm8 */
 		mi_quant_set_wino1(iter % 2);
+		/* output tiles leaving a tile row by runs or a tile at a time */
+		mi_quant_set_woseg(iter / 2 % 2);
 	}
 	int eh = (s.kh - 1) * s.dh + 1, ew = (s.kw - 1) * s.dw + 1;
 

@@ -681,6 +681,115 @@ tile_avx2b_np(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int np, int
 			_mm256_storeu_si256((void *)(o + 3 * MI_QNR), c30);
 		}
 }
+/*
+ * N (1..7) pixels p0.. of tile_avx2b's panel, all 8 rows at once: per
+ * k4 step the 8 rows' 4 weights are one vector, each pixel's 4 bytes
+ * are broadcast, vpmaddubsw + vpmaddwd(1) + vpaddd into the pixel's 8
+ * row sums (2 multiplies per pixel and step, where an 8-pixel pass costs
+ * 16 whatever its pixels): the same products and pair sums as the tile,
+ * so the same int32 sums.  Into acc[row][MI_QNR].
+ */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+tile_avx2b_px_n(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int p0, int32_t *acc,
+		const int N)
+{
+	const __m256i one16 = _mm256_set1_epi16(1);
+	__m256i c[7];
+	int32_t t[8];
+
+	for (int i = 0; i < N; i++)
+		c[i] = _mm256_setzero_si256();
+	for (int kq = 0; kq < k4; kq++) {
+		__m256i w = _mm256_loadu_si256((const void *)(a + (size_t)kq * MI_QMR * 4));
+		const uint8_t *bp = b + kq * ldb + p0 * 4;
+
+		for (int i = 0; i < N; i++) {
+			int32_t v;
+
+			memcpy(&v, bp + i * 4, 4);
+			c[i] = _mm256_add_epi32(
+				c[i], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(v), w),
+							one16));
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		_mm256_storeu_si256((void *)t, c[i]);
+		for (int r = 0; r < MI_QMR; r++)
+			acc[r * MI_QNR + p0 + i] = t[r];
+	}
+}
+
+__attribute__((target("avx2,fma"))) static void tile_avx2b_px(const int8_t *a, const uint8_t *b,
+							       size_t ldb, int k4, int p0, int n,
+							       int32_t *acc)
+{
+	switch (n) {
+	case 1: tile_avx2b_px_n(a, b, ldb, k4, p0, acc, 1); break;
+	case 2: tile_avx2b_px_n(a, b, ldb, k4, p0, acc, 2); break;
+	case 3: tile_avx2b_px_n(a, b, ldb, k4, p0, acc, 3); break;
+	case 4: tile_avx2b_px_n(a, b, ldb, k4, p0, acc, 4); break;
+	case 5: tile_avx2b_px_n(a, b, ldb, k4, p0, acc, 5); break;
+	case 6: tile_avx2b_px_n(a, b, ldb, k4, p0, acc, 6); break;
+	case 7: tile_avx2b_px_n(a, b, ldb, k4, p0, acc, 7); break;
+	}
+}
+
+/* MI_QUANT_AVX2PX=0: tile_avx2b_np's last 1-7 pixels on an 8- or 16-pixel
+ * pass (A/B) */
+MI_QUANT_SWITCH(avx2px, "MI_QUANT_AVX2PX")
+
+/*
+ * tile_avx2b_np with the last 1-3 pixels past the 16- and 8-pixel passes
+ * (np % 8) on tile_avx2b_px: a partial panel of 17 pixels (7x7 maps: 49
+ * = 32 + 17; 55x55 maps) costs 17 pixel columns instead of 24, of 9
+ * (13x13 maps) 9 instead of 16 (1x1 convs at 7x7 1.11-1.13x, 512 -> 1000
+ * at 13x13 1.03x; fastest calls alternated, Zen 3); 4-7 pixels take an
+ * 8-pixel pass (4 on tile_avx2b_px measured 0.99x).
+ */
+__attribute__((target("avx2,fma"))) static void
+tile_avx2b_np2(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int np, int32_t *acc)
+{
+	const __m256i one16 = _mm256_set1_epi16(1);
+	int n16 = np >= 16 ? 16 : 0, n8 = np - n16 >= 8 ? 8 : 0;
+
+	if (np - n16 - n8 > 3) /* 4+ pixels: one 8-pixel pass measured faster */
+		n8 += 8;
+
+	for (int rh = 0; rh < 2; rh++) {
+		const int32_t *ap0 = (const int32_t *)(const void *)a + rh * 4;
+		int32_t *o = acc + rh * 4 * MI_QNR;
+
+		if (n16) {
+			__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
+			__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+			const int32_t *ap = ap0;
+			const uint8_t *bp = b;
+
+			MI_QAVX2B_KLOOP();
+			_mm256_storeu_si256((void *)o, c00);
+			_mm256_storeu_si256((void *)(o + 8), c01);
+			_mm256_storeu_si256((void *)(o + MI_QNR), c10);
+			_mm256_storeu_si256((void *)(o + MI_QNR + 8), c11);
+			_mm256_storeu_si256((void *)(o + 2 * MI_QNR), c20);
+			_mm256_storeu_si256((void *)(o + 2 * MI_QNR + 8), c21);
+			_mm256_storeu_si256((void *)(o + 3 * MI_QNR), c30);
+			_mm256_storeu_si256((void *)(o + 3 * MI_QNR + 8), c31);
+		}
+		for (int p8 = n16; p8 < n16 + n8; p8 += 8) {
+			__m256i c00 = _mm256_setzero_si256(), c10 = c00, c20 = c00, c30 = c00;
+			const int32_t *ap = ap0;
+			const uint8_t *bp = b + p8 * 4;
+
+			MI_QAVX2B_KLOOP8();
+			_mm256_storeu_si256((void *)(o + p8), c00);
+			_mm256_storeu_si256((void *)(o + MI_QNR + p8), c10);
+			_mm256_storeu_si256((void *)(o + 2 * MI_QNR + p8), c20);
+			_mm256_storeu_si256((void *)(o + 3 * MI_QNR + p8), c30);
+		}
+	}
+	if (np > n16 + n8)
+		tile_avx2b_px(a, b, ldb, k4, n16 + n8, np - n16 - n8, acc);
+}
 #undef MI_QAVX2B_KLOOP8
 #undef MI_Q_B4
 
@@ -734,7 +843,9 @@ tile_avx2b_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struc
 	if (np < MI_QNR) {
 		int32_t acc[MI_QMR * MI_QNR];
 
-		if (avx2np_on())
+		if (avx2np_on() && avx2px_on())
+			tile_avx2b_np2(a, b, ldb, k4, np, acc);
+		else if (avx2np_on())
 			tile_avx2b_np(a, b, ldb, k4, np, acc);
 		else
 			tile_avx2b(a, b, ldb, k4, acc);

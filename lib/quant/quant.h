@@ -97,6 +97,10 @@ int mi_quant_set_avx2bi(int on);
  * registers (default on, MI_QUANT_RGBR=0: through rows in memory).
  * Returns the setting. */
 int mi_quant_set_rgbr(int on);
+/* tile_avx2b's partial panels: the last 1-3 pixels a pixel at a time, 8
+ * rows per vector (default on, MI_QUANT_AVX2PX=0: an 8- or 16-pixel
+ * pass).  Returns the setting. */
+int mi_quant_set_avx2px(int on);
 /* AVX2 stride-2 im2col 8 pixels at a time (default on, MI_QUANT_S2V=0
  * off: one pixel at a time).  Returns the setting. */
 int mi_quant_set_s2v(int on);

@@ -527,8 +527,9 @@ static int test_conv(int iter)
 		 * tiles too; then AVX2 with its depthwise row kernels (the
 		 * channel kernel off), one-pixel 1x1 convs on the tile
 		 * kernel (GEMV off), tile_avx2b_rq's requantization out of
-		 * line (mi_quant_set_avx2bi(0)) and RGB panels through rows
-		 * (mi_quant_set_rgbr(0)); last AVX2 with the old dense tile (int8
+		 * line (mi_quant_set_avx2bi(0)), RGB panels through rows
+		 * (mi_quant_set_rgbr(0)) and tile_avx2b_np2's last pixels on
+		 * 8-pixel passes (mi_quant_set_avx2px(0)); last AVX2 with the old dense tile (int8
 		 * weights widened per call, mi_quant_set_avx2w(0)), stride-2
 		 * im2col one pixel at a time and the channel kernel's masked
 		 * stores, memcpy padding of its planes, one tap per vpmaddwd
@@ -554,6 +555,7 @@ static int test_conv(int iter)
 			mi_quant_set_gemv2(!rows);
 			mi_quant_set_avx2bi(!rows); /* tile_avx2b_rq's call */
 			mi_quant_set_rgbr(!rows); /* RGB panels through rows */
+			mi_quant_set_avx2px(!rows); /* partial panels' last pixels */
 			mi_quant_set_avx2w(!old2);
 			mi_quant_set_u8s7(!old2);
 			mi_quant_set_wino(!rows && !old2);

@@ -653,9 +653,19 @@ __attribute__((target("avx2"))) static void wino_out8(const struct mi_qwino *wn,
 			n = n < 8 - i ? n : 8 - i;
 			n = n < nt - tt ? n : nt - tt;
 			npx = 2 * n < ow - x ? 2 * n : ow - x;
-			for (int dy = 0; dy < 2 && y + dy < ny; dy++)
-				memcpy(yr + (size_t)(y + dy) * ow + x, t[dy] + 2 * i,
-				       (size_t)npx * 4);
+			for (int dy = 0; dy < 2 && y + dy < ny; dy++) {
+				/* up to 16 sums: no memcpy call */
+				int32_t *dst = yr + (size_t)(y + dy) * ow + x;
+				const int32_t *sr = t[dy] + 2 * i;
+				int k = 0;
+
+				if (npx >= 8) {
+					_mm256_storeu_si256((void *)dst, _mm256_loadu_si256((const void *)sr));
+					k = 8;
+				}
+				for (; k < npx; k++)
+					dst[k] = sr[k];
+			}
 			i += n;
 		}
 		return;

@@ -4536,6 +4536,39 @@ dwq_avx2_rows4(const uint8_t *r0, size_t wp, const __m256i *wv, const int kh, co
 	}
 }
 
+/*
+ * dwq_avx2_rows4 for the last n = 1..3 output rows of a map (oh % 4):
+ * input rows t < (n - 1) sh + kh only (the padded plane ends there), each
+ * tap-pair vector built once for the n rows that read it, the sums in
+ * registers (n constant after inlining: the loops unroll)
+ */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dwq_avx2_rowsn(const uint8_t *r0, size_t wp, const __m256i *wv, const int kh, const int np,
+	       const int sh, const __m256i sel, __m256i a[4], const int n)
+{
+	for (int i = 0; i < n; i++)
+		a[i] = _mm256_setzero_si256();
+#pragma GCC unroll 32
+	for (int t = 0; t < (n - 1) * sh + kh; t++) {
+#pragma GCC unroll 8
+		for (int jp = 0; jp < np; jp++) {
+			__m256i p = _mm256_shuffle_epi8(
+				_mm256_broadcastsi128_si256(_mm_loadu_si128(
+					(const __m128i *)(r0 + ((size_t)t * wp + 2 * jp) * 4))),
+				sel);
+
+#pragma GCC unroll 4
+			for (int i = 0; i < n; i++) {
+				int ky = t - sh * i;
+
+				if (ky >= 0 && ky < kh)
+					a[i] = _mm256_add_epi32(
+						a[i], _mm256_madd_epi16(p, wv[ky * np + jp]));
+			}
+		}
+	}
+}
+
 /* requantize one row's sums (2 C4 pixels) and store them (one if !two) */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 dwq_avx2_store(__m256i a, const __m256i comp, const __m256 mult, const __m256 lo,
@@ -4573,7 +4606,7 @@ dwq_avx2_store(__m256i a, const __m256i comp, const __m256 mult, const __m256 lo
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, const int kw,
 	      int oh, int ow, int sh, const int sw, const __m256i comp, const __m256 mult,
-	      const struct mi_qepi *ep, uint8_t *out, bool reuse)
+	      const struct mi_qepi *ep, uint8_t *out, bool reuse, bool tail)
 {
 	const int np = (kw + 1) / 2;
 	__m256i sel = sw == 1 ? _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1,
@@ -4605,6 +4638,31 @@ dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, con
 				dwq_avx2_store(a[i], comp, mult, lo, hi, zy, lowb,
 					       out + ((size_t)(oy + i) * ow + x) * 4, x + 1 < ow);
 		}
+	}
+	/* the last 1-3 rows in one step, tap pairs shared (dwqt_on) */
+	if (reuse && tail && oy < oh) {
+		const uint8_t *r0 = xq + (size_t)oy * sh * wp * 4;
+		int n = oh - oy;
+
+		for (int x = 0; x < ow; x += 2) {
+			const uint8_t *rx = r0 + (size_t)sw * x * 4;
+			__m256i a[4];
+
+			if (n == 3 && sh == 1)
+				dwq_avx2_rowsn(rx, wp, wv, kh, np, 1, sel, a, 3);
+			else if (n == 3)
+				dwq_avx2_rowsn(rx, wp, wv, kh, np, 2, sel, a, 3);
+			else if (n == 2 && sh == 1)
+				dwq_avx2_rowsn(rx, wp, wv, kh, np, 1, sel, a, 2);
+			else if (n == 2)
+				dwq_avx2_rowsn(rx, wp, wv, kh, np, 2, sel, a, 2);
+			else
+				dwq_avx2_rowsn(rx, wp, wv, kh, np, 1, sel, a, 1);
+			for (int i = 0; i < n; i++)
+				dwq_avx2_store(a[i], comp, mult, lo, hi, zy, lowb,
+					       out + ((size_t)(oy + i) * ow + x) * 4, x + 1 < ow);
+		}
+		oy = oh;
 	}
 	/* the last 1-3 rows: each row's taps alone */
 	for (; oy < oh; oy += 4) {
@@ -4641,6 +4699,77 @@ dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, con
 /* MI_QUANT_DWQR=0: dwq_item builds each output row's tap pairs alone (A/B) */
 static int dwqr_cur = -1;
 
+/* MI_QUANT_DWQT=0: the last oh % 4 rows of dwq_item build their tap pairs
+ * per row, with the sums in memory (A/B) */
+MI_QUANT_SWITCH(dwqt, "MI_QUANT_DWQT")
+
+/* MI_QUANT_DWQW=0: dwq_item builds its weight pairs by scalar stores into
+ * an int16 array copied to each vector (a store-forwarding stall per
+ * vector: ~7% of a 7x7 map's quad) (A/B) */
+MI_QUANT_SWITCH(dwqw, "MI_QUANT_DWQW")
+
+/*
+ * The weight pair vectors of a quad: wv[ky np + jp] lane l holds
+ * (w[c][ky][2 jp], w[c][ky][2 jp + 1]) of channel c = l % 4, 0 past kw.
+ * Each kernel row of the four channels is loaded as 8 bytes (masked to
+ * kw), the 16-bit pairs transposed by two rounds of vpunpck (channel
+ * quads of pair jp in 8 bytes) and sign-extended to int16: the scalar
+ * loop's values.
+ */
+__attribute__((target("avx2"))) static void dwq_wpairs_avx2(const int8_t *w, int kh, int kw,
+							     __m256i *wv)
+{
+	int8_t buf[4 * MI_QDW_KMAX * MI_QDW_KMAX + 8];
+	size_t n = (size_t)kh * kw;
+	int np = (kw + 1) / 2;
+	__m128i m = _mm_cmpgt_epi8(_mm_set1_epi8((char)kw),
+				   _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7));
+
+	memcpy(buf, w, 4 * n);
+	memset(buf + 4 * n, 0, 8);
+	for (int ky = 0; ky < kh; ky++) {
+		const int8_t *r = buf + (size_t)ky * kw;
+		int64_t r0, r1, r2, r3;
+
+		memcpy(&r0, r, 8);
+		memcpy(&r1, r + n, 8);
+		memcpy(&r2, r + 2 * n, 8);
+		memcpy(&r3, r + 3 * n, 8);
+		__m128i a = _mm_and_si128(_mm_set_epi64x(r1, r0), m);
+		__m128i b = _mm_and_si128(_mm_set_epi64x(r3, r2), m);
+		__m128i lo = _mm_unpacklo_epi16(a, b), hi = _mm_unpackhi_epi16(a, b);
+		__m128i t[2] = { _mm_unpacklo_epi16(lo, hi), _mm_unpackhi_epi16(lo, hi) };
+
+		for (int jp = 0; jp < np; jp++) {
+			__m128i v = jp % 2 ? _mm_unpackhi_epi64(t[jp / 2], t[jp / 2]) :
+					     _mm_unpacklo_epi64(t[jp / 2], t[jp / 2]);
+
+			wv[ky * np + jp] = _mm256_cvtepi8_epi16(v);
+		}
+	}
+}
+
+/* dwq_wpairs_avx2's vectors by scalar stores (MI_QUANT_DWQW=0) */
+__attribute__((target("avx2"))) static void dwq_wpairs_scalar(const int8_t *w, int kh, int kw,
+							       __m256i *wv)
+{
+	int np = (kw + 1) / 2;
+
+	for (int ky = 0; ky < kh; ky++)
+		for (int jp = 0; jp < np; jp++) {
+			int16_t p[16];
+
+			for (int l = 0; l < 8; l++) {
+				const int8_t *wc = w + (size_t)(l % 4) * kh * kw + ky * kw;
+				int kx = 2 * jp;
+
+				p[2 * l] = wc[kx];
+				p[2 * l + 1] = kx + 1 < kw ? wc[kx + 1] : 0;
+			}
+			memcpy(&wv[ky * np + jp], p, sizeof(p));
+		}
+}
+
 __attribute__((target("avx2,fma"))) static void dwq_item(void *arg, int q, int tid)
 {
 	struct conv_job *j = arg;
@@ -4650,26 +4779,17 @@ __attribute__((target("avx2,fma"))) static void dwq_item(void *arg, int q, int t
 	uint8_t *xq = j->xi + (size_t)4 * q * (j->hp * j->wp + 64);
 	uint8_t *out = j->y + (size_t)q * s->oh * s->ow * 4;
 	const int8_t *w = j->cv->dww + (size_t)4 * q * s->kh * s->kw;
-	int np = (s->kw + 1) / 2;
 	__m256i wv[MI_QDW_KMAX * ((MI_QDW_KMAX + 1) / 2)];
 
 	bool reuse = mi_quant_switch(&dwqr_cur, "MI_QUANT_DWQR");
+	bool tail = dwqt_on();
 
 	(void)tid;
 	dwq_prep_avx2(j, q, xq);
-	for (int ky = 0; ky < s->kh; ky++)
-		for (int jp = 0; jp < np; jp++) {
-			int16_t p[16];
-
-			for (int l = 0; l < 8; l++) {
-				const int8_t *wc = w + (size_t)(l % 4) * s->kh * s->kw + ky * s->kw;
-				int kx = 2 * jp;
-
-				p[2 * l] = wc[kx];
-				p[2 * l + 1] = kx + 1 < s->kw ? wc[kx + 1] : 0;
-			}
-			memcpy(&wv[ky * np + jp], p, sizeof(p));
-		}
+	if (dwqw_on())
+		dwq_wpairs_avx2(w, s->kh, s->kw, wv);
+	else
+		dwq_wpairs_scalar(w, s->kh, s->kw, wv);
 	int c = 4 * q;
 	__m256i comp = _mm256_setr_epi32(ep->comp[c], ep->comp[c + 1], ep->comp[c + 2],
 					 ep->comp[c + 3], ep->comp[c], ep->comp[c + 1],
@@ -4679,19 +4799,23 @@ __attribute__((target("avx2,fma"))) static void dwq_item(void *arg, int q, int t
 				     ep->mult[c + 2], ep->mult[c + 3]);
 
 	if (s->kh == 3 && s->kw == 3 && s->sw == 1)
-		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 1, comp, mult, ep, out, reuse);
+		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 1, comp, mult, ep, out,
+			      reuse, tail);
 	else if (s->kh == 3 && s->kw == 3)
-		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 2, comp, mult, ep, out, reuse);
+		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 2, comp, mult, ep, out,
+			      reuse, tail);
 	else if (s->kh == 5 && s->kw == 5 && s->sw == 1)
-		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 1, comp, mult, ep, out, reuse);
+		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 1, comp, mult, ep, out,
+			      reuse, tail);
 	else if (s->kh == 5 && s->kw == 5)
-		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 2, comp, mult, ep, out, reuse);
+		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 2, comp, mult, ep, out,
+			      reuse, tail);
 	else if (s->sw == 1)
 		dwq_avx2_body(xq, j->wp, wv, s->kh, s->kw, s->oh, s->ow, s->sh, 1, comp, mult, ep,
-			      out, reuse);
+			      out, reuse, tail);
 	else
 		dwq_avx2_body(xq, j->wp, wv, s->kh, s->kw, s->oh, s->ow, s->sh, 2, comp, mult, ep,
-			      out, reuse);
+			      out, reuse, tail);
 }
 
 /*

@@ -141,6 +141,13 @@ int mi_quant_set_convblk(int on);
  * planner keeps their inputs planar; 2: on every shape it takes, for
  * tests and A/B).  Returns the setting. */
 int mi_quant_set_dwc4(int on);
+/* The quad kernel's last oh % 4 output rows in one step with shared tap
+ * pairs (default on; MI_QUANT_DWQT=0 off: each row alone, the old loop).
+ * Same sums, same bytes.  Returns the setting. */
+int mi_quant_set_dwqt(int on);
+/* The quad kernel's weight pairs by vpunpck from 8-byte kernel rows (default
+ * on; MI_QUANT_DWQW=0 off: scalar stores).  Returns the setting. */
+int mi_quant_set_dwqw(int on);
 /* AVX2 dense tiles on weights that all lie in [-64, 63] (7-bit, `metainfer
  * quantize --weight-bits 7`) by vpmaddubsw, uint8 x int8 into int16 pairs
  * that cannot saturate (tile_avx2b; default on, MI_QUANT_U8S7=0 off: the

@@ -142,7 +142,8 @@ static uint8_t x255(int x_signed)
 	return x_signed ? 0x7f : 0xff;
 }
 
-static int dwq_runs, dwq_in_runs;
+static int dwq_runs, dwq_in_runs, dwq_tail_runs;
+static bool dwq_focus; /* depthwise channel quads, C4 output (dwq_item) */
 static int dw_cases, dwtab_cases, densetab_cases, chan_cases;
 static bool chan_focus;
 static bool px1_focus; /* 1x1 convs on one pixel (SE FCs: the GEMV path) */
@@ -333,6 +334,24 @@ static int test_conv(int iter)
 		s.kh = s.kw = s.sh = s.sw = s.dh = s.dw = 1;
 		s.pt = s.pb = s.pl = s.pr = 0;
 	}
+	if (dwq_focus) {
+		/* the AVX2 quad kernel: 3x3 and 5x5 (some 1..7, non-square)
+		 * at stride 1 and 2, output heights of every residue mod 4
+		 * (its last oh % 4 rows: MI_QUANT_DWQT) */
+		s.c = s.oc = s.group = 4 * rndi(1, 6);
+		s.kh = s.kw = rnd() % 4 ? 3 + 2 * rndi(0, 1) : 0;
+		if (!s.kh) {
+			s.kh = rndi(1, 7);
+			s.kw = rndi(1, 7);
+		}
+		s.sh = rndi(1, 2);
+		s.sw = rnd() % 4 ? s.sh : rndi(1, 2);
+		s.dh = s.dw = 1;
+		s.h = rndi(s.kh, 30);
+		s.w = rndi(s.kw, 30);
+		s.pt = s.pb = rnd() % 4 ? s.kh / 2 : rndi(0, 3);
+		s.pl = s.pr = rnd() % 4 ? s.kw / 2 : rndi(0, 3);
+	}
 	if (px1_focus) {
 		s.group = 1;
 		s.c = rndi(1, 300);
@@ -453,6 +472,8 @@ static int test_conv(int iter)
 	mi_quant_set_amx(1); /* AMX tiles packed where the CPU has them */
 	mi_quant_set_isa(MI_QISA_AVX2); /* and the AVX2 int16 weights */
 	mi_quant_set_u8s7(iter % 2); /* 7-bit: the int16 weights too, or not */
+	mi_quant_set_dwqt(iter % 3); /* the quad kernel's old last rows a third of the time */
+	mi_quant_set_dwqw(iter % 4 != 1); /* and its scalar weight pairs a quarter */
 	if (mi_qconv_init(&cv, &s, wget, &wc)) {
 		fprintf(stderr, "conv init failed\n");
 		return 1;
@@ -478,7 +499,7 @@ static int test_conv(int iter)
 	/* depthwise: C4 input where the AVX2 quad kernel takes it */
 	bool dw_in_c4 = cv.depthwise && s.c % 4 == 0 && rnd() % 2;
 	bool out_c4 = s.oc % 4 == 0 && (cv.depthwise || ocg % 4 == 0) &&
-		      (rnd() % 2 || (cv.depthwise && rnd() % 2));
+		      (dwq_focus || rnd() % 2 || (cv.depthwise && rnd() % 2));
 	size_t hw = (size_t)s.h * s.w, ohw = (size_t)s.oh * s.ow;
 	uint8_t *xin = x;
 
@@ -581,6 +602,7 @@ static int test_conv(int iter)
 			bool dwq = cv.depthwise && ep.out_c4 && mi_qconv_dw_c4(&cv, &ep);
 
 			dwq_runs += dwq;
+			dwq_tail_runs += dwq && s.oh % 4 && iter % 3;
 			dwq_in_runs += dwq && c4x;
 
 			if (mi_qconv_run(&cv, c4x && !in_c4 ? xc4 : xin, x_signed, zx, &ep, yk, NULL,
@@ -1205,13 +1227,26 @@ int main(int argc, char **argv)
 		fails += test_conv(5 * i + 2);
 	}
 	rgb_focus = false;
+	/* depthwise convs on the AVX2 quad kernel (dwq_item), 1 to 3 (fake)
+	 * threads */
+	dwq_focus = true;
+	for (int i = 0; i < n / 5; i++) {
+		fake_threads = 2 + i % 2;
+		mi_quant_set_parallel(i % 3 ? fake_for : NULL, fake_threads);
+		fails += test_conv(5 * i);
+	}
+	dwq_focus = false;
 	fails += test_wino_bound();
 	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d q/dq-c4 + %d maxpool cases, x %d ISAs: %d failures\n",
 	       n, n, n, n, n, n, mi_quant_isa_max() + 1, fails);
 	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels; %d 1x1 on one pixel; %d 3x3 with Winograd; %d RGB first convs)\n",
 	       dw_cases, dwtab_cases, densetab_cases, chan_cases, px1_cases, wino_cases, rgb_cases);
-	printf("  (%d depthwise runs on the AVX2 C4 quad kernel, %d of them reading C4)\n", dwq_runs,
-	       dwq_in_runs);
+	printf("  (%d depthwise runs on the AVX2 C4 quad kernel, %d of them reading C4, %d with oh %% 4 rows left in one step)\n",
+	       dwq_runs, dwq_in_runs, dwq_tail_runs);
+	if (mi_quant_isa_max() >= MI_QISA_AVX2 && !dwq_tail_runs) {
+		fprintf(stderr, "FAIL no quad-kernel depthwise run with oh %% 4 rows left\n");
+		fails++;
+	}
 	printf("  (%d fp32 runs blocked by 8 from the tile epilogues, %d refused)\n", blk8_runs,
 	       blk8_refused);
 	printf("  (%d of them with a residual Add fused)\n", res_runs);

@@ -4610,7 +4610,7 @@ dwq_avx2_store(__m256i a, const __m256i comp, const __m256 mult, const __m256 lo
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, const int kw,
 	      int oh, int ow, int sh, const int sw, const __m256i comp, const __m256 mult,
-	      const struct mi_qepi *ep, uint8_t *out, bool reuse, bool tail)
+	      const struct mi_qepi *ep, uint8_t *out, bool reuse, bool tail, bool unroll)
 {
 	const int np = (kw + 1) / 2;
 	__m256i sel = sw == 1 ? _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1,
@@ -4638,9 +4638,22 @@ dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, con
 				dwq_avx2_rows4(r0 + (size_t)sw * x * 4, wp, wv, kh, np, 1, sel, a);
 			else
 				dwq_avx2_rows4(r0 + (size_t)sw * x * 4, wp, wv, kh, np, 2, sel, a);
-			for (int i = 0; i < 4; i++)
-				dwq_avx2_store(a[i], comp, mult, lo, hi, zy, lowb,
-					       out + ((size_t)(oy + i) * ow + x) * 4, x + 1 < ow);
+			/* 3x3: the four rows' stores unrolled keep a[] in
+			 * registers (56x56-112x112 maps ~9% faster; 5x5 kernels
+			 * ~5% slower so, register pressure; MI_QUANT_DWQU=0: a
+			 * loop) */
+			if (kh <= 3 && unroll) {
+#pragma GCC unroll 4
+				for (int i = 0; i < 4; i++)
+					dwq_avx2_store(a[i], comp, mult, lo, hi, zy, lowb,
+						       out + ((size_t)(oy + i) * ow + x) * 4,
+						       x + 1 < ow);
+			} else {
+				for (int i = 0; i < 4; i++)
+					dwq_avx2_store(a[i], comp, mult, lo, hi, zy, lowb,
+						       out + ((size_t)(oy + i) * ow + x) * 4,
+						       x + 1 < ow);
+			}
 		}
 	}
 	/* the last 1-3 rows in one step, tap pairs shared (dwqt_on) */
@@ -4711,6 +4724,10 @@ MI_QUANT_SWITCH(dwqt, "MI_QUANT_DWQT")
  * an int16 array copied to each vector (a store-forwarding stall per
  * vector: ~7% of a 7x7 map's quad) (A/B) */
 MI_QUANT_SWITCH(dwqw, "MI_QUANT_DWQW")
+
+/* MI_QUANT_DWQU=0: dwq_item's 3x3 steps store their four rows in a loop
+ * (a[] in memory) (A/B) */
+MI_QUANT_SWITCH(dwqu, "MI_QUANT_DWQU")
 
 /*
  * The weight pair vectors of a quad: wv[ky np + jp] lane l holds
@@ -4786,7 +4803,7 @@ __attribute__((target("avx2,fma"))) static void dwq_item(void *arg, int q, int t
 	__m256i wv[MI_QDW_KMAX * ((MI_QDW_KMAX + 1) / 2)];
 
 	bool reuse = mi_quant_switch(&dwqr_cur, "MI_QUANT_DWQR");
-	bool tail = dwqt_on();
+	bool tail = dwqt_on(), unroll = dwqu_on();
 
 	(void)tid;
 	dwq_prep_avx2(j, q, xq);
@@ -4804,22 +4821,22 @@ __attribute__((target("avx2,fma"))) static void dwq_item(void *arg, int q, int t
 
 	if (s->kh == 3 && s->kw == 3 && s->sw == 1)
 		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 1, comp, mult, ep, out,
-			      reuse, tail);
+			      reuse, tail, unroll);
 	else if (s->kh == 3 && s->kw == 3)
 		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 2, comp, mult, ep, out,
-			      reuse, tail);
+			      reuse, tail, unroll);
 	else if (s->kh == 5 && s->kw == 5 && s->sw == 1)
 		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 1, comp, mult, ep, out,
-			      reuse, tail);
+			      reuse, tail, unroll);
 	else if (s->kh == 5 && s->kw == 5)
 		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 2, comp, mult, ep, out,
-			      reuse, tail);
+			      reuse, tail, unroll);
 	else if (s->sw == 1)
 		dwq_avx2_body(xq, j->wp, wv, s->kh, s->kw, s->oh, s->ow, s->sh, 1, comp, mult, ep,
-			      out, reuse, tail);
+			      out, reuse, tail, unroll);
 	else
 		dwq_avx2_body(xq, j->wp, wv, s->kh, s->kw, s->oh, s->ow, s->sh, 2, comp, mult, ep,
-			      out, reuse, tail);
+			      out, reuse, tail, unroll);
 }
 
 /*

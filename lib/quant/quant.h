@@ -148,6 +148,9 @@ int mi_quant_set_dwqt(int on);
 /* The quad kernel's weight pairs by vpunpck from 8-byte kernel rows (default
  * on; MI_QUANT_DWQW=0 off: scalar stores).  Returns the setting. */
 int mi_quant_set_dwqw(int on);
+/* The quad kernel's 3x3 steps with their four row stores unrolled (default
+ * on; MI_QUANT_DWQU=0 off).  Returns the setting. */
+int mi_quant_set_dwqu(int on);
 /* AVX2 dense tiles on weights that all lie in [-64, 63] (7-bit, `metainfer
  * quantize --weight-bits 7`) by vpmaddubsw, uint8 x int8 into int16 pairs
  * that cannot saturate (tile_avx2b; default on, MI_QUANT_U8S7=0 off: the

@@ -474,6 +474,7 @@ static int test_conv(int iter)
 	mi_quant_set_u8s7(iter % 2); /* 7-bit: the int16 weights too, or not */
 	mi_quant_set_dwqt(iter % 3); /* the quad kernel's old last rows a third of the time */
 	mi_quant_set_dwqw(iter % 4 != 1); /* and its scalar weight pairs a quarter */
+	mi_quant_set_dwqu(iter % 4 != 2); /* its row stores in a loop a quarter */
 	if (mi_qconv_init(&cv, &s, wget, &wc)) {
 		fprintf(stderr, "conv init failed\n");
 		return 1;

@@ -2733,6 +2733,63 @@ gap_sums_avx2_c4(const struct qnode *q, const uint8_t *x, int np, double *s)
 	gap_sums_avx2_body(q, x, np, s, true);
 }
 
+/*
+ * gap_sums_avx2_c4 on maps of 32-63 pixels (7x7: the squeeze-excitations
+ * and the last pool of EfficientNet-B0 and MobileNetV3-Small), nq quads
+ * side by side: a quad's 4 channels are the 4 double lanes of one sum, so
+ * each channel's additions keep their order (the block's lane m at m =
+ * 0..7, then the tail pixels), the tail pixels are added 4 channels per
+ * vpaddpd instead of one by one, and the block's lanes come from 8-byte
+ * runs (2 pixels x 4 channels: lut8x_avx2) instead of bytes 4 apart.  The
+ * one block of 32: lane (e, c) of the vectors at pixels
+ * 2j, 8 + 2j, 16 + 2j, 24 + 2j is gap_sums_avx2_c4's lane m = 2j + e of
+ * a0..a3 for channel c (each 0 + entry), summed as it does.
+ */
+__attribute__((target("avx2"), always_inline)) static inline void
+gap_c4s_body(const float *lut, const uint8_t *xq, int64_t hw, double *s, const int nq)
+{
+	__m256d acc[4] = { _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+			   _mm256_setzero_pd() };
+	const __m256 z = _mm256_setzero_ps();
+
+	for (int j = 0; j < 4; j++)
+		for (int k = 0; k < nq; k++) {
+			const uint8_t *xp = xq + (int64_t)k * hw * 4 + 8 * j;
+			__m256 v0 = _mm256_add_ps(z, lut8x_avx2(lut, xp, true));
+			__m256 v1 = _mm256_add_ps(z, lut8x_avx2(lut, xp + 32, true));
+			__m256 v2 = _mm256_add_ps(z, lut8x_avx2(lut, xp + 64, true));
+			__m256 v3 = _mm256_add_ps(z, lut8x_avx2(lut, xp + 96, true));
+			__m256 l = _mm256_add_ps(_mm256_add_ps(v0, v1), _mm256_add_ps(v2, v3));
+
+			acc[k] = _mm256_add_pd(acc[k], _mm256_cvtps_pd(_mm256_castps256_ps128(l)));
+			acc[k] = _mm256_add_pd(acc[k], _mm256_cvtps_pd(_mm256_extractf128_ps(l, 1)));
+		}
+	for (int64_t i = 32; i < hw; i++)
+		for (int k = 0; k < nq; k++) {
+			const uint8_t *xp = xq + ((int64_t)k * hw + i) * 4;
+			__m128 v = _mm_setr_ps(lut[xp[0]], lut[xp[1]], lut[xp[2]], lut[xp[3]]);
+
+			acc[k] = _mm256_add_pd(acc[k], _mm256_cvtps_pd(v));
+		}
+	for (int k = 0; k < nq; k++)
+		_mm256_storeu_pd(s + 4 * k, acc[k]);
+}
+
+/* 32 <= hw < 64, np a multiple of 4 (whole quads) */
+__attribute__((target("avx2"))) static void
+gap_sums_avx2_c4s(const struct qnode *q, const uint8_t *x, int np, double *s)
+{
+	int64_t hw = q->gap_hw;
+	int c4 = 0;
+
+	for (; c4 + 4 <= np / 4; c4 += 4)
+		gap_c4s_body(q->lut, x + (int64_t)c4 * hw * 4, hw, s + 4 * c4, 4);
+	for (; c4 + 2 <= np / 4; c4 += 2)
+		gap_c4s_body(q->lut, x + (int64_t)c4 * hw * 4, hw, s + 4 * c4, 2);
+	for (; c4 < np / 4; c4++)
+		gap_c4s_body(q->lut, x + (int64_t)c4 * hw * 4, hw, s + 4 * c4, 1);
+}
+
 static void gap_sums_c(const struct qnode *q, const uint8_t *x, int np, double *s)
 {
 	int64_t hw = q->gap_hw, i = 0;
@@ -2979,6 +3036,10 @@ gap_sums_vbmi(const struct qnode *q, const uint8_t *x, int np, double *s)
  * planes first (A/B). */
 MI_QUANT_SWITCH(gapc4, "MI_QUANT_GAPC4")
 
+/* MI_QUANT_GAPC4S=0: maps of 32-63 pixels in C4 take gap_sums_avx2_c4 too
+ * (A/B) */
+MI_QUANT_SWITCH(gapc4s, "MI_QUANT_GAPC4S")
+
 static void qgap_item(void *arg, int it, int tid)
 {
 	const struct qlut_job *j = arg;
@@ -2991,7 +3052,10 @@ static void qgap_item(void *arg, int it, int tid)
 
 	if (q->se_in_c4 && np % 4 == 0 && q->gap_vw == 8 && mi_quant_isa() >= MI_QISA_AVX2 &&
 	    lutg_on() && gapc4_on() && !(mi_cpu_isa() == MI_ISA_AVX512 && have_vbmi())) {
-		gap_sums_avx2_c4(q, x, np, s);
+		if (q->gap_hw >= 32 && q->gap_hw < 64 && gapc4s_on())
+			gap_sums_avx2_c4s(q, x, np, s);
+		else
+			gap_sums_avx2_c4(q, x, np, s);
 		goto mean;
 	}
 	if (q->se_in_c4) { /* C4 input: its np / 4 quads apart into planes */

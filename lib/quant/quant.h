@@ -127,6 +127,10 @@ int mi_quant_set_sedirect(int on);
  * MI_QUANT_GAPC4=0 off: quads taken apart into planes).  Returns the
  * setting. */
 int mi_quant_set_gapc4(int on);
+/* ... and on maps of 32-63 pixels sums a quad's 4 channels as the lanes of
+ * one double vector (gap_sums_avx2_c4s; default on, MI_QUANT_GAPC4S=0
+ * off).  Same additions per channel, same bytes.  Returns the setting. */
+int mi_quant_set_gapc4s(int on);
 /* A QuantizeLinear of an fp32 conv's output writes C4 for an int8
  * depthwise conv, and for DQs read by fp32 convs (default on,
  * MI_QUANT_QDWC4=0 off: planar; read when planning).  Returns the

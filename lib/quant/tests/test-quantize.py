@@ -430,7 +430,10 @@ def check_se_c4(tmp):
     int8 1x1 conv; 24 channels (GAP work items of 16 and 8 planes),
     7x7 (per-pixel products), 20x20 (byte tables), AVX2 at 1 and 2
     threads and generic == generic with MI_QUANT_SEC4=0 (planes), and the
-    C4 plan must hold more activations than MI_QUANT_SEC4=0's."""
+    C4 plan must hold more activations than MI_QUANT_SEC4=0's; 36
+    channels at 7x7 (items of 4, 4 and 1 quads; 24: 4 and 2) for the
+    pool's sums on maps of 32-63 pixels (gap_sums_avx2_c4s,
+    MI_QUANT_GAPC4S=0: the old ones)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -438,7 +441,9 @@ def check_se_c4(tmp):
     c, co = 24, 8
     w = rng.integers(-127, 128, (co, c, 1, 1)).astype(np.int8)
     ok = True
-    for hw in (7, 20):
+    for c, hw in ((24, 7), (24, 20), (36, 7)):
+        if c != 24:
+            w = rng.integers(-127, 128, (co, c, 1, 1)).astype(np.int8)
         nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
                  helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
                  helper.make_node("GlobalAveragePool", ["d"], ["gp"]),
@@ -448,6 +453,8 @@ def check_se_c4(tmp):
                  helper.make_node("DequantizeLinear", ["mq", "s2", "z2"], ["md"]),
                  helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
                  helper.make_node("Conv", ["md", "wd"], ["y"])]
+        # gp_out: the pool's means first (fp32, the bits of its sums)
+        gp_out = [helper.make_tensor_value_info("gp", TensorProto.FLOAT, [1, c, 1, 1])]
         gr = helper.make_graph(
             nodes, "se_c4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, co, hw, hw])],
@@ -459,9 +466,20 @@ def check_se_c4(tmp):
              numpy_helper.from_array(w, "w"),
              numpy_helper.from_array(np.full(co, 2.0 ** -10, np.float32), "ws"),
              numpy_helper.from_array(np.zeros(co, np.int8), "wz")])
-        path = os.path.join(tmp, "se_c4_%d.onnx" % hw)
+        path = os.path.join(tmp, "se_c4_%d_%d.onnx" % (c, hw))
         onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)]), path)
         x = rng.uniform(-6, 6, (1, c, hw, hw)).astype(np.float32)
+        # the means bit for bit: C4 sums (default, MI_QUANT_GAPC4S=0) ==
+        # the planes' (MI_QUANT_SEC4=0), same AVX2 order of additions
+        gr.output.insert(0, gp_out[0])
+        gpath = os.path.join(tmp, "se_c4_gp_%d_%d.onnx" % (c, hw))
+        onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)]), gpath)
+        gp = [mi_run(gpath, x, tmp, dict({"MI_CPU_ISA": "avx2"}, **e)).view(np.uint32)
+              for e in ({"MI_QUANT_SEC4": "0"}, {}, {"MI_QUANT_GAPC4S": "0"})]
+        if not (np.array_equal(gp[0], gp[1]) and np.array_equal(gp[0], gp[2])):
+            ok = False
+            print(f"  se c4 c{c} {hw}x{hw}: pool means differ from the planes' "
+                  f"({int((gp[0] != gp[1]).sum())} C4, {int((gp[0] != gp[2]).sum())} GAPC4S=0)")
         nc4 = []
         for e in ("0", "1"):
             r = run([MI, "run", path, "-q", "--bench", "1"],
@@ -470,17 +488,18 @@ def check_se_c4(tmp):
             nc4.append(int(m.group(1)) if m else -1)
         if not nc4[1] > nc4[0] >= 0:
             ok = False
-            print(f"  se c4 {hw}x{hw}: C4 activations {nc4[0]} (SEC4=0), {nc4[1]} (SEC4=1)")
+            print(f"  se c4 c{c} {hw}x{hw}: C4 activations {nc4[0]} (SEC4=0), {nc4[1]} (SEC4=1)")
         ref = mi_run(path, x, tmp, {"MI_CPU_ISA": "generic", "MI_QUANT_SEC4": "0"})
         for e, t in (({"MI_CPU_ISA": "generic"}, 1), ({"MI_CPU_ISA": "avx2"}, 1),
                      ({"MI_CPU_ISA": "avx2"}, 2), ({"MI_CPU_ISA": "avx2", "MI_QUANT_SEC4": "0"}, 1),
-                     ({"MI_CPU_ISA": "avx2", "MI_QUANT_GAPC4": "0", "MI_QUANT_SEDIRECT": "0"}, 1)):
+                     ({"MI_CPU_ISA": "avx2", "MI_QUANT_GAPC4": "0", "MI_QUANT_SEDIRECT": "0"}, 1),
+                     ({"MI_CPU_ISA": "avx2", "MI_QUANT_GAPC4S": "0"}, 1)):
             o = mi_run(path, x, tmp, e, threads=t)
             if not np.array_equal(o, ref):
                 ok = False
-                print(f"  se c4 {hw}x{hw} {e} -t {t}: {int((o != ref).sum())} outputs differ from planar generic")
+                print(f"  se c4 c{c} {hw}x{hw} {e} -t {t}: {int((o != ref).sum())} outputs differ from planar generic")
     check(ok, "se c4: SE Mul and GlobalAveragePool reading C4 bytes == planar (generic) "
-          "(7x7, 20x20, 24 channels, 1 and 2 threads)")
+          "(7x7, 20x20 at 24 channels, 7x7 at 36, 1 and 2 threads)")
 
 
 def check_add_fma(tmp):

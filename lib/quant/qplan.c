@@ -3945,6 +3945,7 @@ struct qmv_out {
 	int nruns;
 	struct qmv_run *runs;
 	uint8_t *tab;  /* [ninputs][256] */
+	uint8_t *tel;  /* [ninputs][256]: tab as qmv_lut's XOR-telescoped slices */
 	bool *ident;   /* [ninputs]: a copy */
 	int64_t numel;
 	/* 4-D output whose every channel plane is one run: the planes'
@@ -4336,6 +4337,65 @@ struct qmv_job {
 };
 
 
+/*
+ * A move's byte tables (a sink's parameters differ from a source's:
+ * ShuffleNetV2's split reads the branch outputs of several units, each
+ * with its own scale) are looked up once per channel plane, 49-784 bytes.
+ * lut8_any set the 16 table slices up on every call and did the last
+ * n % 32 bytes one at a time (17 of ShuffleNetV2 stage4's 49-byte planes:
+ * its Slices cost ~1 cycle per byte).  qmv_lut takes the slices made at
+ * plan time (tel_make) and ends with a vector overlapping the one before
+ * (the same table, so the same bytes).  MI_QUANT_MVLUT=0: lut8_any.
+ */
+MI_QUANT_SWITCH(mvlut, "MI_QUANT_MVLUT")
+
+/* lut8x_tel_avx2's slices: slice c XOR slice c - 1 within each half. */
+static void tel_make(const uint8_t *lut, uint8_t *d)
+{
+	for (int c = 0; c < 16; c++)
+		for (int b = 0; b < 16; b++)
+			d[16 * c + b] = lut[16 * c + b] ^ (c % 8 ? lut[16 * (c - 1) + b] : 0);
+}
+
+/* y[i] = lut[x[i]], i < n (n >= 32, x and y apart), from tel_make's d. */
+__attribute__((target("avx2"))) static void lut8_tel_pre(const uint8_t *x, const uint8_t *tel,
+							  int64_t n, uint8_t *y)
+{
+	const __m256i s16 = _mm256_set1_epi8(16), hb = _mm256_set1_epi8((char)0x80);
+	__m256i d[16];
+
+	for (int c = 0; c < 16; c++)
+		d[c] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(tel + 16 * c)));
+	for (int64_t i = 0;; i += 32) {
+		if (i + 32 > n)
+			i = n - 32; /* the last vector overlaps the one before */
+		__m256i k = _mm256_loadu_si256((const __m256i *)(x + i));
+		__m256i a = k, b = _mm256_xor_si256(k, hb);
+		__m256i rl = _mm256_shuffle_epi8(d[0], a), rh = _mm256_shuffle_epi8(d[8], b);
+
+#pragma GCC unroll 7
+		for (int j = 1; j < 8; j++) {
+			a = _mm256_sub_epi8(a, s16);
+			b = _mm256_sub_epi8(b, s16);
+			rl = _mm256_xor_si256(rl, _mm256_shuffle_epi8(d[j], a));
+			rh = _mm256_xor_si256(rh, _mm256_shuffle_epi8(d[8 + j], b));
+		}
+		_mm256_storeu_si256((__m256i *)(y + i), _mm256_blendv_epi8(rl, rh, k));
+		if (i + 32 >= n)
+			break;
+	}
+}
+
+/* y[i] = table s of output o at x[i], i < n. */
+static void qmv_lut(const struct qmv_out *o, int s, const uint8_t *x, int64_t n, uint8_t *y)
+{
+	if (o->tel && n >= 32 && (x + n <= y || y + n <= x) && mi_quant_isa() == MI_QISA_AVX2 &&
+	    mvlut_on())
+		lut8_tel_pre(x, o->tel + (size_t)s * 256, n, y);
+	else
+		lut8_any(x, o->tab + (size_t)s * 256, n, y);
+}
+
 /* Output bytes [b, e) of one sink: the runs they fall in. */
 static void qmv_range(void *arg, int64_t b, int64_t e)
 {
@@ -4363,7 +4423,7 @@ static void qmv_range(void *arg, int64_t b, int64_t e)
 		} else if (o->ident[u->src])
 			memcpy(j->y + b, x, cnt);
 		else
-			lut8_any(x, o->tab + (size_t)u->src * 256, cnt, j->y + b);
+			qmv_lut(o, u->src, x, cnt, j->y + b);
 		b += cnt;
 	}
 }
@@ -4407,7 +4467,7 @@ static void qmv_c4_range(void *arg, int64_t b, int64_t e)
 				if (o->ident[s]) {
 					row[k] = x;
 				} else {
-					lut8_any(x, o->tab + (size_t)s * 256, np, tmp[k]);
+					qmv_lut(o, s, x, np, tmp[k]);
 					row[k] = tmp[k];
 				}
 			}
@@ -4489,6 +4549,7 @@ static void qmove_free(struct qmove *m)
 	for (int k = 0; k < m->nout; k++) {
 		free(m->out[k].runs);
 		free(m->out[k].tab);
+		free(m->out[k].tel);
 		free(m->out[k].ident);
 		free(m->out[k].pl_src);
 		free(m->out[k].pl_off);
@@ -4567,9 +4628,11 @@ static int qmv_tables(struct mvctx *c, const int *ins, int nin, const struct qac
 {
 	o->tab = malloc((size_t)nin * 256);
 	o->ident = calloc(nin, sizeof(bool));
+	if (y)
+		o->tel = malloc((size_t)nin * 256);
 	if (!y)
 		o->deq = malloc(nin * sizeof(*o->deq));
-	if (!o->tab || !o->ident || (!y && !o->deq))
+	if (!o->tab || !o->ident || (!y && !o->deq) || (y && !o->tel))
 		return -ENOMEM;
 	for (int k = 0; k < nin; k++) {
 		const struct qact *a = NULL;
@@ -4590,6 +4653,7 @@ static int qmv_tables(struct mvctx *c, const int *ins, int nin, const struct qac
 		o->ident[k] = a->dtype == y->dtype;
 		for (int b = 0; b < 256 && o->ident[k]; b++)
 			o->ident[k] = o->tab[(size_t)k * 256 + b] == b;
+		tel_make(o->tab + (size_t)k * 256, o->tel + (size_t)k * 256);
 	}
 	return 0;
 }

@@ -82,6 +82,10 @@ int mi_quant_set_mvc4(int on);
  * off), and write the floats an fp32 reader takes (MI_QUANT_MVF32=0 off). */
 int mi_quant_set_through(int on);
 int mi_quant_set_mvf32(int on);
+/* ... and look a move's byte tables up with slices made at plan time,
+ * the last bytes of a plane by an overlapping vector (default on,
+ * MI_QUANT_MVLUT=0: lut8_any, the last bytes one at a time). */
+int mi_quant_set_mvlut(int on);
 /* AVX2 MaxPool (stride 1 or 2, no dilation): horizontal passes 8 C4
  * pixels or 32 bytes at a time (default on, MI_QUANT_HMAX2=0 off: byte by
  * byte).  Returns the setting. */

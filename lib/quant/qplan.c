@@ -3941,11 +3941,19 @@ struct qmv_run {
 	int src; /* index into the node's inputs */
 };
 
+/* A byte table as ((u * m + r) >> sh) + zp saturated to the sink's type,
+ * u the source byte (XOR 0x80 when int8: flip) as unsigned. */
+struct qmv_aff {
+	int32_t m, r, sh, zp; /* zp: the sink's, added after the shift */
+	uint8_t flip;
+};
+
 struct qmv_out {
 	int nruns;
 	struct qmv_run *runs;
 	uint8_t *tab;  /* [ninputs][256] */
 	uint8_t *tel;  /* [ninputs][256]: tab as qmv_lut's XOR-telescoped slices */
+	struct qmv_aff *aff; /* [ninputs]: tab in fixed point (qmv_aff_fit), or NULL */
 	bool *ident;   /* [ninputs]: a copy */
 	int64_t numel;
 	/* 4-D output whose every channel plane is one run: the planes'
@@ -3954,6 +3962,7 @@ struct qmv_out {
 	int *pl_src;
 	int64_t *pl_off;
 	bool c4; /* writes the C4 layout (plan_c4_tensors) */
+	bool s8y; /* the sink is int8 */
 	struct qact *deq; /* fp32 output (an fp32 node reads it): [ninputs] DQs */
 };
 
@@ -4386,14 +4395,158 @@ __attribute__((target("avx2"))) static void lut8_tel_pre(const uint8_t *x, const
 	}
 }
 
+/*
+ * Better still, a table is mostly Q_sink(DQ_src(q)) = round((q - zp) *
+ * ratio) + zp', i.e. ((u * m + r) >> sh) saturated, found at plan time
+ * and kept only if it gives every one of the 256 table bytes
+ * (qmv_aff_fit): 4 vpmulld + 4 vpaddd + 4 vpsravd + 3 packs + vpermd per
+ * 32 bytes instead of 16 vpshufb, 14 vpsubb, 15 vpxor, with m, r, sh per
+ * 32-bit lane, so a C4 quad is interleaved first and requantized in place
+ * with its 4 planes' parameters (qmv_c4_range).  MI_QUANT_MVAFF=0: tables.
+ */
+MI_QUANT_SWITCH(mvaff, "MI_QUANT_MVAFF")
+
+static int qmv_sat(int64_t v, int lo, int hi)
+{
+	return v < lo ? lo : v > hi ? hi : (int)v;
+}
+
+/* f gives every byte of tab, computed as qmv_aff32 does. */
+static bool qmv_aff_ok(const uint8_t *tab, int s8y, const struct qmv_aff *f)
+{
+	for (int b = 0; b < 256; b++) {
+		int64_t p = (int64_t)(b ^ f->flip) * f->m, w = p + f->r;
+		int v;
+
+		if (p > INT32_MAX || w < INT32_MIN || w > INT32_MAX)
+			return false;
+		v = qmv_sat(qmv_sat(w >> f->sh, -32768, 32767) + f->zp, -32768, 32767);
+		if (qmv_sat(v, s8y ? -128 : 0, s8y ? 127 : 255) != (s8y ? (int8_t)tab[b] : tab[b]))
+			return false;
+	}
+	return true;
+}
+
+/* Table tab of source a into sink y in fixed point: false if none found. */
+static bool qmv_aff_fit(const uint8_t *tab, const struct qact *a, const struct qact *y,
+			struct qmv_aff *f)
+{
+	double ratio = (double)a->scale / (double)y->scale;
+	int s8x = a->dtype == MI_DT_INT8, s8y = y->dtype == MI_DT_INT8;
+	int64_t zx = a->zp + (s8x ? 128 : 0);
+
+	if ((a->dtype != MI_DT_UINT8 && !s8x) || (y->dtype != MI_DT_UINT8 && !s8y) ||
+	    !(ratio > 0) || ratio > 32767)
+		return false;
+	f->flip = s8x ? 0x80 : 0;
+	f->zp = y->zp;
+	for (int sh = 30; sh >= 0; sh--) {
+		int64_t m0 = llrint(ldexp(ratio, sh));
+
+		if (m0 > INT32_MAX / 384)
+			continue;
+		for (int dm = 0; dm < 3; dm++) {
+			int64_t m = m0 + (dm == 1 ? -1 : dm == 2 ? 1 : 0);
+
+			for (int dr = -2; dr <= 2 && m >= 0; dr++) {
+				int64_t r = ((int64_t)1 << sh >> 1) - zx * m + dr;
+
+				if (r < INT32_MIN || r > INT32_MAX)
+					continue;
+				f->m = (int32_t)m;
+				f->r = (int32_t)r;
+				f->sh = sh;
+				if (qmv_aff_ok(tab, s8y, f))
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* 32 bytes requantized: lane l of m, r, sh for bytes l mod 8 of 8. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i
+qmv_aff32(__m256i v, const __m256i *p, bool s8y)
+{
+	__m128i lo, hi;
+	__m256i a, b, c, d;
+
+	v = _mm256_xor_si256(v, p[3]);
+	lo = _mm256_castsi256_si128(v);
+	hi = _mm256_extracti128_si256(v, 1);
+	a = _mm256_cvtepu8_epi32(lo);
+	b = _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8));
+	c = _mm256_cvtepu8_epi32(hi);
+	d = _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8));
+	a = _mm256_srav_epi32(_mm256_add_epi32(_mm256_mullo_epi32(a, p[0]), p[1]), p[2]);
+	b = _mm256_srav_epi32(_mm256_add_epi32(_mm256_mullo_epi32(b, p[0]), p[1]), p[2]);
+	c = _mm256_srav_epi32(_mm256_add_epi32(_mm256_mullo_epi32(c, p[0]), p[1]), p[2]);
+	d = _mm256_srav_epi32(_mm256_add_epi32(_mm256_mullo_epi32(d, p[0]), p[1]), p[2]);
+	a = _mm256_adds_epi16(_mm256_packs_epi32(a, b), p[4]); /* bytes 0-3 8-11 | 4-7 12-15 */
+	c = _mm256_adds_epi16(_mm256_packs_epi32(c, d), p[4]);
+	a = s8y ? _mm256_packs_epi16(a, c) : _mm256_packus_epi16(a, c);
+	return _mm256_permutevar8x32_epi32(a, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* y[i] = aff(x[i]), i < n (y may be x): lanes' parameters p[0..5) (m, r,
+ * sh, flip, zp), a pattern of 4 bytes. */
+__attribute__((target("avx2"))) static void qmv_aff_avx2(const uint8_t *x, int64_t n,
+							  const __m256i *p, bool s8y, uint8_t *y)
+{
+	int64_t i = 0;
+
+	for (; i + 32 <= n; i += 32)
+		_mm256_storeu_si256((__m256i *)(y + i),
+				    qmv_aff32(_mm256_loadu_si256((const __m256i *)(x + i)), p, s8y));
+	if (i < n) {
+		uint8_t b[32] = { 0 };
+
+		memcpy(b, x + i, n - i);
+		_mm256_storeu_si256((__m256i *)b,
+				    qmv_aff32(_mm256_loadu_si256((const __m256i *)b), p, s8y));
+		memcpy(y + i, b, n - i);
+	}
+}
+
+/* Parameters of qmv_aff_avx2 for sources s[0..4) (byte k of 4: s[k]);
+ * the zero point is the sink's, one per output. */
+__attribute__((target("avx2"))) static void qmv_aff_par(const struct qmv_out *o, const int *s,
+							  __m256i *p)
+{
+	const struct qmv_aff *f[4] = { &o->aff[s[0]], &o->aff[s[1]], &o->aff[s[2]], &o->aff[s[3]] };
+
+	p[0] = _mm256_setr_epi32(f[0]->m, f[1]->m, f[2]->m, f[3]->m, f[0]->m, f[1]->m, f[2]->m,
+				 f[3]->m);
+	p[1] = _mm256_setr_epi32(f[0]->r, f[1]->r, f[2]->r, f[3]->r, f[0]->r, f[1]->r, f[2]->r,
+				 f[3]->r);
+	p[2] = _mm256_setr_epi32(f[0]->sh, f[1]->sh, f[2]->sh, f[3]->sh, f[0]->sh, f[1]->sh,
+				 f[2]->sh, f[3]->sh);
+	p[3] = _mm256_set1_epi32((int32_t)((uint32_t)f[0]->flip | (uint32_t)f[1]->flip << 8 |
+					   (uint32_t)f[2]->flip << 16 | (uint32_t)f[3]->flip << 24));
+	p[4] = _mm256_set1_epi16((int16_t)f[0]->zp);
+}
+
+/* The fixed-point path runs (AVX2, tables fitted, switch on). */
+static bool qmv_aff_use(const struct qmv_out *o)
+{
+	return o->aff && mi_quant_isa() == MI_QISA_AVX2 && mvaff_on();
+}
+
 /* y[i] = table s of output o at x[i], i < n. */
 static void qmv_lut(const struct qmv_out *o, int s, const uint8_t *x, int64_t n, uint8_t *y)
 {
-	if (o->tel && n >= 32 && (x + n <= y || y + n <= x) && mi_quant_isa() == MI_QISA_AVX2 &&
-	    mvlut_on())
+	if (qmv_aff_use(o)) {
+		int ss[4] = { s, s, s, s };
+		__m256i p[5];
+
+		qmv_aff_par(o, ss, p);
+		qmv_aff_avx2(x, n, p, o->s8y, y);
+	} else if (o->tel && n >= 32 && (x + n <= y || y + n <= x) &&
+		   mi_quant_isa() == MI_QISA_AVX2 && mvlut_on()) {
 		lut8_tel_pre(x, o->tel + (size_t)s * 256, n, y);
-	else
+	} else {
 		lut8_any(x, o->tab + (size_t)s * 256, n, y);
+	}
 }
 
 /* Output bytes [b, e) of one sink: the runs they fall in. */
@@ -4453,6 +4606,30 @@ static void qmv_c4_range(void *arg, int64_t b, int64_t e)
 	int64_t hw = o->hw;
 	uint8_t tmp[4][QMV_C4_PX];
 
+	if (qmv_aff_use(o)) { /* interleave, then requantize the quad in place */
+		for (int64_t qd = b; qd < e; qd++) {
+			uint8_t *y = j->y + qd * hw * 4;
+			const uint8_t *row[4];
+			int64_t p = 0;
+			__m256i par[5];
+			bool id = true;
+
+			for (int k = 0; k < 4; k++) {
+				row[k] = j->x[o->pl_src[qd * 4 + k]] + o->pl_off[qd * 4 + k];
+				id &= o->ident[o->pl_src[qd * 4 + k]];
+			}
+			for (; p + 16 <= hw; p += 16)
+				qmv_c4_16(row[0] + p, row[1] + p, row[2] + p, row[3] + p, y + p * 4);
+			for (; p < hw; p++)
+				for (int k = 0; k < 4; k++)
+					y[p * 4 + k] = row[k][p];
+			if (id)
+				continue;
+			qmv_aff_par(o, &o->pl_src[qd * 4], par);
+			qmv_aff_avx2(y, hw * 4, par, o->s8y, y);
+		}
+		return;
+	}
 	for (int64_t qd = b; qd < e; qd++) {
 		const uint8_t *row[4];
 		uint8_t *y = j->y + qd * hw * 4;
@@ -4550,6 +4727,7 @@ static void qmove_free(struct qmove *m)
 		free(m->out[k].runs);
 		free(m->out[k].tab);
 		free(m->out[k].tel);
+		free(m->out[k].aff);
 		free(m->out[k].ident);
 		free(m->out[k].pl_src);
 		free(m->out[k].pl_off);
@@ -4654,6 +4832,24 @@ static int qmv_tables(struct mvctx *c, const int *ins, int nin, const struct qac
 		for (int b = 0; b < 256 && o->ident[k]; b++)
 			o->ident[k] = o->tab[(size_t)k * 256 + b] == b;
 		tel_make(o->tab + (size_t)k * 256, o->tel + (size_t)k * 256);
+	}
+	if (!y)
+		return 0;
+	o->s8y = y->dtype == MI_DT_INT8;
+	o->aff = malloc(nin * sizeof(*o->aff));
+	if (!o->aff)
+		return -ENOMEM;
+	for (int k = 0; k < nin; k++) {
+		const struct qact *a = NULL;
+
+		for (int s = 0; s < c->nsrc; s++)
+			if (c->src_t[s] == ins[k])
+				a = &c->src_q[s];
+		if (!qmv_aff_fit(o->tab + (size_t)k * 256, a, y, &o->aff[k])) {
+			free(o->aff);
+			o->aff = NULL;
+			break;
+		}
 	}
 	return 0;
 }
@@ -4779,7 +4975,7 @@ static int plan_moves(struct mi_graph *g)
 	int nt = g->ntensors, nn = g->nnodes, err = 0, nmv = 0, *sinkq = NULL;
 	bool *keep = NULL, *mov = NULL;
 	struct qnode *first = NULL;
-	int *dead = NULL, ndead = 0, *thr = NULL, nthr = 0, nf32 = 0;
+	int *dead = NULL, ndead = 0, *thr = NULL, nthr = 0, nf32 = 0, naff = 0;
 
 	if (!move_on())
 		return 0;
@@ -4926,6 +5122,7 @@ static int plan_moves(struct mi_graph *g)
 			err = qmv_tables(&c, ins, nin, &y, &m->out[k]);
 			if (!err)
 				err = qmv_planes(&g->tensors[t], &m->out[k]);
+			naff += m->out[k].aff != NULL;
 		}
 		if (!err && nin > n->ninputs) {
 			int *ni2 = realloc(n->inputs, nin * sizeof(int));
@@ -5015,6 +5212,8 @@ static int plan_moves(struct mi_graph *g)
 	if (nmv && getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
 		fprintf(stderr, "metainfer: int8: %d moves on bytes (%d absorbed, %d Q/DQ between them, %d fp32 outputs)\n",
 			nmv, first ? ndead : 0, first ? nthr : 0, nf32);
+	if (nmv && getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+		fprintf(stderr, "metainfer: int8: %d move outputs requantized in fixed point\n", naff);
 	if (!err)
 		err = nmv;
 out:

@@ -36,7 +36,7 @@ import numpy as np
 from qtest import MI, check, failures, run  # noqa: E402
 
 
-def build(path, case, same, s8, rng, c0=3, c1=8, h=6, w=10):
+def build(path, case, same, s8, rng, c0=3, c1=8, h=6, w=10, mq=None):
     """Returns the number of graph outputs."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -84,6 +84,8 @@ def build(path, case, same, s8, rng, c0=3, c1=8, h=6, w=10):
     # the moved tensor's parameters: a's (a copy) or others (a table)
     ms, mz, mdt = (0.125, 0 if s8 else 128, np.int8 if s8 else np.uint8) if same else \
         (0.25, 3, np.uint8)
+    if mq:
+        ms, mz, mdt = mq
     ort = case in ("ort", "ort mixed")
 
     def wrap(t):  # ONNX Runtime's quantizer: Q/DQ after every move
@@ -275,6 +277,39 @@ def many_sources(tmp, rng):
               (k, k <= 64))
 
 
+def fixed_point(tmp, rng):
+    """Moved bytes requantized to a scale that is no power of two (nor a
+    simple fraction: (q - zp) * ratio never a tie of the rounding): the
+    byte tables in fixed point (qmv_aff_fit) on AVX2, C4 quads mixing int8
+    and uint8 sources, planes of 63 bytes (a partial last vector) and 64;
+    equal to MI_QUANT_MVAFF=0 (tables) and MI_QUANT_MVLUT=0 (lut8_any).
+    The conv after the move no longer sums exactly: no --reference."""
+    for case in ("shuffle", "split", "ort mixed"):
+        for s8, mq in ((False, (0.2973, 3, np.uint8)), (True, (0.1731, -5, np.int8)),
+                       (True, (0.4127, 200, np.uint8))):
+            for h, w in ((7, 9), (8, 8)):
+                path = os.path.join(tmp, "fp.onnx")
+                nout = build(path, case, False, s8, rng, h=h, w=w, mq=mq)
+                x = (rng.integers(-100, 100, (2, 3, h, w)) / 8).astype(np.float32)
+                for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
+                    env = dict(env, MI_CPU_ISA="avx2", MI_QUANT_VERBOSE="1")
+                    got, err = mi_run(path, x, tmp, nout, env, threads=t)
+                    tab, _ = mi_run(path, x, tmp, nout, dict(env, MI_QUANT_MVAFF="0"), threads=t)
+                    old, _ = mi_run(path, x, tmp, nout,
+                                    dict(env, MI_QUANT_MVAFF="0", MI_QUANT_MVLUT="0"), threads=t)
+                    off, _ = mi_run(path, x, tmp, nout, dict(env, MI_QUANT_MOVE="0"), threads=t)
+                    fx = [ln for ln in err.splitlines() if "in fixed point" in ln]
+                    what = "fixed point: %s, %s %s, %dx%d t%d" % (case, mq[2].__name__, mq[:2],
+                                                                 h, w, t)
+                    check(len(fx) == 1 and not fx[0].split()[2] == "0",
+                          what + ": moves requantized in fixed point")
+                    check(same(got, tab) and same(got, old),
+                          what + ": == MI_QUANT_MVAFF=0, == MI_QUANT_MVLUT=0")
+                    d = max(np.abs(p - q).max() for p, q in zip(got, off))
+                    check(len(got) == len(off) and d <= 0.5,
+                          what + ": ~ MI_QUANT_MOVE=0 (fp32 sums)")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="mi-qmove-")
     rng = np.random.default_rng(12)
@@ -326,6 +361,7 @@ def main():
                     if not same(got, ref) and len(got) == len(ref):
                         print("   max diff", max(np.abs(p - q).max() for p, q in zip(got, ref)))
     many_sources(tmp, rng)
+    fixed_point(tmp, rng)
     quantizer(tmp, rng)
     shutil.rmtree(tmp, ignore_errors=True)
     if failures:

@@ -86,6 +86,10 @@ int mi_quant_set_mvf32(int on);
  * the last bytes of a plane by an overlapping vector (default on,
  * MI_QUANT_MVLUT=0: lut8_any, the last bytes one at a time). */
 int mi_quant_set_mvlut(int on);
+/* ... and, where a table is a fixed-point requantization giving all 256
+ * bytes (fitted at plan time), compute it (default on, MI_QUANT_MVAFF=0:
+ * the tables). */
+int mi_quant_set_mvaff(int on);
 /* AVX2 MaxPool (stride 1 or 2, no dilation): horizontal passes 8 C4
  * pixels or 32 bytes at a time (default on, MI_QUANT_HMAX2=0 off: byte by
  * byte).  Returns the setting. */

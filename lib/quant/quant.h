@@ -90,6 +90,10 @@ int mi_quant_set_mvlut(int on);
  * bytes (fitted at plan time), compute it (default on, MI_QUANT_MVAFF=0:
  * the tables). */
 int mi_quant_set_mvaff(int on);
+/* An int8 conv's output read only by DQs for planar-only fp32 readers
+ * (ReduceMean, Gemm, ...) stays planar (default on, MI_QUANT_DQPL=0: may
+ * be C4). */
+int mi_quant_set_dqpl(int on);
 /* AVX2 MaxPool (stride 1 or 2, no dilation): horizontal passes 8 C4
  * pixels or 32 bytes at a time (default on, MI_QUANT_HMAX2=0 off: byte by
  * byte).  Returns the setting. */

@@ -25,7 +25,9 @@ bytes also reads blocked floats) and =2 (blocked floats, planar bytes).
 Then fp32 islands that end in a QuantizeLinear of an fp32 conv
 (build_fq): into an int8 depthwise conv, or into a DQ read by an fp32
 depthwise conv; the Q writes C4 from blocked floats on AVX2 and the
-output equals --reference and MI_QUANT_QDWC4=0.  ~3 s.
+output equals --reference and MI_QUANT_QDWC4=0.  Last, an int8 conv
+whose output only DQs for ReduceMean / Gemm read stays planar
+(check_dqpl, MI_QUANT_DQPL).  ~3 s.
 """
 import os
 import shutil
@@ -219,6 +221,84 @@ def check_fq(tmp, rng):
                     print("   max diff", np.abs(got - ref).max())
 
 
+def check_dqpl(tmp, rng):
+    """An int8 conv -> Q -> DQ -> ReduceMean (-> Flatten -> Gemm), as
+    ShuffleNetV2's conv5: the conv's bytes stay planar for the DQ
+    (MI_QUANT_DQPL; one C4 tensor fewer than with =0), unless the DQ's
+    floats also go to an fp32 conv (the NCHWc pass's); equal to
+    --reference and to MI_QUANT_DQPL=0."""
+    from onnx import TensorProto, helper, numpy_helper
+    import onnx
+
+    # the Gemm case: 128 pixels, a mean the Gemm sums exactly in any order
+    for c1, hw, gemm, conv in ((16, (7, 7), False, False), (32, (8, 16), True, False),
+                               (12, (8, 8), False, True)):
+        nodes, inits = [], []
+
+        def const(name, arr):
+            inits.append(numpy_helper.from_array(np.asarray(arr), name))
+            return name
+
+        def q(x, name):
+            nodes.append(helper.make_node("QuantizeLinear", [x, const(name + "_s", np.float32(0.125)),
+                                                             const(name + "_z", np.array(128, np.uint8))],
+                                          [name + "_q"]))
+            nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"],
+                                          [name + "_dq"]))
+            return name + "_dq"
+
+        w = rng.integers(-127, 128, (c1, 4, 3, 3)).astype(np.int8)
+        w.reshape(c1, -1)[:, 0] = 127
+        ws = np.where(np.arange(c1) % 2, 2.0 ** -9, 2.0 ** -10).astype(np.float32)
+        nodes.append(helper.make_node("DequantizeLinear", [const("w", w), const("ws", ws),
+                                                           const("wz", np.zeros(c1, np.int8))],
+                                      ["wdq"], axis=0))
+        nodes.append(helper.make_node("Conv", [q("x", "qx"), "wdq"], ["cy"], pads=[1] * 4))
+        nodes.append(helper.make_node("Relu", ["cy"], ["cr"]))
+        d = q("cr", "qc")
+        nodes.append(helper.make_node("ReduceMean", [d], ["m"], axes=[2, 3], keepdims=1))
+        outs = [helper.make_tensor_value_info("m", TensorProto.FLOAT, [2, c1, 1, 1])]
+        if gemm:
+            nodes.append(helper.make_node("Flatten", ["m"], ["f"], axis=1))
+            nodes.append(helper.make_node("Gemm", ["f", const("gw", (rng.integers(-4, 5, (5, c1)) / 8).astype(np.float32))],
+                                          ["y"], transB=1))
+            outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])]
+        if conv:  # an fp32 conv also reads the DQ's floats: C4 stays
+            nodes.append(helper.make_node("Conv", [d, const("fw", (rng.integers(-4, 5, (4, c1, 1, 1)) / 8).astype(np.float32))],
+                                          ["fy"]))
+            nodes.append(helper.make_node("ReduceMean", ["fy"], ["fm"], axes=[1, 2, 3], keepdims=1))
+            nodes.append(helper.make_node("Add", ["m", "fm"], ["y"]))
+            outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c1, 1, 1])]
+        gr = helper.make_graph(nodes, "dqpl",
+                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4] + list(hw))],
+                               outs, inits)
+        m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)])
+        onnx.checker.check_model(m)
+        path = os.path.join(tmp, "dqpl.onnx")
+        onnx.save(m, path)
+        x = (rng.integers(-100, 100, (2, 4) + hw) / 8).astype(np.float32)
+        ref, _ = mi_run(path, x, tmp, extra=("--reference",))
+        tag = "conv -> DQ -> ReduceMean%s%s (c %d, %dx%d)" % (" -> Gemm" if gemm else "",
+                                                            " + fp32 conv" if conv else "", c1, *hw)
+        check(np.abs(ref).max() > 0.5 and len(np.unique(ref)) > 4, tag + ": reference output not trivial")
+        for isa in ("generic", "avx2"):
+            for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
+                env = dict(env, MI_CPU_ISA=isa, MI_QUANT_VERBOSE="1")
+                got, err = mi_run(path, x, tmp, env, threads=t)
+                off, err0 = mi_run(path, x, tmp, dict(env, MI_QUANT_DQPL="0"), threads=t)
+                n1 = [ln.split()[2] for ln in err.splitlines() if "in C4 layout" in ln]
+                n0 = [ln.split()[2] for ln in err0.splitlines() if "in C4 layout" in ln]
+                what = "%s %s t%d" % (tag, isa, t)
+                check(len(n1) == 1 and len(n0) == 1 and
+                      int(n1[0]) == int(n0[0]) - (0 if conv else 1) and int(n0[0]) >= 1,
+                      what + ": the conv writes %s (C4 tensors %s, =0: %s)" %
+                      ("C4" if conv else "planes", n1, n0))
+                check(np.array_equal(got, ref), what + ": == --reference")
+                check(np.array_equal(got, off), what + ": == MI_QUANT_DQPL=0")
+                if not np.array_equal(got, ref):
+                    print("   max diff", np.abs(got - ref).max())
+
+
 def mi_run(model, x, tmp, env=None, threads=1, extra=()):
     inp, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "o.npy")
     np.save(inp, x)
@@ -284,6 +364,7 @@ def main():
                 if not np.array_equal(got, ref):
                     print("   max diff", np.abs(got - ref).max())
     check_fq(tmp, rng)
+    check_dqpl(tmp, rng)
     shutil.rmtree(tmp, ignore_errors=True)
     if failures:
         print("%d FAILED" % len(failures))

@@ -1614,10 +1614,26 @@ MI_QUANT_SWITCH(lut8x, "MI_QUANT_LUT8X")
  * 16 vpshufb, 14 vpsubb, 15 vpxor and a vpblendvb per 32 bytes, the
  * two halves independent chains; the same bytes as lut8_avx2.
  */
+/* One step of it: the 32 bytes k looked up in the slices d. */
+__attribute__((target("avx2"))) static inline __m256i tel32_avx2(const __m256i *d, __m256i k)
+{
+	const __m256i s16 = _mm256_set1_epi8(16), hb = _mm256_set1_epi8((char)0x80);
+	__m256i a = k, b = _mm256_xor_si256(k, hb);
+	__m256i rl = _mm256_shuffle_epi8(d[0], a), rh = _mm256_shuffle_epi8(d[8], b);
+
+#pragma GCC unroll 7
+	for (int j = 1; j < 8; j++) {
+		a = _mm256_sub_epi8(a, s16);
+		b = _mm256_sub_epi8(b, s16);
+		rl = _mm256_xor_si256(rl, _mm256_shuffle_epi8(d[j], a));
+		rh = _mm256_xor_si256(rh, _mm256_shuffle_epi8(d[8 + j], b));
+	}
+	return _mm256_blendv_epi8(rl, rh, k);
+}
+
 __attribute__((target("avx2"))) static int64_t
 lut8x_tel_avx2(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
 {
-	const __m256i s16 = _mm256_set1_epi8(16), hb = _mm256_set1_epi8((char)0x80);
 	__m256i d[16];
 	int64_t i = 0;
 
@@ -1629,20 +1645,9 @@ lut8x_tel_avx2(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
 						     (const __m128i *)(lut + 16 * (c - 1))));
 		d[c] = _mm256_broadcastsi128_si256(t);
 	}
-	for (; i + 32 <= n; i += 32) {
-		__m256i k = _mm256_loadu_si256((const __m256i *)(x + i));
-		__m256i a = k, b = _mm256_xor_si256(k, hb);
-		__m256i rl = _mm256_shuffle_epi8(d[0], a), rh = _mm256_shuffle_epi8(d[8], b);
-
-#pragma GCC unroll 7
-		for (int j = 1; j < 8; j++) {
-			a = _mm256_sub_epi8(a, s16);
-			b = _mm256_sub_epi8(b, s16);
-			rl = _mm256_xor_si256(rl, _mm256_shuffle_epi8(d[j], a));
-			rh = _mm256_xor_si256(rh, _mm256_shuffle_epi8(d[8 + j], b));
-		}
-		_mm256_storeu_si256((__m256i *)(y + i), _mm256_blendv_epi8(rl, rh, k));
-	}
+	for (; i + 32 <= n; i += 32)
+		_mm256_storeu_si256((__m256i *)(y + i),
+				    tel32_avx2(d, _mm256_loadu_si256((const __m256i *)(x + i))));
 	return i;
 }
 
@@ -4370,7 +4375,6 @@ static void tel_make(const uint8_t *lut, uint8_t *d)
 __attribute__((target("avx2"))) static void lut8_tel_pre(const uint8_t *x, const uint8_t *tel,
 							  int64_t n, uint8_t *y)
 {
-	const __m256i s16 = _mm256_set1_epi8(16), hb = _mm256_set1_epi8((char)0x80);
 	__m256i d[16];
 
 	for (int c = 0; c < 16; c++)
@@ -4378,18 +4382,8 @@ __attribute__((target("avx2"))) static void lut8_tel_pre(const uint8_t *x, const
 	for (int64_t i = 0;; i += 32) {
 		if (i + 32 > n)
 			i = n - 32; /* the last vector overlaps the one before */
-		__m256i k = _mm256_loadu_si256((const __m256i *)(x + i));
-		__m256i a = k, b = _mm256_xor_si256(k, hb);
-		__m256i rl = _mm256_shuffle_epi8(d[0], a), rh = _mm256_shuffle_epi8(d[8], b);
-
-#pragma GCC unroll 7
-		for (int j = 1; j < 8; j++) {
-			a = _mm256_sub_epi8(a, s16);
-			b = _mm256_sub_epi8(b, s16);
-			rl = _mm256_xor_si256(rl, _mm256_shuffle_epi8(d[j], a));
-			rh = _mm256_xor_si256(rh, _mm256_shuffle_epi8(d[8 + j], b));
-		}
-		_mm256_storeu_si256((__m256i *)(y + i), _mm256_blendv_epi8(rl, rh, k));
+		_mm256_storeu_si256((__m256i *)(y + i),
+				    tel32_avx2(d, _mm256_loadu_si256((const __m256i *)(x + i))));
 		if (i + 32 >= n)
 			break;
 	}

@@ -31,88 +31,41 @@ whose output only DQs for ReduceMean / Gemm read stays planar
 """
 import os
 import shutil
-import sys
 import tempfile
 
 import numpy as np
 
-from qtest import MI, check, failures, run  # noqa: E402
+from qtest import QdqGraph, check, finish, mi_run  # noqa: E402
 
 
 def build(path, c0, c1, c2, hw, stride, dw, lut, rng, f32out=False):
-    """The mixed graph; activations uint8 (zp 128) or int8 (zp 0), scale 1/8.
+    """The mixed graph; activations uint8 (zp 128) and int8 (zp 0) in turn.
     f32out: the first int8 conv writes fp32 (no QuantizeLinear after it)."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    nodes, inits = [], []
-    sc = np.float32(0.125)
+    gb = QdqGraph(rng)
     u8 = [True]
 
-    def const(name, arr):
-        inits.append(numpy_helper.from_array(arr, name))
-        return name
-
     def q(x, name):
-        dt = np.uint8 if u8[0] else np.int8
-        zp = 128 if u8[0] else 0
         u8[0] = not u8[0]
-        nodes.append(helper.make_node("QuantizeLinear", [x, const(name + "_s", sc),
-                                                         const(name + "_z", np.array(zp, dt))],
-                                      [name + "_q"]))
-        nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"],
-                                      [name + "_dq"]))
-        return name + "_dq"
-
-    def conv8(x, name, cin, cout, k, group=1):
-        """int8 weights (per channel scale 2^-9 or 2^-10, 127 in every
-        channel: constant folding keeps the same int8 values), QDQ'd conv."""
-        w = rng.integers(-127, 128, (cout, cin // group, k, k)).astype(np.int8)
-        w.reshape(cout, -1)[:, 0] = 127
-        ws = np.where(np.arange(cout) % 2, 2.0 ** -9, 2.0 ** -10).astype(np.float32)
-        nodes.append(helper.make_node("DequantizeLinear", [const(name + "_w", w),
-                                                           const(name + "_ws", ws),
-                                                           const(name + "_wz",
-                                                                 np.zeros(cout, np.int8))],
-                                      [name + "_wdq"], axis=0))
-        nodes.append(helper.make_node("Conv", [x, name + "_wdq"], [name + "_y"],
-                                      pads=[k // 2] * 4, group=group))
-        return name + "_y"
-
-    def conv32(x, name, cin, cout, k, s=1, group=1, bias=True):
-        w = (rng.integers(-4, 5, (cout, cin // group, k, k)) / 8).astype(np.float32)
-        ins = [x, const(name + "_w", w)]
-        if bias:
-            ins.append(const(name + "_b", (rng.integers(-8, 9, cout) / 8).astype(np.float32)))
-        nodes.append(helper.make_node("Conv", ins, [name + "_y"], pads=[k // 2] * 4,
-                                      strides=[s, s], group=group))
-        return name + "_y"
+        return gb.q(x, name, not u8[0])
 
     x = q("x", "in")
-    a = conv8(x, "a", c0, c1, 3) if f32out else q(conv8(x, "a", c0, c1, 3), "qa")
+    a = gb.conv8(x, "a", c0, c1, 3) if f32out else q(gb.conv8(x, "a", c0, c1, 3), "qa")
     if lut:  # x * HardSigmoid(x) on an int8 tensor: a float-output table
-        nodes.append(helper.make_node("HardSigmoid", [a], ["hs"], alpha=0.25, beta=0.5))
-        nodes.append(helper.make_node("Mul", [a, "hs"], ["hsw"]))
+        gb.node("HardSigmoid", [a], ["hs"], alpha=0.25, beta=0.5)
+        gb.node("Mul", [a, "hs"], ["hsw"])
         a = "hsw"
     if dw:
-        f = conv32(a, "f", c1, c1, 3, stride, group=c1)
+        f = gb.conv32(a, "f", c1, c1, 3, stride, group=c1)
     else:
-        f = conv32(a, "f", c1, c1, 3, stride)
-    nodes.append(helper.make_node("Relu", [f], ["f_r"]))
-    b = q(conv8(q("f_r", "qf"), "b", c1, c2, 1), "qb")
-    g = conv32(b, "g", c2, c2, 1)
-    nodes.append(helper.make_node("Add", [g, b], ["res"]))
-    y = q(conv8(q("res", "qr"), "c", c2, c2, 1), "qc")
-    nodes.append(helper.make_node("Identity", [y], ["y"]))
+        f = gb.conv32(a, "f", c1, c1, 3, stride)
+    gb.node("Relu", [f], ["f_r"])
+    b = q(gb.conv8(q("f_r", "qf"), "b", c1, c2, 1), "qb")
+    g = gb.conv32(b, "g", c2, c2, 1)
+    gb.node("Add", [g, b], ["res"])
+    y = q(gb.conv8(q("res", "qr"), "c", c2, c2, 1), "qc")
     h, w = hw
     oh, ow = (h + stride - 1) // stride, (w + stride - 1) // stride
-    gr = helper.make_graph(nodes, "mixed",
-                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c0, h, w])],
-                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c2, oh, ow])],
-                           inits)
-    import onnx
-    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(m)
-    onnx.save(m, path)
+    gb.save(path, "mixed", [2, c0, h, w], y, [2, c2, oh, ow])
 
 
 def build_fq(path, c0, c1, c2, hw, stride, int8dw, rng):
@@ -121,68 +74,17 @@ def build_fq(path, c0, c1, c2, hw, stride, int8dw, rng):
     depthwise 3x3 (int8dw) or DQ -> fp32 depthwise 3x3 -> Relu (a Q read
     only by a DQ whose reader is an fp32 conv) -> Q -> DQ -> fp32 1x1 conv
     -> Relu -> Q -> int8 1x1 conv."""
-    from onnx import TensorProto, helper, numpy_helper
-    import onnx
-
-    nodes, inits = [], []
-    sc = np.float32(0.125)
-
-    def const(name, arr):
-        inits.append(numpy_helper.from_array(arr, name))
-        return name
-
-    def q(x, name, u8=True):
-        dt = np.uint8 if u8 else np.int8
-        zp = 128 if u8 else 0
-        nodes.append(helper.make_node("QuantizeLinear", [x, const(name + "_s", sc),
-                                                         const(name + "_z", np.array(zp, dt))],
-                                      [name + "_q"]))
-        nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"],
-                                      [name + "_dq"]))
-        return name + "_dq"
-
-    def conv8(x, name, cin, cout, k, s=1, group=1):
-        w = rng.integers(-127, 128, (cout, cin // group, k, k)).astype(np.int8)
-        w.reshape(cout, -1)[:, 0] = 127
-        ws = np.where(np.arange(cout) % 2, 2.0 ** -9, 2.0 ** -10).astype(np.float32)
-        nodes.append(helper.make_node("DequantizeLinear", [const(name + "_w", w),
-                                                           const(name + "_ws", ws),
-                                                           const(name + "_wz",
-                                                                 np.zeros(cout, np.int8))],
-                                      [name + "_wdq"], axis=0))
-        nodes.append(helper.make_node("Conv", [x, name + "_wdq"], [name + "_y"],
-                                      pads=[k // 2] * 4, strides=[s, s], group=group))
-        return name + "_y"
-
-    def conv32(x, name, cin, cout, k, s=1, group=1):
-        w = (rng.integers(-4, 5, (cout, cin // group, k, k)) / 8).astype(np.float32)
-        b = (rng.integers(-8, 9, cout) / 8).astype(np.float32)
-        nodes.append(helper.make_node("Conv", [x, const(name + "_w", w), const(name + "_b", b)],
-                                      [name + "_y"], pads=[k // 2] * 4, strides=[s, s],
-                                      group=group))
-        return name + "_y"
-
-    def relu(x):
-        nodes.append(helper.make_node("Relu", [x], [x + "_r"]))
-        return x + "_r"
-
-    a = relu(conv32("x", "p", c0, c1, 3))
+    gb = QdqGraph(rng)
+    a = gb.relu(gb.conv32("x", "p", c0, c1, 3))
     if int8dw:
-        d = conv8(q(a, "qp"), "d", c1, c1, 3, stride, group=c1)
+        d = gb.conv8(gb.q(a, "qp"), "d", c1, c1, 3, stride, group=c1)
     else:
-        d = relu(conv32(q(a, "qp", False), "d", c1, c1, 3, stride, group=c1))
-    g = relu(conv32(q(d, "qd"), "g", c1, c2, 1))
-    y = q(conv8(q(g, "qg", False), "c", c2, c2, 1), "qc")
-    nodes.append(helper.make_node("Identity", [y], ["y"]))
+        d = gb.relu(gb.conv32(gb.q(a, "qp", False), "d", c1, c1, 3, stride, group=c1))
+    g = gb.relu(gb.conv32(gb.q(d, "qd"), "g", c1, c2, 1))
+    y = gb.q(gb.conv8(gb.q(g, "qg", False), "c", c2, c2, 1), "qc")
     h, w = hw
     oh, ow = (h + stride - 1) // stride, (w + stride - 1) // stride
-    gr = helper.make_graph(nodes, "fq",
-                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c0, h, w])],
-                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c2, oh, ow])],
-                           inits)
-    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(m)
-    onnx.save(m, path)
+    gb.save(path, "fq", [2, c0, h, w], y, [2, c2, oh, ow])
 
 
 def check_fq(tmp, rng):
@@ -299,14 +201,6 @@ def check_dqpl(tmp, rng):
                     print("   max diff", np.abs(got - ref).max())
 
 
-def mi_run(model, x, tmp, env=None, threads=1, extra=()):
-    inp, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "o.npy")
-    np.save(inp, x)
-    r = run([MI, "run", model, "--input", inp, "--output", out, "--threads", str(threads),
-             *extra], env)
-    return np.load(out), r.stderr
-
-
 def main():
     tmp = tempfile.mkdtemp(prefix="mi-qdqlay-")
     rng = np.random.default_rng(5)
@@ -366,10 +260,7 @@ def main():
     check_fq(tmp, rng)
     check_dqpl(tmp, rng)
     shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d FAILED" % len(failures))
-        sys.exit(1)
-    print("all ok")
+    finish()
 
 
 if __name__ == "__main__":

@@ -21,88 +21,35 @@ MI_QUANT_RESAVX=0 (SSE).  ~2 s.
 """
 import os
 import shutil
-import sys
 import tempfile
 
 import numpy as np
 
-from qtest import MI, check, failures, run  # noqa: E402
+from qtest import QdqGraph, check, finish, mi_run  # noqa: E402
 
 
 def build(path, c0, c1, hw, act, first, twice, rng):
-    from onnx import TensorProto, helper, numpy_helper
-
-    nodes, inits = [], []
-    sc = np.float32(0.125)
-
-    def const(name, arr):
-        inits.append(numpy_helper.from_array(arr, name))
-        return name
-
-    def q(x, name):
-        nodes.append(helper.make_node("QuantizeLinear", [x, const(name + "_s", sc),
-                                                         const(name + "_z", np.array(128, np.uint8))],
-                                      [name + "_q"]))
-        nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"],
-                                      [name + "_dq"]))
-        return name + "_dq"
-
-    def conv8(x, name, cin, cout, k):
-        w = rng.integers(-127, 128, (cout, cin, k, k)).astype(np.int8)
-        w.reshape(cout, -1)[:, 0] = 127
-        ws = np.where(np.arange(cout) % 2, 2.0 ** -9, 2.0 ** -10).astype(np.float32)
-        nodes.append(helper.make_node("DequantizeLinear", [const(name + "_w", w),
-                                                           const(name + "_ws", ws),
-                                                           const(name + "_wz",
-                                                                 np.zeros(cout, np.int8))],
-                                      [name + "_wdq"], axis=0))
-        nodes.append(helper.make_node("Conv", [x, name + "_wdq"], [name + "_y"],
-                                      pads=[k // 2] * 4))
-        return name + "_y"
-
-    def conv32(x, name, cin, cout, k):
-        w = (rng.integers(-4, 5, (cout, cin, k, k)) / 8).astype(np.float32)
-        b = (rng.integers(-8, 9, cout) / 8).astype(np.float32)
-        nodes.append(helper.make_node("Conv", [x, const(name + "_w", w), const(name + "_b", b)],
-                                      [name + "_y"], pads=[k // 2] * 4))
-        return name + "_y"
-
-    x = q("x", "in")
-    f = conv32(conv8(x, "a", c0, c1, 3), "f", c1, c1, 3)
-    nodes.append(helper.make_node("Relu", [f], ["f_r"]))
-    b = conv8(q("f_r", "qf"), "b", c1, c1, 1)
-    nodes.append(helper.make_node("Add", ["f_r", b] if first else [b, "f_r"], ["res"]))
+    gb = QdqGraph(rng)
+    x = gb.q("x", "in")
+    f = gb.conv32(gb.conv8(x, "a", c0, c1, 3), "f", c1, c1, 3)
+    gb.node("Relu", [f], ["f_r"])
+    b = gb.conv8(gb.q("f_r", "qf"), "b", c1, c1, 1)
+    gb.node("Add", ["f_r", b] if first else [b, "f_r"], ["res"])
     r = "res"
     if act == "relu":
-        nodes.append(helper.make_node("Relu", ["res"], ["res_a"]))
+        gb.node("Relu", ["res"], ["res_a"])
         r = "res_a"
     elif act == "clip":
-        nodes.append(helper.make_node("Clip", ["res", const("lo", np.float32(-0.5)),
-                                               const("hi", np.float32(6.0))], ["res_a"]))
+        gb.node("Clip", ["res", gb.const("lo", np.float32(-0.5)), gb.const("hi", np.float32(6.0))],
+                ["res_a"])
         r = "res_a"
-    g = conv32(r, "g", c1, c1, 1)
+    g = gb.conv32(r, "g", c1, c1, 1)
     if twice:  # the int8 conv's output has a second reader: no fusion
-        nodes.append(helper.make_node("Add", [g, b], ["g2"]))
+        gb.node("Add", [g, b], ["g2"])
         g = "g2"
-    y = q(conv8(q(g, "qg"), "c", c1, c1, 1), "qc")
-    nodes.append(helper.make_node("Identity", [y], ["y"]))
+    y = gb.q(gb.conv8(gb.q(g, "qg"), "c", c1, c1, 1), "qc")
     h, w = hw
-    gr = helper.make_graph(nodes, "resadd",
-                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c0, h, w])],
-                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c1, h, w])],
-                           inits)
-    import onnx
-    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(m)
-    onnx.save(m, path)
-
-
-def mi_run(model, x, tmp, env=None, threads=1, extra=()):
-    inp, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "o.npy")
-    np.save(inp, x)
-    r = run([MI, "run", model, "--input", inp, "--output", out, "--threads", str(threads),
-             *extra], env)
-    return np.load(out), r.stderr
+    gb.save(path, "resadd", [2, c0, h, w], y, [2, c1, h, w])
 
 
 def main():
@@ -136,10 +83,7 @@ def main():
                     o, _ = mi_run(path, x, tmp, dict(env, **{sw: "0"}), threads=t)
                     check(np.array_equal(got, o), what + ": == %s=0" % sw)
     shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d FAILED" % len(failures))
-        sys.exit(1)
-    print("all ok")
+    finish()
 
 
 if __name__ == "__main__":

@@ -1790,45 +1790,33 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 			free(fs[i]);
 			fs[i] = NULL;
 		}
-	for (int i = 0; i < g->nnodes; i++) {
-		if (fs[i] && (kind[i] == NC_DQ || kind[i] == NC_Q)) {
-			/* lib/quant's node: told its fp32 side's layout */
-			struct mi_node *n = &g->nodes[i];
+	/* pass 1: the Adds, after every int8 conv was told its layout */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < g->nnodes; i++) {
+			if (!fs[i] || (kind[i] == NC_ADD) != pass)
+				continue;
+			if (kind[i] == NC_DQ || kind[i] == NC_Q) {
+				/* lib/quant's node: told its fp32 side's layout */
+				struct mi_node *n = &g->nodes[i];
 
-			if (blk[kind[i] == NC_DQ ? n->outputs[0] : n->inputs[0]])
-				mi_quant_qdq_set_blocked(g, n, isa);
-			free(fs[i]);
+				if (blk[kind[i] == NC_DQ ? n->outputs[0] : n->inputs[0]])
+					mi_quant_qdq_set_blocked(g, n, isa);
+			}
+			/* a Concat passes the layout through, run by the NCHW
+			 * kernel; lib/quant's nodes and the Adds it takes over
+			 * are not the NCHWc pass's either */
+			if (kind[i] == NC_DQ || kind[i] == NC_Q || kind[i] == NC_CAT ||
+			    (pass && add_to_qconv(g, i, fs[i], kind, blk))) {
+				free(fs[i]);
+				fs[i] = NULL;
+				continue;
+			}
+			g->nodes[i].priv = fs[i];
+			err = finish(g, &g->nodes[i], fs[i], blk, ws);
 			fs[i] = NULL;
-			continue;
+			if (err)
+				goto out;
 		}
-		if (fs[i] && kind[i] == NC_CAT) {
-			/* passes the layout through, run by the NCHW kernel */
-			free(fs[i]);
-			fs[i] = NULL;
-		}
-		if (!fs[i] || kind[i] == NC_ADD)
-			continue;
-		g->nodes[i].priv = fs[i];
-		err = finish(g, &g->nodes[i], fs[i], blk, ws);
-		fs[i] = NULL;
-		if (err)
-			goto out;
-	}
-	/* the Adds after every int8 conv was told its layout */
-	for (int i = 0; i < g->nnodes; i++) {
-		if (!fs[i])
-			continue;
-		if (add_to_qconv(g, i, fs[i], kind, blk)) {
-			free(fs[i]);
-			fs[i] = NULL;
-			continue;
-		}
-		g->nodes[i].priv = fs[i];
-		err = finish(g, &g->nodes[i], fs[i], blk, ws);
-		fs[i] = NULL;
-		if (err)
-			goto out;
-	}
 	fuse_xdw(g, ws, nthreads);
 	err = fuse_semul(g);
 	if (!err && ws->refs) {

@@ -316,6 +316,20 @@ tile_avx2(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 	}
 }
 
+/* A 4-row x 16-pixel AVX2 tile's int32 sums c00..c31 to o (rows MI_QNR
+ * apart). */
+#define MI_QAVX2_STORE4X16(o)                                                 \
+	do {                                                                  \
+		_mm256_storeu_si256((void *)(o), c00);                        \
+		_mm256_storeu_si256((void *)((o) + 8), c01);                  \
+		_mm256_storeu_si256((void *)((o) + MI_QNR), c10);             \
+		_mm256_storeu_si256((void *)((o) + MI_QNR + 8), c11);         \
+		_mm256_storeu_si256((void *)((o) + 2 * MI_QNR), c20);         \
+		_mm256_storeu_si256((void *)((o) + 2 * MI_QNR + 8), c21);     \
+		_mm256_storeu_si256((void *)((o) + 3 * MI_QNR), c30);         \
+		_mm256_storeu_si256((void *)((o) + 3 * MI_QNR + 8), c31);     \
+	} while (0)
+
 /*
  * The k loop of the AVX2 tiles on w->w16 (rows 4 rh.., pixels 16 ph..):
  * c00..c31 += the products.  split: the panel is stored pre-split
@@ -384,14 +398,7 @@ tile_avx2w_body(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *
 			MI_QAVX2W_KLOOP(split);
 			int32_t *o = acc + rh * 4 * MI_QNR + ph * 16;
 
-			_mm256_storeu_si256((void *)o, c00);
-			_mm256_storeu_si256((void *)(o + 8), c01);
-			_mm256_storeu_si256((void *)(o + MI_QNR), c10);
-			_mm256_storeu_si256((void *)(o + MI_QNR + 8), c11);
-			_mm256_storeu_si256((void *)(o + 2 * MI_QNR), c20);
-			_mm256_storeu_si256((void *)(o + 2 * MI_QNR + 8), c21);
-			_mm256_storeu_si256((void *)(o + 3 * MI_QNR), c30);
-			_mm256_storeu_si256((void *)(o + 3 * MI_QNR + 8), c31);
+			MI_QAVX2_STORE4X16(o);
 		}
 }
 
@@ -614,14 +621,7 @@ tile_avx2b(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc)
 			MI_QAVX2B_KLOOP();
 			int32_t *o = acc + rh * 4 * MI_QNR + ph * 16;
 
-			_mm256_storeu_si256((void *)o, c00);
-			_mm256_storeu_si256((void *)(o + 8), c01);
-			_mm256_storeu_si256((void *)(o + MI_QNR), c10);
-			_mm256_storeu_si256((void *)(o + MI_QNR + 8), c11);
-			_mm256_storeu_si256((void *)(o + 2 * MI_QNR), c20);
-			_mm256_storeu_si256((void *)(o + 2 * MI_QNR + 8), c21);
-			_mm256_storeu_si256((void *)(o + 3 * MI_QNR), c30);
-			_mm256_storeu_si256((void *)(o + 3 * MI_QNR + 8), c31);
+			MI_QAVX2_STORE4X16(o);
 		}
 }
 
@@ -766,14 +766,7 @@ tile_avx2b_np2(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int np, in
 			const uint8_t *bp = b;
 
 			MI_QAVX2B_KLOOP();
-			_mm256_storeu_si256((void *)o, c00);
-			_mm256_storeu_si256((void *)(o + 8), c01);
-			_mm256_storeu_si256((void *)(o + MI_QNR), c10);
-			_mm256_storeu_si256((void *)(o + MI_QNR + 8), c11);
-			_mm256_storeu_si256((void *)(o + 2 * MI_QNR), c20);
-			_mm256_storeu_si256((void *)(o + 2 * MI_QNR + 8), c21);
-			_mm256_storeu_si256((void *)(o + 3 * MI_QNR), c30);
-			_mm256_storeu_si256((void *)(o + 3 * MI_QNR + 8), c31);
+			MI_QAVX2_STORE4X16(o);
 		}
 		for (int p8 = n16; p8 < n16 + n8; p8 += 8) {
 			__m256i c00 = _mm256_setzero_si256(), c10 = c00, c20 = c00, c30 = c00;

@@ -592,6 +592,9 @@ int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 	struct mi_cpu_opts co = {
 		.nthreads = m->opts.nthreads,
 		.reference = !!(m->opts.flags & MI_MODEL_REFERENCE),
+		.isa = m->opts.isa ? m->opts.isa - 1 : -1,
+		.no_int8 = !!(m->opts.flags & MI_MODEL_NO_INT8),
+		.no_spin = !!(m->opts.flags & MI_MODEL_NO_SPIN),
 	};
 	int err;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "cpu/cpu.h"
 
 static __thread char last_error[768];
 
@@ -73,8 +74,18 @@ static int check_opts(const struct mi_model_opts *o)
 		if (o->reserved[i])
 			return mi_set_error(-EINVAL,
 					    "reserved model options must be zero");
+	if (o->reserved32)
+		return mi_set_error(-EINVAL,
+				    "reserved model options must be zero");
 	if (o->nthreads < 0)
 		return mi_set_error(-EINVAL, "negative thread count");
+	if (o->isa < MI_ISA_CAP_NATIVE || o->isa > MI_ISA_CAP_AVX512)
+		return mi_set_error(-EINVAL, "unknown ISA cap %d", o->isa);
+	if (o->isa != MI_ISA_CAP_NATIVE &&
+	    o->isa - 1 > mi_cpu_isa_native())
+		return mi_set_error(-EOPNOTSUPP,
+				    "ISA cap %s: this CPU lacks it",
+				    mi_cpu_isa_name(o->isa - 1));
 	return 0;
 }
 

@@ -26,6 +26,9 @@
 struct mi_cpu_opts {
 	int nthreads; /* 0 = number of online cores */
 	int reference; /* 1 = choose nothing, run every node's reference */
+	int isa;	/* enum mi_isa cap, -1 = the CPU's own */
+	bool no_int8;	/* QDQ models run in fp32 (MI_MODEL_NO_INT8) */
+	bool no_spin;	/* the caller sleeps on workers (MI_MODEL_NO_SPIN) */
 };
 
 int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts);
@@ -51,6 +54,36 @@ void mi_cpu_plan_fini(struct mi_graph *g);
 struct mi_cpu_kernel_hdr {
 	int (*run)(struct mi_graph *g, struct mi_node *n);
 	void (*fini)(struct mi_graph *g, struct mi_node *n);
+	/* optional (NULL: none): how a node planned by one provider meets
+	 * the blocked-layout pass of another (lib/cpu/nchwc.c), so that the
+	 * pass negotiates layouts through the node, never by calling the
+	 * other provider by name */
+	const struct mi_layout_ops *lops;
+};
+
+/*
+ * Layout negotiation of a node another provider planned (e.g. lib/quant's
+ * standalone DequantizeLinear/QuantizeLinear and int8 convs with fp32
+ * output) with the blocked-layout pass.  Every member is optional.
+ */
+enum mi_layout_role {
+	MI_LAYOUT_FIXED = 0,	 /* reads and writes NCHW only */
+	MI_LAYOUT_PRODUCER = 1, /* can write its fp32 output blocked */
+	MI_LAYOUT_CONSUMER = 2, /* can read its fp32 input blocked */
+};
+
+struct mi_layout_ops {
+	/* enum mi_layout_role of n as planned */
+	int (*role)(struct mi_graph *g, struct mi_node *n);
+	/* the pass decided n's fp32 side is blocked, block of ISA isa */
+	void (*set_blocked)(struct mi_graph *g, struct mi_node *n, int isa);
+	/* n (a PRODUCER, blocked) takes over the residual Add reading its
+	 * output, with that Add's activation (act_node -1: none): 0 done
+	 * (the Add and act_node dead, undone by n's fini), -EOPNOTSUPP
+	 * when n cannot (nothing changed) */
+	int (*take_add)(struct mi_graph *g, struct mi_node *n,
+			struct mi_node *add, int act_node, int act, float lo,
+			float hi);
 };
 
 #endif /* MI_CPU_PLAN_H */

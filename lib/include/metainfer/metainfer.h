@@ -63,13 +63,25 @@ struct mi_model;
 #define MI_MODEL_NO_FOLD	(1u << 2) /* skip load-time constant folding */
 #define MI_MODEL_NO_ARENA	(1u << 3) /* malloc each tensor, no planning */
 #define MI_MODEL_PROFILE	(1u << 4) /* time every node (mi_model_profile) */
-#define MI_MODEL_FLAGS_MASK	0x1fu
+#define MI_MODEL_NO_INT8	(1u << 5) /* run QDQ models in fp32 (no int8 kernels) */
+#define MI_MODEL_NO_SPIN	(1u << 6) /* the caller sleeps, not spins, on workers */
+#define MI_MODEL_FLAGS_MASK	0x7fu
+
+/* mi_model_opts.isa: the widest instruction set the CPU kernels may use. */
+enum mi_isa_cap {
+	MI_ISA_CAP_NATIVE = 0,	/* what the CPU has */
+	MI_ISA_CAP_GENERIC = 1,	/* portable C */
+	MI_ISA_CAP_AVX2 = 2,	/* AVX2 + FMA */
+	MI_ISA_CAP_AVX512 = 3,	/* AVX-512 F/BW/DQ/VL (+ VNNI where present) */
+};
 
 struct mi_model_opts {
 	uint32_t flags;		/* MI_MODEL_*; unknown bits -> -EINVAL */
 	int32_t nthreads;	/* 0 = number of online cores */
 	uint64_t max_tensor_bytes; /* 0 = default limit (4 GiB) */
-	uint64_t reserved[4];	/* must be zero */
+	int32_t isa;		/* enum mi_isa_cap; above the CPU's -> -EOPNOTSUPP */
+	int32_t reserved32;	/* must be zero */
+	uint64_t reserved[3];	/* must be zero */
 };
 
 /*

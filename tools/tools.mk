@@ -3,6 +3,8 @@
 # conformance runner and the loader fuzzer.
 
 TOOLS_CFLAGS := $(LIB_CFLAGS)
+# trace.c includes the uapi header, which includes libdrm's drm.h
+TOOLS_CFLAGS += $(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm)
 ifneq ($(shell grep -ls '^int mi_quant_main' lib/quant/*.c 2>/dev/null),)
 TOOLS_CFLAGS += -DMI_HAVE_QUANT_MAIN
 endif

@@ -7,14 +7,15 @@
 JOBS.list is what bpf/tests/mistall-load wrote: one "KIND DEV CTX QUEUE
 SEQNO STATUS" line per job.  Checks that the file is a well-formed Chrome
 trace-event JSON object (known phases, the fields each needs), that the
-timed events are in timestamp order, that the run slices ("X") of each
-track nest (never partly overlap), that each async wait ("b"/"e") opens
-and closes once, that every device and queue with events is named in
-metadata, that each device of the run has the four counter tracks, and
-that every job of the list appears exactly once as a run slice and once
-as a wait (with its status), and no other job does.  The planted stalls
-must show as such: the hung job runs >= 1 s and has a timeout instant,
-the job behind it waits >= 1 s.  Exits 1 with one line per problem.
+timed events are in timestamp order, that the slices ("X") of each track
+nest (never partly overlap; runs of one queue do not even nest), that
+each async wait ("b"/"e") opens and closes once, that every device and
+queue with events is named in metadata, that each device of the run has
+the four counter tracks, and that every job of the list appears exactly
+once as a run slice and once as a wait (with its status), and no other
+job does.  The planted stalls must show as such: the hung job runs >= 1 s
+and has a timeout instant, the job behind it waits >= 1 s.  Exits 1 with
+one line per problem.
 """
 import json
 import sys
@@ -109,6 +110,9 @@ def main():
             if stack and s["ts"] + s["dur"] > stack[-1]["ts"] + stack[-1]["dur"] + EPS:
                 err("track %s: slice %r at %.3f overlaps %r without nesting"
                     % (track, s["name"], s["ts"], stack[-1]["name"]))
+            elif stack and s.get("cat") == "run" and stack[-1].get("cat") == "run":
+                # a queue runs one job at a time: runs never even nest
+                err("track %s: job %r runs inside job %r" % (track, s["name"], stack[-1]["name"]))
             stack.append(s)
         if track not in thread_names:
             err("track %s has no thread_name" % (track,))

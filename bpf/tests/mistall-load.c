@@ -3,10 +3,12 @@
  * mistall-load: a known job mix with planted stalls, for the tests of
  * mistall, milat and `metainfer trace` (bpf/tests/run-bpf-tests).
  *
- *   mistall-load --list FILE [--sim ID] [--jobs N] [--no-stall]
- *               [--slow-ms MS] [--hang]
+ *   mistall-load --list FILE [--sim ID] [--jobs N] [--slow-ms MS] [--hang]
+ *               [--go FILE]
  *
- * On metainfer_sim device ID (default 0), one context per queue:
+ * On metainfer_sim device ID (default 0), one context per queue (with
+ * --go, the jobs start once FILE exists, so that two loads submit at the
+ * same time):
  *  1. N small COPY jobs (default 20), alternating queues 0 and 1, each
  *     waited for before the next: the "normal" jobs, well under any stall
  *     threshold;
@@ -19,8 +21,10 @@
  *     ("behind": long queue wait, short run, status 0).
  *
  * FILE gets one line per job, in submission order:
- *   KIND DEV CTX QUEUE SEQNO STATUS
- * (DEV = render minor, STATUS = the status WAIT reported).  Exit 0 when
+ *   KIND DEV CTX QUEUE SEQNO STATUS PID
+ * (DEV = render minor, STATUS = the status WAIT reported, PID = this
+ * process: context ids are per file, so two loads at once have the same
+ * CTX and SEQNO and only PID tells their jobs apart).  Exit 0 when
  * every job finished as expected, 1 otherwise.
  */
 #include <errno.h>
@@ -62,8 +66,8 @@ static int64_t finish(const char *kind, uint32_t ctx, uint32_t queue,
 
 	if (ret)
 		die("WAIT", ret);
-	fprintf(list, "%s %d %u %u %llu %lld\n", kind, minor, ctx, queue,
-		(unsigned long long)seq, (long long)st);
+	fprintf(list, "%s %d %u %u %llu %lld %d\n", kind, minor, ctx, queue,
+		(unsigned long long)seq, (long long)st, (int)getpid());
 	fflush(list);
 	return st;
 }
@@ -85,10 +89,12 @@ int main(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'n' },
 		{ "slow-ms", required_argument, NULL, 'S' },
 		{ "hang", no_argument, NULL, 'H' },
+		{ "go", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	unsigned int id = 0, jobs = 20, slow_ms = 0;
+	const char *go = NULL;
 	bool hang = false;
 	uint32_t ctx[2];
 	uint64_t seq, seq2;
@@ -98,7 +104,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 	void *src;
 
-	while ((c = getopt_long(argc, argv, "l:s:n:S:Hh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:s:n:S:Hg:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			list = fopen(optarg, "w");
@@ -117,8 +123,11 @@ int main(int argc, char **argv)
 		case 'H':
 			hang = true;
 			break;
+		case 'g':
+			go = optarg;
+			break;
 		default:
-			fprintf(stderr, "usage: mistall-load --list FILE [--sim ID] [--jobs N] [--slow-ms MS] [--hang]\n");
+			fprintf(stderr, "usage: mistall-load --list FILE [--sim ID] [--jobs N] [--slow-ms MS] [--hang] [--go FILE]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -148,6 +157,11 @@ int main(int argc, char **argv)
 	mi_copy_job(&s, 64, 0, 0);
 	mi_stream_finish(&s);
 
+	for (i = 0; go && access(go, F_OK); i++) {
+		if (i == 60000)
+			die(go, -ETIMEDOUT);
+		usleep(1000);
+	}
 	for (i = 0; i < jobs; i++) {
 		seq = submit(ctx[i & 1]);
 		bad |= finish("normal", ctx[i & 1], i & 1, seq) != 0;

@@ -4,8 +4,9 @@
 
     test-trace.py TRACE.json JOBS.list
 
-JOBS.list is what bpf/tests/mistall-load wrote: one "KIND DEV CTX QUEUE
-SEQNO STATUS" line per job.  Checks that the file is a well-formed Chrome
+JOBS.list is what bpf/tests/mistall-load wrote (one or several loads at
+once): one "KIND DEV CTX QUEUE SEQNO STATUS PID" line per job; a job is
+known by its submitter, device, queue, context and seqno.  Checks that the file is a well-formed Chrome
 trace-event JSON object (known phases, the fields each needs), that the
 timed events are in timestamp order, that the slices ("X") of each track
 nest (never partly overlap; runs of one queue do not even nest), that
@@ -41,9 +42,12 @@ def main():
             return 1
     jobs = {}
     with open(sys.argv[2]) as f:
-        for line in f:
-            kind, dev, ctx, queue, seqno, status = line.split()
-            key = (int(dev), int(queue), int(ctx), int(seqno))
+        for n, line in enumerate(f, 1):
+            if len(line.split()) != 7:
+                print("%s:%d: not 'KIND DEV CTX QUEUE SEQNO STATUS PID'" % (sys.argv[2], n))
+                return 2
+            kind, dev, ctx, queue, seqno, status, pid = line.split()
+            key = (int(pid), int(dev), int(queue), int(ctx), int(seqno))
             jobs[key] = (kind, int(status))
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         print("no traceEvents list")
@@ -131,7 +135,8 @@ def main():
             err("async %s/%s: end does not match its begin" % (cat, id_))
             continue
         args = b.get("args", {})
-        key = (b["pid"], b["tid"], args.get("ctx"), args.get("seqno"))
+        key = (args.get("submitter_tid"), b["pid"], b["tid"], args.get("ctx"),
+               args.get("seqno"))
         if cat == "wait":
             if key in waits:
                 err("job %s: two waits" % (key,))
@@ -142,7 +147,8 @@ def main():
     for (pid, tid), lst in slices.items():
         for s in lst:
             args = s.get("args", {})
-            key = (pid, tid, args.get("ctx"), args.get("seqno"))
+            key = (args.get("submitter_tid"), pid, tid, args.get("ctx"),
+                   args.get("seqno"))
             if key in runs:
                 err("job %s: two run slices" % (key,))
             runs[key] = s
@@ -158,7 +164,7 @@ def main():
         if kind == "hang":
             if s["dur"] < 1e6:
                 err("hung job %s: ran only %.0f us" % (key, s["dur"]))
-            if not any(p == key[0] and t == key[1] and n.startswith("timeout")
+            if not any(p == key[1] and t == key[2] and n.startswith("timeout")
                        for p, t, n in timeouts):
                 err("hung job %s: no timeout instant" % (key,))
         if kind == "behind" and waits.get(key, 0) < 1e6:
@@ -166,7 +172,7 @@ def main():
     for key in set(runs) | set(waits):
         if key not in jobs:
             err("job %s is not one of the run's" % (key,))
-    for dev in set(k[0] for k in jobs):
+    for dev in set(k[1] for k in jobs):
         for c in ("temperature_C", "clock_MHz", "power_mW", "queue_depth"):
             if not counters.get(dev, {}).get(c):
                 err("device %d: no %s counter samples" % (dev, c))

@@ -41,8 +41,11 @@ struct tp_field {
 	unsigned int offset, size;
 };
 
-#define F(ev, st, fld, name) \
-	{ ev, name, offsetof(struct st, fld), sizeof(((struct st *)0)->fld) }
+#define F(ev, st, fld, name)                          \
+	{                                             \
+		ev, name, offsetof(struct st, fld),   \
+			sizeof(((struct st *)0)->fld) \
+	}
 static const struct tp_field fields[] = {
 	F("metainfer/submit", mi_tp_submit, job.dev, "dev"),
 	F("metainfer/submit", mi_tp_submit, job.ctx, "ctx"),
@@ -88,9 +91,10 @@ static int format_field(FILE *f, const char *name, unsigned int *off,
 		if (p)
 			*p = 0;
 		p = decl + strlen(decl);
-		while (p > decl && (p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
-				    (p[-1] >= 'A' && p[-1] <= 'Z') ||
-				    (p[-1] >= '0' && p[-1] <= '9')))
+		while (p > decl &&
+		       (p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
+			(p[-1] >= 'A' && p[-1] <= 'Z') ||
+			(p[-1] >= '0' && p[-1] <= '9')))
 			p--;
 		if (strcmp(p, name))
 			continue;
@@ -107,8 +111,9 @@ static int format_field(FILE *f, const char *name, unsigned int *off,
 
 int mi_bpf_check_formats(const char *prog)
 {
-	static const char *const roots[] = { "/sys/kernel/tracing/events",
-					     "/sys/kernel/debug/tracing/events" };
+	static const char *const roots[] = {
+		"/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"
+	};
 	const char *root = NULL;
 	char path[256];
 	size_t i;
@@ -119,7 +124,8 @@ int mi_bpf_check_formats(const char *prog)
 			root = roots[i];
 	}
 	if (!root) {
-		fprintf(stderr, "%s: no metainfer tracepoints in tracefs: is metainfer.ko loaded (and tracefs mounted)?\n",
+		fprintf(stderr,
+			"%s: no metainfer tracepoints in tracefs: is metainfer.ko loaded (and tracefs mounted)?\n",
 			prog);
 		return -ENOENT;
 	}
@@ -132,14 +138,15 @@ int mi_bpf_check_formats(const char *prog)
 		snprintf(path, sizeof(path), "%s/%s/format", root, t->event);
 		f = fopen(path, "r");
 		if (!f) {
-			fprintf(stderr, "%s: tracepoint %s: %s\n", prog, t->event,
-				strerror(errno));
+			fprintf(stderr, "%s: tracepoint %s: %s\n", prog,
+				t->event, strerror(errno));
 			return -errno;
 		}
 		ret = format_field(f, t->name, &off, &size);
 		fclose(f);
 		if (ret || off != t->offset || size != t->size) {
-			fprintf(stderr, "%s: tracepoint %s field %s is not at offset %u size %u on this kernel\n",
+			fprintf(stderr,
+				"%s: tracepoint %s field %s is not at offset %u size %u on this kernel\n",
 				prog, t->event, t->name, t->offset, t->size);
 			return -EPROTO;
 		}

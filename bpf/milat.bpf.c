@@ -60,6 +60,6 @@ static void mi_job_finished(const struct mi_job_state *j, __u64 now,
 
 	account(j->dev, j->queue, MILAT_WAIT,
 		j->t_run > start ? j->t_run - start : 0, false);
-	account(j->dev, j->queue, MILAT_RUN, now > j->t_run ? now - j->t_run : 0,
-		status != 0);
+	account(j->dev, j->queue, MILAT_RUN,
+		now > j->t_run ? now - j->t_run : 0, status != 0);
 }

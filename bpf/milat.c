@@ -72,9 +72,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	uint64_t v;
 	int c, pos = 0;
 
-	while ((c = getopt_long(argc, argv, "+mTd:p:D:vh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+mTd:p:D:vh", lopts, NULL)) !=
+	       -1) {
 		if (strchr("dpD", c) && mi_bpf_parse_u64(optarg, &v)) {
-			fprintf(stderr, "%s: -%c: not a non-negative number: '%s'\n",
+			fprintf(stderr,
+				"%s: -%c: not a non-negative number: '%s'\n",
 				prog, c, optarg);
 			return -EINVAL;
 		}
@@ -119,7 +121,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return 0;
 	while (optind < argc && strcmp(argv[optind], "--")) {
 		if (pos == 2 || mi_bpf_parse_u64(argv[optind], &v) || !v) {
-			fprintf(stderr, "%s: unexpected argument '%s' (INTERVAL and COUNT are positive numbers; COMMAND goes after --)\n",
+			fprintf(stderr,
+				"%s: unexpected argument '%s' (INTERVAL and COUNT are positive numbers; COMMAND goes after --)\n",
 				prog, argv[optind]);
 			return -EINVAL;
 		}
@@ -257,8 +260,8 @@ int main(int argc, char **argv)
 	}
 	err = milat_bpf__attach(skel);
 	if (err) {
-		fprintf(stderr, "%s: cannot attach to the tracepoints: %s\n", prog,
-			strerror(-err));
+		fprintf(stderr, "%s: cannot attach to the tracepoints: %s\n",
+			prog, strerror(-err));
 		goto cleanup;
 	}
 	fd = bpf_map__fd(skel->maps.hists);
@@ -268,11 +271,13 @@ int main(int argc, char **argv)
 		end_ns = now + duration_s * 1000000000ull;
 	if (o.interval_s)
 		next_ns = now + o.interval_s * 1000000000ull;
-	fprintf(stderr, "%s: tracing metainfer job latency; Ctrl-C to end\n", prog);
+	fprintf(stderr, "%s: tracing metainfer job latency; Ctrl-C to end\n",
+		prog);
 	if (optind < argc) {
 		child = mi_bpf_spawn(prog, argv + optind);
 		if (child < 0) {
-			fprintf(stderr, "%s: fork: %s\n", prog, strerror(-child));
+			fprintf(stderr, "%s: fork: %s\n", prog,
+				strerror(-child));
 			goto cleanup;
 		}
 	}

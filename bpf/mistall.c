@@ -74,9 +74,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+t:w:r:xd:p:D:vh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:w:r:xd:p:D:vh", lopts, NULL)) !=
+	       -1) {
 		if (strchr("twrdpD", c) && mi_bpf_parse_u64(optarg, &v)) {
-			fprintf(stderr, "%s: -%c: not a non-negative number: '%s'\n",
+			fprintf(stderr,
+				"%s: -%c: not a non-negative number: '%s'\n",
 				prog, c, optarg);
 			return -EINVAL;
 		}
@@ -181,11 +183,12 @@ int main(int argc, char **argv)
 	}
 	err = mistall_bpf__attach(skel);
 	if (err) {
-		fprintf(stderr, "%s: cannot attach to the tracepoints: %s\n", prog,
-			strerror(-err));
+		fprintf(stderr, "%s: cannot attach to the tracepoints: %s\n",
+			prog, strerror(-err));
 		goto cleanup;
 	}
-	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, NULL, NULL);
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, NULL,
+			      NULL);
 	if (!rb) {
 		fprintf(stderr, "%s: cannot open the ring buffer: %s\n", prog,
 			strerror(errno));
@@ -195,9 +198,10 @@ int main(int argc, char **argv)
 	t0_ns = mi_bpf_now_ns();
 	if (o.duration_s)
 		end_ns = t0_ns + o.duration_s * 1000000000ull;
-	fprintf(stderr, "%s: tracing metainfer jobs with queue wait >= %llu us or run >= %llu us%s; Ctrl-C to end\n",
-		prog, (unsigned long long)o.wait_us, (unsigned long long)o.run_us,
-		o.failed ? " or an error" : "");
+	fprintf(stderr,
+		"%s: tracing metainfer jobs with queue wait >= %llu us or run >= %llu us%s; Ctrl-C to end\n",
+		prog, (unsigned long long)o.wait_us,
+		(unsigned long long)o.run_us, o.failed ? " or an error" : "");
 	printf("%-10s %-4s %-7s %-16s %-4s %-2s %-8s %11s %11s %s\n", "TIME(s)",
 	       "DEV", "PID", "COMM", "CTX", "Q", "SEQNO", "WAIT_US", "RUN_US",
 	       "STATUS");
@@ -205,7 +209,8 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		child = mi_bpf_spawn(prog, argv + optind);
 		if (child < 0) {
-			fprintf(stderr, "%s: fork: %s\n", prog, strerror(-child));
+			fprintf(stderr, "%s: fork: %s\n", prog,
+				strerror(-child));
 			goto cleanup;
 		}
 	}
@@ -213,7 +218,8 @@ int main(int argc, char **argv)
 	while (!mi_bpf_stop) {
 		err = ring_buffer__poll(rb, 100);
 		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, "%s: ring buffer: %s\n", prog, strerror(-err));
+			fprintf(stderr, "%s: ring buffer: %s\n", prog,
+				strerror(-err));
 			rc = 1;
 			break;
 		}

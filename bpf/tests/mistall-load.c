@@ -76,7 +76,8 @@ static int set_launch_ns(unsigned int id, long long ns)
 {
 	char path[128], val[64];
 
-	snprintf(path, sizeof(path), "/sys/bus/platform/devices/metainfer_sim.%u/personality", id);
+	snprintf(path, sizeof(path),
+		 "/sys/bus/platform/devices/metainfer_sim.%u/personality", id);
 	snprintf(val, sizeof(val), "launch_ns=%lld", ns);
 	return mi_write_file(path, val);
 }
@@ -104,7 +105,8 @@ int main(int argc, char **argv)
 	unsigned int i;
 	void *src;
 
-	while ((c = getopt_long(argc, argv, "l:s:n:S:Hg:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:s:n:S:Hg:h", lopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'l':
 			list = fopen(optarg, "w");
@@ -127,7 +129,8 @@ int main(int argc, char **argv)
 			go = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: mistall-load --list FILE [--sim ID] [--jobs N] [--slow-ms MS] [--hang] [--go FILE]\n");
+			fprintf(stderr,
+				"usage: mistall-load --list FILE [--sim ID] [--jobs N] [--slow-ms MS] [--hang] [--go FILE]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -149,7 +152,8 @@ int main(int argc, char **argv)
 	if (ret)
 		die("BO_CREATE", ret);
 	for (i = 0; i < 2; i++) {
-		ret = mi_ctx_create(fd, i, DRM_METAINFER_PRIORITY_NORMAL, &ctx[i]);
+		ret = mi_ctx_create(fd, i, DRM_METAINFER_PRIORITY_NORMAL,
+				    &ctx[i]);
 		if (ret)
 			die("CTX_CREATE", ret);
 	}
@@ -167,7 +171,10 @@ int main(int argc, char **argv)
 		bad |= finish("normal", ctx[i & 1], i & 1, seq) != 0;
 	}
 	if (slow_ms) {
-		snprintf(path, sizeof(path), "/sys/bus/platform/devices/metainfer_sim.%u/personality", id);
+		snprintf(
+			path, sizeof(path),
+			"/sys/bus/platform/devices/metainfer_sim.%u/personality",
+			id);
 		ret = mi_read_key(path, "launch_ns", &launch);
 		if (ret)
 			die("personality launch_ns", ret);
@@ -193,6 +200,7 @@ int main(int argc, char **argv)
 	mi_stream_free(&s);
 	close(fd);
 	if (bad)
-		fprintf(stderr, "mistall-load: a job finished with an unexpected status\n");
+		fprintf(stderr,
+			"mistall-load: a job finished with an unexpected status\n");
 	return bad;
 }

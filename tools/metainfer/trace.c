@@ -69,7 +69,8 @@ struct job {
 	uint64_t seqno;
 	uint64_t fptr; /* drm_sched's (hashed) finished-fence pointer, 0 unknown */
 	uint64_t hw; /* hardware fence key, 0 until metainfer:run */
-	int64_t t_submit, t_queue, t_run, t_done; /* ns, CLOCK_MONOTONIC; 0 unseen */
+	/* ns, CLOCK_MONOTONIC; 0 unseen */
+	int64_t t_submit, t_queue, t_run, t_done;
 	int status;
 	bool timed_out;
 	int tid;
@@ -237,7 +238,9 @@ static int inst_write(struct rec *r, const char *file, const char *val)
 }
 
 static const char *const job_events[] = {
-	"metainfer/submit", "metainfer/run", "metainfer/done",
+	"metainfer/submit",
+	"metainfer/run",
+	"metainfer/done",
 	"metainfer/timeout",
 };
 static const char *const sched_events[] = {
@@ -253,7 +256,8 @@ static int rec_start(struct rec *r)
 	int err;
 
 	if (!root) {
-		fprintf(stderr, "%s: no writable tracefs (mount -t tracefs nodev /sys/kernel/tracing; needs root)\n",
+		fprintf(stderr,
+			"%s: no writable tracefs (mount -t tracefs nodev /sys/kernel/tracing; needs root)\n",
 			prog);
 		return -ENOENT;
 	}
@@ -275,14 +279,16 @@ static int rec_start(struct rec *r)
 		snprintf(file, sizeof(file), "events/%s/enable", job_events[i]);
 		err = inst_write(r, file, "1");
 		if (err) {
-			fprintf(stderr, "%s: cannot enable tracepoint %s: %s (is metainfer.ko loaded?)\n",
+			fprintf(stderr,
+				"%s: cannot enable tracepoint %s: %s (is metainfer.ko loaded?)\n",
 				prog, job_events[i], strerror(-err));
 			return err;
 		}
 	}
 	r->sched_events = true;
 	for (i = 0; i < sizeof(sched_events) / sizeof(sched_events[0]); i++) {
-		snprintf(file, sizeof(file), "events/%s/enable", sched_events[i]);
+		snprintf(file, sizeof(file), "events/%s/enable",
+			 sched_events[i]);
 		if (inst_write(r, file, "1"))
 			r->sched_events = false;
 	}
@@ -499,10 +505,12 @@ static void parse_line(struct rec *r, char *line)
 		j->t_submit = ts;
 		j->tid = (int)tid;
 		snprintf(j->comm, sizeof(j->comm), "%s", comm);
-		map_put(&r->last_submit, (uint64_t)tid + 1, (int)(r->njobs - 1));
+		map_put(&r->last_submit, (uint64_t)tid + 1,
+			(int)(r->njobs - 1));
 		return;
 	}
-	if (!field_u64(args, "ctx", &ctx) || !field_u64(args, "seqno", &seqno) ||
+	if (!field_u64(args, "ctx", &ctx) ||
+	    !field_u64(args, "seqno", &seqno) ||
 	    !field_fence(args, &fctx, &fseq))
 		return;
 	if (!strcmp(ev, "run")) {
@@ -560,7 +568,8 @@ static int drain_pipe(struct rec *r)
 			return 0;
 		for (i = 0; i < (size_t)n; i++) {
 			if (r->line_len + 1 >= r->line_cap) {
-				r->line_cap = r->line_cap ? r->line_cap * 2 : 1024;
+				r->line_cap = r->line_cap ? r->line_cap * 2 :
+							    1024;
 				r->line = xrealloc(r->line, r->line_cap);
 			}
 			if (buf[i] != '\n') {
@@ -592,10 +601,12 @@ static void open_devices(struct rec *r)
 {
 	int minor;
 
-	for (minor = MINOR_FIRST; minor < MINOR_FIRST + 64 && r->ndevs < MAX_DEVS; minor++) {
+	for (minor = MINOR_FIRST;
+	     minor < MINOR_FIRST + 64 && r->ndevs < MAX_DEVS; minor++) {
 		struct drm_metainfer_get_param gp = { .size = sizeof(gp) };
 		char path[64], drv[32] = "";
-		struct drm_version ver = { .name = drv, .name_len = sizeof(drv) - 1 };
+		struct drm_version ver = { .name = drv,
+					   .name_len = sizeof(drv) - 1 };
 		struct dev *d = &r->devs[r->ndevs];
 		int fd;
 
@@ -603,14 +614,17 @@ static void open_devices(struct rec *r)
 		fd = open(path, O_RDWR | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (dev_ioctl(fd, DRM_IOCTL_VERSION, &ver) || strcmp(drv, "metainfer")) {
+		if (dev_ioctl(fd, DRM_IOCTL_VERSION, &ver) ||
+		    strcmp(drv, "metainfer")) {
 			close(fd);
 			continue;
 		}
 		d->fd = fd;
 		d->minor = minor;
 		gp.param = DRM_METAINFER_PARAM_NUM_QUEUES;
-		d->queues = dev_ioctl(fd, DRM_IOCTL_METAINFER_GET_PARAM, &gp) ? 1 : (uint32_t)gp.value;
+		d->queues = 1;
+		if (!dev_ioctl(fd, DRM_IOCTL_METAINFER_GET_PARAM, &gp))
+			d->queues = (uint32_t)gp.value;
 		memset(&gp, 0, sizeof(gp));
 		gp.size = sizeof(gp);
 		gp.param = DRM_METAINFER_PARAM_NAME;
@@ -662,16 +676,26 @@ static void sample(struct rec *r)
 		if (ts < r->t0)
 			ts = r->t0;
 		if (c.valid & DRM_METAINFER_VALID_TEMP)
-			add_event(r, ts, "{\"ph\":\"C\",\"name\":\"temperature_C\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"value\":%.3f}}",
-				  d->minor, US(r, ts), c.temp_mc / 1000.0);
+			add_event(
+				r, ts,
+				"{\"ph\":\"C\",\"name\":\"temperature_C\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"value\":%.3f}}",
+				d->minor, US(r, ts), c.temp_mc / 1000.0);
 		if (c.valid & DRM_METAINFER_VALID_CLOCK)
-			add_event(r, ts, "{\"ph\":\"C\",\"name\":\"clock_MHz\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"value\":%.3f}}",
-				  d->minor, US(r, ts), c.clock_khz / 1000.0);
+			add_event(
+				r, ts,
+				"{\"ph\":\"C\",\"name\":\"clock_MHz\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"value\":%.3f}}",
+				d->minor, US(r, ts), c.clock_khz / 1000.0);
 		if (c.valid & DRM_METAINFER_VALID_POWER)
-			add_event(r, ts, "{\"ph\":\"C\",\"name\":\"power_mW\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"value\":%" PRIu64 "}}",
-				  d->minor, US(r, ts), (uint64_t)c.power_mw);
-		add_event(r, ts, "{\"ph\":\"C\",\"name\":\"queue_depth\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"value\":%" PRIu64 "}}",
-			  d->minor, US(r, ts), (uint64_t)c.queue_depth);
+			add_event(
+				r, ts,
+				"{\"ph\":\"C\",\"name\":\"power_mW\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"value\":%" PRIu64
+				"}}",
+				d->minor, US(r, ts), (uint64_t)c.power_mw);
+		add_event(
+			r, ts,
+			"{\"ph\":\"C\",\"name\":\"queue_depth\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"value\":%" PRIu64
+			"}}",
+			d->minor, US(r, ts), (uint64_t)c.queue_depth);
 	}
 }
 
@@ -716,21 +740,34 @@ static void job_events_add(struct rec *r, int64_t t_end)
 		*p = 0;
 		if (run0 < q0)
 			run0 = q0;
-		add_event(r, q0, "{\"ph\":\"b\",\"cat\":\"wait\",\"name\":\"queue %u wait\",\"id\":\"job%zu\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"args\":{\"ctx\":%u,\"seqno\":%" PRIu64 ",\"submitter\":\"%s\",\"submitter_tid\":%d}}",
-			  j->queue, i, j->dev, j->queue, US(r, q0), j->ctx,
-			  j->seqno, comm, j->tid);
-		add_event(r, run0, "{\"ph\":\"e\",\"cat\":\"wait\",\"name\":\"queue %u wait\",\"id\":\"job%zu\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f}",
-			  j->queue, i, j->dev, j->queue, US(r, run0));
+		add_event(
+			r, q0,
+			"{\"ph\":\"b\",\"cat\":\"wait\",\"name\":\"queue %u wait\",\"id\":\"job%zu\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"args\":{\"ctx\":%u,\"seqno\":%" PRIu64
+			",\"submitter\":\"%s\",\"submitter_tid\":%d}}",
+			j->queue, i, j->dev, j->queue, US(r, q0), j->ctx,
+			j->seqno, comm, j->tid);
+		add_event(
+			r, run0,
+			"{\"ph\":\"e\",\"cat\":\"wait\",\"name\":\"queue %u wait\",\"id\":\"job%zu\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f}",
+			j->queue, i, j->dev, j->queue, US(r, run0));
 		if (!j->t_run)
 			continue;
-		add_event(r, run0, "{\"ph\":\"X\",\"cat\":\"run\",\"name\":\"ctx %u job %" PRIu64 "\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"ctx\":%u,\"seqno\":%" PRIu64 ",\"status\":%d,\"finished\":%s,\"wait_us\":%.3f,\"submitter\":\"%s\",\"submitter_tid\":%d}}",
-			  j->ctx, j->seqno, j->dev, j->queue, US(r, run0),
-			  (double)(done - run0) / 1000.0, j->ctx, j->seqno,
-			  j->status, j->t_done ? "true" : "false",
-			  (double)(run0 - q0) / 1000.0, comm, j->tid);
+		add_event(
+			r, run0,
+			"{\"ph\":\"X\",\"cat\":\"run\",\"name\":\"ctx %u job %" PRIu64
+			"\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"ctx\":%u,\"seqno\":%" PRIu64
+			",\"status\":%d,\"finished\":%s,\"wait_us\":%.3f,\"submitter\":\"%s\",\"submitter_tid\":%d}}",
+			j->ctx, j->seqno, j->dev, j->queue, US(r, run0),
+			(double)(done - run0) / 1000.0, j->ctx, j->seqno,
+			j->status, j->t_done ? "true" : "false",
+			(double)(run0 - q0) / 1000.0, comm, j->tid);
 		if (j->timed_out)
-			add_event(r, done, "{\"ph\":\"i\",\"s\":\"t\",\"name\":\"timeout ctx %u job %" PRIu64 "\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f}",
-				  j->ctx, j->seqno, j->dev, j->queue, US(r, done));
+			add_event(
+				r, done,
+				"{\"ph\":\"i\",\"s\":\"t\",\"name\":\"timeout ctx %u job %" PRIu64
+				"\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f}",
+				j->ctx, j->seqno, j->dev, j->queue,
+				US(r, done));
 	}
 }
 
@@ -766,7 +803,9 @@ static int write_json(struct rec *r, const char *path, char **cmd)
 		return -errno;
 	}
 	qsort(r->ev, r->nev, sizeof(*r->ev), ev_cmp);
-	fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"tool\":\"metainfer trace\",\"clock\":\"CLOCK_MONOTONIC\",\"t0_ns\":%" PRId64 ",\"command\":",
+	fprintf(f,
+		"{\"displayTimeUnit\":\"ms\",\"otherData\":{\"tool\":\"metainfer trace\",\"clock\":\"CLOCK_MONOTONIC\",\"t0_ns\":%" PRId64
+		",\"command\":",
 		r->t0);
 	if (cmd && cmd[0])
 		json_str(f, cmd[0]);
@@ -800,21 +839,24 @@ static int write_json(struct rec *r, const char *path, char **cmd)
 		for (n = 0; n < r->ndevs; n++)
 			if (r->devs[n].minor == minors[i])
 				name = r->devs[n].name;
-		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
+		fprintf(f,
+			"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
 			minors[i]);
 		{
 			char label[96];
 
-			snprintf(label, sizeof(label), "renderD%d%s%s%s", minors[i],
-				 name[0] ? " " : "", name,
+			snprintf(label, sizeof(label), "renderD%d%s%s%s",
+				 minors[i], name[0] ? " " : "", name,
 				 dev_known(r, minors[i]) ? "" : " (gone)");
 			json_str(f, label);
 		}
 		fputs("}},\n", f);
-		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}},\n",
+		fprintf(f,
+			"{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}},\n",
 			minors[i], minors[i]);
 		for (q = 0; q < maxq[i]; q++)
-			fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"queue %u\"}},\n",
+			fprintf(f,
+				"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"queue %u\"}},\n",
 				minors[i], q, q);
 	}
 	for (k = 0; k < r->nev; k++)
@@ -825,7 +867,8 @@ static int write_json(struct rec *r, const char *path, char **cmd)
 	if (f != stdout && fclose(f))
 		err = -errno;
 	if (err)
-		fprintf(stderr, "%s: writing %s: %s\n", prog, path, strerror(-err));
+		fprintf(stderr, "%s: writing %s: %s\n", prog, path,
+			strerror(-err));
 	return err;
 }
 
@@ -882,7 +925,8 @@ int mi_trace_main(int argc, char **argv)
 		case 'd':
 			duration = strtod(optarg, &e);
 			if (*e || !(duration > 0) || duration > 1e6) {
-				fprintf(stderr, "%s: --duration: not a positive number of seconds: '%s'\n",
+				fprintf(stderr,
+					"%s: --duration: not a positive number of seconds: '%s'\n",
 					prog, optarg);
 				return EXIT_USAGE;
 			}
@@ -890,7 +934,8 @@ int mi_trace_main(int argc, char **argv)
 		case 'i':
 			interval_ms = strtol(optarg, &e, 10);
 			if (*e || interval_ms < 1 || interval_ms > 60000) {
-				fprintf(stderr, "%s: --interval: not 1..60000 ms: '%s'\n",
+				fprintf(stderr,
+					"%s: --interval: not 1..60000 ms: '%s'\n",
 					prog, optarg);
 				return EXIT_USAGE;
 			}
@@ -904,7 +949,8 @@ int mi_trace_main(int argc, char **argv)
 		}
 	}
 	if (optind < argc && strcmp(argv[optind - 1], "--")) {
-		fprintf(stderr, "%s: unexpected argument '%s' (COMMAND goes after --)\n",
+		fprintf(stderr,
+			"%s: unexpected argument '%s' (COMMAND goes after --)\n",
 			prog, argv[optind]);
 		return EXIT_USAGE;
 	}
@@ -918,7 +964,8 @@ int mi_trace_main(int argc, char **argv)
 	if (rec_start(&r))
 		goto cleanup;
 	if (!r.sched_events)
-		fprintf(stderr, "%s: no gpu_scheduler tracepoints: jobs are matched by their ids only\n",
+		fprintf(stderr,
+			"%s: no gpu_scheduler tracepoints: jobs are matched by their ids only\n",
 			prog);
 	r.t0 = now_ns();
 	if (duration)
@@ -926,7 +973,8 @@ int mi_trace_main(int argc, char **argv)
 	if (optind < argc) {
 		child = fork();
 		if (child < 0) {
-			fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+			fprintf(stderr, "%s: fork: %s\n", prog,
+				strerror(errno));
 			goto cleanup;
 		}
 		if (child == 0) {
@@ -952,13 +1000,15 @@ int mi_trace_main(int argc, char **argv)
 		}
 		err = drain_pipe(&r);
 		if (err) {
-			fprintf(stderr, "%s: trace_pipe: %s\n", prog, strerror(-err));
+			fprintf(stderr, "%s: trace_pipe: %s\n", prog,
+				strerror(-err));
 			rc = 1;
 			break;
 		}
 		if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
 			child = 0;
-			rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			rc = WIFEXITED(status) ? WEXITSTATUS(status) :
+						 128 + WTERMSIG(status);
 			break;
 		}
 		if (stop || (end && t >= end))
@@ -974,12 +1024,15 @@ int mi_trace_main(int argc, char **argv)
 		fprintf(stderr, "%s: stopped; %s (pid %d) is still running\n",
 			prog, argv[optind], (int)child);
 	job_events_add(&r, t);
-	if (write_json(&r, out, child >= 0 && optind < argc ? argv + optind : NULL))
+	if (write_json(&r, out,
+		       child >= 0 && optind < argc ? argv + optind : NULL))
 		rc = 1;
 	else
 		fprintf(stderr, "%s: %zu jobs, %zu events -> %s%s\n", prog,
 			r.njobs, r.nev, out,
-			r.lost_lines ? " (ftrace lost events: the buffer overflowed)" : "");
+			r.lost_lines ?
+				" (ftrace lost events: the buffer overflowed)" :
+				"");
 cleanup:
 	rec_stop(&r);
 	for (i = 0; i < r.nev; i++)

@@ -14,6 +14,9 @@ struct {
 	__type(value, struct milat_hist);
 } hists SEC(".maps");
 
+/* buckets (and sum_us) in milliseconds instead of microseconds */
+const volatile bool targ_ms = false;
+
 static const struct milat_hist zero;
 
 static __always_inline __u32 log2_slot(__u64 us)
@@ -33,7 +36,7 @@ static __always_inline void account(__s32 dev, __u32 queue, __u32 kind,
 {
 	struct milat_key key = { .dev = dev, .queue = queue, .kind = kind };
 	struct milat_hist *h;
-	__u64 us = ns / 1000;
+	__u64 us = targ_ms ? ns / 1000000 : ns / 1000;
 	__u32 slot;
 
 	h = bpf_map_lookup_elem(&hists, &key);

@@ -155,25 +155,20 @@ static void print_hist(const struct milat_key *k, const struct milat_hist *h,
 {
 	static const char *const kinds[] = { "queue wait", "run" };
 	const char *unit = millis ? "msecs" : "usecs";
-	uint64_t slots[MILAT_SLOTS] = {}, max = 0;
-	int i, last = -1, div = millis ? 10 : 0;
+	uint64_t max = 0;
+	int i, last = -1;
 
-	/* usecs buckets -> msecs buckets: slot i of us is 2^i us */
 	for (i = 0; i < MILAT_SLOTS; i++) {
-		int j = i >= div ? i - div : 0;
-
-		slots[j] += h->slots[i];
-	}
-	for (i = 0; i < MILAT_SLOTS; i++) {
-		if (slots[i])
+		if (h->slots[i])
 			last = i;
-		if (slots[i] > max)
-			max = slots[i];
+		if (h->slots[i] > max)
+			max = h->slots[i];
 	}
-	printf("dev %d queue %u %s: %llu jobs, avg %llu us", k->dev, k->queue,
+	printf("dev %d queue %u %s: %llu jobs, avg %llu %s", k->dev, k->queue,
 	       k->kind < MILAT_KINDS ? kinds[k->kind] : "?",
 	       (unsigned long long)h->count,
-	       (unsigned long long)(h->count ? h->sum_us / h->count : 0));
+	       (unsigned long long)(h->count ? h->sum_us / h->count : 0),
+	       millis ? "ms" : "us");
 	if (k->kind == MILAT_RUN)
 		printf(", %llu failed", (unsigned long long)h->failed);
 	printf("\n%*s%-*s : count    distribution\n", 5, "", 19, unit);
@@ -181,8 +176,8 @@ static void print_hist(const struct milat_key *k, const struct milat_hist *h,
 		uint64_t lo = i ? 1ull << i : 0, hi = (1ull << (i + 1)) - 1;
 
 		printf("%10llu -> %-10llu : %-8llu |", (unsigned long long)lo,
-		       (unsigned long long)hi, (unsigned long long)slots[i]);
-		print_stars(slots[i], max, 40);
+		       (unsigned long long)hi, (unsigned long long)h->slots[i]);
+		print_stars(h->slots[i], max, 40);
 		printf("|\n");
 	}
 	printf("\n");
@@ -252,6 +247,7 @@ int main(int argc, char **argv)
 	}
 	skel->rodata->targ_dev = o.dev;
 	skel->rodata->targ_pid = o.pid;
+	skel->rodata->targ_ms = o.millis;
 	err = milat_bpf__load(skel);
 	if (err) {
 		fprintf(stderr, "%s: cannot load the BPF programs: %s\n", prog,

@@ -3,7 +3,8 @@
 #ifndef MILAT_H
 #define MILAT_H
 
-#define MILAT_SLOTS 27 /* log2 buckets of microseconds: up to 2^26 us (67 s) */
+/* log2 buckets of microseconds (-m: milliseconds), the last one open */
+#define MILAT_SLOTS 27
 
 enum milat_kind {
 	MILAT_WAIT, /* queue wait: drm_sched_job (or submit) -> drm_run_job */
@@ -21,7 +22,7 @@ struct milat_key {
 struct milat_hist {
 	__u64 slots[MILAT_SLOTS];
 	__u64 count;
-	__u64 sum_us;
+	__u64 sum_us; /* in the histogram's unit */
 	__u64 failed; /* jobs that finished with an error (run only) */
 };
 

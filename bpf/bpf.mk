@@ -25,7 +25,7 @@ $(BPF_O)/vmlinux.h: bpf/gen-vmlinux-h
 	@mkdir -p $(dir $@)
 	bpf/gen-vmlinux-h $(KVER) $@
 
-$(BPF_O)/%.bpf.o: bpf/%.bpf.c bpf/%.h bpf/mi_job.bpf.h bpf/mi_job.h $(BPF_O)/vmlinux.h
+$(BPF_O)/%.bpf.o: bpf/%.bpf.c bpf/%.h bpf/mi_job.bpf.h $(BPF_O)/vmlinux.h
 	clang $(BPF_CLANG_FLAGS) -c $< -o $@
 
 $(BPF_O)/%.skel.h: $(BPF_O)/%.bpf.o

@@ -65,8 +65,6 @@ static const struct tp_field fields[] = {
 	F("metainfer/done", mi_tp_done, job.fence_seqno, "fence_seqno"),
 	F("metainfer/done", mi_tp_done, status, "status"),
 	F("metainfer/done", mi_tp_done, busy_ns, "busy_ns"),
-	F("gpu_scheduler/drm_sched_job", mi_tp_sched_job, fence, "fence"),
-	F("gpu_scheduler/drm_run_job", mi_tp_sched_job, fence, "fence"),
 };
 #undef F
 
@@ -109,6 +107,46 @@ static int format_field(FILE *f, const char *name, unsigned int *off,
 	return -ENOENT;
 }
 
+/*
+ * A raw tracepoint is found by its event name alone, built-in ones first:
+ * another subsystem's event of the same name would be attached instead.
+ */
+static int check_names_unique(const char *prog, const char *root)
+{
+	static const char *const mine[] = { "metainfer:submit", "metainfer:run",
+					    "metainfer:done",
+					    "gpu_scheduler:drm_sched_job",
+					    "gpu_scheduler:drm_run_job" };
+	char path[256], line[256];
+	size_t i;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%.*s/available_events",
+		 (int)(strlen(root) - strlen("/events")), root);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *ev = strchr(line, ':');
+
+		line[strcspn(line, "\n")] = 0;
+		if (!ev)
+			continue;
+		for (i = 0; i < sizeof(mine) / sizeof(mine[0]); i++) {
+			if (strcmp(ev, strchr(mine[i], ':')) ||
+			    !strcmp(line, mine[i]))
+				continue;
+			fprintf(stderr,
+				"%s: tracepoint %s has the name of %s: cannot attach to it by name\n",
+				prog, line, mine[i]);
+			fclose(f);
+			return -EEXIST;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
 int mi_bpf_check_formats(const char *prog)
 {
 	static const char *const roots[] = {
@@ -129,6 +167,8 @@ int mi_bpf_check_formats(const char *prog)
 			prog);
 		return -ENOENT;
 	}
+	if (check_names_unique(prog, root))
+		return -EEXIST;
 	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		const struct tp_field *t = &fields[i];
 		unsigned int off, size;

@@ -13,8 +13,8 @@ extern volatile sig_atomic_t mi_bpf_stop;
 void mi_bpf_signals(void);
 
 /*
- * Check that every tracepoint record field the BPF side reads
- * (mi_job.h) is where tracefs says it is on this kernel.  Returns 0, or
+ * Check that the metainfer: tracepoints have the fields, in the order,
+ * the BPF side assumes (mi_job.h), as tracefs shows them on this kernel.  Returns 0, or
  * -errno after printing one line naming the first mismatch.
  */
 int mi_bpf_check_formats(const char *prog);

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Tracepoint records the eBPF tools read, as laid out by tracefs on the
- * target kernel (events/<system>/<event>/format): the metainfer: events of
- * kernel/mi_trace.h and drm_sched's gpu_scheduler:drm_sched_job and
- * drm_run_job (one event class).  Every record starts with the 8-byte
- * common header.  mi_bpf_check_formats() compares these offsets with the
- * running kernel's before anything is loaded.
+ * The metainfer: tracepoint records (kernel/mi_trace.h) as tracefs lays
+ * them out (events/metainfer/<event>/format), after the 8-byte common
+ * header.  The BPF side takes the same values as raw tracepoint arguments
+ * in TP_PROTO order, which mi_trace.h keeps equal to the record's field
+ * order; mi_bpf_check_formats() compares these offsets with the running
+ * kernel's before anything is loaded, so a module whose tracepoints
+ * changed gets one error line instead of wrong numbers.
  *
- * Types are __u32/__u64 only, which both vmlinux.h (BPF side) and
- * <linux/types.h> (user side) define; include one of them first.
+ * Types are __u32/__u64 only, which <linux/types.h> defines.
  */
 #ifndef MI_JOB_H
 #define MI_JOB_H
@@ -36,13 +36,6 @@ struct mi_tp_done {
 	__s32 status;
 	__u32 pad;
 	__u64 busy_ns;
-};
-
-/* gpu_scheduler:drm_sched_job and drm_run_job (class drm_sched_job) */
-struct mi_tp_sched_job {
-	__u64 common;
-	__u64 entity; /* struct drm_sched_entity * */
-	__u64 fence; /* struct dma_fence *: the job's finished fence */
 };
 
 #endif

@@ -16,10 +16,13 @@
  * 1e-6 makes perf print value x seconds: an interval of `perf stat -I 1000`
  * shows the interval's mean.
  *
- * Hot-unplug: mi_pmu_fini() sets @closed; from then on every callback
- * leaves the device alone and counts stay where they are.  Each event
- * holds a reference to the drm_device (the counters live in it) and to
- * the PMU.  In 6.1, perf_pmu_unregister() frees per-CPU data that live
+ * Hot-unplug: mi_pmu_fini() sets @closed, which every callback that
+ * could start something checks (event_init, add, start, the sampler, CPU
+ * hotplug): no new events, no more sampling, nothing reaches the backend.  Each
+ * event holds a reference to the drm_device and to the PMU, so reads
+ * still see the device's job counters (memory only; they no longer move)
+ * and the gauges' integrals up to the last sample, and no count made
+ * before the removal is lost.  In 6.1, perf_pmu_unregister() frees per-CPU data that live
  * events still use (pmu_disable_count, the CPU context), so a PMU with
  * events open is unregistered only after the last one is destroyed, from
  * an RCU work item (the perf core touches the PMU for a moment after
@@ -27,6 +30,7 @@
  * same minor goes without a PMU.
  */
 
+#include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/perf_event.h>
@@ -396,10 +400,7 @@ static void mi_pmu_event_read(struct perf_event *event)
 	struct hw_perf_event *hwc = &event->hw;
 	u64 prev, now;
 
-	if (READ_ONCE(pmu->closed)) {
-		hwc->state = PERF_HES_STOPPED;
-		return;
-	}
+	/* also once @closed: the counts made up to the removal still arrive */
 	do {
 		prev = local64_read(&hwc->prev_count);
 		now = mi_pmu_value(pmu, event->attr.config);
@@ -432,16 +433,14 @@ static void mi_pmu_event_stop(struct perf_event *event, int flags)
 
 	if (event->hw.state & PERF_HES_STOPPED)
 		return;
-	if (READ_ONCE(pmu->closed))
-		goto out;
 	if (flags & PERF_EF_UPDATE)
 		mi_pmu_event_read(event);
 	if (mi_pmu_is_gauge(event->attr.config)) {
+		/* once @closed, the sampling is off whatever this says */
 		spin_lock_irqsave(&pmu->lock, irqflags);
 		pmu->gauge_users--;
 		spin_unlock_irqrestore(&pmu->lock, irqflags);
 	}
-out:
 	event->hw.state = PERF_HES_STOPPED | PERF_HES_UPTODATE;
 }
 
@@ -573,18 +572,19 @@ void mi_pmu_init(struct mi_device *mdev)
 	list_add(&pmu->node, &mi_pmu_list);
 	mutex_unlock(&mi_pmu_list_lock);
 
-	ret = cpuhp_state_add_instance(mi_pmu_cpuhp_state, &pmu->cpuhp);
-	if (ret)
-		goto err_unlist;
+	/* as i915: register, then follow CPU hotplug */
 	pmu->cpu = cpumask_first(&mi_pmu_cpumask);
 	ret = perf_pmu_register(&pmu->base, pmu->name, -1);
 	if (ret)
-		goto err_cpuhp;
+		goto err_unlist;
+	ret = cpuhp_state_add_instance(mi_pmu_cpuhp_state, &pmu->cpuhp);
+	if (ret)
+		goto err_unregister;
 	mdev->pmu = pmu;
 	return;
 
-err_cpuhp:
-	cpuhp_state_remove_instance(mi_pmu_cpuhp_state, &pmu->cpuhp);
+err_unregister:
+	perf_pmu_unregister(&pmu->base);
 err_unlist:
 	mutex_lock(&mi_pmu_list_lock);
 	list_del(&pmu->node);
@@ -611,6 +611,10 @@ void mi_pmu_fini(struct mi_device *mdev)
 	WRITE_ONCE(pmu->closed, true);
 	spin_unlock_irqrestore(&pmu->lock, flags);
 	cancel_delayed_work_sync(&pmu->sample);
+	/* gauges end at their last sample */
+	spin_lock_irqsave(&pmu->lock, flags);
+	pmu->sampled = false;
+	spin_unlock_irqrestore(&pmu->lock, flags);
 	cpuhp_state_remove_instance(mi_pmu_cpuhp_state, &pmu->cpuhp);
 	mdev->pmu = NULL;
 	if (refcount_dec_and_test(&pmu->refs))
@@ -639,6 +643,10 @@ void mi_pmu_module_init(void)
 		return;
 	}
 	mi_pmu_cpuhp_state = ret;
+	/* the online callbacks only run for instances: start with one CPU */
+	cpus_read_lock();
+	cpumask_set_cpu(cpumask_first(cpu_online_mask), &mi_pmu_cpumask);
+	cpus_read_unlock();
 }
 
 /**

@@ -78,7 +78,7 @@ sys.exit(0 if ok else 1)
 PYEOF
 	ok $? "perf's intervals sum to the load's GET_COUNTERS difference (jobs, busy-ns, macs)"
 
-	perf stat -a -x, -I 500 -o $T/gauge.csv -e $PMU/clock-kHz/,$PMU/temperature-mC/ -- sleep 1.6 >/dev/null 2>&1
+	perf stat -a -x, -I 500 -o $T/gauge.csv -e $PMU/clock-kHz/,$PMU/temperature-mC/ -- sleep 2.2 >/dev/null 2>&1
 	ok $? "perf stat -e $PMU/clock-kHz/,$PMU/temperature-mC/ runs"
 	clock=$($PY -c "
 import sys
@@ -88,31 +88,69 @@ for l in open('/sys/bus/platform/devices/metainfer_sim.40/personality'):
 	$PY - $T/gauge.csv $PMU $clock <<'PYEOF'
 import sys
 path, pmu, clock = sys.argv[1], sys.argv[2], float(sys.argv[3])
-clk, temp = [], []
+rows = {'clock-kHz': [], 'temperature-mC': []}
 for line in open(path):
     f = line.strip().split(',')
     if len(f) < 4 or line.startswith('#'):
         continue
-    if f[3] == pmu + '/clock-kHz/':
-        clk.append(float(f[1]))
-    if f[3] == pmu + '/temperature-mC/':
-        temp.append(float(f[1]))
-# full 0.5 s intervals print half the mean (value x seconds)
-print('# clock-kHz per interval %s (nominal %d kHz), temperature-mC %s' % (clk, clock, temp))
-full = clk[:-1]
-ok = (len(full) >= 2 and all(abs(2 * c - clock) < 0.05 * clock for c in full) and
-      all(10000 < 2 * t < 150000 for t in temp[:-1]))
+    for k in rows:
+        if f[3] == '%s/%s/' % (pmu, k):
+            rows[k].append((float(f[0]), float(f[1])))
+# a gauge counts value x seconds: divide by each interval's own length
+# (perf's timestamps), leaving out the first and the short last one
+def means(r):
+    return [v / (t - r[i - 1][0]) for i, (t, v) in enumerate(r) if 0 < i < len(r) - 1]
+clk, temp = means(rows['clock-kHz']), means(rows['temperature-mC'])
+print('# per-interval means: clock-kHz %s (nominal %d), temperature-mC %s' %
+      (['%.0f' % c for c in clk], clock, ['%.0f' % t for t in temp]))
+ok = (len(clk) >= 1 and all(abs(c - clock) < 0.05 * clock for c in clk) and
+      all(10000 < t < 150000 for t in temp))
 sys.exit(0 if ok else 1)
 PYEOF
 	ok $? "gauge intervals show the sensor: clock-kHz = nominal clock, temperature plausible"
+
+	# a perf session open while its device is removed
+	echo "42 ethos-u55-high" >$SIM/new_device
+	for i in $(seq 100); do
+		M3=$(minor_of 42) && [ -c /dev/dri/renderD$M3 ] && break
+		sleep 0.05
+	done
+	perf stat -a -x, -I 200 -o $T/unplug.csv \
+		-e metainfer_$M3/jobs/,metainfer_$M3/temperature-mC/ -- sleep 4 >/dev/null 2>&1 &
+	ppid=$!
+	for i in $(seq 200); do
+		grep -q "metainfer_$M3/jobs/" $T/unplug.csv 2>/dev/null && break
+		sleep 0.05
+	done
+	$LOAD --load $M3 50 $T/load3.txt
+	echo 42 >$SIM/del_device
+	ok $? "del_device with perf stat -e metainfer_$M3/... running"
+	[ -e /sys/bus/event_source/devices/metainfer_$M3 ]
+	ok $? "the PMU stays while the session is open"
+	wait $ppid
+	ok $? "the perf session ends normally"
+	for i in $(seq 100); do
+		[ -e /sys/bus/event_source/devices/metainfer_$M3 ] || break
+		sleep 0.05
+	done
+	[ ! -e /sys/bus/event_source/devices/metainfer_$M3 ]
+	ok $? "the PMU is gone after the session"
+	$PY - $T/unplug.csv metainfer_$M3 <<'PYEOF'
+import sys
+jobs = sum(int(float(f[1])) for f in (l.strip().split(',') for l in open(sys.argv[1]))
+           if len(f) > 3 and f[3] == sys.argv[2] + '/jobs/')
+print('# jobs counted across the removal: %d' % jobs)
+sys.exit(0 if jobs == 50 else 1)
+PYEOF
+	ok $? "its counts up to the removal are all there (50 jobs)"
 else
 	echo "ok $((n += 1)) - # SKIP no perf(1) (Debian package linux-perf)"
 fi
 
 # ---- metainfer top ------------------------------------------------------
-$LOAD --load $M 3000 $T/load2.txt &
+$LOAD --load $M 200 $T/load2.txt 5 &
 lpid=$!
-sleep 0.3
+sleep 0.5
 $TOP top --once --json -d 1 >$T/top.json 2>$T/top.err
 ok $? "metainfer top --once --json"
 $TOP top --once -d 0.2 >$T/top.txt 2>&1

@@ -78,7 +78,7 @@ enum mi_pmu_config {
  * @closed: the device is going away: callbacks leave it alone
  * @gauge_users: started gauge events
  * @sampled: @gauge_val and @sample_ns hold a sample of this sampling run
- * @sample_ns: time of the last sample
+ * @sample_ns: time up to which @gauge_sum is integrated
  * @gauge_val: last sampled value per gauge
  * @gauge_sum: integral per gauge up to @sample_ns, value x us
  * @sample: the gauge sampling work
@@ -92,7 +92,7 @@ struct mi_pmu {
 	refcount_t refs;
 	struct mi_device *mdev;
 	int cpu;
-	spinlock_t lock;
+	raw_spinlock_t lock;
 	bool closed;
 	unsigned int gauge_users;
 	bool sampled;
@@ -221,6 +221,24 @@ static const struct attribute_group *mi_pmu_attr_groups[] = {
 
 /* ---- gauges ---- */
 
+/*
+ * Add the last sample's values from then until now to the integrals.
+ * Under @lock, with the time read under it too, so that every read and
+ * every fold happen in time order and the integrals never go back.
+ */
+static void mi_pmu_gauge_fold(struct mi_pmu *pmu)
+{
+	u64 now = ktime_get_ns();
+	int i;
+
+	if (pmu->sampled && now > pmu->sample_ns)
+		for (i = 0; i < MI_PMU_GAUGES; i++)
+			pmu->gauge_sum[i] += div_u64(pmu->gauge_val[i] *
+						     (now - pmu->sample_ns),
+						     1000);
+	pmu->sample_ns = now;
+}
+
 static void mi_pmu_sample_work(struct work_struct *work)
 {
 	struct mi_pmu *pmu = container_of(to_delayed_work(work), struct mi_pmu,
@@ -230,8 +248,7 @@ static void mi_pmu_sample_work(struct work_struct *work)
 	struct mi_hw_counters hw;
 	unsigned long flags;
 	bool rearm;
-	u64 now, dt;
-	int idx, i;
+	int idx;
 
 	if (drm_dev_enter(mdev->drm, &idx)) {
 		if (!mi_read_hw_counters(mdev, &hw)) {
@@ -250,33 +267,29 @@ static void mi_pmu_sample_work(struct work_struct *work)
 	val[MI_PMU_QUEUE_DEPTH - MI_PMU_GAUGE_BASE] =
 		max_t(s64, atomic64_read(&mdev->counters.inflight), 0);
 
-	now = ktime_get_ns();
-	spin_lock_irqsave(&pmu->lock, flags);
+	raw_spin_lock_irqsave(&pmu->lock, flags);
 	/* the last sample's values held from then until now */
-	dt = pmu->sampled ? now - pmu->sample_ns : 0;
-	for (i = 0; i < MI_PMU_GAUGES; i++) {
-		pmu->gauge_sum[i] += div_u64(pmu->gauge_val[i] * dt, 1000);
-		pmu->gauge_val[i] = val[i];
-	}
-	pmu->sample_ns = now;
+	mi_pmu_gauge_fold(pmu);
+	memcpy(pmu->gauge_val, val, sizeof(val));
 	rearm = pmu->gauge_users && !pmu->closed;
 	pmu->sampled = rearm;
 	if (rearm)
 		queue_delayed_work(system_wq, &pmu->sample,
 				   msecs_to_jiffies(MI_PMU_SAMPLE_MS));
-	spin_unlock_irqrestore(&pmu->lock, flags);
+	raw_spin_unlock_irqrestore(&pmu->lock, flags);
 }
 
 static u64 mi_pmu_gauge_read(struct mi_pmu *pmu, unsigned int i)
 {
 	unsigned long flags;
-	u64 v, now = ktime_get_ns();
+	u64 v, now;
 
-	spin_lock_irqsave(&pmu->lock, flags);
+	raw_spin_lock_irqsave(&pmu->lock, flags);
+	now = ktime_get_ns();
 	v = pmu->gauge_sum[i];
 	if (pmu->sampled && now > pmu->sample_ns)
 		v += div_u64(pmu->gauge_val[i] * (now - pmu->sample_ns), 1000);
-	spin_unlock_irqrestore(&pmu->lock, flags);
+	raw_spin_unlock_irqrestore(&pmu->lock, flags);
 	return v;
 }
 
@@ -375,14 +388,14 @@ static int mi_pmu_event_init(struct perf_event *event)
 		return -ENOENT;
 
 	/* the references keep the device's memory while we look at it */
-	spin_lock_irqsave(&pmu->lock, flags);
+	raw_spin_lock_irqsave(&pmu->lock, flags);
 	if (!pmu->closed) {
 		refcount_inc(&pmu->refs);
 		drm_dev_get(pmu->mdev->drm);
 	} else {
 		ret = -ENODEV;
 	}
-	spin_unlock_irqrestore(&pmu->lock, flags);
+	raw_spin_unlock_irqrestore(&pmu->lock, flags);
 	if (ret)
 		return ret;
 	if (mi_pmu_is_gauge(config) && !mi_pmu_gauge_present(pmu->mdev, config)) {
@@ -416,10 +429,10 @@ static void mi_pmu_event_start(struct perf_event *event, int flags)
 	if (READ_ONCE(pmu->closed))
 		return;
 	if (mi_pmu_is_gauge(event->attr.config)) {
-		spin_lock_irqsave(&pmu->lock, irqflags);
+		raw_spin_lock_irqsave(&pmu->lock, irqflags);
 		if (!pmu->closed && !pmu->gauge_users++)
 			mod_delayed_work(system_wq, &pmu->sample, 0);
-		spin_unlock_irqrestore(&pmu->lock, irqflags);
+		raw_spin_unlock_irqrestore(&pmu->lock, irqflags);
 	}
 	local64_set(&event->hw.prev_count,
 		    mi_pmu_value(pmu, event->attr.config));
@@ -437,9 +450,9 @@ static void mi_pmu_event_stop(struct perf_event *event, int flags)
 		mi_pmu_event_read(event);
 	if (mi_pmu_is_gauge(event->attr.config)) {
 		/* once @closed, the sampling is off whatever this says */
-		spin_lock_irqsave(&pmu->lock, irqflags);
+		raw_spin_lock_irqsave(&pmu->lock, irqflags);
 		pmu->gauge_users--;
-		spin_unlock_irqrestore(&pmu->lock, irqflags);
+		raw_spin_unlock_irqrestore(&pmu->lock, irqflags);
 	}
 	event->hw.state = PERF_HES_STOPPED | PERF_HES_UPTODATE;
 }
@@ -538,7 +551,7 @@ void mi_pmu_init(struct mi_device *mdev)
 	snprintf(pmu->name, sizeof(pmu->name), "metainfer_%d", mdev->minor);
 	pmu->mdev = mdev;
 	refcount_set(&pmu->refs, 1);
-	spin_lock_init(&pmu->lock);
+	raw_spin_lock_init(&pmu->lock);
 	INIT_DELAYED_WORK(&pmu->sample, mi_pmu_sample_work);
 	INIT_RCU_WORK(&pmu->reap, mi_pmu_reap_work);
 	pmu->base = (struct pmu){
@@ -607,14 +620,15 @@ void mi_pmu_fini(struct mi_device *mdev)
 
 	if (!pmu)
 		return;
-	spin_lock_irqsave(&pmu->lock, flags);
+	raw_spin_lock_irqsave(&pmu->lock, flags);
 	WRITE_ONCE(pmu->closed, true);
-	spin_unlock_irqrestore(&pmu->lock, flags);
+	raw_spin_unlock_irqrestore(&pmu->lock, flags);
 	cancel_delayed_work_sync(&pmu->sample);
-	/* gauges end at their last sample */
-	spin_lock_irqsave(&pmu->lock, flags);
+	/* gauges end here, holding their last sample until now */
+	raw_spin_lock_irqsave(&pmu->lock, flags);
+	mi_pmu_gauge_fold(pmu);
 	pmu->sampled = false;
-	spin_unlock_irqrestore(&pmu->lock, flags);
+	raw_spin_unlock_irqrestore(&pmu->lock, flags);
 	cpuhp_state_remove_instance(mi_pmu_cpuhp_state, &pmu->cpuhp);
 	mdev->pmu = NULL;
 	if (refcount_dec_and_test(&pmu->refs))

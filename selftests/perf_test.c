@@ -3,7 +3,8 @@
  * perf_test: the perf PMU of each device, "metainfer_<render minor>"
  * (kernel/mi_pmu.c): its sysfs files, counters that equal GET_COUNTERS,
  * gauges whose time integral matches the sensors, the events it refuses,
- * and removing a device with events open.
+ * and removing a device with events open; and the fdinfo usage stats
+ * that `metainfer top` and other DRM client monitors read.
  *
  * `perf_test --load MINOR JOBS FILE [SECONDS]` is the job load the perf(1)
  * and `metainfer top` checks run (tools/metainfer/test-top.sh): it submits
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -43,20 +45,23 @@ static void gemm_job(struct mi_stream *s)
 	mi_copy_job(s, 64, 8192, 4096);
 }
 
-/* Submit @n jobs on a new context of queue 0 and wait for them. */
-static int run_jobs(int fd, int n)
+/* Submit @n jobs on a new context of @queue and wait for them. */
+static int run_jobs_q(int fd, uint32_t queue, int n)
 {
 	uint32_t bos[2], ctx;
 	struct mi_stream s;
+	void *map[2];
 	uint64_t seq = 0;
 	int64_t st = 0;
 	int i, ret;
 
-	if (!mi_bo_new(fd, 16384, &bos[0]) || !mi_bo_new(fd, 16384, &bos[1]))
+	map[0] = mi_bo_new(fd, 16384, &bos[0]);
+	map[1] = mi_bo_new(fd, 16384, &bos[1]);
+	if (!map[0] || !map[1])
 		return -ENOMEM;
-	ret = mi_ctx_create(fd, 0, DRM_METAINFER_PRIORITY_NORMAL, &ctx);
+	ret = mi_ctx_create(fd, queue, DRM_METAINFER_PRIORITY_NORMAL, &ctx);
 	if (ret)
-		return ret;
+		goto out;
 	mi_stream_init(&s);
 	gemm_job(&s);
 	mi_stream_finish(&s);
@@ -66,7 +71,17 @@ static int run_jobs(int fd, int n)
 		ret = mi_wait(fd, ctx, seq, 60000, &st);
 	mi_stream_free(&s);
 	mi_ctx_destroy(fd, ctx);
+out:
+	for (i = 0; i < 2; i++) {
+		munmap(map[i], 16384);
+		mi_bo_close(fd, bos[i]);
+	}
 	return ret ? ret : (int)st;
+}
+
+static int run_jobs(int fd, int n)
+{
+	return run_jobs_q(fd, 0, n);
 }
 
 static int read_str(const char *path, char *buf, size_t len)
@@ -244,14 +259,23 @@ TEST_F(dev, gauges_integrate_sensors)
 	struct drm_metainfer_get_counters c;
 	int64_t v0[4], v1[4], t0, t1;
 	double mean[4];
-	int fds[4], i;
+	int fds[4], i, j;
 
 	for (i = 0; i < 4; i++) {
 		fds[i] = ev_open(self->minor, names[i]);
 		ASSERT_LE(0, fds[i]) TH_LOG("open %s: %s", names[i],
 					    strerror(-fds[i]));
 	}
-	usleep(100 * 1000);
+	/* never backwards, across samples (every 10 ms) */
+	for (j = 0; j < 40; j++) {
+		for (i = 0; i < 4; i++) {
+			v1[i] = ev_read(fds[i]);
+			if (j)
+				EXPECT_LE(v0[i], v1[i]) TH_LOG("%s read %d", names[i], j);
+			v0[i] = v1[i];
+		}
+		usleep(3000);
+	}
 	t0 = mi_now_ns();
 	for (i = 0; i < 4; i++)
 		v0[i] = ev_read(fds[i]);
@@ -276,6 +300,58 @@ TEST_F(dev, gauges_integrate_sensors)
 		mean[2], (unsigned long long)c.power_mw);
 	EXPECT_GT(1.15 * c.power_mw + 1, mean[2]);
 	EXPECT_GT(0.05, mean[3]) TH_LOG("queue depth %.3f", mean[3]);
+}
+
+/* A "key: value" of /proc/self/fdinfo/@fd, or -1. */
+static long long fdinfo(int fd, const char *key)
+{
+	char path[64];
+	long long v;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	return mi_read_key(path, key, &v) ? -1 : v;
+}
+
+/*
+ * drm-client-id tells open files apart and is shared by dup()s; a file's
+ * drm-engine-q<i> moves by exactly the busy time of its jobs on queue i,
+ * metainfer-jobs-q<i> by their number, drm-memory-system is its buffers.
+ */
+TEST_F(dev, fdinfo_usage_stats)
+{
+	struct drm_metainfer_get_counters c0, c1;
+	char eng[32], jobs[32], other[32];
+	int fd2, fd3;
+	uint32_t bo;
+
+	fd2 = mi_open_minor(self->minor);
+	ASSERT_LE(0, fd2);
+	fd3 = dup(fd2);
+	ASSERT_LE(0, fd3);
+	EXPECT_LT(0, fdinfo(fd2, "drm-client-id"));
+	EXPECT_NE(fdinfo(self->fd, "drm-client-id"), fdinfo(fd2, "drm-client-id"));
+	EXPECT_EQ(fdinfo(fd2, "drm-client-id"), fdinfo(fd3, "drm-client-id"));
+	snprintf(eng, sizeof(eng), "drm-engine-q%u", self->queue);
+	snprintf(other, sizeof(other), "drm-engine-q%u", self->queue ^ 1);
+	snprintf(jobs, sizeof(jobs), "metainfer-jobs-q%u", self->queue);
+	EXPECT_EQ(0, fdinfo(fd2, eng));
+	EXPECT_EQ(0, fdinfo(fd2, "drm-memory-system"));
+
+	ASSERT_EQ(0, mi_counters(fd2, 0, &c0));
+	ASSERT_EQ(0, run_jobs_q(fd2, self->queue, 5));
+	ASSERT_EQ(0, mi_counters(fd2, 0, &c1));
+	EXPECT_LT(0, c1.busy_ns - c0.busy_ns);
+	EXPECT_EQ(c1.busy_ns - c0.busy_ns, fdinfo(fd3, eng));
+	EXPECT_EQ(0, fdinfo(fd3, other));
+	EXPECT_EQ(5, fdinfo(fd3, jobs));
+	EXPECT_EQ(0, fdinfo(self->fd, eng));
+	/* buffers count while the file holds them */
+	ASSERT_EQ(0, mi_bo_create(fd2, 65536, &bo));
+	EXPECT_EQ(64, fdinfo(fd3, "drm-memory-system"));
+	ASSERT_EQ(0, mi_bo_close(fd2, bo));
+	EXPECT_EQ(0, fdinfo(fd3, "drm-memory-system"));
+	close(fd3);
+	close(fd2);
 }
 
 TEST_F(dev, refused_events)

@@ -5,6 +5,7 @@
  *   metainfer run MODEL.onnx [options]    run a model on the CPU
  *   metainfer info MODEL.onnx [options]   graph summary and feature map
  *   metainfer quantize ...                int8 post-training quantization
+ *   metainfer top [options]               accelerator utilization (top.c)
  *
  * Exit status: 0 success, 1 runtime failure (bad model, bad input), 2 usage.
  */
@@ -23,6 +24,7 @@
 #ifdef MI_HAVE_QUANT_MAIN
 int mi_quant_main(int argc, char **argv);
 #endif
+int mi_top_main(int argc, char **argv);
 
 #define EXIT_USAGE 2
 
@@ -38,6 +40,7 @@ static void usage_main(FILE *f)
 		"  info MODEL.onnx      op histogram, parameters, MACs, shapes and the\n"
 		"                       model feature map, before and after normalization\n"
 		"  quantize MODEL.onnx  int8 post-training quantization\n"
+		"  top                  accelerator and per-process utilization\n"
 		"  version              print the library version\n"
 		"\n"
 		"'%s <command> --help' describes a command's options.\n",
@@ -749,6 +752,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "info"))
 		return cmd_info(argc - 1, argv + 1);
+	if (!strcmp(cmd, "top"))
+		return mi_top_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "quantize")) {
 #ifdef MI_HAVE_QUANT_MAIN
 		return mi_quant_main(argc - 1, argv + 1);

@@ -437,6 +437,7 @@ int mi_device_register(struct device *parent, const struct mi_backend_ops *ops,
 	ret = mi_hwmon_init(mdev);
 	if (ret)
 		goto err_unregister;
+	mi_pmu_init(mdev);
 	drm_info(drm, "%s (%s): %u queue(s), render node %d\n", mdev->name,
 		 mdev->backend, mdev->num_queues, mdev->minor);
 	*out = mdev;
@@ -466,6 +467,7 @@ void mi_device_unregister(struct mi_device *mdev)
 {
 	struct drm_device *drm = mdev->drm;
 
+	mi_pmu_fini(mdev);
 	mi_hwmon_fini(mdev);
 	mi_debugfs_fini(mdev);
 	drm_dev_unplug(drm);
@@ -504,12 +506,14 @@ EXPORT_SYMBOL_GPL(mi_device_minor);
 static int __init mi_init(void)
 {
 	mi_debugfs_module_init();
+	mi_pmu_module_init();
 	return 0;
 }
 
 static void __exit mi_exit(void)
 {
 	mi_jobs_wait_all();
+	mi_pmu_module_fini();
 	mi_debugfs_module_fini();
 }
 

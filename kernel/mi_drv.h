@@ -57,6 +57,7 @@ struct mi_counters {
 };
 
 struct mi_job;
+struct mi_pmu;
 
 /**
  * struct mi_queue - one hardware queue, driven by one drm_sched
@@ -119,6 +120,7 @@ struct mi_queue {
  * @resets_failed: resets that failed
  * @debugfs: debugfs directory
  * @hwmon: hwmon device, if the backend has sensors
+ * @pmu: perf PMU, if one was registered (mi_pmu.c)
  */
 struct mi_device {
 	struct drm_device *drm;
@@ -146,6 +148,7 @@ struct mi_device {
 	atomic64_t resets_failed;
 	struct dentry *debugfs;
 	struct device *hwmon;
+	struct mi_pmu *pmu;
 };
 
 /**
@@ -329,6 +332,12 @@ void mi_counters_account(struct mi_job *job, int status);
 int mi_get_counters_ioctl(struct drm_device *drm, void *data,
 			  struct drm_file *file);
 int mi_read_hw_counters(struct mi_device *mdev, struct mi_hw_counters *c);
+
+/* mi_pmu.c */
+void mi_pmu_init(struct mi_device *mdev);
+void mi_pmu_fini(struct mi_device *mdev);
+void mi_pmu_module_init(void);
+void mi_pmu_module_fini(void);
 
 /* mi_fdinfo.c */
 void mi_show_fdinfo(struct seq_file *m, struct file *f);

@@ -3,7 +3,7 @@
 # conformance runner and the loader fuzzer.
 
 TOOLS_CFLAGS := $(LIB_CFLAGS)
-# trace.c includes the uapi header, which includes libdrm's drm.h
+# top.c and trace.c include the uapi header, which includes libdrm's "drm.h"
 TOOLS_CFLAGS += $(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm)
 ifneq ($(shell grep -ls '^int mi_quant_main' lib/quant/*.c 2>/dev/null),)
 TOOLS_CFLAGS += -DMI_HAVE_QUANT_MAIN
@@ -105,3 +105,10 @@ demo-runtime: $(O)/metainfer
 		e = float(np.abs(y - r).max() / np.abs(r).max()); \
 		print('max|metainfer - pytorch| / max|pytorch| = %.3g (%s)' % (e, 'OK' if e < 1e-4 else 'MISMATCH')); \
 		raise SystemExit(e >= 1e-4)"
+
+# `perf stat` on the devices' PMUs and `metainfer top --once --json`
+# against simulated devices in the test VM (~1 min under TCG).
+CHECKS += check-top
+.PHONY: check-top
+check-top: modules $(O)/metainfer $(ST_O)/perf_test
+	tools/vm/vmrun -t 600 $(ST_VMRUN_FLAGS) -- tools/metainfer/test-top.sh $(O)

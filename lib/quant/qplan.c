@@ -2433,7 +2433,8 @@ static void qse_item_c4(void *arg, int item, int tid)
 	bool use_tab = hw >= 256;
 	bool vtab = use_tab && mi_quant_isa() == MI_QISA_AVX2 && setab_on();
 
-	if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi()) {
+	/* the VBMI quad kernels read planar input only */
+	if (mi_quant_isa() == MI_QISA_AVX512 && have_vbmi() && !q->se_in_c4) {
 		if (hw >= 128)
 			qse_quad_tab_vbmi(q->lut, j->x + (size_t)4 * c4 * hw, hw, pa, pb,
 					  j->s + 4 * c4, &q->se_y, j->y + (size_t)c4 * hw * 4);

@@ -5,6 +5,7 @@
  *   metainfer run MODEL.onnx [options]    run a model on the CPU
  *   metainfer info MODEL.onnx [options]   graph summary and feature map
  *   metainfer quantize ...                int8 post-training quantization
+ *   metainfer top [options]               accelerator utilization (top.c)
  *   metainfer trace [-- COMMAND]          job and sensor timeline (trace.c)
  *
  * Exit status: 0 success, 1 runtime failure (bad model, bad input), 2 usage.
@@ -24,6 +25,7 @@
 #ifdef MI_HAVE_QUANT_MAIN
 int mi_quant_main(int argc, char **argv);
 #endif
+int mi_top_main(int argc, char **argv);
 int mi_trace_main(int argc, char **argv);
 
 #define EXIT_USAGE 2
@@ -40,6 +42,7 @@ static void usage_main(FILE *f)
 		"  info MODEL.onnx      op histogram, parameters, MACs, shapes and the\n"
 		"                       model feature map, before and after normalization\n"
 		"  quantize MODEL.onnx  int8 post-training quantization\n"
+		"  top                  accelerator and per-process utilization\n"
 		"  trace [-- COMMAND]   record jobs and sensors of the accelerators into a\n"
 		"                       Chrome trace-event JSON timeline (Perfetto)\n"
 		"  version              print the library version\n"
@@ -753,6 +756,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "info"))
 		return cmd_info(argc - 1, argv + 1);
+	if (!strcmp(cmd, "top"))
+		return mi_top_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "trace"))
 		return mi_trace_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "quantize")) {

@@ -103,6 +103,9 @@ EOF
 expect_rc 0 "help" "$MI" --help
 expect_rc 0 "run --help" "$MI" run --help
 expect_rc 0 "info --help" "$MI" info --help
+expect_rc 0 "top --help" "$MI" top --help
+expect_rc 2 "top bad --delay" "$MI" top -d 0
+expect_rc 2 "top stray argument" "$MI" top now
 expect_rc 2 "no command" "$MI"
 expect_rc 2 "unknown command" "$MI" frobnicate
 expect_rc 2 "run without model" "$MI" run

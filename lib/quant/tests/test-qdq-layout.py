@@ -114,7 +114,9 @@ def check_fq(tmp, rng):
                 lines = [ln for ln in err.splitlines() if "'qp" in ln or ("QuantizeLinear" in ln and "blocked" in ln)]
                 c4 = any("blocked" in ln and "C4" in ln for ln in lines)
                 what = "%s %s t%d" % (tag, isa, t)
-                if isa == "avx2" or (not i8 and isa != "generic"):
+                # a layout choice of the AVX2 planner (AVX-512's 16-channel
+                # blocks may leave a map planar: the outputs are checked)
+                if isa == "avx2":
                     check(c4 and err.count("quantized side C4") > err0.count("quantized side C4"),
                           what + ": the fp32 conv's Q writes C4 from blocked floats")
                 check(np.array_equal(got, ref), what + ": == --reference")

@@ -77,7 +77,11 @@ def main():
                 got, err = mi_run(path, x, tmp, env, threads=t)
                 what = "%s %s t%d" % (tag, isa, t)
                 nf = err.count("fused")
-                check(nf == (0 if twice else 1), what + ": %d Add fused" % nf)
+                # the Add is taken over when the conv's fp32 output is
+                # blocked (AVX-512's 16-channel blocks leave 20 planar)
+                blk = "fp32 output blocked" in err
+                check(nf == (0 if twice or not blk else 1) and (blk or isa == "avx512"),
+                      what + ": %d Add fused" % nf)
                 check(np.array_equal(got, ref), what + ": == --reference")
                 for sw in ("MI_QUANT_RESADD", "MI_QUANT_BLKEPI", "MI_QUANT_RESAVX"):
                     o, _ = mi_run(path, x, tmp, dict(env, **{sw: "0"}), threads=t)

@@ -698,7 +698,9 @@ def check_holdout(fp32, tmp, mn):
           f"bisection on all inputs ends at the shortest passing prefix ({k} units; checked "
           f"{sorted(checked.items())})")
     nj, nhold, bad = recheck_judgements(r.stderr)
-    check(nj >= 5 and nhold >= 2 and not bad,
+    # how many judgements see held-out inputs depends on the search's path
+    # (the kernels' costs on this CPU): one is enough to recompute
+    check(nj >= 5 and nhold >= 1 and not bad,
           f"--min-cosine: {nj} judgements ({nhold} with held-out inputs) recomputed: tail fit, "
           f"jackknife margin, verdict {bad[:3]}")
 

@@ -606,29 +606,62 @@ void mi_file_ctxs_fini(struct mi_file *mfile)
 
 /* ---- submission ---- */
 
-static int mi_job_add_in_syncs(struct mi_job *job, struct drm_file *file,
-			       u64 uptr, u32 count)
+/*
+ * Look up the in-fences and the out-syncobj of a submit, for the real
+ * submit and for VALIDATE_ONLY alike, so both reject the same things.
+ * Only references are taken: no syncobj changes.  @fences gets one fence
+ * (or NULL) per in-sync; the caller drops everything with
+ * mi_submit_syncs_put(), also on error.
+ */
+static int mi_submit_syncs_get(struct drm_file *file,
+			       const struct drm_metainfer_submit *args,
+			       struct dma_fence ***fences,
+			       struct drm_syncobj **out)
 {
-	struct drm_metainfer_sync __user *usyncs = u64_to_user_ptr(uptr);
+	struct drm_metainfer_sync __user *usyncs =
+		u64_to_user_ptr(args->in_syncs);
 	struct drm_metainfer_sync s;
-	struct dma_fence *fence;
+	struct dma_fence *f;
 	u32 i;
 	int ret;
 
-	for (i = 0; i < count; i++) {
+	if (args->in_sync_count) {
+		*fences = kcalloc(args->in_sync_count, sizeof(**fences),
+				  GFP_KERNEL);
+		if (!*fences)
+			return -ENOMEM;
+	}
+	for (i = 0; i < args->in_sync_count; i++) {
 		if (copy_from_user(&s, &usyncs[i], sizeof(s)))
 			return -EFAULT;
 		if (s.flags)
 			return -EINVAL;
-		ret = drm_syncobj_find_fence(file, s.handle, s.point, 0,
-					     &fence);
+		/* -ENOENT unknown handle, -EINVAL no fence (at @point) */
+		f = NULL;
+		ret = drm_syncobj_find_fence(file, s.handle, s.point, 0, &f);
 		if (ret)
 			return ret;
-		ret = drm_sched_job_add_dependency(&job->base, fence);
-		if (ret)
-			return ret;
+		(*fences)[i] = f;
+	}
+	if (args->out_sync) {
+		*out = drm_syncobj_find(file, args->out_sync);
+		if (!*out)
+			return -ENOENT;
 	}
 	return 0;
+}
+
+static void mi_submit_syncs_put(struct dma_fence **fences, u32 count,
+				struct drm_syncobj *out)
+{
+	u32 i;
+
+	if (fences)
+		for (i = 0; i < count; i++)
+			dma_fence_put(fences[i]);
+	kfree(fences);
+	if (out)
+		drm_syncobj_put(out);
 }
 
 static int mi_job_map(struct mi_job *job)
@@ -654,7 +687,10 @@ static int mi_job_map(struct mi_job *job)
  * @data: struct drm_metainfer_submit
  * @file: caller
  *
- * Return: 0 or a negative errno.
+ * Every check runs before %DRM_METAINFER_SUBMIT_VALIDATE_ONLY returns, so
+ * the probe and the real submit fail alike; the probe changes no syncobj.
+ *
+ * Return: 0 or a negative errno (then nothing was queued).
  */
 int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 {
@@ -662,6 +698,7 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	struct mi_device *mdev = to_mi_device(drm);
 	struct mi_file *mfile = file->driver_priv;
 	struct dma_fence_chain *chain = NULL;
+	struct dma_fence **in_fences = NULL;
 	struct drm_syncobj *out = NULL;
 	struct dma_fence *finished;
 	bool sched_init = false;
@@ -739,15 +776,19 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 			}
 		}
 	}
+	ret = mi_submit_syncs_get(file, args, &in_fences, &out);
+	if (ret)
+		goto err_job;
+	/* a buffer that cannot be mapped (an imported one) fails here too */
+	ret = mi_job_map(job);
+	if (ret)
+		goto err_job;
 	if (args->flags & DRM_METAINFER_SUBMIT_VALIDATE_ONLY) {
 		args->seqno = 0;
 		ret = 0;
 		goto err_job;
 	}
 
-	ret = mi_job_map(job);
-	if (ret)
-		goto err_job;
 	mi_cmd_resolve(job->ops, op_count, job->bos);
 	job->desc.queue = job->q->index;
 	job->desc.ctx_id = ctx->id;
@@ -771,22 +812,18 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	if (ret)
 		goto err_job;
 	sched_init = true;
-	ret = mi_job_add_in_syncs(job, file, args->in_syncs,
-				  args->in_sync_count);
-	if (ret)
-		goto err_job;
-	if (args->out_sync) {
-		out = drm_syncobj_find(file, args->out_sync);
-		if (!out) {
-			ret = -ENOENT;
+	for (i = 0; i < args->in_sync_count; i++) {
+		/* consumes the reference, also on error */
+		ret = drm_sched_job_add_dependency(&job->base, in_fences[i]);
+		in_fences[i] = NULL;
+		if (ret)
 			goto err_job;
-		}
-		if (args->out_point) {
-			chain = dma_fence_chain_alloc();
-			if (!chain) {
-				ret = -ENOMEM;
-				goto err_job;
-			}
+	}
+	if (out && args->out_point) {
+		chain = dma_fence_chain_alloc();
+		if (!chain) {
+			ret = -ENOMEM;
+			goto err_job;
 		}
 	}
 
@@ -825,16 +862,14 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	mutex_unlock(&ctx->submit_lock);
 
 	args->seqno = seqno;
-	if (out)
-		drm_syncobj_put(out);
+	mi_submit_syncs_put(in_fences, args->in_sync_count, out);
 	kvfree(cmds);
 	drm_dev_exit(idx);
 	return 0;
 
 err_job:
 	dma_fence_chain_free(chain);
-	if (out)
-		drm_syncobj_put(out);
+	mi_submit_syncs_put(in_fences, args->in_sync_count, out);
 	if (sched_init)
 		drm_sched_job_cleanup(&job->base);
 	kvfree(cmds);

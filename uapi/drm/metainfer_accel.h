@@ -303,9 +303,12 @@ struct drm_metainfer_sync {
 };
 
 /**
- * DRM_METAINFER_SUBMIT_VALIDATE_ONLY - validate the job fully (handles,
- * bounds, capabilities), then return without running it; @seqno returns 0
- * and no syncobj is touched.  Lets userspace probe what a device accepts.
+ * DRM_METAINFER_SUBMIT_VALIDATE_ONLY - validate the job fully (context,
+ * buffer handles, bounds, capabilities, in-syncs and out-sync), then return
+ * without running it: it fails with the same errno as the same submit
+ * without the flag, returns 0 where that one would queue the job, @seqno
+ * returns 0 and no syncobj is changed.  Lets userspace probe what a device
+ * accepts.
  */
 #define DRM_METAINFER_SUBMIT_VALIDATE_ONLY (1u << 0)
 /** DRM_METAINFER_SUBMIT_FLAGS_MASK - known SUBMIT flags */

@@ -57,6 +57,7 @@ struct mi_counters {
 };
 
 struct mi_job;
+struct mi_uring_job;
 
 /**
  * struct mi_queue - one hardware queue, driven by one drm_sched
@@ -119,6 +120,9 @@ struct mi_queue {
  * @resets_failed: resets that failed
  * @debugfs: debugfs directory
  * @hwmon: hwmon device, if the backend has sensors
+ * @uring_lock: protects @uring_jobs and @uring_dead (any context)
+ * @uring_jobs: asynchronous io_uring submits whose CQE is not posted yet
+ * @uring_dead: set at unregister; no asynchronous submit is armed after
  */
 struct mi_device {
 	struct drm_device *drm;
@@ -146,6 +150,9 @@ struct mi_device {
 	atomic64_t resets_failed;
 	struct dentry *debugfs;
 	struct device *hwmon;
+	spinlock_t uring_lock;
+	struct list_head uring_jobs;
+	bool uring_dead;
 };
 
 /**
@@ -227,6 +234,8 @@ struct mi_ctx {
  * @start_time: when run_job was called
  * @stats: what the backend reported
  * @seqno: sequence number in its context
+ * @uring: the asynchronous io_uring submit waiting for it (referenced), or
+ *	NULL
  */
 struct mi_job {
 	struct drm_sched_job base;
@@ -245,6 +254,7 @@ struct mi_job {
 	ktime_t start_time;
 	struct mi_job_stats stats;
 	u64 seqno;
+	struct mi_uring_job *uring;
 };
 
 /**
@@ -288,6 +298,11 @@ bool mi_is_driver_ioctl(unsigned int cmd);
 /* mi_uring.c */
 struct io_uring_cmd;
 int mi_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
+void mi_uring_job_arm(struct mi_uring_job *uj, struct mi_job *job,
+		      struct dma_fence *finished);
+void mi_uring_job_stats(struct mi_uring_job *uj, u64 busy_ns);
+void mi_uring_job_put(struct mi_uring_job *uj);
+void mi_uring_kill(struct mi_device *mdev);
 
 /* mi_gem.c */
 struct drm_gem_object *mi_gem_create_object(struct drm_device *drm,
@@ -317,6 +332,9 @@ int mi_ctx_create_ioctl(struct drm_device *drm, void *data,
 int mi_ctx_destroy_ioctl(struct drm_device *drm, void *data,
 			 struct drm_file *file);
 int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
+int mi_job_submit(struct drm_device *drm, struct drm_metainfer_submit *args,
+		  struct drm_file *file, struct mi_uring_job *uj);
+int mi_status_to_user(int err);
 int mi_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
 struct mi_ctx *mi_ctx_lookup(struct mi_file *mfile, u32 id);
 void mi_jobs_wait_all(void);

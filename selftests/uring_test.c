@@ -606,8 +606,9 @@ TEST_F(udev, async_job_timeout)
 {
 	struct drm_metainfer_submit sub;
 	uint64_t res2 = 0, tmo = 0;
+	struct io_uring_cqe *cqe;
 	struct io_uring r32;
-	int64_t t0, t1, t2;
+	int64_t t0, t2;
 
 	ASSERT_EQ(0, mi_get_param(self->fd, DRM_METAINFER_PARAM_JOB_TIMEOUT_MS,
 				  0, &tmo));
@@ -617,8 +618,8 @@ TEST_F(udev, async_job_timeout)
 	ASSERT_NE(NULL, queue_async(&r32, self->fd, &sub, 1));
 	t0 = mi_now_ns();
 	ASSERT_EQ(1, io_uring_submit(&r32));
-	t1 = mi_now_ns();
-	EXPECT_GT((int64_t)tmo * 1000000, t1 - t0);
+	/* the submit did not wait for the hung job: no CQE yet */
+	EXPECT_EQ(-EAGAIN, io_uring_peek_cqe(&r32, &cqe));
 	EXPECT_EQ(0, iou_workers());
 	EXPECT_EQ(-ETIMEDOUT, reap_timed(&r32, 60000, NULL, &res2));
 	t2 = mi_now_ns();
@@ -717,19 +718,15 @@ TEST_F(udev, async_process_exit)
 }
 
 /* The device is removed with a hung job and three queued behind it: every
- * command completes with -ENODEV, well before the job timeout, and later
- * submits fail at once. */
+ * command completes with -ENODEV (not at the job timeout: that would be
+ * -ETIMEDOUT), and later submits fail at once. */
 TEST_F(udev, async_device_removal)
 {
 	struct drm_metainfer_submit sub[4];
-	uint64_t tag, tmo = 0;
 	int i, seen[4] = { 0 };
-	int64_t t0;
+	uint64_t tag;
 
-	ASSERT_EQ(0, mi_get_param(self->fd, DRM_METAINFER_PARAM_JOB_TIMEOUT_MS,
-				  0, &tmo));
 	ASSERT_EQ(0, submit_hung_four(self, &self->ring, sub));
-	t0 = mi_now_ns();
 	ASSERT_EQ(0, mi_sim_del(self->id));
 	self->deleted = true;
 	for (i = 0; i < 4; i++) {
@@ -737,7 +734,6 @@ TEST_F(udev, async_device_removal)
 		ASSERT_GT(4, tag);
 		seen[tag]++;
 	}
-	EXPECT_GT((int64_t)tmo * 1000000, mi_now_ns() - t0);
 	for (i = 0; i < 4; i++)
 		EXPECT_EQ(1, seen[i]);
 	fill_submit(self, &sub[0]);

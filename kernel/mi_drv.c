@@ -135,6 +135,9 @@ int mi_get_param_ioctl(struct drm_device *drm, void *data,
 	case DRM_METAINFER_PARAM_BACKEND:
 		blob = mdev->backend;
 		break;
+	case DRM_METAINFER_PARAM_URING_CMD_FLAGS:
+		args->value = DRM_METAINFER_URING_CMD_FLAGS_MASK;
+		break;
 	default:
 		return -EINVAL;
 	}

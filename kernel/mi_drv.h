@@ -58,6 +58,7 @@ struct mi_counters {
 
 struct mi_job;
 struct mi_pmu;
+struct mi_uring_job;
 
 /**
  * struct mi_queue - one hardware queue, driven by one drm_sched
@@ -121,6 +122,9 @@ struct mi_queue {
  * @debugfs: debugfs directory
  * @hwmon: hwmon device, if the backend has sensors
  * @pmu: perf PMU, if one was registered (mi_pmu.c)
+ * @uring_lock: protects @uring_jobs and @uring_dead (any context)
+ * @uring_jobs: asynchronous io_uring submits whose CQE is not posted yet
+ * @uring_dead: set at unregister; no asynchronous submit is armed after
  */
 struct mi_device {
 	struct drm_device *drm;
@@ -149,6 +153,9 @@ struct mi_device {
 	struct dentry *debugfs;
 	struct device *hwmon;
 	struct mi_pmu *pmu;
+	spinlock_t uring_lock;
+	struct list_head uring_jobs;
+	bool uring_dead;
 };
 
 /**
@@ -230,6 +237,8 @@ struct mi_ctx {
  * @start_time: when run_job was called
  * @stats: what the backend reported
  * @seqno: sequence number in its context
+ * @uring: the asynchronous io_uring submit waiting for it (referenced), or
+ *	NULL
  */
 struct mi_job {
 	struct drm_sched_job base;
@@ -248,6 +257,7 @@ struct mi_job {
 	ktime_t start_time;
 	struct mi_job_stats stats;
 	u64 seqno;
+	struct mi_uring_job *uring;
 };
 
 /**
@@ -291,6 +301,11 @@ bool mi_is_driver_ioctl(unsigned int cmd);
 /* mi_uring.c */
 struct io_uring_cmd;
 int mi_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
+void mi_uring_job_arm(struct mi_uring_job *uj, struct mi_job *job,
+		      struct dma_fence *finished);
+void mi_uring_job_stats(struct mi_uring_job *uj, u64 busy_ns);
+void mi_uring_job_put(struct mi_uring_job *uj);
+void mi_uring_kill(struct mi_device *mdev);
 
 /* mi_gem.c */
 struct drm_gem_object *mi_gem_create_object(struct drm_device *drm,
@@ -320,6 +335,9 @@ int mi_ctx_create_ioctl(struct drm_device *drm, void *data,
 int mi_ctx_destroy_ioctl(struct drm_device *drm, void *data,
 			 struct drm_file *file);
 int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
+int mi_job_submit(struct drm_device *drm, struct drm_metainfer_submit *args,
+		  struct drm_file *file, struct mi_uring_job *uj);
+int mi_status_to_user(int err);
 int mi_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file);
 struct mi_ctx *mi_ctx_lookup(struct mi_file *mfile, u32 id);
 void mi_jobs_wait_all(void);

@@ -76,6 +76,8 @@ static bool mi_job_finish(struct mi_job *job, int status,
 			ktime_to_ns(ktime_sub(ktime_get(), job->start_time));
 	}
 	job->status = status;
+	if (job->uring)
+		mi_uring_job_stats(job->uring, job->stats.busy_ns);
 	mi_counters_account(job, status);
 	trace_done(job->mdev->minor, job->ctx->id, job->q->index, job->seqno,
 		   job->hw_fence->context, job->hw_fence->seqno, status,
@@ -162,6 +164,8 @@ static void mi_job_release(struct mi_job *job)
 		else
 			kfree(job->hw_fence);
 	}
+	if (job->uring)
+		mi_uring_job_put(job->uring);
 	atomic_dec(&job->mdev->job_count);
 	mi_ctx_put(job->ctx);
 	kfree(job);
@@ -195,7 +199,13 @@ static void mi_ctx_record_error(struct mi_ctx *ctx, u64 seqno, int status)
 	mutex_unlock(&ctx->errors_lock);
 }
 
-static int mi_status_to_user(int err)
+/**
+ * mi_status_to_user() - a finished fence's error as the uapi job status
+ * @err: the fence's error (0 or a negative errno)
+ *
+ * Return: the status WAIT reports.
+ */
+int mi_status_to_user(int err)
 {
 	/* drm_sched reports jobs of a killed entity as -ESRCH */
 	return err == -ESRCH ? -ECANCELED : err;
@@ -324,6 +334,8 @@ int mi_queues_init(struct mi_device *mdev)
 	u32 i;
 	int ret;
 
+	spin_lock_init(&mdev->uring_lock);
+	INIT_LIST_HEAD(&mdev->uring_jobs);
 	for (i = 0; i < mdev->num_queues; i++) {
 		struct mi_queue *q = &mdev->queues[i];
 		struct drm_sched_init_args args = {
@@ -360,7 +372,8 @@ err_fini:
  *
  * Marks every queue dead, aborts jobs the backend holds (reset) and
  * finishes them with -ENODEV.  Afterwards no backend op is called from a
- * queue.
+ * queue.  Asynchronous io_uring submits still waiting (for jobs queued in
+ * contexts, which only end when their file closes) complete with -ENODEV.
  */
 void mi_queues_kill(struct mi_device *mdev)
 {
@@ -392,6 +405,7 @@ void mi_queues_kill(struct mi_device *mdev)
 			mi_job_finish(job, -ENODEV, NULL);
 	}
 	mutex_unlock(&mdev->reset_lock);
+	mi_uring_kill(mdev);
 }
 
 static bool mi_queue_idle(struct mi_queue *q)
@@ -606,29 +620,62 @@ void mi_file_ctxs_fini(struct mi_file *mfile)
 
 /* ---- submission ---- */
 
-static int mi_job_add_in_syncs(struct mi_job *job, struct drm_file *file,
-			       u64 uptr, u32 count)
+/*
+ * Look up the in-fences and the out-syncobj of a submit, for the real
+ * submit and for VALIDATE_ONLY alike, so both reject the same things.
+ * Only references are taken: no syncobj changes.  @fences gets one fence
+ * (or NULL) per in-sync; the caller drops everything with
+ * mi_submit_syncs_put(), also on error.
+ */
+static int mi_submit_syncs_get(struct drm_file *file,
+			       const struct drm_metainfer_submit *args,
+			       struct dma_fence ***fences,
+			       struct drm_syncobj **out)
 {
-	struct drm_metainfer_sync __user *usyncs = u64_to_user_ptr(uptr);
+	struct drm_metainfer_sync __user *usyncs =
+		u64_to_user_ptr(args->in_syncs);
 	struct drm_metainfer_sync s;
-	struct dma_fence *fence;
+	struct dma_fence *f;
 	u32 i;
 	int ret;
 
-	for (i = 0; i < count; i++) {
+	if (args->in_sync_count) {
+		*fences = kcalloc(args->in_sync_count, sizeof(**fences),
+				  GFP_KERNEL);
+		if (!*fences)
+			return -ENOMEM;
+	}
+	for (i = 0; i < args->in_sync_count; i++) {
 		if (copy_from_user(&s, &usyncs[i], sizeof(s)))
 			return -EFAULT;
 		if (s.flags)
 			return -EINVAL;
-		ret = drm_syncobj_find_fence(file, s.handle, s.point, 0,
-					     &fence);
+		/* -ENOENT unknown handle, -EINVAL no fence (at @point) */
+		f = NULL;
+		ret = drm_syncobj_find_fence(file, s.handle, s.point, 0, &f);
 		if (ret)
 			return ret;
-		ret = drm_sched_job_add_dependency(&job->base, fence);
-		if (ret)
-			return ret;
+		(*fences)[i] = f;
+	}
+	if (args->out_sync) {
+		*out = drm_syncobj_find(file, args->out_sync);
+		if (!*out)
+			return -ENOENT;
 	}
 	return 0;
+}
+
+static void mi_submit_syncs_put(struct dma_fence **fences, u32 count,
+				struct drm_syncobj *out)
+{
+	u32 i;
+
+	if (fences)
+		for (i = 0; i < count; i++)
+			dma_fence_put(fences[i]);
+	kfree(fences);
+	if (out)
+		drm_syncobj_put(out);
 }
 
 static int mi_job_map(struct mi_job *job)
@@ -649,19 +696,27 @@ static int mi_job_map(struct mi_job *job)
 }
 
 /**
- * mi_submit_ioctl() - DRM_IOCTL_METAINFER_SUBMIT
+ * mi_job_submit() - validate and queue a job (SUBMIT, from an ioctl or
+ *	io_uring)
  * @drm: device
- * @data: struct drm_metainfer_submit
+ * @args: the submit arguments (kernel copy; @args->seqno is written)
  * @file: caller
+ * @uj: asynchronous io_uring submit to tell when the job finishes, or NULL
  *
- * Return: 0 or a negative errno.
+ * Every check runs before %DRM_METAINFER_SUBMIT_VALIDATE_ONLY returns, so
+ * the probe and the real submit fail alike; the probe changes no syncobj.
+ * On success with @uj, @uj is armed on the job's finished fence before
+ * this returns.
+ *
+ * Return: 0 or a negative errno (then nothing was queued).
  */
-int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
+int mi_job_submit(struct drm_device *drm, struct drm_metainfer_submit *args,
+		  struct drm_file *file, struct mi_uring_job *uj)
 {
-	struct drm_metainfer_submit *args = data;
 	struct mi_device *mdev = to_mi_device(drm);
 	struct mi_file *mfile = file->driver_priv;
 	struct dma_fence_chain *chain = NULL;
+	struct dma_fence **in_fences = NULL;
 	struct drm_syncobj *out = NULL;
 	struct dma_fence *finished;
 	bool sched_init = false;
@@ -739,15 +794,19 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 			}
 		}
 	}
+	ret = mi_submit_syncs_get(file, args, &in_fences, &out);
+	if (ret)
+		goto err_job;
+	/* a buffer that cannot be mapped (an imported one) fails here too */
+	ret = mi_job_map(job);
+	if (ret)
+		goto err_job;
 	if (args->flags & DRM_METAINFER_SUBMIT_VALIDATE_ONLY) {
 		args->seqno = 0;
 		ret = 0;
 		goto err_job;
 	}
 
-	ret = mi_job_map(job);
-	if (ret)
-		goto err_job;
 	mi_cmd_resolve(job->ops, op_count, job->bos);
 	job->desc.queue = job->q->index;
 	job->desc.ctx_id = ctx->id;
@@ -771,22 +830,18 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	if (ret)
 		goto err_job;
 	sched_init = true;
-	ret = mi_job_add_in_syncs(job, file, args->in_syncs,
-				  args->in_sync_count);
-	if (ret)
-		goto err_job;
-	if (args->out_sync) {
-		out = drm_syncobj_find(file, args->out_sync);
-		if (!out) {
-			ret = -ENOENT;
+	for (i = 0; i < args->in_sync_count; i++) {
+		/* consumes the reference, also on error */
+		ret = drm_sched_job_add_dependency(&job->base, in_fences[i]);
+		in_fences[i] = NULL;
+		if (ret)
 			goto err_job;
-		}
-		if (args->out_point) {
-			chain = dma_fence_chain_alloc();
-			if (!chain) {
-				ret = -ENOMEM;
-				goto err_job;
-			}
+	}
+	if (out && args->out_point) {
+		chain = dma_fence_chain_alloc();
+		if (!chain) {
+			ret = -ENOMEM;
+			goto err_job;
 		}
 	}
 
@@ -820,21 +875,21 @@ int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 			drm_syncobj_replace_fence(out, finished);
 		}
 	}
+	if (uj)
+		mi_uring_job_arm(uj, job, finished);
 	drm_sched_entity_push_job(&job->base);
 	WRITE_ONCE(ctx->last_seqno, seqno);
 	mutex_unlock(&ctx->submit_lock);
 
 	args->seqno = seqno;
-	if (out)
-		drm_syncobj_put(out);
+	mi_submit_syncs_put(in_fences, args->in_sync_count, out);
 	kvfree(cmds);
 	drm_dev_exit(idx);
 	return 0;
 
 err_job:
 	dma_fence_chain_free(chain);
-	if (out)
-		drm_syncobj_put(out);
+	mi_submit_syncs_put(in_fences, args->in_sync_count, out);
 	if (sched_init)
 		drm_sched_job_cleanup(&job->base);
 	kvfree(cmds);
@@ -842,6 +897,19 @@ err_job:
 err_exit:
 	drm_dev_exit(idx);
 	return ret;
+}
+
+/**
+ * mi_submit_ioctl() - DRM_IOCTL_METAINFER_SUBMIT
+ * @drm: device
+ * @data: struct drm_metainfer_submit
+ * @file: caller
+ *
+ * Return: 0 or a negative errno.
+ */
+int mi_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	return mi_job_submit(drm, data, file, NULL);
 }
 
 /**

@@ -53,6 +53,10 @@ $(ST_O)/%_test: $(ST_O)/%_test.o $(ST_LIB_OBJS)
 $(ST_BENCH): $(ST_O)/mi_bench.o $(ST_LIB_OBJS)
 	$(CC) $(ST_CFLAGS) $^ -o $@ -lm
 
+ST_URING_BENCH := $(ST_O)/uring_bench
+$(ST_URING_BENCH): $(ST_O)/uring_bench.o $(ST_LIB_OBJS)
+	$(CC) $(ST_CFLAGS) $^ -o $@ -lm -luring
+
 # eBPF tracepoint counter (libbpf skeleton), used by selftests/trace-check.
 ST_TRACECOUNT := $(ST_O)/mi_tracecount
 ST_MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
@@ -73,6 +77,7 @@ $(ACCEL_DEMO): tools/accel-demo/accel-demo.c $(ST_LIB_OBJS) $(ST_HDRS)
 .PHONY: selftests check-kernel demo-kernel bench-kernel
 .PRECIOUS: $(ST_O)/%.o
 selftests: $(ST_TESTS) $(ST_TRACECOUNT) $(if $(wildcard selftests/mi_bench.c),$(ST_BENCH)) \
+	$(if $(wildcard selftests/uring_bench.c),$(ST_URING_BENCH)) \
 	$(if $(wildcard tools/accel-demo/accel-demo.c),$(ACCEL_DEMO))
 
 ALL += selftests

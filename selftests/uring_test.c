@@ -6,14 +6,21 @@
  * WAIT runs in io_uring's workers, so a WAIT on a hung job never blocks the
  * submitter; malformed commands (flags, pad, foreign request codes, bad
  * pointers, short or oversized argument structs) get a clean errno in the
- * CQE.  Every test gets a fresh sim device.
+ * CQE.  Asynchronous SUBMITs (DRM_METAINFER_URING_CMD_ASYNC) post their CQE
+ * when the job finishes, with its status and (CQE32) device time, and no
+ * io-wq worker waits for them; every one completes when its job times out,
+ * when the process exits or the ring is torn down with it in flight, and
+ * when the device is removed.  Every test gets a fresh sim device.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <liburing.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -30,6 +37,7 @@ FIXTURE(udev) {
 	struct mi_stream s;
 	struct io_uring ring;
 	bool ring_ok;
+	bool deleted;
 };
 
 FIXTURE_VARIANT(udev) {
@@ -88,7 +96,8 @@ FIXTURE_TEARDOWN(udev)
 	if (self->fd >= 0)
 		close(self->fd);
 	mi_stream_free(&self->s);
-	EXPECT_EQ(0, mi_sim_del(self->id));
+	if (!self->deleted)
+		EXPECT_EQ(0, mi_sim_del(self->id));
 }
 
 /* Queue one URING_CMD: request code @op, argument struct @arg. */
@@ -363,6 +372,374 @@ TEST_F(udev, malformed_commands)
 	/* still healthy */
 	EXPECT_EQ(0, uring_ioctl(&self->ring, self->fd,
 				 DRM_IOCTL_METAINFER_GET_PARAM, &p));
+}
+
+/* Asynchronous SUBMIT ---------------------------------------------------- */
+
+/* Queue an asynchronous SUBMIT of @sub (its seqno pre-set to 0). */
+static struct io_uring_sqe *queue_async(struct io_uring *ring, int fd,
+					struct drm_metainfer_submit *sub,
+					uint64_t tag)
+{
+	struct io_uring_sqe *sqe;
+
+	sub->seqno = 0;
+	sqe = queue_cmd(ring, fd, DRM_IOCTL_METAINFER_SUBMIT, sub, tag);
+	if (sqe)
+		((struct drm_metainfer_uring_cmd *)sqe->cmd)->flags =
+			DRM_METAINFER_URING_CMD_ASYNC;
+	return sqe;
+}
+
+/* Reap one CQE within @ms: res, tag and (CQE32 rings) big_cqe[0]. */
+static int reap_timed(struct io_uring *ring, int ms, uint64_t *tag,
+		      uint64_t *res2)
+{
+	struct __kernel_timespec ts = { .tv_sec = ms / 1000,
+					.tv_nsec = (ms % 1000) * 1000000ll };
+	struct io_uring_cqe *cqe;
+	int res;
+
+	if (io_uring_wait_cqe_timeout(ring, &cqe, &ts))
+		return -9999;
+	res = cqe->res;
+	if (tag)
+		*tag = cqe->user_data;
+	if (res2)
+		*res2 = (ring->flags & IORING_SETUP_CQE32) ? cqe->big_cqe[0] : 0;
+	io_uring_cqe_seen(ring, cqe);
+	return res;
+}
+
+/* io_uring worker threads ("iou-wrk-*") of this process. */
+static int iou_workers(void)
+{
+	char path[300], comm[64];
+	struct dirent *de;
+	int n = 0, len;
+	DIR *d = opendir("/proc/self/task");
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		len = mi_read_file(path, comm, sizeof(comm));
+		if (len > 0 && !strncmp(comm, "iou-wrk", 7))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Wait until the device has @n open files (async commands hold theirs). */
+static int wait_files(unsigned int id, long long n, int ms)
+{
+	long long v = -1;
+	int minor = mi_sim_minor(id), i;
+
+	for (i = 0; i < ms / 10; i++) {
+		if (!mi_dbg_status(minor, "files", &v) && v == n)
+			return 0;
+		usleep(10000);
+	}
+	return v < 0 ? -ENOENT : -ETIMEDOUT;
+}
+
+/* Close the fixture's fd and unmap its buffers (each mmap holds the file). */
+static void drop_file(FIXTURE_DATA(udev) *self)
+{
+	munmap(self->src, 4096);
+	munmap(self->dst, 4096);
+	self->src = self->dst = NULL;
+	close(self->fd);
+	self->fd = -1;
+}
+
+TEST_F(udev, async_advertised)
+{
+	uint64_t v = 0;
+
+	ASSERT_EQ(0, mi_get_param(self->fd, DRM_METAINFER_PARAM_URING_CMD_FLAGS,
+				  0, &v));
+	EXPECT_EQ(DRM_METAINFER_URING_CMD_FLAGS_MASK, v);
+	EXPECT_NE(0, v & DRM_METAINFER_URING_CMD_ASYNC);
+}
+
+/* The CQE comes when the job has finished: status 0, the output written,
+ * and on a CQE32 ring the job's device time, which is what the context's
+ * busy_ns counter grew by. */
+TEST_F(udev, async_submit_cqe32)
+{
+	struct drm_metainfer_get_counters c0, c1;
+	struct drm_metainfer_submit sub;
+	struct io_uring r32;
+	uint64_t res2 = 0, tag = 0;
+	int64_t st = 1;
+
+	ASSERT_EQ(0, io_uring_queue_init(8, &r32, IORING_SETUP_CQE32));
+	ASSERT_EQ(0, mi_counters(self->fd, self->ctx, &c0));
+	fill_submit(self, &sub);
+	ASSERT_NE(NULL, queue_async(&r32, self->fd, &sub, 7));
+	ASSERT_EQ(1, io_uring_submit(&r32));
+	/* the seqno is written at issue, before the CQE */
+	EXPECT_LT(0, sub.seqno);
+	EXPECT_EQ(0, reap_timed(&r32, 30000, &tag, &res2));
+	EXPECT_EQ(7, tag);
+	EXPECT_TRUE(dst_ok(self));
+	ASSERT_EQ(0, mi_counters(self->fd, self->ctx, &c1));
+	EXPECT_EQ(c0.jobs_completed + 1, c1.jobs_completed);
+	EXPECT_LT(0, res2);
+	EXPECT_EQ(c1.busy_ns - c0.busy_ns, res2);
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, sub.seqno, 1000, &st));
+	EXPECT_EQ(0, st);
+	io_uring_queue_exit(&r32);
+}
+
+/* On a plain ring the CQE carries the status only. */
+TEST_F(udev, async_submit_plain_ring)
+{
+	struct drm_metainfer_submit sub;
+
+	fill_submit(self, &sub);
+	ASSERT_NE(NULL, queue_async(&self->ring, self->fd, &sub, 1));
+	ASSERT_EQ(1, io_uring_submit(&self->ring));
+	EXPECT_EQ(0, reap_timed(&self->ring, 30000, NULL, NULL));
+	EXPECT_TRUE(dst_ok(self));
+	EXPECT_LT(0, sub.seqno);
+}
+
+/* 64 asynchronous SUBMITs in one io_uring_enter(): 64 CQEs, one per job,
+ * whose device times add up to the context's busy_ns. */
+TEST_F(udev, async_batch)
+{
+	struct drm_metainfer_get_counters c0, c1;
+	struct drm_metainfer_submit sub[64];
+	int i, seen[64] = { 0 };
+	uint64_t tag, res2, sum = 0;
+	struct io_uring r32;
+
+	ASSERT_EQ(0, io_uring_queue_init(64, &r32, IORING_SETUP_CQE32));
+	ASSERT_EQ(0, mi_counters(self->fd, self->ctx, &c0));
+	for (i = 0; i < 64; i++) {
+		fill_submit(self, &sub[i]);
+		ASSERT_NE(NULL, queue_async(&r32, self->fd, &sub[i], i));
+	}
+	ASSERT_EQ(64, io_uring_submit(&r32));
+	EXPECT_EQ(0, iou_workers());
+	for (i = 0; i < 64; i++) {
+		ASSERT_EQ(0, reap_timed(&r32, 60000, &tag, &res2));
+		ASSERT_GT(64, tag);
+		seen[tag]++;
+		sum += res2;
+	}
+	for (i = 0; i < 64; i++) {
+		EXPECT_EQ(1, seen[i]);
+		EXPECT_LT(0, sub[i].seqno);
+	}
+	ASSERT_EQ(0, mi_counters(self->fd, self->ctx, &c1));
+	EXPECT_EQ(c0.jobs_completed + 64, c1.jobs_completed);
+	EXPECT_EQ(c1.busy_ns - c0.busy_ns, sum);
+	io_uring_queue_exit(&r32);
+}
+
+/* A rejected submit posts its CQE at once with the ioctl's errno and leaves
+ * seqno alone; the flag is SUBMIT-only and excludes VALIDATE_ONLY. */
+TEST_F(udev, async_errors)
+{
+	struct drm_metainfer_submit sub, bad[5];
+	struct drm_metainfer_get_param p;
+	struct io_uring_sqe *sqe;
+	int i, e;
+
+	fill_submit(self, &sub);
+	for (i = 0; i < 5; i++)
+		bad[i] = sub;
+	bad[0].ctx_id = 0xdead;
+	bad[1].flags = 0x80000000;
+	bad[2].cmds_size = 3;
+	bad[3].bo_handles = 8;
+	bad[4].size = 8;
+	for (i = 0; i < 5; i++) {
+		struct drm_metainfer_submit a = bad[i], b = bad[i];
+
+		e = mi_ioctl(self->fd, DRM_IOCTL_METAINFER_SUBMIT, &a);
+		EXPECT_GT(0, e);
+		ASSERT_NE(NULL, queue_async(&self->ring, self->fd, &b, i));
+		ASSERT_EQ(1, io_uring_submit(&self->ring));
+		EXPECT_EQ(e, reap_timed(&self->ring, 5000, NULL, NULL)) {
+			TH_LOG("bad submit %d", i);
+		}
+		EXPECT_EQ(0, b.seqno);
+	}
+	/* VALIDATE_ONLY has no job to wait for */
+	sub.flags = DRM_METAINFER_SUBMIT_VALIDATE_ONLY;
+	ASSERT_NE(NULL, queue_async(&self->ring, self->fd, &sub, 0));
+	ASSERT_EQ(1, io_uring_submit(&self->ring));
+	EXPECT_EQ(-EINVAL, reap_timed(&self->ring, 5000, NULL, NULL));
+	/* other commands, unknown flag bits */
+	memset(&p, 0, sizeof(p));
+	p.size = sizeof(p);
+	p.param = DRM_METAINFER_PARAM_NUM_QUEUES;
+	sqe = queue_cmd(&self->ring, self->fd, DRM_IOCTL_METAINFER_GET_PARAM, &p, 0);
+	ASSERT_NE(NULL, sqe);
+	((struct drm_metainfer_uring_cmd *)sqe->cmd)->flags = DRM_METAINFER_URING_CMD_ASYNC;
+	ASSERT_EQ(1, io_uring_submit(&self->ring));
+	EXPECT_EQ(-EINVAL, reap_timed(&self->ring, 5000, NULL, NULL));
+	fill_submit(self, &sub);
+	sqe = queue_async(&self->ring, self->fd, &sub, 0);
+	ASSERT_NE(NULL, sqe);
+	((struct drm_metainfer_uring_cmd *)sqe->cmd)->flags |=
+		~DRM_METAINFER_URING_CMD_FLAGS_MASK;
+	ASSERT_EQ(1, io_uring_submit(&self->ring));
+	EXPECT_EQ(-EINVAL, reap_timed(&self->ring, 5000, NULL, NULL));
+	/* and the good one still works */
+	ASSERT_NE(NULL, queue_async(&self->ring, self->fd, &sub, 0));
+	ASSERT_EQ(1, io_uring_submit(&self->ring));
+	EXPECT_EQ(0, reap_timed(&self->ring, 30000, NULL, NULL));
+}
+
+/* A hung job: the submit returns at once, no worker thread waits for it,
+ * and the CQE comes at the job timeout with -ETIMEDOUT; the queue recovers. */
+TEST_F(udev, async_job_timeout)
+{
+	struct drm_metainfer_submit sub;
+	uint64_t res2 = 0, tmo = 0;
+	struct io_uring_cqe *cqe;
+	struct io_uring r32;
+	int64_t t0, t2;
+
+	ASSERT_EQ(0, mi_get_param(self->fd, DRM_METAINFER_PARAM_JOB_TIMEOUT_MS,
+				  0, &tmo));
+	ASSERT_EQ(0, io_uring_queue_init(8, &r32, IORING_SETUP_CQE32));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	fill_submit(self, &sub);
+	ASSERT_NE(NULL, queue_async(&r32, self->fd, &sub, 1));
+	t0 = mi_now_ns();
+	ASSERT_EQ(1, io_uring_submit(&r32));
+	/* the submit did not wait for the hung job: no CQE yet */
+	EXPECT_EQ(-EAGAIN, io_uring_peek_cqe(&r32, &cqe));
+	EXPECT_EQ(0, iou_workers());
+	EXPECT_EQ(-ETIMEDOUT, reap_timed(&r32, 60000, NULL, &res2));
+	t2 = mi_now_ns();
+	EXPECT_LE((int64_t)tmo * 1000000, t2 - t0);
+	/* it ran (hung) for the whole timeout */
+	EXPECT_LE(tmo * 1000000, res2);
+	EXPECT_EQ(0, iou_workers());
+	ASSERT_NE(NULL, queue_async(&r32, self->fd, &sub, 2));
+	ASSERT_EQ(1, io_uring_submit(&r32));
+	EXPECT_EQ(0, reap_timed(&r32, 30000, NULL, NULL));
+	EXPECT_TRUE(dst_ok(self));
+	io_uring_queue_exit(&r32);
+}
+
+/* Submit a hung job and three queued behind it, asynchronously. */
+static int submit_hung_four(FIXTURE_DATA(udev) *self, struct io_uring *ring,
+			    struct drm_metainfer_submit *sub)
+{
+	int i, ret = mi_sim_knob(self->id, "fail_hang", 1);
+
+	if (ret)
+		return ret;
+	for (i = 0; i < 4; i++) {
+		fill_submit(self, &sub[i]);
+		if (!queue_async(ring, self->fd, &sub[i], i))
+			return -ENOSPC;
+	}
+	ret = io_uring_submit(ring);
+	if (ret != 4)
+		return ret < 0 ? ret : -EIO;
+	for (i = 0; i < 4; i++)
+		if (!sub[i].seqno)
+			return -EINVAL;
+	return 0;
+}
+
+/* Ring torn down with commands in flight: the jobs still run, and the
+ * commands complete (they hold the DRM file: it closes only then). */
+TEST_F(udev, async_ring_teardown)
+{
+	struct drm_metainfer_submit sub[4];
+	int64_t st = 1;
+	int i;
+
+	ASSERT_EQ(0, submit_hung_four(self, &self->ring, sub));
+	io_uring_queue_exit(&self->ring);
+	self->ring_ok = false;
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, sub[0].seqno, 60000, &st));
+	EXPECT_EQ(-ETIMEDOUT, st);
+	for (i = 1; i < 4; i++) {
+		ASSERT_EQ(0, mi_wait(self->fd, self->ctx, sub[i].seqno, 30000, &st));
+		EXPECT_EQ(0, st);
+	}
+	drop_file(self);
+	EXPECT_EQ(0, wait_files(self->id, 0, 20000));
+}
+
+/* The submitting process exits with its ring open and commands in flight:
+ * they complete from io_uring's fallback worker, the jobs run, and the
+ * file is released. */
+TEST_F(udev, async_process_exit)
+{
+	struct drm_metainfer_submit *sub;
+	int64_t st = 1;
+	int i, status;
+	pid_t pid;
+
+	sub = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		   -1, 0);
+	ASSERT_NE(MAP_FAILED, sub);
+	memset(sub, 0, 4 * sizeof(*sub));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct io_uring r;
+
+		if (io_uring_queue_init(8, &r, 0))
+			_exit(2);
+		_exit(submit_hung_four(self, &r, sub) ? 3 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, sub[0].seqno, 60000, &st));
+	EXPECT_EQ(-ETIMEDOUT, st);
+	for (i = 1; i < 4; i++) {
+		ASSERT_EQ(0, mi_wait(self->fd, self->ctx, sub[i].seqno, 30000, &st));
+		EXPECT_EQ(0, st);
+	}
+	/* the fixture's ring was inherited too: drop it before counting */
+	io_uring_queue_exit(&self->ring);
+	self->ring_ok = false;
+	drop_file(self);
+	EXPECT_EQ(0, wait_files(self->id, 0, 20000));
+	munmap(sub, 4096);
+}
+
+/* The device is removed with a hung job and three queued behind it: every
+ * command completes with -ENODEV (not at the job timeout: that would be
+ * -ETIMEDOUT), and later submits fail at once. */
+TEST_F(udev, async_device_removal)
+{
+	struct drm_metainfer_submit sub[4];
+	int i, seen[4] = { 0 };
+	uint64_t tag;
+
+	ASSERT_EQ(0, submit_hung_four(self, &self->ring, sub));
+	ASSERT_EQ(0, mi_sim_del(self->id));
+	self->deleted = true;
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(-ENODEV, reap_timed(&self->ring, 30000, &tag, NULL));
+		ASSERT_GT(4, tag);
+		seen[tag]++;
+	}
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(1, seen[i]);
+	fill_submit(self, &sub[0]);
+	ASSERT_NE(NULL, queue_async(&self->ring, self->fd, &sub[0], 9));
+	ASSERT_EQ(1, io_uring_submit(&self->ring));
+	EXPECT_EQ(-ENODEV, reap_timed(&self->ring, 5000, NULL, NULL));
 }
 
 TEST_HARNESS_MAIN

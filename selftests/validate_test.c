@@ -4,7 +4,8 @@
  * a backend sees the job.  Each op type has a valid base job (which must
  * be accepted, so the error tests mean something); every other test
  * changes one thing and expects -EINVAL (malformed, out of bounds,
- * overflowing) or -EOPNOTSUPP (not advertised by the device).
+ * overflowing) or -EOPNOTSUPP (not advertised by the device).  The syncobj
+ * tests check that VALIDATE_ONLY fails exactly like the real submit.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -546,6 +547,182 @@ RQ_TEST(requantize_axis_out_of_range, -EINVAL, op.axis = 4)
 RQ_TEST(requantize_multiplier_count, -EINVAL, op.multiplier.shape[0] = 3)
 RQ_TEST(requantize_shape_mismatch, -EINVAL, op.output.shape[3] = 1)
 RQ_TEST(requantize_multiplier_not_int32, -EINVAL, op.multiplier.dtype = I16)
+
+/* Syncobjs and VALIDATE_ONLY --------------------------------------------- */
+
+/*
+ * The probe (DRM_METAINFER_SUBMIT_VALIDATE_ONLY) and the real submit agree
+ * on every rejection, including the in-syncs and the out-sync, and the
+ * probe changes no syncobj.  Each test sends one valid COPY job with the
+ * in-syncs and out-sync of its case, first as a probe, then for real.
+ */
+struct sync_case {
+	struct drm_metainfer_sync in[2];
+	uint32_t nin;
+	uint64_t in_ptr;	/* replaces &in when non-zero */
+	uint32_t out;
+	uint64_t out_point;
+};
+
+static int sync_submit(int fd, uint32_t ctx, const struct sync_case *c,
+		       uint32_t flags, uint64_t *seqno)
+{
+	struct drm_metainfer_op_copy op = base_copy();
+	struct drm_metainfer_submit s;
+	struct mi_stream st;
+	int ret = make_bos(fd);
+
+	if (ret)
+		return ret;
+	mi_stream_init(&st);
+	mi_stream_add(&st, &op, sizeof(op));
+	mi_stream_finish(&st);
+	memset(&s, 0, sizeof(s));
+	s.size = sizeof(s);
+	s.flags = flags;
+	s.ctx_id = ctx;
+	s.bo_count = NBOS;
+	s.bo_handles = (uintptr_t)bos;
+	s.cmds = (uintptr_t)st.buf;
+	s.cmds_size = st.len;
+	s.in_sync_count = c->nin;
+	s.in_syncs = c->in_ptr ? c->in_ptr : (uintptr_t)c->in;
+	s.out_sync = c->out;
+	s.out_point = c->out_point;
+	s.seqno = 12345;
+	ret = mi_ioctl(fd, DRM_IOCTL_METAINFER_SUBMIT, &s);
+	if (seqno)
+		*seqno = s.seqno;
+	mi_stream_free(&st);
+	return ret;
+}
+
+/* Signal point @point of timeline syncobj @h from the CPU. */
+static int timeline_signal(int fd, uint32_t h, uint64_t point)
+{
+	struct drm_syncobj_timeline_array a;
+
+	memset(&a, 0, sizeof(a));
+	a.handles = (uintptr_t)&h;
+	a.points = (uintptr_t)&point;
+	a.count_handles = 1;
+	return mi_ioctl(fd, DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL, &a);
+}
+
+/* Has syncobj @h a fence at @point?  1 signalled, 0 pending, -EINVAL none. */
+static int sync_state(int fd, uint32_t h, uint64_t point)
+{
+	int ret = mi_syncobj_timeline_wait(fd, h, point, 0, 0);
+
+	return ret == 0 ? 1 : ret == -ETIME ? 0 : ret;
+}
+
+/*
+ * One case: @SIG is a signalled binary syncobj, @NONE one without a fence,
+ * @TL a timeline signalled up to point 1, @OUT a fresh binary syncobj that
+ * is the out-sync unless @setup changes it.  Both submits must return
+ * @expect; the probe must leave @OUT without a fence and @TL at point 1.
+ */
+#define SYNC_TEST(name, expect, setup)                                        \
+	TEST_F(dev, name)                                                     \
+	{                                                                     \
+		struct sync_case c;                                           \
+		uint32_t SIG, NONE, TL, OUT;                                  \
+		uint64_t seq = 1, pt = 0;                                     \
+		int fd = self->fd;                                            \
+                                                                              \
+		ASSERT_EQ(0, mi_syncobj_create(fd, DRM_SYNCOBJ_CREATE_SIGNALED, \
+					       &SIG));                        \
+		ASSERT_EQ(0, mi_syncobj_create(fd, 0, &NONE));                \
+		ASSERT_EQ(0, mi_syncobj_create(fd, 0, &TL));                  \
+		ASSERT_EQ(0, timeline_signal(fd, TL, 1));                     \
+		ASSERT_EQ(0, mi_syncobj_create(fd, 0, &OUT));                 \
+		memset(&c, 0, sizeof(c));                                     \
+		c.out = OUT;                                                  \
+		(void)SIG;                                                    \
+		(void)NONE;                                                   \
+		setup;                                                        \
+		EXPECT_EQ(expect, sync_submit(fd, self->ctx, &c,              \
+				DRM_METAINFER_SUBMIT_VALIDATE_ONLY, &seq));   \
+		if (!(expect))                                                \
+			EXPECT_EQ(0, seq);                                    \
+		EXPECT_EQ(-EINVAL, sync_state(fd, OUT, 0));                   \
+		ASSERT_EQ(0, mi_syncobj_query(fd, TL, &pt));                  \
+		EXPECT_EQ(1, pt);                                             \
+		EXPECT_EQ(expect, sync_submit(fd, self->ctx, &c, 0, &seq));   \
+		if (expect) {                                                 \
+			EXPECT_EQ(-EINVAL, sync_state(fd, OUT, 0));           \
+		} else {                                                      \
+			EXPECT_LT(0, seq);                                    \
+			EXPECT_EQ(0, mi_wait(fd, self->ctx, seq, 20000, NULL)); \
+			if (c.out)                                            \
+				EXPECT_EQ(1, sync_state(fd, c.out, c.out_point)); \
+		}                                                             \
+	}
+
+/* accepted: a signalled in-sync, a binary out-sync */
+SYNC_TEST(sync_valid, 0, c.in[0].handle = SIG; c.nin = 1)
+/* accepted: wait for point 1 of a timeline, signal its point 2 */
+SYNC_TEST(sync_timeline_valid, 0, c.in[0].handle = TL; c.in[0].point = 1;
+	  c.nin = 1; c.out = TL; c.out_point = 2)
+/* accepted: two in-syncs, no out-sync */
+SYNC_TEST(sync_two_in_valid, 0, c.in[0].handle = SIG; c.in[1].handle = TL;
+	  c.in[1].point = 1; c.nin = 2; c.out = 0)
+SYNC_TEST(sync_in_unknown_handle, -ENOENT, c.in[0].handle = 0xdead; c.nin = 1)
+SYNC_TEST(sync_in_handle_zero, -ENOENT, c.nin = 1)
+SYNC_TEST(sync_in_second_unknown, -ENOENT, c.in[0].handle = SIG;
+	  c.in[1].handle = 0xdead; c.nin = 2)
+SYNC_TEST(sync_in_never_signalled, -EINVAL, c.in[0].handle = NONE; c.nin = 1)
+SYNC_TEST(sync_in_flags, -EINVAL, c.in[0].handle = SIG; c.in[0].flags = 1;
+	  c.nin = 1)
+SYNC_TEST(sync_in_point_past_last, -EINVAL, c.in[0].handle = TL;
+	  c.in[0].point = 2; c.nin = 1)
+SYNC_TEST(sync_in_point_on_binary, -EINVAL, c.in[0].handle = SIG;
+	  c.in[0].point = 1; c.nin = 1)
+SYNC_TEST(sync_in_bad_pointer, -EFAULT, c.nin = 1; c.in_ptr = 8)
+SYNC_TEST(sync_in_count_too_high, -EINVAL, c.nin = DRM_METAINFER_MAX_SYNCS + 1)
+SYNC_TEST(sync_out_unknown, -ENOENT, c.out = 0xdead)
+SYNC_TEST(sync_out_unknown_timeline_point, -ENOENT, c.out = 0xdead;
+	  c.out_point = 3)
+SYNC_TEST(sync_out_point_without_out, -EINVAL, c.out = 0; c.out_point = 1)
+
+/* The probe reports an unknown buffer handle like the submit does. */
+TEST_F(dev, validate_only_unknown_bo)
+{
+	struct drm_metainfer_op_copy op = base_copy();
+	struct drm_metainfer_submit s;
+	uint32_t handles[NBOS];
+	struct mi_stream st;
+
+	ASSERT_EQ(0, make_bos(self->fd));
+	memcpy(handles, bos, sizeof(handles));
+	handles[1] = 0xdead;
+	mi_stream_init(&st);
+	mi_stream_add(&st, &op, sizeof(op));
+	mi_stream_finish(&st);
+	memset(&s, 0, sizeof(s));
+	s.size = sizeof(s);
+	s.flags = DRM_METAINFER_SUBMIT_VALIDATE_ONLY;
+	s.ctx_id = self->ctx;
+	s.bo_count = NBOS;
+	s.bo_handles = (uintptr_t)handles;
+	s.cmds = (uintptr_t)st.buf;
+	s.cmds_size = st.len;
+	EXPECT_EQ(-ENOENT, mi_ioctl(self->fd, DRM_IOCTL_METAINFER_SUBMIT, &s));
+	s.flags = 0;
+	EXPECT_EQ(-ENOENT, mi_ioctl(self->fd, DRM_IOCTL_METAINFER_SUBMIT, &s));
+	mi_stream_free(&st);
+}
+
+/*
+ * GEM_CLOSE and SYNCOBJ_DESTROY are DRM core ioctls: an unknown handle is
+ * -EINVAL there, not -ENOENT (Documentation/uapi.rst says so).
+ */
+TEST_F(dev, core_ioctls_unknown_handle)
+{
+	EXPECT_EQ(-EINVAL, mi_bo_close(self->fd, 0xdead));
+	EXPECT_EQ(-EINVAL, mi_syncobj_destroy(self->fd, 0xdead));
+}
 
 /* Capabilities ----------------------------------------------------------- */
 

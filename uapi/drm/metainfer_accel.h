@@ -149,6 +149,11 @@ extern "C" {
 #define DRM_METAINFER_PARAM_NAME 15
 /** DRM_METAINFER_PARAM_BACKEND - blob: backend (vendor module) name, NUL-terminated */
 #define DRM_METAINFER_PARAM_BACKEND 16
+/**
+ * DRM_METAINFER_PARAM_URING_CMD_FLAGS - the &drm_metainfer_uring_cmd.flags
+ * bits the kernel accepts (%DRM_METAINFER_URING_CMD_ASYNC, ...)
+ */
+#define DRM_METAINFER_PARAM_URING_CMD_FLAGS 17
 
 /**
  * struct drm_metainfer_get_param - query a device capability
@@ -303,9 +308,12 @@ struct drm_metainfer_sync {
 };
 
 /**
- * DRM_METAINFER_SUBMIT_VALIDATE_ONLY - validate the job fully (handles,
- * bounds, capabilities), then return without running it; @seqno returns 0
- * and no syncobj is touched.  Lets userspace probe what a device accepts.
+ * DRM_METAINFER_SUBMIT_VALIDATE_ONLY - validate the job fully (context,
+ * buffer handles, bounds, capabilities, in-syncs and out-sync), then return
+ * without running it: it fails with the same errno as the same submit
+ * without the flag, returns 0 where that one would queue the job, @seqno
+ * returns 0 and no syncobj is changed.  Lets userspace probe what a device
+ * accepts.
  */
 #define DRM_METAINFER_SUBMIT_VALIDATE_ONLY (1u << 0)
 /** DRM_METAINFER_SUBMIT_FLAGS_MASK - known SUBMIT flags */
@@ -491,15 +499,36 @@ struct drm_metainfer_get_counters {
  * return (0 or -errno).  Blocking commands (WAIT) run in io_uring's worker
  * threads, never in the submitting task.  Other DRM ioctls (PRIME, GEM_CLOSE,
  * syncobj) are not available this way (-ENOTTY).
+ *
+ * Asynchronous SUBMIT (%DRM_METAINFER_URING_CMD_ASYNC in @flags, advertised
+ * by %DRM_METAINFER_PARAM_URING_CMD_FLAGS): the job is validated and queued
+ * at issue, @seqno is written back then, and the CQE is posted when the job
+ * finishes: res is the job's status (as &drm_metainfer_wait.status: 0,
+ * -ETIMEDOUT, -EIO, -ENODEV, -ECANCELED); on a ring set up with
+ * IORING_SETUP_CQE32, big_cqe[0] is the job's device time in ns (0 if it
+ * never ran).  A submit that fails validation posts its CQE at once with
+ * the ioctl's -errno and leaves @seqno alone (pre-set it to 0 to tell the
+ * two apart).  Every asynchronous SUBMIT completes: a hung job ends at the
+ * job timeout, a removed device completes its commands with -ENODEV.
+ * Other commands with the flag, and %DRM_METAINFER_SUBMIT_VALIDATE_ONLY
+ * with it, fail with -EINVAL.
  */
 struct drm_metainfer_uring_cmd {
 	/** @arg_ptr: user pointer to the ioctl's argument struct */
 	__u64 arg_ptr;
-	/** @flags: must be 0 */
+	/** @flags: DRM_METAINFER_URING_CMD_x */
 	__u32 flags;
 	/** @pad: must be 0 */
 	__u32 pad;
 };
+
+/**
+ * DRM_METAINFER_URING_CMD_ASYNC - SUBMIT only: post the CQE when the job
+ * finishes, with its status (and device time on CQE32 rings)
+ */
+#define DRM_METAINFER_URING_CMD_ASYNC (1u << 0)
+/** DRM_METAINFER_URING_CMD_FLAGS_MASK - known &drm_metainfer_uring_cmd.flags */
+#define DRM_METAINFER_URING_CMD_FLAGS_MASK DRM_METAINFER_URING_CMD_ASYNC
 
 /* ------------------------------------------------------------------ */
 /* Command stream                                                     */

@@ -523,6 +523,43 @@ TEST_F(udev, unbind_under_ioctl_storm)
 	ASSERT_TRUE(works(self, variant->queue));
 }
 
+/* A buffer exported as a dma-buf outlives its unbound exporter: another
+ * chip that imported it keeps reading it in jobs, and after the importer
+ * drops it nothing is left behind (vmrun checks the kernel log). */
+TEST_F(udev, exported_buffer_survives_unbind)
+{
+	unsigned int other_id = self->id + 10;
+	uint32_t ih[2], octx;
+	uint8_t *odst;
+	uint64_t seq;
+	int64_t st = -1;
+	int dmabuf, ofd, i;
+
+	mi_sim_del(other_id);
+	ASSERT_EQ(0, mi_sim_new(other_id, variant->pers, NULL));
+	ofd = mi_open_minor(mi_sim_minor(other_id));
+	ASSERT_LE(0, ofd);
+	ASSERT_EQ(0, mi_prime_export(self->fd, self->bos[0], &dmabuf));
+	ASSERT_EQ(0, mi_prime_import(ofd, dmabuf, &ih[0]));
+	close(dmabuf);
+	odst = mi_bo_new(ofd, 4096, &ih[1]);
+	ASSERT_NE(NULL, odst);
+	ASSERT_EQ(0, mi_ctx_create(ofd, variant->queue, DRM_METAINFER_PRIORITY_NORMAL,
+				   &octx));
+	dev_close(self);
+	ASSERT_EQ(0, sim_unbind(self->id));
+	ASSERT_EQ(0, mi_submit(ofd, octx, ih, 2, self->s.buf, self->s.len, &seq));
+	ASSERT_EQ(0, mi_wait(ofd, octx, seq, 30000, &st));
+	EXPECT_EQ(0, st);
+	for (i = 0; i < N; i++)
+		ASSERT_EQ((uint8_t)(i * 5 + 1), odst[i]);
+	munmap(odst, 4096);
+	close(ofd);
+	EXPECT_EQ(0, mi_sim_del(other_id));
+	ASSERT_LE(0, sim_bind(self->id));
+	ASSERT_TRUE(works(self, variant->queue));
+}
+
 /* Unbound devices are removed cleanly, by del_device or with the module
  * (unload_test covers the latter); the id can be used again. */
 TEST_F(udev, del_device_while_unbound)

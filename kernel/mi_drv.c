@@ -193,6 +193,36 @@ static_assert(ARRAY_SIZE(mi_ioctls) == ARRAY_SIZE(mi_ioctl_min_size));
 
 #define MI_IOCTL_MAX_SIZE 256
 
+/*
+ * Hot-unplug (mi_device_unregister()) against ioctls, from the ioctl path
+ * and from io_uring alike: every ioctl but WAIT runs inside
+ * drm_dev_enter(), so drm_dev_unplug() waits for those in progress and no
+ * new one reaches the queues or the backend afterwards.  WAIT only sleeps
+ * on fences and touches neither; it is not held inside, because the jobs
+ * it may wait for are failed by mi_queues_kill() only after
+ * drm_dev_unplug() returns.
+ */
+static long mi_ioctl_unplug_guarded(struct file *filp, unsigned int index,
+				    const struct drm_ioctl_desc *desc,
+				    void *kdata)
+{
+	struct drm_file *file = filp->private_data;
+	struct drm_device *drm = file->minor->dev;
+	long ret;
+	int idx;
+
+	if (index == DRM_METAINFER_WAIT) {
+		if (drm_dev_is_unplugged(drm))
+			return -ENODEV;
+		return drm_ioctl_kernel(filp, desc->func, kdata, desc->flags);
+	}
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	ret = drm_ioctl_kernel(filp, desc->func, kdata, desc->flags);
+	drm_dev_exit(idx);
+	return ret;
+}
+
 /**
  * mi_ioctl_call() - run a MetaInfer ioctl on a user argument struct
  * @filp: the DRM file
@@ -234,7 +264,7 @@ long mi_ioctl_call(struct file *filp, unsigned int index, void __user *uarg)
 	memset(kdata, 0, ksize);
 	if (copy_from_user(kdata, uarg, copy))
 		return -EFAULT;
-	ret = drm_ioctl_kernel(filp, desc->func, kdata, desc->flags);
+	ret = mi_ioctl_unplug_guarded(filp, index, desc, kdata);
 	if (!ret && copy_to_user(uarg, kdata, copy))
 		ret = -EFAULT;
 	return ret;

@@ -47,6 +47,7 @@ $(ST_O)/%.o: selftests/%.c $(ST_HDRS) | $(ST_HARNESS)
 
 # extra libraries of one test program: ST_LDLIBS_<name>
 ST_LDLIBS_uring := -luring
+ST_LDLIBS_unplug := -luring
 $(ST_O)/%_test: $(ST_O)/%_test.o $(ST_LIB_OBJS)
 	$(CC) $(ST_CFLAGS) $^ -o $@ -lm $(ST_LDLIBS_$*)
 

@@ -211,8 +211,9 @@ struct mi_sim_status {
 /**
  * struct mi_sim_dev - one simulated chip
  * @pdev: the platform device handed to the core as parent
- * @mdev: the core's device
+ * @mdev: the core's device, NULL while the driver is not bound
  * @id: user-chosen id (new_device)
+ * @probe_err: result of the last probe (new_device reports it)
  * @lock: protects @pers, the queues' state, the thermal state, counters
  * @pers: personality (live-tunable fields may change at any time)
  * @wq: workqueue running the computation
@@ -233,6 +234,7 @@ struct mi_sim_dev {
 	struct platform_device *pdev;
 	struct mi_device *mdev;
 	u32 id;
+	int probe_err;
 	spinlock_t lock;
 	struct mi_sim_personality pers;
 	struct workqueue_struct *wq;

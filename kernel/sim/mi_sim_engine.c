@@ -414,6 +414,9 @@ int mi_sim_pers_update(struct mi_sim_dev *sdev, char *str)
  * mi_sim_engine_init() - set up a device's queues and thermal state
  * @sdev: the simulated device (personality already set)
  *
+ * Called at every probe: a chip bound again starts idle and cold, at full
+ * clock, with nothing of its last binding's schedule.
+ *
  * Return: 0 or -ENOMEM.
  */
 int mi_sim_engine_init(struct mi_sim_dev *sdev)
@@ -431,6 +434,8 @@ int mi_sim_engine_init(struct mi_sim_dev *sdev)
 		q->sdev = sdev;
 		q->idx = i;
 		q->state = MI_SIM_Q_IDLE;
+		q->abort = false;
+		q->job = NULL;
 		INIT_WORK(&q->work, mi_sim_work);
 		hrtimer_init(&q->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 		q->timer.function = mi_sim_timer_fn;
@@ -438,6 +443,8 @@ int mi_sim_engine_init(struct mi_sim_dev *sdev)
 	sdev->temp_t = ktime_get_ns();
 	sdev->temp_mc = sdev->pers.ambient_mc;
 	sdev->array_free = sdev->temp_t;
+	sdev->nsegs = 0;
+	sdev->level = 0;
 	return 0;
 }
 

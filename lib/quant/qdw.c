@@ -354,15 +354,11 @@ int mi_quant_set_dwchan(int on)
 	return dwchan_cur;
 }
 
-/* MI_QUANT_DWCHAN=0: the AVX2 row kernels instead of dwk_chan_avx2 (A/B). */
+/* Off (tests): the AVX2 row kernels instead of dwk_chan_avx2. */
 static bool dwchan_on(void)
 {
-	return mi_quant_switch(&dwchan_cur, "MI_QUANT_DWCHAN");
+	return dwchan_cur != 0;
 }
-
-/* MI_QUANT_DWFULL=0: dwk_chan_avx2 stores a row's last strip with
- * vpmaskmovd (slow on AMD) instead of full vectors (A/B). */
-MI_QUANT_SWITCH(dwfull, "MI_QUANT_DWFULL")
 
 /*
  * AVX2, a whole KxK channel (any kernel up to 7x7, stride 1 or 2, no
@@ -382,8 +378,8 @@ MI_QUANT_SWITCH(dwfull, "MI_QUANT_DWFULL")
  * rows narrower than 8, spills up to 7 sums into the next row, which is
  * stored later, or past the plane's last row (the sums' buffer has 64
  * bytes of slack; with dw_defer the next channel's sums follow and are
- * computed later).  Without full (MI_QUANT_DWFULL=0) the last vector
- * stores its valid lanes only (vpmaskmovd, microcoded on Zen).
+ * computed later).  Without full the last vector stores its valid lanes
+ * only (vpmaskmovd, microcoded on Zen).
  */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh,
@@ -451,9 +447,6 @@ dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw
 	}
 }
 
-/* MI_QUANT_DWVP=0: dwk_chan_avx2 one tap per vpmaddwd at stride 1 (A/B). */
-MI_QUANT_SWITCH(dwvp, "MI_QUANT_DWVP")
-
 /*
  * dwk_chan_avx2 at stride 1 (both ways) for K x K kernels, K = 3 or 5,
  * with vertical tap pairs: lane i of P[t] holds the int16 pair (input
@@ -520,21 +513,17 @@ __attribute__((target("avx2,fma"))) static void
 dwk_chan_avx2(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh, int ow,
 	      int sh, int sw, int32_t *acc)
 {
-	if (dwfull_on() && dwvp_on() && sw == 1 && sh == 1 && kh == kw && (kh == 3 || kh == 5)) {
+	if (sw == 1 && sh == 1 && kh == kw && (kh == 3 || kh == 5)) {
 		if (kh == 3)
 			dwk_vp_avx2_body(xp, wp, w, 3, oh, ow, acc);
 		else
 			dwk_vp_avx2_body(xp, wp, w, 5, oh, ow, acc);
 		return;
 	}
-	if (dwfull_on() && sw == 1)
+	if (sw == 1)
 		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 1, true, acc);
-	else if (dwfull_on())
-		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 2, true, acc);
-	else if (sw == 1)
-		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 1, false, acc);
 	else
-		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 2, false, acc);
+		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 2, true, acc);
 }
 
 /*
@@ -769,8 +758,6 @@ dw_chan_vbmi(const uint8_t *src, int h, int iw, int pt, int pl, uint8_t zx, cons
 	}
 }
 
-MI_QUANT_SWITCH(dwprep, "MI_QUANT_DWPREP")
-
 /*
  * dw_prep_item's copy on AVX2 with 16-byte vectors, no library calls
  * (MobileNet rows are 7-56 bytes): per row a zero-point vector at the
@@ -817,7 +804,7 @@ static void dw_prep_item(void *arg, int c, int tid)
 	uint8_t *dst = j->xi + (size_t)c * (j->hp * j->wp + 64);
 	const uint8_t *src = j->xsrc + (size_t)c * s->h * s->w;
 
-	if (j->dw_isa == MI_QISA_AVX2 && s->pl <= 16 && s->pr <= 16 && dwprep_on()) {
+	if (j->dw_isa == MI_QISA_AVX2 && s->pl <= 16 && s->pr <= 16) {
 		dw_prep_avx2(j, s, c, dst, src);
 		return;
 	}
@@ -1017,21 +1004,13 @@ int mi_quant_set_dwc4(int on)
 	return dwc4_cur = !!on;
 }
 
-/* MI_QUANT_DWC4=0: AVX2 depthwise convs with a C4 output take the
- * per-channel planes (dw_prep_item, dwk_chan_avx2, epi_avx2) (A/B);
- * MI_QUANT_DWC4=2: the quad kernel on every shape it takes (A/B). */
+/* Off (tests): AVX2 depthwise convs with a C4 output take the
+ * per-channel planes (dw_prep_item, dwk_chan_avx2, epi_avx2); 2: the quad
+ * kernel on every shape it takes. */
 static bool dwc4_on(void)
 {
-	if (dwc4_cur < 0) {
-		const char *e = getenv("MI_QUANT_DWC4");
-
-		dwc4_all = e && !strcmp(e, "2");
-	}
-	return mi_quant_switch(&dwc4_cur, "MI_QUANT_DWC4");
+	return dwc4_cur != 0;
 }
-
-/* MI_QUANT_DWQ5S2=0: 5x5 depthwise convs of stride 2 on the planes (A/B) */
-MI_QUANT_SWITCH(dwq5s2, "MI_QUANT_DWQ5S2")
 
 /* The AVX2 quad kernel (dwq_item) applies: uint8/int8 output (C4 by the
  * caller), no dilation, stride 1 or 2, kernels up to MI_QDW_KMAX (used
@@ -1048,5 +1027,5 @@ bool mi_qconv_dw_c4(const struct mi_qconv *cv, const struct mi_qepi *ep)
 	       s->dh == 1 && (s->sw == 1 || s->sw == 2) && (s->sh == 1 || s->sh == 2) &&
 	       s->kw <= MI_QDW_KMAX && s->kh <= MI_QDW_KMAX && dwc4_on() &&
 	       (dwc4_all || (s->kh == 3 && s->kw == 3) ||
-		(s->kh == 5 && s->kw == 5 && ((s->sh == 1 && s->sw == 1) || dwq5s2_on())));
+		(s->kh == 5 && s->kw == 5));
 }

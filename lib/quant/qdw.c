@@ -374,16 +374,15 @@ static bool dwchan_on(void)
  * vector (four independent chains); dw_rowk_avx2 broadcast every weight
  * again for each 8 pixels of each row.  Reads up to 15 bytes past a row,
  * as dw_rowk_avx2 (the padded plane's slack).  Every store is a full
- * vector (full): a row's last strip starts at ow - 8 (rows of 8+), or, on
+ * vector: a row's last strip starts at ow - 8 (rows of 8+), or, on
  * rows narrower than 8, spills up to 7 sums into the next row, which is
  * stored later, or past the plane's last row (the sums' buffer has 64
  * bytes of slack; with dw_defer the next channel's sums follow and are
- * computed later).  Without full the last vector stores its valid lanes
- * only (vpmaskmovd, microcoded on Zen).
+ * computed later); no masked stores (vpmaskmovd, microcoded on Zen).
  */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int oh,
-		   int ow, int sh, const int sw, const bool full, int32_t *acc)
+		   int ow, int sh, const int sw, int32_t *acc)
 {
 	__m256i wv[MI_QDW_KMAX * MI_QDW_KMAX];
 	/* weight vectors per kernel row: stride 2 pairs taps */
@@ -399,13 +398,10 @@ dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw
 				(int)((uint16_t)(int16_t)w[ky * kw + kx] | hi << 16));
 		}
 	for (int x0 = 0; x0 < ow; x0 += 8) {
-		/* full: the last strip of a row 8+ wide moves left onto
-		 * the one before it (the same sums again), one narrower
-		 * than 8 spills into the next row (stored after it) */
-		int x = full && ow >= 8 && x0 + 8 > ow ? ow - 8 : x0;
-		int n = full || ow - x >= 8 ? 8 : ow - x;
-		__m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
-					       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+		/* the last strip of a row 8+ wide moves left onto the one
+		 * before it (the same sums again), one narrower than 8
+		 * spills into the next row (stored after it) */
+		int x = ow >= 8 && x0 + 8 > ow ? ow - 8 : x0;
 
 		for (int oy = 0; oy < oh; oy += 4) {
 			const uint8_t *r[4];
@@ -438,10 +434,7 @@ dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw
 			for (int i = 0; i < 4 && oy + i < oh; i++) {
 				int32_t *d = acc + (size_t)(oy + i) * ow + x;
 
-				if (n == 8)
-					_mm256_storeu_si256((__m256i *)d, a[i]);
-				else
-					_mm256_maskstore_epi32((int *)d, m, a[i]);
+				_mm256_storeu_si256((__m256i *)d, a[i]);
 			}
 		}
 	}
@@ -457,7 +450,7 @@ dwk_chan_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw
  * 2 (K + 1) / 2 + 2 pair vectors and 4 (K + 1) / 2 vpmaddwd instead of
  * 4 K of each (3x3: 6 and 8 instead of 12 and 12).  The same int32 sums
  * (exact); rows past the plane's last input row are read as that row
- * (weight 0 or sums not stored).  Stores as the body above (full).
+ * (weight 0 or sums not stored).  Stores as the body above (full vectors).
  */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 dwk_vp_avx2_body(const uint8_t *xp, size_t wp, const int8_t *w, const int k, int oh, int ow,
@@ -521,9 +514,9 @@ dwk_chan_avx2(const uint8_t *xp, size_t wp, const int8_t *w, int kh, int kw, int
 		return;
 	}
 	if (sw == 1)
-		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 1, true, acc);
+		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 1, acc);
 	else
-		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 2, true, acc);
+		dwk_chan_avx2_body(xp, wp, w, kh, kw, oh, ow, sh, 2, acc);
 }
 
 /*

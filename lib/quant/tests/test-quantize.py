@@ -1483,6 +1483,10 @@ def main():
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--range", "x"], "bad range"),
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--min-cosine", "1.5"], "bad min-cosine"),
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--weight-bits", "6"], "bad weight-bits"),
+        ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--isa", "sse9"], "bad isa"),
+        ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--cost", "guess"], "bad cost"),
+        ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--weight-clip", "3"], "bad weight-clip"),
+        ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--search-target", "0"], "bad search-target"),
     ]:
         r = run(args, ok=False)
         lines = [l for l in r.stderr.splitlines() if l.strip()]

@@ -5,11 +5,11 @@
 TOOLS_CFLAGS := $(LIB_CFLAGS)
 # top.c and trace.c include the uapi header, which includes libdrm's "drm.h"
 TOOLS_CFLAGS += $(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm)
-ifneq ($(shell grep -ls '^int mi_quant_main' lib/quant/*.c 2>/dev/null),)
+ifneq ($(wildcard tools/quant/quantize.c),)
 TOOLS_CFLAGS += -DMI_HAVE_QUANT_MAIN
 endif
 
-$(O)/metainfer: $(wildcard tools/metainfer/*.c) $(LIB_A)
+$(O)/metainfer: $(wildcard tools/metainfer/*.c tools/quant/*.c) $(LIB_A)
 	$(CC) $(TOOLS_CFLAGS) $(filter %.c,$^) -o $@ $(LIB_A) $(LIB_LDLIBS)
 
 $(O)/mi-conformance: tools/conformance/conformance.c $(LIB_A)

@@ -6,12 +6,14 @@
  *  1. marks the live fp32 nodes that have an NCHWc kernel: Conv (groups 1:
  *     direct convolution; groups == channels: depthwise), MaxPool /
  *     AveragePool, GlobalAveragePool, the squeeze-excitation channel scale
- *     Mul(x [N,C,H,W], s [N,C,1,1]) and same-shape Add; lib/quant's
- *     standalone DequantizeLinear nodes (and float-output int8 tables)
- *     count as producers of a blocked tensor and its QuantizeLinear nodes
- *     writing C4 as readers (mi_quant_qdq_kind): they stay lib/quant's
- *     nodes and are told their fp32 side's layout (mi_quant_qdq_set_blocked),
- *     so the fp32 islands of mixed int8 files run as blocked chains;
+ *     Mul(x [N,C,H,W], s [N,C,1,1]) and same-shape Add; another
+ *     provider's nodes (lib/quant's standalone DequantizeLinear and int8
+ *     convs writing fp32, its QuantizeLinear nodes writing C4) count as
+ *     producers / readers of a blocked tensor where their layout ops say
+ *     so (struct mi_layout_ops.role, lib/cpu/cpu_plan.h): they stay that
+ *     provider's nodes and are told their fp32 side's layout
+ *     (.set_blocked), so the fp32 islands of mixed int8 files run as
+ *     blocked chains;
  *  2. fuses into each convolution its single-consumer residual Add and
  *     activation (Relu, Clip, HardSwish, Sigmoid, x*sigmoid(x)), as the
  *     NCHW planner does;
@@ -449,7 +451,7 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 				struct mi_node *n = &g->nodes[i];
 
 				if (blk[kind[i] == NC_DQ ? n->outputs[0] : n->inputs[0]])
-					mi_quant_qdq_set_blocked(g, n, isa);
+					nc_lops(n)->set_blocked(g, n, isa);
 			}
 			/* a Concat passes the layout through, run by the NCHW
 			 * kernel; lib/quant's nodes and the Adds it takes over

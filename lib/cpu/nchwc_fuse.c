@@ -307,8 +307,8 @@ int mi_nc_fuse_semul(struct mi_graph *g)
 /*
  * A blocked Add (node ai, f) whose operand is the blocked fp32 output of
  * an int8 conv (kind NC_DQ), read by nothing else, and whose other operand
- * is computed before that conv: the conv's epilogue adds it
- * (mi_quant_conv_add), no pass over the three tensors here.  The later
+ * is computed before that conv: the conv's epilogue adds it (its layout
+ * ops' take_add), no pass over the three tensors here.  The later
  * conv of two candidates (ResNet's downsample and conv3).  The Add's
  * absorbed activation goes with it.  true: the Add is lib/quant's now.
  */
@@ -317,8 +317,9 @@ bool mi_nc_add_to_qconv(struct mi_graph *g, int ai, struct nc_node *f,
 {
 	struct mi_node *n = &g->nodes[ai];
 	int best = -1, bpos = -1, pos[2] = { -1, -1 }, a;
+	const struct mi_layout_ops *lo;
 
-	if (!mi_quant_conv_add || f->nabsorbed > 1 || !blk[n->outputs[0]])
+	if (f->nabsorbed > 1 || !blk[n->outputs[0]])
 		return false;
 	for (int s = 0; s < 2; s++) {
 		int p = g->tensors[n->inputs[s]].producer;
@@ -338,11 +339,12 @@ bool mi_nc_add_to_qconv(struct mi_graph *g, int ai, struct nc_node *f,
 		best = p;
 		bpos = pos[s];
 	}
-	if (best < 0)
+	lo = best >= 0 ? nc_lops(&g->nodes[best]) : NULL;
+	if (!lo || !lo->take_add)
 		return false;
 	a = f->nabsorbed ? f->absorbed[0] : -1;
 	mi_nc_unfuse(g, n, f);
-	if (!mi_quant_conv_add(g, &g->nodes[best], n, a, f->act, f->lo, f->hi))
+	if (!lo->take_add(g, &g->nodes[best], n, a, f->act, f->lo, f->hi))
 		return true;
 	if (a >= 0)
 		mi_nc_absorb(g, n, f, a);

@@ -229,11 +229,17 @@ int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 {
 	struct mi_tensor *y = mi_out(g, n, 0), *a, *b;
 
-	if (!n->dead && n->priv && mi_quant_qdq_kind && mi_quant_qdq_set_blocked) {
-		int k = mi_quant_qdq_kind(g, n);
+	if (!n->dead && n->priv) {
+		/* another provider's node (lib/quant's standalone Q / DQ
+		 * and int8 convs writing fp32): its layout ops say whether
+		 * its fp32 side can be blocked */
+		const struct mi_layout_ops *lo = nc_lops(n);
+		int k = lo && lo->role && lo->set_blocked ? lo->role(g, n) :
+							     MI_LAYOUT_FIXED;
 
 		f->slot2 = -1;
-		return k == 1 ? NC_DQ : k == 2 ? NC_Q : NC_NONE;
+		return k == MI_LAYOUT_PRODUCER ? NC_DQ :
+		       k == MI_LAYOUT_CONSUMER ? NC_Q : NC_NONE;
 	}
 	if (n->dead || n->priv || n->noutputs != 1 || n->domain[0] ||
 	    !f32_4d(y) || y->data)

@@ -21,19 +21,14 @@
 enum { NC_NONE, NC_CONV, NC_DW, NC_GAP, NC_MUL, NC_ADD, NC_POOL, NC_CAT,
        NC_DQ, NC_Q };
 
-/* lib/quant/qplan.c (weak: lib/quant may be absent): standalone
- * DequantizeLinear / QuantizeLinear nodes that write / read their fp32
- * side blocked when told (the quantized side in the int8 planner's
- * layout); they stay lib/quant's nodes. */
-int mi_quant_qdq_kind(struct mi_graph *g, struct mi_node *n)
-	__attribute__((weak));
-void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
-	__attribute__((weak));
-/* ... an int8 conv (kind NC_DQ) that writes its fp32 output blocked takes
- * over the residual Add reading it (and the Add's activation): 0 done */
-int mi_quant_conv_add(struct mi_graph *g, struct mi_node *n, struct mi_node *add,
-		      int act_node, int act, float lo, float hi)
-	__attribute__((weak));
+/* The layout ops of a node another provider planned (n->priv starts
+ * with struct mi_cpu_kernel_hdr), or NULL. */
+static inline const struct mi_layout_ops *nc_lops(const struct mi_node *n)
+{
+	const struct mi_cpu_kernel_hdr *h = n->priv;
+
+	return h ? h->lops : NULL;
+}
 
 #define NC_MAX_ABSORB 4
 

@@ -253,7 +253,7 @@ int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 			return NC_NONE;
 		if (kind == NC_CONV && !direct_pays(&s, f->k)) {
 			/* Winograd's shapes: the blocked Winograd */
-			if (!mi_nc_wino || !mi_cpu_wino_pays(&s))
+			if (!mi_cpu_wino_pays(&s))
 				return NC_NONE;
 			f->wgo = 1;
 		}

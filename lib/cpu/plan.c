@@ -757,7 +757,7 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 {
 	int nthreads = opts && opts->nthreads > 0 ? opts->nthreads :
 						    mi_cpu_ncores();
-	int isa = mi_cpu_isa(), err = 0;
+	int isa = mi_cpu_opts_isa(opts), err = 0;
 	bool nofuse = env_is("MI_CPU_NOFUSE", "1");
 	struct plan_ws *ws;
 	size_t wsmax = 0;
@@ -765,12 +765,12 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	mi_cpu_set_nthreads(nthreads);
 	if ((opts && opts->reference) || env_is("MI_CPU_FAST", "0"))
 		return 0;
-	if (mi_quant_plan) {
+	if (mi_quant_plan && !(opts && opts->no_int8)) {
 		err = mi_quant_plan(g, opts);
 		if (err)
 			return err;
 	}
-	err = mi_cpu_plan_nchwc(g, nthreads, isa);
+	err = mi_cpu_plan_nchwc(g, nthreads, isa, opts);
 	if (err) {
 		mi_cpu_plan_fini(g);
 		return mi_graph_err(g, NULL, err, "CPU planning failed");
@@ -836,7 +836,7 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 			wsmax = fast_ws_size(f, nthreads);
 	}
 	if (!err && !env_is("MI_CPU_ELTWISE", "0"))
-		err = mi_cpu_plan_eltwise(g, nthreads);
+		err = mi_cpu_plan_eltwise(g, nthreads, isa);
 	if (!err && ws->refs) {
 		ws->buf = mi_cpu_alloc(wsmax);
 		ws->size = wsmax;

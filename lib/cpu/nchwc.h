@@ -161,8 +161,8 @@ void mi_ncw_run(const struct mi_ncw *wg, const float *x, const float *res,
 		float *y, float *ws);
 void mi_ncw_fini(struct mi_ncw *wg);
 
-/* plan.c: would the NCHW planner run this conv with Winograd? */
-int mi_cpu_wino_pays(const struct mi_conv_shape *s);
+/* plan.c: would the NCHW planner run this conv with Winograd on ISA isa? */
+int mi_cpu_wino_pays(const struct mi_conv_shape *s, int isa);
 
 /* plan.c's fusion helpers, shared with the NCHWc pass.  Does tensor t
  * depend on node `node` through live nodes (1: fusing an Add that reads t

@@ -1399,6 +1399,20 @@ int main(int argc, char **argv)
 		conv_case(0, it, 1);
 	for (it = 0; it < 24; it++)
 		test_split(it);
+	/* another ISA in the same process: the planner takes the ISA of
+	 * each plan's options, not a process-wide one */
+	if (test_isa != MI_ISA_GENERIC) {
+		int isa = test_isa;
+
+		test_isa = MI_ISA_GENERIC;
+		K = mi_nc_kern_get(test_isa);
+		B = K->b;
+		for (it = 0; it < 6; it++)
+			test_split(it);
+		test_isa = isa;
+		K = mi_nc_kern_get(test_isa);
+		B = K->b;
+	}
 	/* input-channel chunks of 1-3 blocks (large groups only by default) */
 	for (it = 0; it < 60; it++) {
 		case_ksplit = 1 + it % 3;

@@ -29,6 +29,7 @@ struct mi_cpu_opts {
 	int isa;	/* enum mi_isa cap, -1 = the CPU's own */
 	bool no_int8;	/* QDQ models run in fp32 (MI_MODEL_NO_INT8) */
 	bool no_spin;	/* the caller sleeps on workers (MI_MODEL_NO_SPIN) */
+	bool no_merge;	/* every node its own kernel (MI_MODEL_NO_MERGE) */
 };
 
 int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts);

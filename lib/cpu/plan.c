@@ -100,7 +100,7 @@ static const struct variant *find_variant(const char *op)
  * 80 -> 192 and 64 -> 96 took its error vs PyTorch from 7.7e-5 to
  * 1.11e-4 (the 96 -> 96 ones leave it at 7.7e-5).  MI_CPU_WINO64=0:
  * 128 channels. */
-static int wino_pays(const struct mi_conv_shape *s)
+static int wino_pays(const struct mi_conv_shape *s, int isa)
 {
 	int mint = 25, minc = 128;
 	int tiles = ((s->oh + 3) / 4) * ((s->ow + 3) / 4);
@@ -113,17 +113,17 @@ static int wino_pays(const struct mi_conv_shape *s)
 		w14 = !e || *e != '0';
 		w64 = !e64 || *e64 != '0';
 	}
-	if (w14 && mi_cpu_isa() == MI_ISA_AVX2)
+	if (w14 && isa == MI_ISA_AVX2)
 		mint = 16;
-	if (w64 && mi_cpu_isa() == MI_ISA_AVX2 && s->m == s->c)
+	if (w64 && isa == MI_ISA_AVX2 && s->m == s->c)
 		minc = 64;
 	return s->c >= minc && s->m >= 16 && tiles >= mint;
 }
 
 /* The NCHWc pass leaves Winograd's convs to this planner. */
-int mi_cpu_wino_pays(const struct mi_conv_shape *s)
+int mi_cpu_wino_pays(const struct mi_conv_shape *s, int isa)
 {
-	return wino_pays(s) && mi_conv_supports(MI_CONV_WINOGRAD, s);
+	return wino_pays(s, isa) && mi_conv_supports(MI_CONV_WINOGRAD, s);
 }
 
 static const struct variant *pick_conv(const struct mi_conv_shape *s, int isa)
@@ -135,7 +135,7 @@ static const struct variant *pick_conv(const struct mi_conv_shape *s, int isa)
 
 		if (strcmp(v->op, "Conv") || !(v->isas & (1u << isa)))
 			continue;
-		if (v->algo == MI_CONV_WINOGRAD && !wino_pays(s))
+		if (v->algo == MI_CONV_WINOGRAD && !wino_pays(s, isa))
 			continue;
 		if (mi_conv_supports(v->algo, s))
 			return v;
@@ -757,7 +757,7 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 {
 	int nthreads = opts && opts->nthreads > 0 ? opts->nthreads :
 						    mi_cpu_ncores();
-	int isa = mi_cpu_isa(), err = 0;
+	int isa = mi_cpu_opts_isa(opts), err = 0;
 	bool nofuse = env_is("MI_CPU_NOFUSE", "1");
 	struct plan_ws *ws;
 	size_t wsmax = 0;
@@ -765,12 +765,12 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	mi_cpu_set_nthreads(nthreads);
 	if ((opts && opts->reference) || env_is("MI_CPU_FAST", "0"))
 		return 0;
-	if (mi_quant_plan) {
+	if (mi_quant_plan && !(opts && opts->no_int8)) {
 		err = mi_quant_plan(g, opts);
 		if (err)
 			return err;
 	}
-	err = mi_cpu_plan_nchwc(g, nthreads, isa);
+	err = mi_cpu_plan_nchwc(g, nthreads, isa, opts);
 	if (err) {
 		mi_cpu_plan_fini(g);
 		return mi_graph_err(g, NULL, err, "CPU planning failed");
@@ -836,7 +836,7 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 			wsmax = fast_ws_size(f, nthreads);
 	}
 	if (!err && !env_is("MI_CPU_ELTWISE", "0"))
-		err = mi_cpu_plan_eltwise(g, nthreads);
+		err = mi_cpu_plan_eltwise(g, nthreads, isa);
 	if (!err && ws->refs) {
 		ws->buf = mi_cpu_alloc(wsmax);
 		ws->size = wsmax;

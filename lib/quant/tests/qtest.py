@@ -14,11 +14,25 @@ def check(cond, what):
         failures.append(what)
 
 
+def cli_options(args, env):
+    """The tests name the ISA cap and the profile clock as ISA=... and
+    PROF_CPU=1 in env, like the other settings of a run; metainfer takes
+    them as options (--isa, --profile-cpu): moved from env to args here."""
+    isa, prof = env.pop("ISA", None), env.pop("PROF_CPU", None)
+    if len(args) > 1 and os.path.basename(args[0]) == "metainfer" and \
+            args[1] in ("run", "quantize"):
+        extra = (["--isa", isa] if isa else []) + \
+            (["--profile-cpu"] if prof == "1" and args[1] == "run" else [])
+        args = args[:2] + extra + args[2:]
+    return args
+
+
 def run(args, env=None, ok=True):
     """Run a command with env added to the environment; unless ok is
     False, a non-zero exit prints its output and stops the test."""
     e = dict(os.environ)
     e.update(env or {})
+    args = cli_options(list(args), e)
     r = subprocess.run(args, capture_output=True, text=True, env=e)
     if ok and r.returncode:
         print(r.stdout, r.stderr)

@@ -17,7 +17,7 @@ lines).
 Scales are powers of two and weights small multiples of them, so every
 fp32 sum is exact whatever the kernel's order: the fast run must equal
 --reference (the reference ops, planar) bit for bit on every ISA path
-(MI_CPU_ISA=generic|avx2|avx512: blocks of 4, 8, 16 floats), at 1 and 3
+(--isa generic|avx2|avx512: blocks of 4, 8, 16 floats), at 1 and 3
 threads.  Then fp32 islands that end in a QuantizeLinear of an fp32 conv
 (build_fq): into an int8 depthwise conv, or into a DQ read by an fp32
 depthwise conv; the Q writes C4 from blocked floats on AVX2 and the
@@ -102,7 +102,7 @@ def check_fq(tmp, rng):
         check(np.abs(ref).max() > 1 and len(np.unique(ref)) > 20, tag + ": reference output not trivial")
         for isa in ("generic", "avx2", "avx512"):
             for t, env in ((1, {}), (3, {})):
-                env = dict(env, MI_CPU_ISA=isa, MI_DEBUG="quant")
+                env = dict(env, ISA=isa, MI_DEBUG="quant")
                 got, err = mi_run(path, x, tmp, env, threads=t)
                 lines = [ln for ln in err.splitlines() if "'qp" in ln or ("QuantizeLinear" in ln and "blocked" in ln)]
                 c4 = any("blocked" in ln and "C4" in ln for ln in lines)
@@ -178,7 +178,7 @@ def check_dqpl(tmp, rng):
         check(np.abs(ref).max() > 0.5 and len(np.unique(ref)) > 4, tag + ": reference output not trivial")
         for isa in ("generic", "avx2"):
             for t, env in ((1, {}), (3, {})):
-                env = dict(env, MI_CPU_ISA=isa, MI_DEBUG="quant")
+                env = dict(env, ISA=isa, MI_DEBUG="quant")
                 got, err = mi_run(path, x, tmp, env, threads=t)
                 n1 = [ln.split()[2] for ln in err.splitlines() if "in C4 layout" in ln]
                 what = "%s %s t%d" % (tag, isa, t)
@@ -212,7 +212,7 @@ def main():
         check(np.abs(ref).max() > 1 and len(np.unique(ref)) > 20, tag + ": reference output not trivial")
         for isa in ("generic", "avx2", "avx512"):
             for t, env in ((1, {}), (3, {})):
-                env = dict(env, MI_CPU_ISA=isa, MI_DEBUG="quant")
+                env = dict(env, ISA=isa, MI_DEBUG="quant")
                 got, err = mi_run(path, x, tmp, env, threads=t)
                 nblk = err.count("fp32 side blocked")
                 nlut = err.count("HardSigmoid '") if lut else 1

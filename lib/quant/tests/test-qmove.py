@@ -271,7 +271,7 @@ def fixed_point(tmp, rng):
                 off, _ = mi_run(path, x, tmp, nout, extra=("--reference",))
                 one = None
                 for t, env in ((1, {}), (3, {})):
-                    env = dict(env, MI_CPU_ISA="avx2", MI_DEBUG="quant")
+                    env = dict(env, ISA="avx2", MI_DEBUG="quant")
                     got, err = mi_run(path, x, tmp, nout, env, threads=t)
                     one = got if one is None else one
                     fx = [ln for ln in err.splitlines() if "in fixed point" in ln]
@@ -302,7 +302,7 @@ def main():
                   tag + ": reference output not trivial")
             for isa in ("generic", "avx2"):
                 for t, env in ((1, {}), (3, {})):
-                    env = dict(env, MI_CPU_ISA=isa, MI_DEBUG="quant")
+                    env = dict(env, ISA=isa, MI_DEBUG="quant")
                     got, err = mi_run(path, x, tmp, nout, env, threads=t)
                     what = "%s %s t%d" % (tag, isa, t)
                     mv = case != "transpose hw"

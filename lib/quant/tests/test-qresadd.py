@@ -13,7 +13,7 @@ second reader must not fuse.
 
 Scales are powers of two and weights small multiples of them, so every
 fp32 sum is exact: the fast run must equal --reference bit for bit on
-every ISA path (MI_CPU_ISA=generic|avx2|avx512: blocks of 4 (the planar
+every ISA path (--isa generic|avx2|avx512: blocks of 4 (the planar
 fallback), 8 (the tile epilogues), 16), at 1 and 3 threads.  ~1 s.
 """
 import os
@@ -70,7 +70,7 @@ def main():
         check(np.abs(ref).max() > 1 and len(np.unique(ref)) > 20, tag + ": reference output not trivial")
         for isa in ("generic", "avx2", "avx512"):
             for t, env in ((1, {}), (3, {})):
-                env = dict(env, MI_CPU_ISA=isa, MI_DEBUG="quant")
+                env = dict(env, ISA=isa, MI_DEBUG="quant")
                 got, err = mi_run(path, x, tmp, env, threads=t)
                 what = "%s %s t%d" % (tag, isa, t)
                 nf = err.count("fused")

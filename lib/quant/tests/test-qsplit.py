@@ -86,7 +86,7 @@ def main():
     inp = os.path.join(tmp, "x.npy")
     np.save(inp, rng.uniform(-1, 1, (2, 3, 28, 28)).astype(np.float32))
     for isa in ("avx512", "avx2", "generic"):
-        env = {"MI_CPU_ISA": isa}
+        env = {"ISA": isa}
         ref, _ = mi_run(q8, inp, tmp, env, 1)
         for t in (2, 3):
             out, err = mi_run(q8, inp, tmp, env, t)

@@ -293,7 +293,7 @@ def check_qdq_standalone(tmp):
         ok = True
         for isa in ("generic", "avx2", "avx512"):
             for t, env in ((1, {}), (3, {})):
-                env = dict(env, MI_CPU_ISA=isa)
+                env = dict(env, ISA=isa)
                 ok &= np.array_equal(mi_run(path, x, tmp, env, threads=t), want)
         check(ok, f"qdq {np.dtype(np_dt).name}: == numpy on generic/avx2/avx512, 1 thread and split over 3")
 
@@ -408,7 +408,7 @@ def check_se_ties(tmp):
         n_near += int((np.abs(np.abs(r - np.floor(r)) - 0.5) < 2.0 ** -11).sum())
         r = run([MI, "run", path, "-q", "--bench", "1", "--profile"])
         ok &= bool(re.search(r"^\s*Mul\s+1\s+1\s", r.stdout, re.M))
-        envs = [{"MI_CPU_ISA": "generic"}, {"MI_CPU_ISA": "avx2"}, {"MI_CPU_ISA": "avx512"}]
+        envs = [{"ISA": "generic"}, {"ISA": "avx2"}, {"ISA": "avx512"}]
         outs = [mi_run(path, x, tmp, e) for e in envs]
         for o, isa in zip(outs[1:], ("avx2", "avx512")):
             if not np.array_equal(o, outs[0]):
@@ -466,19 +466,19 @@ def check_se_c4(tmp):
         gr.output.insert(0, gp_out[0])
         gpath = os.path.join(tmp, "se_c4_gp_%d_%d.onnx" % (c, hw))
         onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)]), gpath)
-        gp = [mi_run(gpath, x, tmp, {"MI_CPU_ISA": e}).view(np.uint32)
+        gp = [mi_run(gpath, x, tmp, {"ISA": e}).view(np.uint32)
               for e in ("generic", "avx2")]
         if not np.array_equal(gp[0], gp[1]):
             ok = False
             print(f"  se c4 c{c} {hw}x{hw}: pool means differ from the planes' "
                   f"({int((gp[0] != gp[1]).sum())} C4)")
-        r = run([MI, "run", path, "-q", "--bench", "1"], {"MI_CPU_ISA": "avx2", "MI_DEBUG": "quant"})
+        r = run([MI, "run", path, "-q", "--bench", "1"], {"ISA": "avx2", "MI_DEBUG": "quant"})
         m = re.search(r"(\d+) activations in C4 layout", r.stderr)
         if not (m and int(m.group(1)) > 0):
             ok = False
             print(f"  se c4 c{c} {hw}x{hw}: no C4 activations")
-        ref = mi_run(path, x, tmp, {"MI_CPU_ISA": "generic"})
-        for e, t in (({"MI_CPU_ISA": "avx2"}, 1), ({"MI_CPU_ISA": "avx2"}, 2)):
+        ref = mi_run(path, x, tmp, {"ISA": "generic"})
+        for e, t in (({"ISA": "avx2"}, 1), ({"ISA": "avx2"}, 2)):
             o = mi_run(path, x, tmp, e, threads=t)
             if not np.array_equal(o, ref):
                 ok = False
@@ -535,7 +535,7 @@ def check_add_fma(tmp):
     out = os.path.join(tmp, "add_y.npy")
     for isa in ("generic", "avx2", "avx512"):
         r = run([MI, "run", path, "-i", "a=" + pa, "-i", "b=" + pb, "--output", out, "-q",
-                 "-t", "1"], {"MI_CPU_ISA": isa, "MI_DEBUG": "quant"})
+                 "-t", "1"], {"ISA": isa, "MI_DEBUG": "quant"})
         y = np.load(out)
         if "1 nodes on int8 kernels" not in r.stderr or not np.array_equal(y, ref):
             ok = False
@@ -596,7 +596,7 @@ def check_gap(tmp):
                     r"^\s*(HardSwish|Sigmoid)\s", r.stdout, re.M)
                 for isa in ("generic", "avx2", "avx512"):
                     for t, env in ((1, {}), (3, {})):
-                        env = dict(env, MI_CPU_ISA=isa)
+                        env = dict(env, ISA=isa)
                         f = mi_run(path, x, tmp, env, threads=t)
                         # against the same ISA's 1-thread run (each ISA
                         # sums in its own order)
@@ -879,9 +879,9 @@ def check_rt_down(fp32, tmp, mn):
     tries the units left int8 whose fp32 the cost model predicts faster
     (--no-refine: not), each kept exactly when it holds the target,
     never predicting a slower file.  AVX2 table and kernels
-    (MI_CPU_ISA=avx2) on every host, targets from 1/4 to 1/100 of the
+    (--isa avx2) on every host, targets from 1/4 to 1/100 of the
     all-int8 error (seed 1)."""
-    env = {**os.environ, "MI_CPU_ISA": "avx2"}
+    env = {**os.environ, "ISA": "avx2"}
     q = os.path.join(tmp, "mc-rt.onnx")
     rts, rts0, sweep, bad = [], [], [], []
     for r_ in (4, 10, 13.35, 30, 100):
@@ -915,7 +915,7 @@ def check_reproducible(fp32, tmp, mn):
     """--min-cosine's choice depends on the model and the flags only: its
     costs come from a cost model of the planned steps, not from timing.
     The same search run twice, the second on the process CPU clock
-    (MI_PROF_CPU=1) while another process spins, writes the same bytes and
+    (--profile-cpu) while another process spins, writes the same bytes and
     prints the same unit costs, ranks and per-node predictions
     (MI_DEBUG=quant)."""
     tgt = "%.10f" % (1 - (1 - mn) / 30)
@@ -926,7 +926,7 @@ def check_reproducible(fp32, tmp, mn):
         try:
             r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
                      "--min-cosine", tgt],
-                    env={**os.environ, "MI_DEBUG": "quant", **({"MI_PROF_CPU": "1"} if hog else {})})
+                    env={**os.environ, "MI_DEBUG": "quant", **({"PROF_CPU": "1"} if hog else {})})
         finally:
             if spin:
                 spin.kill()
@@ -979,7 +979,7 @@ def check_costfit(fp32, tmp, mn):
     - it reads the step lines of --cost steps (the quantizer stops
       after the profiles, with an error) and costs each step as the C cost
       model does (the model's ns printed on each line), with the table of
-      the int8 ISA: AVX2's for MI_CPU_ISA=avx2, AVX-512 VNNI's for the
+      the int8 ISA: AVX2's for --isa avx2, AVX-512 VNNI's for the
       others (generic here, which the step lines name and costfit.py
       refuses to fit); the tables differ on the net's steps, so a wrong
       selection shows, and the classes split after the AVX-512 fit
@@ -1013,7 +1013,7 @@ def check_costfit(fp32, tmp, mn):
         os.makedirs(d, exist_ok=True)
         r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o",
                  os.path.join(d, "x.onnx"), "--min-cosine", "%.10f" % (1 - (1 - mn) / 30), "--cost", "steps"],
-                env={"MI_CPU_ISA": isa}, ok=False)
+                env={"ISA": isa}, ok=False)
         lines = [l for l in r.stderr.splitlines() if l.startswith("step ")]
         with open(os.path.join(d, "net.0.steps"), "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -1036,7 +1036,7 @@ def check_costfit(fp32, tmp, mn):
               not os.path.exists(os.path.join(d, "x.onnx")) and len(steps) > 20 and
               ncm >= len(steps) and not bad and got == isa and ndiff > 10 and
               "conv3w" in cls,
-              f"--cost steps, MI_CPU_ISA={isa}: {len(steps)} steps, stopped before "
+              f"--cost steps, --isa {isa}: {len(steps)} steps, stopped before "
               f"writing; costfit.py costs them as quantize.c's cost model with the {tab} table "
               f"({ndiff} steps the other table costs otherwise; {bad[:1]})")
     # exact synthetic steps: the fit gives back the table they came from
@@ -1216,7 +1216,7 @@ def main():
                   f" ({'; '.join(x.stderr.strip() for x in r0 if x.returncode)})")
         outs = {}
         for isa in ("generic", "avx2", "avx512"):
-            outs[isa] = [mi_run(q, x, tmp, {"MI_CPU_ISA": isa}) for x in inputs[:3]]
+            outs[isa] = [mi_run(q, x, tmp, {"ISA": isa}) for x in inputs[:3]]
         same = all(np.array_equal(outs["generic"][i], outs[isa][i])
                    for isa in ("avx2", "avx512") for i in range(3))
         check(same, f"{name}: int8 outputs identical on generic/avx2/avx512")
@@ -1249,7 +1249,7 @@ def main():
     # bytes
     # (mixed: 8 bits for the depthwise c2, the Winograd 3x3 c4 and the
     # GEMV fc on 2 rows, 7 for the other convs); the default is mixed where
-    # the int8 kernels are AVX2 ones, else 8 (MI_CPU_ISA lowers the ISA)
+    # the int8 kernels are AVX2 ones, else 8 (--isa lowers the ISA)
     mixed8 = ("c2.weight", "c4.weight", "fc.weight")
     dflt_bits = re.search(r"--weight-bits (\w+)", qout["qdq-per-channel"])
     dflt_bits = dflt_bits.group(1) if dflt_bits else "?"
@@ -1259,9 +1259,9 @@ def main():
         if isa == "avx2" and not {"avx2", "fma"} <= flags:
             continue
         r = run([MI, "quantize", fp32, "--calib-random", "4", "-o", os.path.join(tmp, "wb.onnx")],
-                {"MI_CPU_ISA": isa})
+                {"ISA": isa})
         check(f"--weight-bits {want})" in r.stdout,
-              f"default --weight-bits on MI_CPU_ISA={isa}: {want} ({r.stdout.strip()})")
+              f"default --weight-bits on --isa {isa}: {want} ({r.stdout.strip()})")
     for name, w8 in (("qdq-per-channel", None if dflt_bits == "8" else mixed8), ("qdq-w7", ()),
                      ("qdq-wmixed", mixed8)):
         wq = {k[:-len("_quantized")]: v for k, v in inits(os.path.join(tmp, name + ".onnx")).items()
@@ -1274,8 +1274,8 @@ def main():
               f"channel maxima down to {min(top.values()) if top else '?'}")
     check_wclip(fp32, tmp, inits)
     q7 = os.path.join(tmp, "qdq-w7.onnx")
-    on = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "avx2"}) for x in inputs[:3]]
-    off = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "generic"}) for x in inputs[:3]]
+    on = [mi_run(q7, x, tmp, {"ISA": "avx2"}) for x in inputs[:3]]
+    off = [mi_run(q7, x, tmp, {"ISA": "generic"}) for x in inputs[:3]]
     check(all(np.array_equal(a, b) for a, b in zip(on, off)),
           "qdq-w7: AVX2 vpmaddubsw tiles == the generic kernels")
     dflt = inits(os.path.join(tmp, "qdq-per-channel.onnx"))
@@ -1388,7 +1388,7 @@ def main():
     refa = [mi_run(fa, x, tmp) for x in inputs[:3]]
     fast = [mi_run(qa, x, tmp) for x in inputs[:3]]
     slow = [mi_run(qa, x, tmp, extra=("--reference",)) for x in inputs[:3]]
-    gen = [mi_run(qa, x, tmp, {"MI_CPU_ISA": "generic"}) for x in inputs[:3]]
+    gen = [mi_run(qa, x, tmp, {"ISA": "generic"}) for x in inputs[:3]]
     check(all(np.array_equal(a, b) for a, b in zip(fast, gen)),
           "act: int8 outputs identical on generic/avx512")
     two = [mi_run(qa, x, tmp, threads=2) for x in inputs[:3]]
@@ -1415,7 +1415,7 @@ def main():
         export_se(fs, stride, act)
         run([MI, "quantize", fs, "--calib-random", "8", "-o", qs])
         fast = mi_run(qs, inputs[0], tmp)
-        gen = mi_run(qs, inputs[0], tmp, {"MI_CPU_ISA": "generic"})
+        gen = mi_run(qs, inputs[0], tmp, {"ISA": "generic"})
         check(np.array_equal(fast, gen),
               f"se{stride} {act}: gate Mul with C4 output == generic ISA")
         prof = run([MI, "run", qs, "-q", "--bench", "1", "--profile"]).stdout
@@ -1432,7 +1432,7 @@ def main():
     export_fire(ff)
     run([MI, "quantize", ff, "--calib-random", "8", "-o", qf])
     fast = mi_run(qf, inputs[0], tmp)
-    gen = mi_run(qf, inputs[0], tmp, {"MI_CPU_ISA": "generic"})
+    gen = mi_run(qf, inputs[0], tmp, {"ISA": "generic"})
     two = mi_run(qf, inputs[0], tmp, threads=2)
     check(np.array_equal(fast, gen) and np.array_equal(fast, two),
           "fire: C4 MaxPool/squeeze/Concat == generic ISA == 2 threads")
@@ -1444,7 +1444,7 @@ def main():
     export_res(rf)
     run([MI, "quantize", rf, "--calib-random", "8", "-o", qr])
     fast = mi_run(qr, inputs[0], tmp)
-    gen = mi_run(qr, inputs[0], tmp, {"MI_CPU_ISA": "generic"})
+    gen = mi_run(qr, inputs[0], tmp, {"ISA": "generic"})
     two = mi_run(qr, inputs[0], tmp, threads=2)
     check(np.array_equal(fast, gen) and np.array_equal(fast, two),
           "res: C4 through Add/table == generic ISA == 2 threads")
@@ -1460,7 +1460,7 @@ def main():
               f"{name}: 2 and 3 threads == 1 thread")
     # the same on the other ISAs' kernels (SE gate and table pixel ranges)
     for isa in ("avx2", "generic"):
-        env = {"MI_CPU_ISA": isa}
+        env = {"ISA": isa}
         one = mi_run(qa, inputs[0], tmp, env)
         split = mi_run(qa, inputs[0], tmp, env, threads=3)
         check(np.array_equal(one, split), f"act: 3 threads == 1 thread ({isa})")

@@ -595,6 +595,7 @@ int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 		.isa = m->opts.isa ? m->opts.isa - 1 : -1,
 		.no_int8 = !!(m->opts.flags & MI_MODEL_NO_INT8),
 		.no_spin = !!(m->opts.flags & MI_MODEL_NO_SPIN),
+		.ctx = mi_model_plan_ctx(m),
 	};
 	int err;
 

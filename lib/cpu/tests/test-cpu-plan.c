@@ -115,11 +115,19 @@ static void test_conv_add_relu(int nofuse)
 	relu = node(&g, "Relu", 1, (int[]){ t2 }, y);
 	set_outputs(&g, 1, &y);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	/* a plan naming the conv's variant with nothing fused */
+	struct mi_plan_req req[3] = { [0] = { .variant = "conv.im2col",
+					      .prov = MI_PROV_NCHW } };
+	struct mi_plan_ctx ctx = { .nnodes = 3, .req = req };
+
+	if (nofuse)
+		o.ctx = &ctx;
 	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
 	CHECK(g.nodes[cv].priv, "conv not planned");
 	if (nofuse) {
 		CHECK(!g.nodes[add].dead && !g.nodes[relu].dead, "fused anyway");
 		mi_cpu_plan_fini(&g);
+		mi_plan_ctx_reset(&ctx);
 		mi_graph_fini(&g);
 		return;
 	}
@@ -634,9 +642,7 @@ int main(void)
 {
 	printf("test-cpu-plan: isa=%s\n", mi_cpu_isa_name(mi_cpu_isa()));
 	test_conv_add_relu(0);
-	setenv("MI_CPU_NOFUSE", "1", 1);
 	test_conv_add_relu(1);
-	unsetenv("MI_CPU_NOFUSE");
 	test_dw_silu();
 	test_matmul_bias_clip();
 	test_batched_matmul(0);

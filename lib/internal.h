@@ -74,6 +74,19 @@ int mi_graph_fold_constants(struct mi_graph *g);
 /* Mark nodes none of whose outputs is used dead; returns count removed. */
 int mi_graph_dead_nodes(struct mi_graph *g);
 
+/* ---- infer.c -------------------------------------------------------- */
+enum mi_node_state {
+	MI_NS_STATIC = 0,	/* shape known after planning, arena output */
+	MI_NS_DYNAMIC = 1,	/* shape known only at run time */
+	MI_NS_PRECOMPUTED = 2,	/* computed while planning (SHAPEVAL) */
+	MI_NS_ALIAS = 3,	/* view op: output shares input's memory */
+};
+
+/* Infer one node whose inputs are planned: sets *state to an enum
+ * mi_node_state; Shape values and small arithmetic on them get data
+ * (MI_TF_SHAPEVAL, owned). */
+int mi_infer_node(struct mi_graph *g, struct mi_node *n, unsigned char *state);
+
 /* ---- passes.c ------------------------------------------------------- */
 struct mi_pass_stats {
 	int folded;	 /* nodes constant-folded */
@@ -91,13 +104,6 @@ int mi_graph_normalize(struct mi_graph *g, unsigned int model_flags,
 		       struct mi_pass_stats *st);
 
 /* ---- exec.c --------------------------------------------------------- */
-enum mi_node_state {
-	MI_NS_STATIC = 0,	/* shape known after planning, arena output */
-	MI_NS_DYNAMIC = 1,	/* shape known only at run time */
-	MI_NS_PRECOMPUTED = 2,	/* computed while planning (SHAPEVAL) */
-	MI_NS_ALIAS = 3,	/* view op: output shares input's memory */
-};
-
 struct mi_model {
 	struct mi_graph g;
 	struct mi_model_opts opts;
@@ -136,10 +142,6 @@ struct mi_model {
  */
 int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 		     const int64_t *dims);
-/* Infer one node whose inputs are planned (see exec.c): sets *state to an
- * enum mi_node_state; Shape values and small arithmetic on them get data
- * (MI_TF_SHAPEVAL, owned). */
-int mi_infer_node(struct mi_graph *g, struct mi_node *n, unsigned char *state);
 /* Shape inference only (no CPU planning, no arena): for info. */
 int mi_model_infer_shapes(struct mi_model *m, const int32_t *ndim,
 			  const int64_t *dims);
@@ -152,9 +154,11 @@ int mi_model_load_graph(const char *path, const struct mi_model_opts *opts,
  * shapes downstream of them stay unknown; the model cannot run. */
 int mi_model_load_inspect(const char *path, const struct mi_model_opts *opts,
 			  struct mi_model **modelp);
+/* ---- error.c -------------------------------------------------------- */
 /* Set the thread's last error ("label: reason") and return err. */
 int mi_set_error(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+void mi_clear_error(void);
 
 /* ---- plan/plan.c ---------------------------------------------------- */
 /* The model's planning context, created on first use (NULL: no memory;

@@ -1,37 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Public model API: load, describe, run, free.  See metainfer.h. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "cpu/cpu.h"
-
-static __thread char last_error[768];
-
-const char *mi_last_error(void)
-{
-	return last_error;
-}
-
-const char *mi_version(void)
-{
-	return "0.1.0";
-}
-
-int mi_set_error(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	for (char *c = last_error; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-	return err;
-}
 
 static int model_error(struct mi_model *m, int err)
 {
@@ -129,7 +103,7 @@ static int model_open(const void *buf, size_t len, const char *path,
 	int err;
 
 	*modelp = NULL;
-	last_error[0] = 0;
+	mi_clear_error();
 	err = check_opts(opts);
 	if (err)
 		return err;

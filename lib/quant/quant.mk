@@ -7,16 +7,19 @@ QUANT_SRCS := $(wildcard lib/quant/*.c)
 QUANT_OBJS := $(patsubst %.c,$(O)/%.o,$(QUANT_SRCS))
 QUANT_TESTS := $(O)/lib/quant/tests/test-qkernels $(O)/lib/quant/tests/bench-qconv
 QUANT_LDLIBS := -lm -pthread
+# the int8 GEMM / convolution kernels (no IR): what the kernel tests link
+QUANT_KERN_OBJS := $(patsubst %,$(O)/lib/quant/%.o,qgemm qgemm_avx2 qgemm_avx512 qgemm_epi \
+	qconv qdw qdwq qdwt qamx qwino)
 
 $(QUANT_OBJS): $(wildcard lib/quant/*.h lib/*.h)
 $(LIB_A): $(QUANT_OBJS)
 
 # The kernel test and benchmark need only the kernels (no IR, no loader).
-$(O)/lib/quant/tests/test-qkernels: lib/quant/tests/test-qkernels.c $(O)/lib/quant/qgemm.o $(O)/lib/quant/qvec.o $(O)/lib/quant/qamx.o $(O)/lib/quant/qwino.o
+$(O)/lib/quant/tests/test-qkernels: lib/quant/tests/test-qkernels.c $(QUANT_KERN_OBJS) $(O)/lib/quant/qvec.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $^ -o $@ $(QUANT_LDLIBS)
 
-$(O)/lib/quant/tests/bench-qconv: lib/quant/tests/bench-qconv.c $(O)/lib/quant/qgemm.o $(O)/lib/quant/qamx.o $(O)/lib/quant/qwino.o
+$(O)/lib/quant/tests/bench-qconv: lib/quant/tests/bench-qconv.c $(QUANT_KERN_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $^ -o $@ $(QUANT_LDLIBS)
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Refit the cost model of `metainfer quantize --min-cosine` (cm_rate).
 
-The cost model (lib/quant/quantize.c, "The cost model") prices each planned
+The cost model (lib/quant/qcost.c, lib/quant/quantize-impl.h "The cost model") prices each planned
 step of the quantizer's five profile models as
 
     ns = a * multiply-adds (a step without weights: output channels)
@@ -28,9 +28,9 @@ kernels on an AVX-512 host).  This tool makes the data and fits the table:
       the dumps' ISA's table, between the "cm_rate ISA: begin/end"
       markers of FILE.c.
   costfit.py check DIR|FILE ...
-      the errors of the dumps' ISA's table now in lib/quant/quantize.c.
+      the errors of the dumps' ISA's table now in lib/quant/qcost_tables.c.
 
-Context and class names are read from quantize.c, so a new class needs
+Context and class names are read from qcost_tables.c, so a new class needs
 only its name there (and step_class()); refit after a kernel change (see
 Documentation/quantization.rst, "Refitting the cost model").
 """
@@ -45,7 +45,8 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-QC = os.path.join(ROOT, "lib", "quant", "quantize.c")
+QC = os.path.join(ROOT, "lib", "quant", "qcost_tables.c")
+QH = os.path.join(ROOT, "lib", "quant", "quantize-impl.h")  # CM_BIG
 BEGIN, END = "/* cm_rate %s: begin */", "/* cm_rate %s: end */"
 # the C array of each ISA's table
 ARRAY = {"avx512vnni": "cm_rate_avx512", "avx2": "cm_rate_avx2"}
@@ -54,7 +55,7 @@ ARRAY = {"avx512vnni": "cm_rate_avx512", "avx2": "cm_rate_avx2"}
 # a larger constant comes from few or clustered points)
 DMAX = 2000.0
 NCOEF = 5          # a b c d e
-BIG = 262144.0     # CM_BIG, read from quantize.c
+BIG = 262144.0     # CM_BIG, read from quantize-impl.h
 MIN_ROWS = 8       # fewer steps: the class takes its sibling context's row
 MIN_ELEMS = 1000   # ... and so does a class whose steps are all tiny
 SIBLING = {"n32": "a32", "a32": "n32", "n8": "a8", "a8": "n8"}
@@ -70,7 +71,7 @@ QDQ_PROFILES = ("2", "3", "4")
 
 
 def names(src):
-    """cm_ctx_name and cm_cls_name of quantize.c."""
+    """cm_ctx_name and cm_cls_name of qcost_tables.c."""
     out = []
     for var in ("cm_ctx_name", "cm_cls_name"):
         m = re.search(var + r"\[[A-Z_]*\]\s*=\s*\{([^}]*)\}", src)
@@ -81,15 +82,15 @@ def names(src):
 
 
 def big_of(src):
-    """CM_BIG of quantize.c."""
+    """CM_BIG of quantize-impl.h."""
     m = re.search(r"#define CM_BIG ([0-9.e+]+)", src)
     if not m:
-        sys.exit("costfit: CM_BIG not found in %s" % QC)
+        sys.exit("costfit: CM_BIG not found in %s" % QH)
     return float(m.group(1))
 
 
 def table_of(src, ctxs, clss, isa):
-    """The cm_rate table of int8 ISA isa now in quantize.c."""
+    """The cm_rate table of int8 ISA isa now in qcost_tables.c."""
     i, j = src.find(BEGIN % isa), src.find(END % isa)
     if i < 0 or j < i:
         sys.exit("costfit: markers %s / %s not found" % (BEGIN % isa, END % isa))
@@ -320,14 +321,14 @@ def main():
     global BIG
     src = open(getattr(args, "write", None) or QC).read()
     ctxs, clss = names(src)
-    BIG = big_of(src)
+    BIG = big_of(open(QH).read())
     steps, isa = read_steps(args.dumps)
     if isa not in ARRAY:
-        sys.exit("costfit: no table for int8 ISA %s in quantize.c" % isa)
+        sys.exit("costfit: no table for int8 ISA %s in qcost_tables.c" % isa)
     bad = sorted({s["cls"] for s in steps} - set(clss)) + sorted({s["ctx"] for s in steps} -
                                                                   set(ctxs))
     if bad:
-        sys.exit("costfit: dumps name %s, not in quantize.c (dumps of an older binary?)" %
+        sys.exit("costfit: dumps name %s, not in qcost_tables.c (dumps of an older binary?)" %
                  " ".join(bad))
     print("# %d steps (%s) from %s" % (len(steps), isa,
                                        " ".join(sorted({s["model"] for s in steps}))))

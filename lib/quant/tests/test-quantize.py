@@ -1008,7 +1008,7 @@ def check_costfit(fp32, tmp, mn):
     spec.loader.exec_module(cf)
     src = open(cf.QC).read()
     ctxs, clss = cf.names(src)
-    cf.BIG = cf.big_of(src)
+    cf.BIG = cf.big_of(open(cf.QH).read())
     tables = {}
     for isa in cf.ARRAY:
         try:
@@ -1019,7 +1019,7 @@ def check_costfit(fp32, tmp, mn):
         block = src[src.index(cf.BEGIN % isa):src.index(cf.END % isa)]
         tags = re.findall(r"/\* (\w+) \*/", block)
         want = [t for c in ctxs for t in [c] + clss]
-        enum = re.search(r"enum \{ (CC_[^}]*)\}", src).group(1).replace("\n", " ").split(",")
+        enum = re.search(r"enum \{ (CC_[^}]*)\}", open(cf.QH).read()).group(1).replace("\n", " ").split(",")
         check(tags == want and len([e for e in enum if e.strip()]) == len(clss) + 1,
               f"cost table {isa}: {len(ctxs)} contexts x {len(clss)} classes, rows in the "
               f"order of cm_ctx_name / cm_cls_name and the CC_ enum")

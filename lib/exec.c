@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "cpu/cpu.h"
 
 #define MI_ARENA_ALIGN 64
 
@@ -118,9 +119,6 @@ static void plan_concat_inplace(struct mi_model *m, int *host, size_t *hoff)
 
 	for (int i = 0; i < g->ntensors; i++)
 		host[i] = -1;
-	if (getenv("MI_CONCAT_INPLACE") &&
-	    !strcmp(getenv("MI_CONCAT_INPLACE"), "0"))
-		return;
 	for (int p = 0; p < g->norder; p++) {
 		int ni = g->order[p];
 		struct mi_node *n = &g->nodes[ni];
@@ -259,9 +257,11 @@ static int plan_memory(struct mi_model *m)
 		}
 	}
 	m->arena_peak = total;
-	/* Test hook: NaN-fill the arena so that a kernel reading memory it
-	 * did not write (or a lifetime overlap in this plan) shows up. */
-	if (total && getenv("MI_ARENA_POISON"))
+	/* NaN-fill the arena once, so that a kernel reading memory it did
+	 * not write (or a lifetime overlap in this plan) shows up in every
+	 * run, not only where the previous plan happened to leave garbage
+	 * (the first run touches every page anyway). */
+	if (total)
 		memset(m->arena, 0xff, total);
 	for (int i = 0; i < np; i++) {
 		struct mi_tensor *x = &g->tensors[pl[i].t];
@@ -464,6 +464,7 @@ int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 		.isa = m->opts.isa ? m->opts.isa - 1 : -1,
 		.no_int8 = !!(m->opts.flags & MI_MODEL_NO_INT8),
 		.no_spin = !!(m->opts.flags & MI_MODEL_NO_SPIN),
+		.no_merge = !!(m->opts.flags & MI_MODEL_NO_MERGE),
 		.ctx = mi_model_plan_ctx(m),
 	};
 	int err;
@@ -568,17 +569,14 @@ static int run_node(struct mi_model *m, struct mi_node *n, int ni)
 	return err;
 }
 
-/* Node timestamps for --profile.  MI_PROF_CPU=1 switches them from the
- * wall clock to the process's CPU clock (all threads together): on a
- * shared machine a preempted node then does not look slow, which makes
- * same-binary A/B comparisons of kernels usable under load. */
-static uint64_t now_ns(void)
+/* Node timestamps for MI_MODEL_PROFILE: the wall clock, or with
+ * MI_MODEL_PROFILE_CPU the process's CPU clock (all threads together): on
+ * a shared machine a preempted node then does not look slow, which makes
+ * same-binary comparisons of kernels usable under load. */
+static uint64_t now_ns(bool cpu_clock)
 {
-	static int cpu_clock = -1;
 	struct timespec ts;
 
-	if (cpu_clock < 0)
-		cpu_clock = getenv("MI_PROF_CPU") && *getenv("MI_PROF_CPU") == '1';
 	clock_gettime(cpu_clock ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC,
 		      &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -616,6 +614,7 @@ int mi_model_exec(struct mi_model *m)
 {
 	struct mi_graph *g = &m->g;
 	bool prof = m->opts.flags & MI_MODEL_PROFILE;
+	bool cpu_clock = m->opts.flags & MI_MODEL_PROFILE_CPU;
 	uint64_t t0 = 0;
 	int err;
 
@@ -623,17 +622,19 @@ int mi_model_exec(struct mi_model *m)
 	g->err_op[0] = 0;
 	if (prof && (err = prof_reserve(m)))
 		return err;
+	/* this thread waits for the pool's workers as this model says */
+	mi_pool_caller_spin(!(m->opts.flags & MI_MODEL_NO_SPIN));
 	for (int p = 0; p < g->norder; p++) {
 		int ni = g->order[p];
 		struct mi_node *n = &g->nodes[ni];
 
 		if (prof)
-			t0 = now_ns();
+			t0 = now_ns(cpu_clock);
 		err = run_node(m, n, ni);
 		if (err)
 			return err;
 		if (prof) {
-			uint64_t dt = now_ns() - t0;
+			uint64_t dt = now_ns(cpu_clock) - t0;
 
 			m->prof_ns[ni] += dt;
 			if (!m->prof_calls[ni]++ || dt < m->prof_min[ni])

@@ -3,11 +3,11 @@
 # conformance runner and the loader fuzzer.
 
 TOOLS_CFLAGS := $(LIB_CFLAGS)
-ifneq ($(shell grep -ls '^int mi_quant_main' lib/quant/*.c 2>/dev/null),)
+ifneq ($(wildcard tools/quant/quantize.c),)
 TOOLS_CFLAGS += -DMI_HAVE_QUANT_MAIN
 endif
 
-$(O)/metainfer: $(wildcard tools/metainfer/*.c) $(LIB_A)
+$(O)/metainfer: $(wildcard tools/metainfer/*.c tools/quant/*.c) $(LIB_A)
 	$(CC) $(TOOLS_CFLAGS) $(filter %.c,$^) -o $@ $(LIB_A) $(LIB_LDLIBS)
 
 $(O)/mi-conformance: tools/conformance/conformance.c $(LIB_A)

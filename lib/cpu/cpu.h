@@ -6,10 +6,10 @@
  *
  * Layers, bottom up:
  *  - ISA dispatch (mi_cpu_isa*): generic (portable C, GCC vector
- *    extensions), avx2 (AVX2+FMA), avx512 (F/BW/VL/DQ).  Chosen with cpuid
- *    at first use, overridable with MI_CPU_ISA=generic|avx2|avx512 (a
- *    request the CPU cannot run falls back to the best it can, with a
- *    one-line warning on stderr).
+ *    extensions), avx2 (AVX2+FMA), avx512 (F/BW/VL/DQ).  The CPU's own
+ *    (cpuid), or lower per model: the planners take the ISA of
+ *    struct mi_cpu_opts (mi_model_opts.isa, `metainfer run --isa`) and
+ *    pick the kernel tables of that ISA; nothing is process-global.
  *  - Thread pool (mi_pool_*): one process-wide pool of pthreads that spin
  *    briefly, then sleep on a futex.  mi_pool_run() calls fn(ctx, t, nt)
  *    for t = 0..nt-1, the caller being t = 0.  A run issued while the pool
@@ -29,6 +29,7 @@
 #ifndef MI_CPU_H
 #define MI_CPU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,14 +41,16 @@ enum mi_isa {
 	MI_ISA_COUNT
 };
 
-/* Best ISA this CPU supports (cpuid), ignoring MI_CPU_ISA. */
+/* Best ISA this CPU supports (cpuid). */
 int mi_cpu_isa_native(void);
-/* ISA in effect: MI_CPU_ISA if set and supported, else native. */
+/* The same, cached: the ISA of a model planned without a cap. */
 int mi_cpu_isa(void);
+struct mi_cpu_opts;
+/* The ISA a model's planners use: its cap (struct mi_cpu_opts.isa, from
+ * mi_model_opts.isa), at most the CPU's own; NULL or -1: the CPU's. */
+int mi_cpu_opts_isa(const struct mi_cpu_opts *o);
 /* "generic", "avx2", "avx512". */
 const char *mi_cpu_isa_name(int isa);
-/* Re-read MI_CPU_ISA (tests switch paths inside one process). */
-void mi_cpu_isa_reset(void);
 
 /* ---- thread pool ----------------------------------------------------- */
 typedef void (*mi_pool_fn)(void *ctx, int t, int nt);
@@ -57,11 +60,17 @@ int mi_cpu_ncores(void);
 /* Run fn on nt threads (caller is t = 0); returns when all are done.
  * nt <= 1 runs inline.  Workers are created on first use. */
 void mi_pool_run(int nt, mi_pool_fn fn, void *ctx);
+/* How the calling thread waits past the short spin for workers that
+ * joined a run: on (the default) it keeps spinning up to 100 us before
+ * it sleeps on the futex; off it sleeps at once (MI_MODEL_NO_SPIN: each
+ * model run sets its thread's mode). */
+void mi_pool_caller_spin(bool on);
 /* Element-wise fast paths (eltwise.c): claims unplanned live fp32 nodes
  * (unary activations, Pow by a constant, broadcasting Add/Sub/Mul/Div,
- * last-axis Softmax); node->priv starts with mi_cpu_kernel_hdr. */
+ * last-axis Softmax) with the kernels of ISA isa; node->priv starts with
+ * mi_cpu_kernel_hdr. */
 struct mi_graph;
-int mi_cpu_plan_eltwise(struct mi_graph *g, int nthreads);
+int mi_cpu_plan_eltwise(struct mi_graph *g, int nthreads, int isa);
 /* Threads the planner was configured with (mi_cpu_plan's opts, default
  * online cores); int8 kernels in lib/quant use the same. */
 int mi_cpu_nthreads(void);

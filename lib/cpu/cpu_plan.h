@@ -31,6 +31,7 @@ struct mi_cpu_opts {
 	int isa;	/* enum mi_isa cap, -1 = the CPU's own */
 	bool no_int8;	/* QDQ models run in fp32 (MI_MODEL_NO_INT8) */
 	bool no_spin;	/* the caller sleeps on workers (MI_MODEL_NO_SPIN) */
+	bool no_merge;	/* every node its own kernel (MI_MODEL_NO_MERGE) */
 	/* NULL: the default rules choose every kernel.  Else the model's
 	 * planning context (lib/plan/): the variant each node is constrained
 	 * to, and where mi_cpu_plan() records who claimed what. */
@@ -147,7 +148,7 @@ bool mi_cpu_plan_allows_fuse(const struct mi_cpu_opts *opts, int ni, int ci);
  * would take it too). */
 int mi_cpu_nchw_variants(const char *op, const char **names, int max);
 int mi_cpu_nchw_supports(struct mi_graph *g, struct mi_node *n,
-			 const char *variant, bool *by_rule);
+			 const char *variant, int isa, bool *by_rule);
 
 /*
  * Layout negotiation of a node another provider planned (e.g. lib/quant's

@@ -302,21 +302,11 @@ struct elt_job {
  * GELU, Softmax, Sigmoid...) cost ~5-9 Adds an element (the
  * Transformer's GELU on 64 x 512 floats took 45 us on one thread at 2
  * threads, its Softmax on 4 x 64 x 64 14 us; a pool run costs a few us).
- * MI_CPU_ELT_WEIGHT=0: every op weighs 1 (the old thresholds).
  */
 #define ELT_HEAVY 8
 
-static int elt_weight_on = -1;
-
 static int elt_weight(const struct elt_node *e)
 {
-	if (elt_weight_on < 0) {
-		const char *s = getenv("MI_CPU_ELT_WEIGHT");
-
-		elt_weight_on = !s || *s != '0';
-	}
-	if (!elt_weight_on)
-		return 1;
 	switch (e->op) {
 	case E_SIGMOID:
 	case E_TANH:
@@ -1166,16 +1156,14 @@ const struct mi_xform_kern *mi_xform_kern_get(int isa)
 	return &mi_xform_kern_generic;
 }
 
-int mi_cpu_plan_eltwise(struct mi_graph *g, int nthreads)
+int mi_cpu_plan_eltwise(struct mi_graph *g, int nthreads, int isa)
 {
-	const struct mi_xform_kern *xk = mi_xform_kern_get(mi_cpu_isa());
-	bool chains = !getenv("MI_CPU_NOFUSE") ||
-		      strcmp(getenv("MI_CPU_NOFUSE"), "1");
+	const struct mi_xform_kern *xk = mi_xform_kern_get(isa);
 	int err;
 
 	pthread_once(&erf_once, erf_init);
 	/* chains first: they claim nodes the per-node pass would take */
-	for (int p = 0; chains && p < g->norder; p++) {
+	for (int p = 0; p < g->norder; p++) {
 		struct mi_node *n = &g->nodes[g->order[p]];
 
 		if (is(n, "Erf") || is(n, "Tanh")) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Runtime ISA dispatch: cpuid, MI_CPU_ISA override, kernel tables. */
+/* Runtime ISA dispatch: cpuid, the per-model ISA cap, kernel tables. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cpu/cpu.h"
+#include "cpu/cpu_plan.h"
 
 extern const struct mi_cpu_kern mi_cpu_kern_generic;
 #ifdef __x86_64__
@@ -22,8 +23,6 @@ static const char *const isa_names[] = {
 };
 _Static_assert(sizeof(isa_names) / sizeof(isa_names[0]) == MI_ISA_COUNT,
 	       "isa_names must name every enum mi_isa value");
-
-static atomic_int isa_cur = -1;
 
 int mi_cpu_isa_native(void)
 {
@@ -45,45 +44,23 @@ const char *mi_cpu_isa_name(int isa)
 	return (isa >= 0 && isa < MI_ISA_COUNT) ? isa_names[isa] : "unknown";
 }
 
-static int isa_from_env(void)
-{
-	const char *s = getenv("MI_CPU_ISA");
-	int native = mi_cpu_isa_native(), i;
-
-	if (!s || !*s)
-		return native;
-	for (i = 0; i < MI_ISA_COUNT; i++)
-		if (!strcmp(s, isa_names[i]))
-			break;
-	if (i == MI_ISA_COUNT) {
-		fprintf(stderr,
-			"metainfer: MI_CPU_ISA=%s unknown (generic|avx2|avx512), using %s\n",
-			s, isa_names[native]);
-		return native;
-	}
-	if (i > native) {
-		fprintf(stderr,
-			"metainfer: MI_CPU_ISA=%s not supported by this CPU, using %s\n",
-			s, isa_names[native]);
-		return native;
-	}
-	return i;
-}
-
 int mi_cpu_isa(void)
 {
-	int v = atomic_load_explicit(&isa_cur, memory_order_relaxed);
+	static atomic_int native = -1;
+	int v = atomic_load_explicit(&native, memory_order_relaxed);
 
 	if (v < 0) {
-		v = isa_from_env();
-		atomic_store(&isa_cur, v);
+		v = mi_cpu_isa_native();
+		atomic_store(&native, v);
 	}
 	return v;
 }
 
-void mi_cpu_isa_reset(void)
+int mi_cpu_opts_isa(const struct mi_cpu_opts *o)
 {
-	atomic_store(&isa_cur, -1);
+	int native = mi_cpu_isa();
+
+	return o && o->isa >= 0 && o->isa < native ? o->isa : native;
 }
 
 const struct mi_cpu_kern *mi_cpu_kern_get(int isa)

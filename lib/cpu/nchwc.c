@@ -35,8 +35,7 @@
  * Which convolutions: every conv is marked; a 3x3 stride-1 conv that the
  * Winograd kernel takes (mi_cpu_wino_pays, plan.c) runs on the blocked
  * Winograd (struct mi_ncw, winograd.c; Winograd is ~2x the direct
- * convolution's FLOP rate there), or with MI_CPU_NC_WINO=0 stays NCHW.
- * MI_CPU_NCHWC=0 disables the pass.
+ * convolution's FLOP rate there).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,8 +48,7 @@
 #include "cpu/cpu_plan.h"
 #include "cpu/nchwc.h"
 #include "cpu/nchwc_pass.h"
-
-int mi_nc_wino = 1;
+#include "debug.h"
 
 /* ---- layout propagation ----------------------------------------------- */
 /* Does node (kind, f) accept a blocked tensor in input slot j? */
@@ -146,7 +144,7 @@ static int finish_wino(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		ws->floats = f->wino->ws_floats;
 	f->ws = ws;
 	ws->refs++;
-	if (getenv("MI_CPU_NC_VERBOSE"))
+	if (mi_debug("nchwc"))
 		fprintf(stderr,
 			"nchwc winograd c%d m%d %dx%d: %d tiles, layouts %d%d%d\n",
 			f->c, f->m, f->p.oh, f->p.ow, f->wino->nt, f->xblk,
@@ -185,7 +183,6 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		return finish_wino(g, n, f, ws);
 	if (f->kind == NC_CONV || f->kind == NC_DW) {
 		struct mi_tensor *w = mi_in(g, n, 1), *bs = mi_in(g, n, 2);
-		const char *sub = getenv("MI_CPU_NC_SUB");
 
 		f->p.wp = mi_nc_pack_weights(B, f->kind == NC_DW, f->m, f->c,
 					     f->p.kh, f->p.kw, w->data);
@@ -193,13 +190,12 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		if (!f->p.wp || !f->p.bias)
 			return -ENOMEM;
 		nc_conv_layouts(f);
-		f->nosub = sub && *sub == '0';
 		f->h0 = f->p.h;
 		f->w0 = f->p.w;
 		if (f->kind == NC_CONV && f->p.kh == 1 && f->p.kw == 1 &&
 		    (f->p.sh > 1 || f->p.sw > 1) && !f->p.pt && !f->p.pl &&
 		    (f->p.oh - 1) * f->p.sh < f->p.h &&
-		    (f->p.ow - 1) * f->p.sw < f->p.w && !f->nosub) {
+		    (f->p.ow - 1) * f->p.sw < f->p.w) {
 			/* (an end pad that a sample would read: pad copy) */
 			/* strided 1x1 (ResNet downsampling): the input's
 			 * sampled pixels are copied into the workspace, the
@@ -263,13 +259,6 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 	return 0;
 }
 
-int mi_nc_kforce = -1;
-int mi_nc_d3 = 1, mi_nc_r1 = 1;
-/* 1x1 rows (nc1_rowk): L1 bytes of weights per input-channel chunk (0: no
- * chunks, -1: the plain nc1_row tiles with a tail), positions per sweep
- * (0: NC1_PB); MI_CPU_NC_KC1, MI_CPU_NC_PB1 (tests, A/B) */
-int mi_nc_kc1 = 32 * 1024, mi_nc_pb1;
-
 /*
  * A 1x1 stride-1 conv reading NCHW (a chain start) stays blocked when its
  * output's only reader is a depthwise conv, which needs a blocked input:
@@ -278,60 +267,36 @@ int mi_nc_kc1 = 32 * 1024, mi_nc_pb1;
  * mixed int8 files after an int8 node writing NCHW fp32 (per-node CPU
  * time, 1 thread: ShuffleNetV2 fp32 4.1 -> 3.5 ms, seven depthwise convs
  * fused; MobileNetV2 min_cosine file features.4 0.47 -> 0.38 ms).
- * MI_CPU_NC_X1=0 turns it off.
  */
 static bool x1_keep(struct mi_graph *g, struct mi_node *n, const struct nc_node *f,
 		    const int *kind, const char *blk)
 {
 	int c[2];
-	const char *e = getenv("MI_CPU_NC_X1");
 
-	if (e && *e == '0')
-		return false;
 	if (!blk[n->outputs[0]]) {
 		/* also one writing NCHW whose input is a blocked SE scale Mul
 		 * read by it alone, where mi_nc_fuse_semul folds the Mul into it
 		 * (mixed int8 files: the project conv of an fp32 block before
 		 * an int8 one; EfficientNet-B0 min_cosine features.2.0 Mul +
-		 * project 0.40 -> 0.22 ms).  MI_CPU_NC_X1SE=0 turns it off. */
+		 * project 0.40 -> 0.22 ms) */
 		int t = n->inputs[0], p = g->tensors[t].producer;
-		const char *se = getenv("MI_CPU_NC_X1SE");
 
-		return !(se && *se == '0') && blk[t] && p >= 0 && kind[p] == NC_MUL &&
+		return blk[t] && p >= 0 && kind[p] == NC_MUL &&
 		       2 * (int64_t)f->m <= (int64_t)f->p.oh * f->p.ow &&
 		       mi_cpu_consumers(g, t, c, 2) == 1;
 	}
 	return mi_cpu_consumers(g, n->outputs[0], c, 2) == 1 && kind[c[0]] == NC_DW;
 }
 
-int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
+int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa,
+		      const struct mi_cpu_opts *opts)
 {
-	const char *env = getenv("MI_CPU_NCHWC");
-	const char *ks = getenv("MI_CPU_NC_KSPLIT");
 	int *kind = NULL, err = 0;
 	struct nc_node **fs = NULL;
 	char *blk = NULL;
 	struct nc_ws *ws;
 	bool changed;
 
-	if (env && !strcmp(env, "0"))
-		return 0;
-	if (ks)
-		mi_nc_kforce = atoi(ks);
-	ks = getenv("MI_CPU_NC_DW3");
-	mi_nc_d3 = !(ks && *ks == '0');
-	ks = getenv("MI_CPU_NC_ROW1");
-	mi_nc_r1 = !(ks && *ks == '0');
-	ks = getenv("MI_CPU_NC_KC1");
-	if (ks)
-		mi_nc_kc1 = atoi(ks);
-	ks = getenv("MI_CPU_NC_PB1");
-	if (ks)
-		mi_nc_pb1 = atoi(ks);
-	ks = getenv("MI_CPU_NC_TIEU");
-	mi_nc_tieu = !(ks && *ks == '0');
-	ks = getenv("MI_CPU_NC_WINO");
-	mi_nc_wino = !(ks && *ks == '0');
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
 		return -ENOMEM;
@@ -365,8 +330,7 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 		f->hdr.run = mi_nc_run;
 		f->hdr.fini = mi_nc_fini;
 		fs[ni] = f;
-		if ((kind[ni] == NC_CONV || kind[ni] == NC_DW) &&
-		    !getenv("MI_CPU_NOFUSE")) {
+		if (kind[ni] == NC_CONV || kind[ni] == NC_DW) {
 			err = mi_nc_fuse(g, n, f);
 			if (err)
 				goto out;
@@ -477,8 +441,11 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa)
 			if (err)
 				goto out;
 		}
-	mi_nc_fuse_xdw(g, ws, nthreads);
-	err = mi_nc_fuse_semul(g);
+	/* node merges: not where every node is to keep its own time */
+	if (!(opts && opts->no_merge)) {
+		mi_nc_fuse_xdw(g, ws, nthreads);
+		err = mi_nc_fuse_semul(g);
+	}
 	if (!err && ws->refs) {
 		ws->buf = mi_cpu_alloc(ws->floats * sizeof(float));
 		if (!ws->buf)

@@ -44,7 +44,17 @@ struct mi_nc_conv {
 	 * offset of tap k = (ky * kw + kx) * c + ic, the weights' order:
 	 * tiles with every tap in range run one loop over the k */
 	const int32_t *koff;
+	/* planned choices a plan may name (0: the rule).  ksplit: the flat
+	 * direct conv's input channels in chunks of ksplit blocks (0: only
+	 * where a block group's weights outgrow the L2); kc1: 1x1 rows'
+	 * L1 bytes of weights per input-channel chunk (0: MI_NC_KC1;
+	 * MI_NC_KC1_NONE no chunks; MI_NC_KC1_ROW the plain row tiles with
+	 * a tail); pb1: positions per sweep of those chunks (0: 96) */
+	int ksplit, kc1, pb1;
 };
+#define MI_NC_KC1 (32 * 1024)
+#define MI_NC_KC1_NONE (-1)
+#define MI_NC_KC1_ROW (-2)
 
 /* Maps narrower than this are convolved in tiles that run across rows
  * (whole register tiles instead of row tails), in bands of rows. */
@@ -106,18 +116,6 @@ struct mi_nc_kern {
 			 int mb, int ty0, int ty1);
 };
 
-/* Input-channel chunks of the flat direct conv (nchwc_impl.h): -1 where
- * a block group's weights outgrow the L2, n > 0 chunks of n channel blocks
- * everywhere (tests), 0 never.  MI_CPU_NC_KSPLIT sets it when planning. */
-extern int mi_nc_kforce;
-/* 3x3 and 5x5 depthwise convs (dilation 1, stride 1 or 2) on their unrolled
- * kernel: 1, or 0 (MI_CPU_NC_DW3=0, set when planning) the general one. */
-extern int mi_nc_d3;
-/* 1x1 convs run their rows' whole tiles in one call: 1, or 0
- * (MI_CPU_NC_ROW1=0, set when planning) one call per tile. */
-extern int mi_nc_r1;
-extern int mi_nc_kc1, mi_nc_pb1;
-
 const struct mi_nc_kern *mi_nc_kern_get(int isa);
 extern const struct mi_nc_kern mi_nc_kern_generic, mi_nc_kern_avx2,
 	mi_nc_kern_avx512;
@@ -163,8 +161,8 @@ void mi_ncw_run(const struct mi_ncw *wg, const float *x, const float *res,
 		float *y, float *ws);
 void mi_ncw_fini(struct mi_ncw *wg);
 
-/* plan.c: would the NCHW planner run this conv with Winograd? */
-int mi_cpu_wino_pays(const struct mi_conv_shape *s);
+/* plan.c: would the NCHW planner run this conv with Winograd on ISA isa? */
+int mi_cpu_wino_pays(const struct mi_conv_shape *s, int isa);
 
 /* plan.c's fusion helpers, shared with the NCHWc pass.  Does tensor t
  * depend on node `node` through live nodes (1: fusing an Add that reads t
@@ -182,7 +180,19 @@ bool mi_cpu_silu_pair(struct mi_graph *g, int t, const int cons[2], int *sgi,
 		      int *muli);
 
 /* Planner pass (nchwc.c): runs chains of Conv / depthwise / pooling /
- * channel-scale / Add nodes in the blocked layout. */
-int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa);
+ * channel-scale / Add nodes in the blocked layout, with the kernels of
+ * ISA isa (opts: no_merge; may be NULL). */
+struct mi_cpu_opts;
+int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa,
+		      const struct mi_cpu_opts *opts);
+/* Planned state of a blocked conv node n that a plan may name instead
+ * of the rule's: its work split (sg x sr parts, group- or unit-major;
+ * steal: the caller runs every part, taking the others' from the back,
+ * as when workers are late) and, for a 1x1 conv running its depthwise
+ * consumer, that consumer's output rows per band.  -EINVAL where it does
+ * not apply (not such a node, more parts than threads or units). */
+int mi_nc_conv_set_split(struct mi_node *n, int sg, int sr, bool gmaj,
+			 bool steal);
+int mi_nc_xdw_set_rows(struct mi_node *n, int rows);
 
 #endif /* MI_CPU_NCHWC_H */

@@ -17,6 +17,7 @@
 #include "cpu/cpu_plan.h"
 #include "cpu/nchwc.h"
 #include "cpu/nchwc_pass.h"
+#include "debug.h"
 
 /* ---- fusion (plan.c's helpers: mi_cpu_depends/consumers/act_of) ------- */
 void mi_nc_absorb(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
@@ -132,8 +133,7 @@ void mi_nc_unfuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
  * by band (nc_xdw_thread).  Groups of XDW_GROUP channels; bands as tall
  * as fit XDW_BUF floats of buffer per group, unless the rows recomputed
  * at band edges would add more than a quarter to the 1x1 conv (then
- * nothing is fused).  MI_CPU_XDW=0 disables it, MI_CPU_XDW_ROWS=n forces
- * n output rows per band (tests).
+ * nothing is fused).  A plan may name other bands (mi_nc_xdw_set_rows).
  */
 #define XDW_GROUP 64
 #define XDW_BUF (96 * 1024)
@@ -145,19 +145,17 @@ static int xdw_in_rows(const struct mi_nc_conv *d, int rows)
 	return r < d->h ? r : d->h;
 }
 
-static bool plan_xdw(struct nc_node *f, const struct nc_node *d,
-		     int nthreads)
+bool mi_nc_plan_xdw(struct nc_node *f, const struct nc_node *d, int nthreads,
+		    int rows)
 {
-	const char *env = getenv("MI_CPU_XDW_ROWS");
 	const int B = f->k->b, cbe = nc_cb(f->m, B);
 	int gb = XDW_GROUP / B > f->k->ob ? XDW_GROUP / B : f->k->ob;
-	int gmax, rows, bands;
+	int gmax, bands;
+	bool forced = rows > 0;
 
 	f->xg = (cbe + gb - 1) / gb;
 	gmax = (cbe + f->xg - 1) / f->xg;
-	if (env && atoi(env) > 0) {
-		rows = atoi(env);
-	} else {
+	if (!forced) {
 		for (rows = d->p.oh; rows > 1; rows--)
 			if ((int64_t)xdw_in_rows(&d->p, rows) * d->p.w * gmax * B <=
 			    XDW_BUF)
@@ -166,7 +164,7 @@ static bool plan_xdw(struct nc_node *f, const struct nc_node *d,
 	rows = rows < d->p.oh ? rows : d->p.oh;
 	bands = (d->p.oh + rows - 1) / rows;
 	rows = (d->p.oh + bands - 1) / bands;
-	if (!(env && atoi(env) > 0) &&
+	if (!forced &&
 	    4 * (int64_t)bands * xdw_in_rows(&d->p, rows) > 5 * (int64_t)d->p.h)
 		return false;
 	f->xrows = rows;
@@ -199,10 +197,6 @@ static bool plan_xdw(struct nc_node *f, const struct nc_node *d,
 
 void mi_nc_fuse_xdw(struct mi_graph *g, struct nc_ws *ws, int nthreads)
 {
-	const char *env = getenv("MI_CPU_XDW");
-
-	if (env && !strcmp(env, "0"))
-		return;
 	for (int ni = 0; ni < g->nnodes; ni++) {
 		struct mi_node *n = &g->nodes[ni], *dn;
 		const struct mi_cpu_kernel_hdr *h = n->priv;
@@ -220,9 +214,9 @@ void mi_nc_fuse_xdw(struct mi_graph *g, struct nc_ws *ws, int nthreads)
 		if (!h || h->run != mi_nc_run || d->kind != NC_DW || d->slot2 >= 0 ||
 		    dn->inputs[0] != t || d->nb != f->nb || d->c != f->m ||
 		    (int64_t)d->p.h * d->p.w != f->p.ow ||
-		    !plan_xdw(f, d, nthreads))
+		    !mi_nc_plan_xdw(f, d, nthreads, 0))
 			continue;
-		if (getenv("MI_CPU_NC_VERBOSE"))
+		if (mi_debug("nchwc"))
 			fprintf(stderr,
 				"nchwc xdw c%d m%d -> dw %dx%d k%dx%d s%d -> %dx%d: %d groups x %d bands of %d rows\n",
 				f->c, f->m, d->p.h, d->p.w, d->p.kh, d->p.kw,
@@ -242,20 +236,38 @@ void mi_nc_fuse_xdw(struct mi_graph *g, struct nc_ws *ws, int nthreads)
 	}
 }
 
+int mi_nc_xdw_set_rows(struct mi_node *n, int rows)
+{
+	const struct mi_cpu_kernel_hdr *h = n->priv;
+	struct nc_node *f = n->priv;
+	float *buf;
+	size_t need;
+
+	if (!h || h->run != mi_nc_run || !f->xdw || rows < 1)
+		return -EINVAL;
+	mi_nc_plan_xdw(f, f->xdw, f->nthreads, rows);
+	need = f->xslice * (f->nthreads > 1 ? f->nthreads : 1);
+	if (need > f->ws->floats) {
+		/* every node of the pass reads ws->buf when it runs */
+		buf = mi_cpu_alloc(need * sizeof(float));
+		if (!buf)
+			return -ENOMEM;
+		mi_cpu_free(f->ws->buf);
+		f->ws->buf = buf;
+		f->ws->floats = need;
+	}
+	return 0;
+}
+
 /*
  * The squeeze-excitation scale Mul(x, s) read only by a 1x1 conv folds
  * into that conv: W (s * x) = (W diag(s)) x, so the conv scales a copy of
  * its weights by s (per image, c * m multiplies) and reads x, instead of
  * a pass that writes and rereads the whole scaled map.  Done where the
- * weights are at most half the map (m <= hw / 2).  MI_CPU_SEFOLD=0
- * disables it.
+ * weights are at most half the map (m <= hw / 2).
  */
 int mi_nc_fuse_semul(struct mi_graph *g)
 {
-	const char *env = getenv("MI_CPU_SEFOLD");
-
-	if (env && !strcmp(env, "0"))
-		return 0;
 	for (int ni = 0; ni < g->nnodes; ni++) {
 		struct mi_node *n = &g->nodes[ni], *mn;
 		const struct mi_cpu_kernel_hdr *h = n->priv;

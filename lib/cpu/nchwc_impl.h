@@ -393,7 +393,7 @@ nc1_tilek(const int OB, const int R, const struct mi_nc_conv *p,
  *    tail: a 1-position tail (6 x 8 + 1) ran at a fraction of the FMA
  *    rate and streamed the group's weights once more for one pixel;
  *  - with kc < the channel blocks, the input channels run in chunks of
- *    kc blocks whose weights stay in L1 (mi_nc_kc1 bytes) while tiles of
+ *    kc blocks whose weights stay in L1 (p->kc1 bytes) while tiles of
  *    up to NC1_PB positions sweep them, instead of streaming c x OB
  *    blocks of weights (128 KB for c = 512) from L2 per tile; the partial
  *    sums wait in y (blocked, y != res: the caller checks).
@@ -406,8 +406,8 @@ nc1_rowk(const int OB0, const struct mi_nc_conv *p, const float *x,
 {
 	const int OB = OB0 > NC_OB ? NC_OB : OB0;
 	const int RM = NC_ACC / OB < NC_R ? NC_ACC / OB : NC_R;
-	const int TPB = (mi_nc_pb1 > 0 ? mi_nc_pb1 : NC1_PB) / RM > 1 ?
-				(mi_nc_pb1 > 0 ? mi_nc_pb1 : NC1_PB) / RM : 1;
+	const int TPB = (p->pb1 > 0 ? p->pb1 : NC1_PB) / RM > 1 ?
+				(p->pb1 > 0 ? p->pb1 : NC1_PB) / RM : 1;
 	const int64_t ohw = (int64_t)p->oh * p->ow;
 	const ptrdiff_t ps = p->xblk ? VW : 1;
 	const ptrdiff_t rstep = p->sw * ps;
@@ -461,11 +461,14 @@ nc1_rowk(const int OB0, const struct mi_nc_conv *p, const float *x,
 	{                                                                 \
 		const int ob_ = OB > NC_OB ? NC_OB : OB;                   \
 		const int ncb_ = (p->c + VW - 1) / VW;                     \
-		int kc_ = mi_nc_kc1 / (VW * VW * 4 * ob_);                 \
+		const int kc1_ = p->kc1 > 0 ? p->kc1 :                     \
+				 p->kc1 == MI_NC_KC1_NONE ? 0 :             \
+				 p->kc1 == MI_NC_KC1_ROW ? -1 : MI_NC_KC1;  \
+		int kc_ = kc1_ / (VW * VW * 4 * ob_);                      \
                                                                           \
 		if (kc_ < 1 || !p->yblk || res == y)                       \
 			kc_ = ncb_;                                         \
-		if (mi_nc_kc1 >= 0 &&                                      \
+		if (kc1_ >= 0 &&                                           \
 		    (kc_ < ncb_ || (ob_ > 1 && oxe - ox < NC1_SHORT)) &&   \
 		    nc1_rowk(OB, p, x, res, y, mb, oy, ox, oxe, kc_))      \
 			return;                                             \
@@ -643,8 +646,8 @@ static const ncq_fn ncq_tab[4][12] = {
  * tiles on a 7x7 map).  Such groups run in input-channel chunks of at most
  * NCQ_KBYTES of weights, which stay in L1 for all tiles of the chunk; the
  * partial sums wait in a stack buffer (ResNet-18's 3x3 512 @7x7: 2.42-2.52
- * -> 2.14-2.20 ms CPU at 1 thread).  mi_nc_kforce (MI_CPU_NC_KSPLIT=n)
- * forces chunks of n channel blocks everywhere (tests), 0 disables them.
+ * -> 2.14-2.20 ms CPU at 1 thread).  p->ksplit = n > 0 names chunks of n
+ * channel blocks instead.
  */
 #define NCQ_KBYTES (32 * 1024)
 #define NCQ_KSPLIT (1024 * 1024)
@@ -659,9 +662,9 @@ static void nc_conv_flat(const struct mi_nc_conv *p, const float *x,
 	int kb = ncb;
 	float part[NCQ_CHUNK * NC_OB * VW] __attribute__((aligned(64)));
 
-	if (mi_nc_kforce > 0) {
-		kb = mi_nc_kforce;
-	} else if (mi_nc_kforce < 0 && tapw * ncb > NCQ_KSPLIT) {
+	if (p->ksplit > 0) {
+		kb = p->ksplit;
+	} else if (tapw * ncb > NCQ_KSPLIT) {
 		kb = (int)(NCQ_KBYTES / tapw);
 		kb = kb > 1 ? kb : 1;
 	}
@@ -728,7 +731,7 @@ static void nc_conv(const struct mi_nc_conv *p, const float *x,
 	int oy, ox, mb, oxl, oxr, oyl, oyr;
 	/* rows of whole tiles in one call: 1x1 convs, and convs on NCHW
 	 * input through p->koff (column stride 1 or 2) */
-	const bool r1 = ((p->kh == 1 && p->kw == 1) || p->koff) && mi_nc_r1;
+	const bool r1 = (p->kh == 1 && p->kw == 1) || p->koff;
 
 	nc_interior(p->sw, p->pl, p->dw, p->kw, p->w, p->ow, &oxl, &oxr);
 	nc_interior(p->sh, p->pt, p->dh, p->kh, p->h, p->oh, &oyl, &oyr);
@@ -1040,11 +1043,9 @@ static void nc_dw(const struct mi_nc_conv *p, const float *x,
 {
 	int cb, oy, ox, oxl, oxr;
 	const bool d3 = p->kh == 3 && p->kw == 3 && p->dh == 1 &&
-			p->dw == 1 && (p->sw == 1 || p->sw == 2) &&
-			mi_nc_d3 != 0;
+			p->dw == 1 && (p->sw == 1 || p->sw == 2);
 	const bool d5 = p->kh == 5 && p->kw == 5 && p->dh == 1 &&
-			p->dw == 1 && (p->sw == 1 || p->sw == 2) &&
-			mi_nc_d3 != 0;
+			p->dw == 1 && (p->sw == 1 || p->sw == 2);
 
 	nc_interior(p->sw, p->pl, p->dw, p->kw, p->w, p->ow, &oxl, &oxr);
 	for (cb = cb0; cb < cb1; cb++)

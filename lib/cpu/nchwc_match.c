@@ -137,6 +137,15 @@ static int conv_shape(struct mi_graph *g, struct mi_node *n,
 	return -EOPNOTSUPP;
 }
 
+/* The ISA whose kernel table k is (the pass plans for one ISA). */
+static int nc_isa_of(const struct mi_nc_kern *k)
+{
+	for (int i = MI_ISA_COUNT - 1; i > 0; i--)
+		if (mi_nc_kern_get(i) == k)
+			return i;
+	return MI_ISA_GENERIC;
+}
+
 /*
  * Direct convolution vs the NCHW kernels (build/mi-cpu-bench -f nchwc,
  * AVX-512, 1 thread): faster everywhere except (a) Winograd's shapes and
@@ -150,7 +159,7 @@ static bool direct_pays(const struct mi_conv_shape *s,
 {
 	int64_t mt = s->m < k->ob * k->b ? s->m : k->ob * k->b;
 
-	if (mi_cpu_wino_pays(s))
+	if (mi_cpu_wino_pays(s, nc_isa_of(k)))
 		return false;
 	/* narrow maps: tiles across rows reuse each weight vector for a
 	 * full register tile (3x3 c=512 on 7x7: 1.9 vs im2col's 3.1 ms) */
@@ -253,7 +262,7 @@ int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 			return NC_NONE;
 		if (kind == NC_CONV && !direct_pays(&s, f->k)) {
 			/* Winograd's shapes: the blocked Winograd */
-			if (!mi_nc_wino || !mi_cpu_wino_pays(&s))
+			if (!mi_cpu_wino_pays(&s, nc_isa_of(f->k)))
 				return NC_NONE;
 			f->wgo = 1;
 		}

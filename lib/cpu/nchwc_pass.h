@@ -55,7 +55,7 @@ struct nc_node {
 	 * group) or unit-major (a unit's input stays in L2 while every
 	 * group of the part sweeps it) */
 	int mg, units, rb, sg, sr, gmaj, nsub;
-	int steal; /* tests: the caller runs every part (takes from the back) */
+	int steal; /* the caller runs every part (as when workers are late) */
 	/* 3x3 stride-1 conv on Winograd's shapes: blocked Winograd (wgo set
 	 * by mi_nc_classify, wino by finish) */
 	int wgo;
@@ -64,8 +64,8 @@ struct nc_node {
 	 * map of ph x pw in the shared workspace (no edge tiles) */
 	int pad, h0, w0, pt0, pl0, ph, pw;
 	/* pad 2: a strided 1x1 conv's input subsampled (ssh x ssw) into
-	 * the workspace; nosub (MI_CPU_NC_SUB=0) keeps the strided tiles */
-	int ssh, ssw, nosub;
+	 * the workspace */
+	int ssh, ssw;
 	struct nc_ws *ws;
 	int slot2;        /* residual / scale / 2nd addend input slot, -1 */
 	int act;
@@ -151,11 +151,6 @@ static inline void nc_unit_span(const struct nc_node *f, int u0, int u1, int *r0
 /* most parts of a conv's work split (nchwc_split.c, nchwc_run.c) */
 #define NC_MAXPART 64
 
-/* Winograd's convs run blocked (mi_ncw): 1, or 0 (MI_CPU_NC_WINO=0) they
- * stay on the NCHW planner's Winograd. */
-extern int mi_nc_wino;
-extern int mi_nc_tieu;
-
 /* nchwc_match.c: kind of node n (or NC_NONE); fills f's shape fields. */
 int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f);
 /* nchwc_fuse.c */
@@ -164,11 +159,16 @@ void mi_nc_absorb(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 int mi_nc_fuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f);
 void mi_nc_unfuse(struct mi_graph *g, struct mi_node *n, struct nc_node *f);
 void mi_nc_fuse_xdw(struct mi_graph *g, struct nc_ws *ws, int nthreads);
+/* f's band plan for its depthwise d: rows > 0 forces that many output
+ * rows per band; false (with rows 0) where the bands do not pay. */
+bool mi_nc_plan_xdw(struct nc_node *f, const struct nc_node *d, int nthreads,
+		    int rows);
 int mi_nc_fuse_semul(struct mi_graph *g);
 bool mi_nc_add_to_qconv(struct mi_graph *g, int ai, struct nc_node *f,
 			const int *kind, const char *blk);
-/* nchwc_split.c */
+/* nchwc_split.c: the rule's split of f; f->nsub for f's split */
 void mi_nc_plan_split(struct nc_node *f);
+void mi_nc_split_pieces(struct nc_node *f);
 /* nchwc_run.c */
 int mi_nc_run(struct mi_graph *g, struct mi_node *n);
 void mi_nc_fini(struct mi_graph *g, struct mi_node *n);

@@ -12,6 +12,7 @@
 #include "cpu/cpu_plan.h"
 #include "cpu/nchwc.h"
 #include "cpu/nchwc_pass.h"
+#include "debug.h"
 
 /*
  * How the threads share a direct conv (one image).  Work is output blocks
@@ -44,8 +45,6 @@ static double nc_l2_budget(void)
 }
 
 /* Cost of the largest part of an sg x sr split; *gmaj its best order. */
-int mi_nc_tieu = 1;
-
 static double split_cost(const struct nc_node *f, int sg, int sr, int *gmaj)
 {
 	const int B = f->k->b, mb = nc_cb(f->m, B);
@@ -70,23 +69,19 @@ static double split_cost(const struct nc_node *f, int sg, int sr, int *gmaj)
 	 * most half the budget (each unit's input stays in L1 for every
 	 * group: ResNet-50's 64 -> 256 on 56x56 and 128 -> 512 on 28x28
 	 * 1.3-1.4x faster than group-major at 1 thread), group-major above
-	 * (1024 -> 256 on 14x14: 3-5 % faster); MI_CPU_NC_TIEU=0: always
-	 * group-major (the old order) */
-	*gmaj = f->flat ? bg < bu || (bg == bu && (!mi_nc_tieu || wp > l2 / 2)) :
+	 * (1024 -> 256 on 14x14: 3-5 % faster) */
+	*gmaj = f->flat ? bg < bu || (bg == bu && wp > l2 / 2) :
 			  bg < bu;
 	return flops / NC_FLOP_PER_BYTE + (*gmaj ? bg : bu);
 }
 
-/* MI_CPU_NC_SPLIT="<sg>x<sr><g|u>[s]" forces a split where it fits, and
- * with 's' the caller alone runs all parts (the others' from the back, as
- * when workers are late): tests.  MI_CPU_NC_VERBOSE=1 prints each split. */
+/* The split of least cost (MI_DEBUG=nchwc prints each); a plan may name
+ * another (mi_nc_conv_set_split). */
 #define NC_SPLIT_WBYTES (64 * 1024)
 void mi_nc_plan_split(struct nc_node *f)
 {
 	const int B = f->k->b, mb = nc_cb(f->m, B);
-	const char *env = getenv("MI_CPU_NC_SPLIT");
-	int nt = f->nthreads > 1 ? f->nthreads : 1, fsg = 0, fsr = 0;
-	char fo = 0, fs = 0;
+	int nt = f->nthreads > 1 ? f->nthreads : 1;
 	double best = -1;
 
 	/* as the other node runs: small convs stay on one thread, unless
@@ -102,9 +97,7 @@ void mi_nc_plan_split(struct nc_node *f)
 	f->rb = mi_nc_band_rows(f->p.oh, f->p.ow);
 	f->units = f->flat ? (f->p.ow + 47) / 48 :
 			     (f->p.oh + f->rb - 1) / f->rb;
-	if (env && sscanf(env, "%dx%d%c%c", &fsg, &fsr, &fo, &fs) < 3)
-		fsg = fsr = 0;
-	f->steal = fs == 's';
+	f->steal = 0;
 	f->sg = f->sr = 1;
 	for (int np = nt; np >= 1; np--)
 		for (int sg = 1; sg <= np; sg++) {
@@ -114,31 +107,50 @@ void mi_nc_plan_split(struct nc_node *f)
 			if (sg * sr != np || sg > mb || sr > f->units)
 				continue;
 			c = split_cost(f, sg, sr, &gm);
-			if (fsg && sg == fsg && sr == fsr) {
-				best = 0;
-				f->sg = sg;
-				f->sr = sr;
-				f->gmaj = fo == 'g';
-			} else if (best < 0 || c < best) {
+			if (best < 0 || c < best) {
 				best = c;
 				f->sg = sg;
 				f->sr = sr;
 				f->gmaj = gm;
 			}
 		}
-	/* group-major parts: enough pieces per part to rebalance */
-	{
-		int ng = ((mb + f->sg - 1) / f->sg + f->k->ob - 1) / f->k->ob;
-		int nu = (f->units + f->sr - 1) / f->sr;
+	mi_nc_split_pieces(f);
+}
 
-		f->nsub = f->sg * f->sr == 1 ? 1 : (NC_PER + ng - 1) / ng;
-		f->nsub = f->nsub < nu ? f->nsub : nu;
-		f->nsub = f->nsub > 1 ? f->nsub : 1;
-	}
-	if (getenv("MI_CPU_NC_VERBOSE"))
+/* group-major parts: enough pieces per part to rebalance */
+void mi_nc_split_pieces(struct nc_node *f)
+{
+	const int mb = nc_cb(f->m, f->k->b);
+	int ng = ((mb + f->sg - 1) / f->sg + f->k->ob - 1) / f->k->ob;
+	int nu = (f->units + f->sr - 1) / f->sr;
+
+	f->nsub = f->sg * f->sr == 1 ? 1 : (NC_PER + ng - 1) / ng;
+	f->nsub = f->nsub < nu ? f->nsub : nu;
+	f->nsub = f->nsub > 1 ? f->nsub : 1;
+	if (mi_debug("nchwc"))
 		fprintf(stderr,
 			"nchwc conv c%d m%d %dx%d -> %dx%d k%dx%d: %d groups x %d units, split %dx%d %s-major, %d sub\n",
 			f->c, f->m, f->p.h, f->p.w, f->p.oh, f->p.ow, f->p.kh,
 			f->p.kw, f->mg, f->units, f->sg, f->sr,
 			f->gmaj ? "group" : "unit", f->nsub);
+}
+
+int mi_nc_conv_set_split(struct mi_node *n, int sg, int sr, bool gmaj,
+			 bool steal)
+{
+	const struct mi_cpu_kernel_hdr *h = n->priv;
+	struct nc_node *f = n->priv;
+	int nt = f && f->nthreads > 1 ? f->nthreads : 1;
+
+	if (!h || h->run != mi_nc_run || f->kind != NC_CONV || f->wino ||
+	    f->xdw || sg < 1 || sr < 1 || sg * sr > nt ||
+	    sg * sr > NC_MAXPART || sg > nc_cb(f->m, f->k->b) ||
+	    sr > f->units)
+		return -EINVAL;
+	f->sg = sg;
+	f->sr = sr;
+	f->gmaj = gmaj;
+	f->steal = steal;
+	mi_nc_split_pieces(f);
+	return 0;
 }

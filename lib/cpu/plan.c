@@ -176,22 +176,22 @@ static const struct variant *find_variant(const char *op)
  * 80 -> 192 and 64 -> 96 took its error vs PyTorch from 7.7e-5 to
  * 1.11e-4 (the 96 -> 96 ones leave it at 7.7e-5).  A plan may name
  * Winograd where these rules do not take it (conv.winograd.f4). */
-static int wino_pays(const struct mi_conv_shape *s)
+static int wino_pays(const struct mi_conv_shape *s, int isa)
 {
 	int mint = 25, minc = 128;
 	int tiles = ((s->oh + 3) / 4) * ((s->ow + 3) / 4);
 
-	if (mi_cpu_isa() == MI_ISA_AVX2)
+	if (isa == MI_ISA_AVX2)
 		mint = 16;
-	if (mi_cpu_isa() == MI_ISA_AVX2 && s->m == s->c)
+	if (isa == MI_ISA_AVX2 && s->m == s->c)
 		minc = 64;
 	return s->c >= minc && s->m >= 16 && tiles >= mint;
 }
 
 /* The NCHWc pass leaves Winograd's convs to this planner. */
-int mi_cpu_wino_pays(const struct mi_conv_shape *s)
+int mi_cpu_wino_pays(const struct mi_conv_shape *s, int isa)
 {
-	return wino_pays(s) && mi_conv_supports(MI_CONV_WINOGRAD, s);
+	return wino_pays(s, isa) && mi_conv_supports(MI_CONV_WINOGRAD, s);
 }
 
 /* The first registry conv whose constraints hold; with a plan, only the
@@ -208,7 +208,7 @@ static const struct variant *pick_conv(const struct mi_conv_shape *s, int isa,
 		if (strcmp(v->op, "Conv") || !(v->isas & (1u << isa)) ||
 		    !mi_cpu_plan_allows(opts, ni, v->name))
 			continue;
-		if (v->algo == MI_CONV_WINOGRAD && !named && !wino_pays(s))
+		if (v->algo == MI_CONV_WINOGRAD && !named && !wino_pays(s, isa))
 			continue;
 		if (mi_conv_supports(v->algo, s))
 			return v;
@@ -928,14 +928,13 @@ static int nchw_plan(struct mi_graph *g, const struct mi_cpu_opts *opts,
 }
 
 int mi_cpu_nchw_supports(struct mi_graph *g, struct mi_node *n,
-			 const char *variant, bool *by_rule)
+			 const char *variant, int isa, bool *by_rule)
 {
 	int ni = (int)(n - g->nodes), err;
 	struct mi_plan_req *req = calloc(ni + 1, sizeof(*req));
 	struct mi_plan_ctx c = { .nnodes = ni + 1, .req = req };
 	struct mi_cpu_opts o = { .ctx = &c };
 	struct fast_node *f;
-	int isa = mi_cpu_isa();
 
 	f = calloc(1, sizeof(*f));
 	if (!req || !f) {
@@ -966,7 +965,7 @@ int mi_cpu_nchw_supports(struct mi_graph *g, struct mi_node *n,
 	/* only Winograd has a cost rule on top of its constraints */
 	if (!err && by_rule)
 		*by_rule = f->kind != K_CONV || f->cv.algo != MI_CONV_WINOGRAD ||
-			   wino_pays(&f->cv.s);
+			   wino_pays(&f->cv.s, isa);
 	fast_free(f);
 	free(req);
 	return err;
@@ -1027,13 +1026,15 @@ struct provider {
 static int prov_int8(struct mi_graph *g, const struct mi_cpu_opts *opts,
 		     int isa, int nthreads)
 {
+	if (opts && opts->no_int8)
+		return 0;
 	return mi_quant_plan(g, opts);
 }
 
 static int prov_nchwc(struct mi_graph *g, const struct mi_cpu_opts *opts,
 		      int isa, int nthreads)
 {
-	return mi_cpu_plan_nchwc(g, nthreads, isa);
+	return mi_cpu_plan_nchwc(g, nthreads, isa, opts);
 }
 
 static int prov_nchw(struct mi_graph *g, const struct mi_cpu_opts *opts,
@@ -1045,7 +1046,7 @@ static int prov_nchw(struct mi_graph *g, const struct mi_cpu_opts *opts,
 static int prov_eltwise(struct mi_graph *g, const struct mi_cpu_opts *opts,
 			int isa, int nthreads)
 {
-	return mi_cpu_plan_eltwise(g, nthreads);
+	return mi_cpu_plan_eltwise(g, nthreads, isa);
 }
 
 static const struct provider providers[] = {
@@ -1160,7 +1161,7 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	int nthreads = opts && opts->nthreads > 0 ? opts->nthreads :
 						    mi_cpu_ncores();
 	struct mi_plan_ctx *c = opts ? opts->ctx : NULL;
-	int isa = mi_cpu_isa(), err = 0;
+	int isa = mi_cpu_opts_isa(opts), err = 0;
 
 	mi_cpu_set_nthreads(nthreads);
 	if (c) {

@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "debug.h"
 #include "cpu/cpu.h"
 
 #define POOL_MAX 64
@@ -182,7 +183,7 @@ static void pool_grow(int nt)
 }
 
 /*
- * MI_POOL_STATS=1: at exit, print how many runs the pool opened, how many
+ * MI_DEBUG=pool: at exit, print how many runs the pool opened, how many
  * thread indices no worker joined (the caller ran them), how often the
  * caller slept on the futex, and per pool function (fn) the caller's
  * time between finishing its own indices and the last joined worker
@@ -254,23 +255,19 @@ static void ps_note(mi_pool_fn fn, int unjoined, bool slept, long wait_ns)
  * sched_yield() here, unlike the idle workers: on a loaded machine the
  * caller would hand its core away for a time slice (milliseconds) while
  * the whole inference waits on it.  The bound caps what the spin costs
- * when a joined worker was preempted.  MI_POOL_CALLER_SPIN=0 restores
- * the short spin.
+ * when a joined worker was preempted.  A model loaded with
+ * MI_MODEL_NO_SPIN keeps the short spin (its runs set the calling
+ * thread's mode, mi_pool_caller_spin()).
  */
 #ifndef CALLER_SPIN_NS
 #define CALLER_SPIN_NS 100000L
 #endif
 
-static int cspin_on = -1;
+static __thread bool caller_nospin;
 
-static bool caller_spins(void)
+void mi_pool_caller_spin(bool on)
 {
-	if (cspin_on < 0) {
-		const char *e = getenv("MI_POOL_CALLER_SPIN");
-
-		cspin_on = !e || *e != '0';
-	}
-	return cspin_on;
+	caller_nospin = !on;
 }
 
 static void wait_done_spin(int joined)
@@ -322,7 +319,7 @@ void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 		for (t = joined + 1; t < nt; t++)
 			fn(ctx, t, nt);
 		if (ps.on < 0) {
-			ps.on = getenv("MI_POOL_STATS") && *getenv("MI_POOL_STATS") == '1';
+			ps.on = mi_debug("pool");
 			if (ps.on)
 				atexit(ps_print);
 		}
@@ -333,7 +330,7 @@ void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 				break;
 			cpu_relax();
 		}
-		if (atomic_load(&pool.done) != joined && caller_spins())
+		if (atomic_load(&pool.done) != joined && !caller_nospin)
 			wait_done_spin(joined);
 		if (atomic_load(&pool.done) != joined) {
 			atomic_store(&pool.cwait, 1);

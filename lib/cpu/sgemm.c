@@ -156,19 +156,6 @@ void mi_packed_free(struct mi_packed *p)
 	p->data = NULL;
 }
 
-/* MI_CPU_PACK_B=1 forces packing of row-major B (A/B measurements). */
-static bool getenv_pack_b(void)
-{
-	static int v = -1;
-
-	if (v < 0) {
-		const char *e = getenv("MI_CPU_PACK_B");
-
-		v = e && !strcmp(e, "1");
-	}
-	return v;
-}
-
 /*
  * Row-major B needs no packing: the micro-kernel reads its rows in
  * place.  Not when the row stride is a multiple of 4 KiB (every row
@@ -186,19 +173,7 @@ static bool use_direct_b(const struct mi_sgemm_args *a,
 
 	return !a->pb && !a->packb && a->b_cs == 1 &&
 	       (a->b_rs * sizeof(float)) % 4096 != 0 &&
-	       (mtiles <= 32 || ntiles > 16) && !getenv_pack_b();
-}
-
-static int pbm = -1;
-
-static bool pbm_on(void)
-{
-	if (pbm < 0) {
-		const char *e = getenv("MI_CPU_GEMM_PBM");
-
-		pbm = !e || *e != '0';
-	}
-	return pbm;
+	       (mtiles <= 32 || ntiles > 16);
 }
 
 struct split {
@@ -254,10 +229,9 @@ static struct split plan_split(const struct mi_sgemm_args *a,
 	 * 4 ranges, A packed 4 times), one that splits M packs only its own
 	 * rows and reads B as it is.  So such GEMMs split M while it has
 	 * two panels per thread (2 threads, CPU minima: its linear1/2
-	 * MatMuls 66-72 -> 57-58 us, QKV 48 -> 44).  MI_CPU_GEMM_PBM=0:
-	 * the old rule.
+	 * MatMuls 66-72 -> 57-58 us, QKV 48 -> 44).
 	 */
-	if (nt > 1 && a->pb && !a->pa && mtiles >= 2 * nt && pbm_on())
+	if (nt > 1 && a->pb && !a->pa && mtiles >= 2 * nt)
 		s.over_n = 0;
 	if (s.over_n) {
 		if (nt > ntiles)

@@ -45,7 +45,6 @@ enum { R_SUM, R_MEAN, R_MAX, R_MIN };
 struct xf_node {
 	struct mi_cpu_kernel_hdr hdr;
 	int kind, nthreads;
-	bool view;                /* may be aliased (mi_cpu_view_offset) */
 	int64_t total;            /* output elements */
 	int ncopies;
 	struct copy_desc c[XF_MAXIN];
@@ -144,7 +143,7 @@ static void desc_run(const struct copy_desc *d, const float *x, float *y,
  * claims what is left of the others' in ranges (a quarter of a block),
  * copy by copy: a worker that joins late (ShuffleNetV2's channel shuffles
  * at 2 threads left the caller waiting 44 us per run, static halves) leaves
- * its half to the caller.  MI_CPU_XF_DYN=0: static blocks only.
+ * its half to the caller.
  */
 #define XF_DYN 64
 
@@ -266,15 +265,6 @@ static void reduce_thread(void *ctx, int t, int nt)
 	}
 }
 
-static bool xf_dyn(void)
-{
-	static int on = -1;
-
-	if (on < 0)
-		on = !getenv("MI_CPU_XF_DYN") || *getenv("MI_CPU_XF_DYN") != '0';
-	return on;
-}
-
 static int xf_run(struct mi_graph *g, struct mi_node *n)
 {
 	const struct xf_node *f = n->priv;
@@ -318,7 +308,7 @@ static int xf_run(struct mi_graph *g, struct mi_node *n)
 		units = f->c[i].outer < units ? f->c[i].outer : units;
 	nt = f->total < XF_PAR ? 1 : f->nthreads;
 	nt = units < nt ? (int)(units > 0 ? units : 1) : nt;
-	if (nt > 1 && f->ncopies * nt <= XF_DYN && xf_dyn()) {
+	if (nt > 1 && f->ncopies * nt <= XF_DYN) {
 		struct xf_blk blk[XF_DYN];
 
 		for (int i = 0; i < f->ncopies; i++)
@@ -346,14 +336,6 @@ static void xf_fini(struct mi_graph *g, struct mi_node *n)
 	if (f->nabsorbed)
 		n->inputs[0] = f->orig_in;
 	free(f);
-}
-
-/* MI_COPY_VIEWS=0: run contiguous copies instead of aliasing them */
-static bool getenv_view_off(void)
-{
-	const char *s = getenv("MI_COPY_VIEWS");
-
-	return s && !strcmp(s, "0");
 }
 
 /* ---- planning ------------------------------------------------------------ */
@@ -697,7 +679,6 @@ static int plan_one(struct mi_graph *g, struct mi_node *n, int nthreads)
 	f->hdr.fini = xf_fini;
 	f->nthreads = nthreads;
 	f->total = mi_tensor_numel(y);
-	f->view = !getenv_view_off();
 	if (!strcmp(n->op_type, "Transpose"))
 		err = plan_transpose(g, n, f);
 	else if (!strcmp(n->op_type, "Slice"))
@@ -858,7 +839,7 @@ int mi_cpu_view_offset(struct mi_graph *g, struct mi_node *n, size_t *off)
 
 	if (!f || f->hdr.run != xf_run || f->kind != X_COPY ||
 	    f->c[0].nd != 1 || f->c[0].xs[0] != 1 || f->c[0].ys[0] != 1 ||
-	    f->c[0].yoff != 0 || f->c[0].xoff < 0 || !f->view)
+	    f->c[0].yoff != 0 || f->c[0].xoff < 0)
 		return -1;
 	*off = (size_t)f->c[0].xoff * sizeof(float);
 	return 0;
@@ -866,8 +847,6 @@ int mi_cpu_view_offset(struct mi_graph *g, struct mi_node *n, size_t *off)
 
 int mi_cpu_plan_xform(struct mi_graph *g, int nthreads)
 {
-	const char *fold = getenv("MI_COPY_FOLD");
-
 	for (int p = 0; p < g->norder; p++) {
 		int err = plan_one(g, &g->nodes[g->order[p]], nthreads);
 
@@ -875,10 +854,7 @@ int mi_cpu_plan_xform(struct mi_graph *g, int nthreads)
 			return err;
 	}
 	/* in order: a folded copy can be the source of a later fold */
-	for (int p = 0; fold == NULL || strcmp(fold, "0"); p++) {
-		if (p >= g->norder)
-			break;
+	for (int p = 0; p < g->norder; p++)
 		fold_copy(g, &g->nodes[g->order[p]]);
-	}
 	return 0;
 }

@@ -122,7 +122,7 @@ static int nchw_supports(struct mi_plan_rb *r, int i, const char *v,
 		out0 = n->outputs[0];
 		n->outputs[0] = r->c->out0[i];
 	}
-	err = mi_cpu_nchw_supports(g, n, v, by_rule);
+	err = mi_cpu_nchw_supports(g, n, v, r->c->isa, by_rule);
 	n->inputs = in;
 	n->ninputs = nin;
 	if (n->noutputs > 0)

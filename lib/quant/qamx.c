@@ -39,7 +39,7 @@
 
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 static bool amx_hw;   /* CPU + OS + permission */
-static int amx_cur = -1; /* setting; -1: from MI_QUANT_AMX on first use */
+static int amx_cur = -1; /* setting; -1: on where the CPU has AMX (first use) */
 
 static void amx_detect(void)
 {
@@ -70,11 +70,8 @@ bool mi_quant_amx(void)
 {
 	int v = __atomic_load_n(&amx_cur, __ATOMIC_RELAXED);
 
-	if (v < 0) {
-		const char *e = getenv("MI_QUANT_AMX");
-
-		v = mi_quant_set_amx(!(e && !strcmp(e, "0")));
-	}
+	if (v < 0)
+		v = mi_quant_set_amx(1);
 	return v;
 }
 

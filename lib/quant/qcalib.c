@@ -418,74 +418,11 @@ static bool move_op(const struct mi_node *n)
  * to them and the Concat copies bytes, where the input's own parameters
  * cost a second rounding at the Concat (to the output's grid, which the
  * values end on either way).
- * MI_QUANT_SHARE_CONCAT=0 keeps the inputs' own ranges.
  */
-static int uf_root(int *par, int x)
-{
-	while (par[x] != x)
-		x = par[x] = par[par[x]];
-	return x;
-}
-
-/*
- * MI_QUANT_SHARE_REGION=1 (experiment): the quantized tensors linked by
- * moves and Concats (a ShuffleNetV2 stage) share one range, the union of
- * theirs, so every move between them copies bytes.
- */
-static void share_region_params(struct qctx *c)
-{
-	struct mi_graph *g = c->g;
-	const char *e = getenv("MI_QUANT_SHARE_REGION");
-	int *par;
-
-	if (!e || *e != '1')
-		return;
-	par = malloc(g->ntensors * sizeof(int));
-	if (!par)
-		return;
-	for (int t = 0; t < g->ntensors; t++)
-		par[t] = t;
-	for (int i = 0; i < g->nnodes; i++) {
-		const struct mi_node *n = &g->nodes[i];
-		int nd = !strcmp(n->op_type, "Concat") ? n->ninputs : 1;
-
-		if (n->dead || (!move_op(n) && strcmp(n->op_type, "Concat")))
-			continue;
-		for (int k = 0; k < nd; k++)
-			for (int o = 0; o < n->noutputs; o++)
-				if (n->inputs[k] >= 0 && n->outputs[o] >= 0)
-					par[uf_root(par, n->inputs[k])] = uf_root(par, n->outputs[o]);
-	}
-	for (int i = 0; i < c->nqt; i++) {
-		double mn = INFINITY, mx = -INFINITY, z;
-		int r = uf_root(par, c->qt[i].t), cnt = 0;
-
-		for (int j = 0; j < c->nqt; j++)
-			if (uf_root(par, c->qt[j].t) == r) {
-				mn = fmin(mn, c->qt[j].mn);
-				mx = fmax(mx, c->qt[j].mx);
-				cnt++;
-			}
-		if (cnt < 2)
-			continue;
-		mn = fmin(mn, 0);
-		mx = fmax(mx, 0);
-		if (mx - mn < 1e-8)
-			mx = mn + 1e-8;
-		c->qt[i].scale = (float)((mx - mn) / 255.0);
-		z = nearbyint(-mn / c->qt[i].scale);
-		c->qt[i].zp = z < 0 ? 0 : z > 255 ? 255 : (int)z;
-	}
-	free(par);
-}
-
 static void share_concat_params(struct qctx *c)
 {
 	struct mi_graph *g = c->g;
-	const char *e = getenv("MI_QUANT_SHARE_CONCAT");
 
-	if (e && *e == '0')
-		return;
 	for (int o = 0; o < g->norder; o++) {
 		const struct mi_node *n = &g->nodes[g->order[o]];
 		int qy = n->noutputs == 1 && n->outputs[0] >= 0 ? c->qt_of[n->outputs[0]] : -1;
@@ -515,16 +452,13 @@ static void share_concat_params(struct qctx *c)
  * Gather, ...) make from one quantized tensor alone takes that tensor's
  * parameters: DQ -> moves -> Q then round-trips every byte exactly (the
  * runtime copies the bytes, qplan.c plan_moves) instead of rounding the
- * values a second time.  MI_QUANT_SHARE_MOVES=0 keeps their own ranges.
+ * values a second time.
  */
 static void share_move_params(struct qctx *c)
 {
 	struct mi_graph *g = c->g;
-	const char *e = getenv("MI_QUANT_SHARE_MOVES");
 
 	share_concat_params(c);
-	if (e && *e == '0')
-		return;
 	for (int o = 0; o < g->norder; o++) {
 		const struct mi_node *n = &g->nodes[g->order[o]];
 
@@ -653,7 +587,6 @@ int qz_calibrate(struct qctx *c, struct calib *cal)
 			c->qt[qo].zp = c->qt[qi].zp;
 		}
 	}
-	share_region_params(c);
 	share_move_params(c);
 	return 0;
 }

@@ -352,12 +352,6 @@ __attribute__((target("avx2"))) static void copy_s2_avx2(uint8_t *dst, const uin
 		memcpy(dst + i * 4, src + (size_t)i * 8, 4);
 }
 
-/* MI_QUANT_S2V=0: AVX2 stride-2 im2col one pixel at a time (A/B). */
-MI_QUANT_SWITCH(s2v, "MI_QUANT_S2V")
-
-/* MI_QUANT_RGB=0: RGB first convs on channel quads (A/B). */
-MI_QUANT_SWITCH(rgb, "MI_QUANT_RGB")
-
 /* cv->rgb: input channel `item` padded into xi as a planar hp x wp plane
  * (bytes ^ flip, pads zx), 32 bytes per step. */
 __attribute__((target("avx2"))) static void conv_rgb_prep_item(void *arg, int item, int tid)
@@ -388,10 +382,6 @@ __attribute__((target("avx2"))) static void conv_rgb_prep_item(void *arg, int it
 	}
 	memset(dst + (s->pt + (size_t)s->h) * wp, zx, (size_t)s->pb * wp);
 }
-
-/* MI_QUANT_RGBR=0: conv_rgb_panel writes every panel through its rows
- * (A/B) */
-MI_QUANT_SWITCH(rgbr, "MI_QUANT_RGBR")
 
 /*
  * conv_rgb_panel for tile_avx2b on 32 pixels of one output row (stride 1
@@ -475,8 +465,7 @@ conv_rgb_panel(const struct conv_job *j, int p0, int np, uint8_t *t, uint8_t *sp
 	const __m256i even = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
 					      0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
 
-	if (!sp && np == MI_QNR && p0 % s->ow + MI_QNR <= s->ow && (s->sw == 1 || s->sw == 2) &&
-	    rgbr_on()) {
+	if (!sp && np == MI_QNR && p0 % s->ow + MI_QNR <= s->ow && (s->sw == 1 || s->sw == 2)) {
 		int p = p0;
 
 		rgb_panel_row(j, (size_t)(p / s->ow) * s->sh * j->wp + (size_t)(p % s->ow) * s->sw,
@@ -596,10 +585,6 @@ static void conv_item_decode(const struct conv_job *j, int item, int *g, int *pa
 	*blk1 = *blk0 + j->bpc < nblk ? *blk0 + j->bpc : nblk;
 }
 
-/* MI_QUANT_BLKEPI=0: MI_QCONV_OUT_BLK8 refused, the caller goes through
- * planar floats (A/B). */
-MI_QUANT_SWITCH(blkepi, "MI_QUANT_BLKEPI")
-
 /*
  * An output block's planar floats t (8 rows of MI_QNR, rows past the
  * block's channels already 0) to np pixels of the NCHWc layout blocked
@@ -646,9 +631,6 @@ static inline float res1(const struct mi_qepi *ep, float f, float r)
 	}
 	return v;
 }
-
-/* MI_QUANT_RESAVX=0: the SSE store (tests: both paths) */
-MI_QUANT_SWITCH(res_avx, "MI_QUANT_RESAVX")
 
 static void blk8_store_res(const float *t, int np, float *y, const float *r,
 			   const struct mi_qepi *ep)
@@ -725,10 +707,6 @@ blk8_store_res_avx2(const float *t, int np, float *y, const float *r, const stru
 			y[p * 8 + l] = res1(ep, t[l * MI_QNR + p], r[p * 8 + l]);
 }
 
-/* MI_QUANT_CHUNK8=0: a 1x1 conv on a few panels splits into ~4 items a
- * thread, never 8 (A/B) */
-MI_QUANT_SWITCH(chunk8, "MI_QUANT_CHUNK8")
-
 /* One (group, pixel panel): im2col into the panel, all output blocks. */
 static void conv_gemm_item(void *arg, int item, int tid)
 {
@@ -801,8 +779,7 @@ static void conv_gemm_item(void *arg, int item, int tid)
 						memcpy(dst, src, run_len[r] * 4);
 					} else if (s->sw == 2 && j->dw_isa == MI_QISA_AVX512) {
 						copy_s2_avx512(dst, src, run_len[r]);
-					} else if (s->sw == 2 && j->dw_isa == MI_QISA_AVX2 &&
-						   s2v_on()) {
+					} else if (s->sw == 2 && j->dw_isa == MI_QISA_AVX2) {
 						copy_s2_avx2(dst, src, run_len[r]);
 					} else {
 						for (int i = 0; i < run_len[r]; i++)
@@ -848,7 +825,7 @@ static void conv_gemm_item(void *arg, int item, int tid)
 				memset(t + rows * MI_QNR, 0, (size_t)(MI_QMR - rows) * MI_QNR * 4);
 			size_t yo = ((size_t)(oc0 / 8) * npix + p0) * 8;
 
-			if (j->ep->res && j->dw_isa >= MI_QISA_AVX2 && res_avx_on())
+			if (j->ep->res && j->dw_isa >= MI_QISA_AVX2)
 				blk8_store_res_avx2(t, np, (float *)(void *)j->y + yo,
 						    j->ep->res + yo, j->ep);
 			else if (j->ep->res)
@@ -1021,7 +998,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 	if (flags & MI_QCONV_OUT_BLK8) {
 		bool wino = cv->wino && isa == MI_QISA_AVX2 && mi_qwino_on();
 
-		if (!blkepi_on() || ep->mode != MI_QOUT_F32 || ep->out_c4 || j.amx || wino ||
+		if (ep->mode != MI_QOUT_F32 || ep->out_c4 || j.amx || wino ||
 		    conv_gemv_use(cv, isa) || cv->depthwise ||
 		    (dwt_use(cv, isa, ep) && !(flags & MI_QCONV_IN_C4)) ||
 		    (s->group > 1 && cv->w.ocg % 8))
@@ -1051,7 +1028,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		j.npanel = ((j.amx_rows ? s->oh * (int)j.wp : s->oh * s->ow) + MI_QNR - 1) / MI_QNR;
 		/* RGB first convs: planar planes, conv_rgb_panel's im2col
 		 * (the split panel, or tile_avx2b's in place) */
-		if (cv->rgb && isa == MI_QISA_AVX2 && !j.in_c4 && rgb_on()) {
+		if (cv->rgb && isa == MI_QISA_AVX2 && !j.in_c4) {
 			struct kernels kr = qg_conv_kernels(isa, cv->rgb);
 
 			j.rgb = kr.split || kr.tile == tile_avx2b;
@@ -1086,7 +1063,7 @@ int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 			 * of 1/14 of a 14x14 map left one thread up to one
 			 * item behind: ResNet-50 layer3's 1x1 convs) */
 			int64_t macs = (int64_t)s->oc * s->oh * s->ow * (s->c / s->group);
-			int tgt = items >= 2 * nt && macs >= ((int64_t)8 << 20) * nt && chunk8_on() ?
+			int tgt = items >= 2 * nt && macs >= ((int64_t)8 << 20) * nt ?
 					  8 : 4;
 
 			j.nchunk = (tgt * nt + items - 1) / items;

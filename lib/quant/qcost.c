@@ -3,6 +3,7 @@
  * `metainfer quantize --min-cosine`: the time model of a configuration
  * (step classes, profiles, prediction).
  */
+#include "debug.h"
 #include "quant/quantize-impl.h"
 
 void qtime_free(struct qtime *tm)
@@ -24,9 +25,12 @@ void qtime_free(struct qtime *tm)
 
 /* A model to profile: the configuration the flags say now, written with
  * tagged node names and loaded at 1 thread with per-node profiling. */
-static int profile_load(struct qctx *c, struct mi_model **m)
+/* merge: 0 for one profile entry per node (no 1x1 + depthwise or SE fold
+ * merges: the fp32 kernels' times per node) */
+static int profile_load(struct qctx *c, struct mi_model **m, bool merge)
 {
-	struct mi_model_opts mo = { .flags = MI_MODEL_PROFILE, .nthreads = 1 };
+	struct mi_model_opts mo = { .flags = MI_MODEL_PROFILE, .nthreads = 1,
+				    .isa = c->isa_cap };
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	bool ql = c->qlinear;
@@ -39,6 +43,10 @@ static int profile_load(struct qctx *c, struct mi_model **m)
 	c->qlinear = ql;
 	if (err)
 		return err;
+#ifdef MI_MODEL_NO_MERGE
+	if (!merge)
+		mo.flags |= MI_MODEL_NO_MERGE;
+#endif
 	err = mi_model_load_buffer(buf, len, NULL, "quantized model", &mo, m);
 	free(buf);
 	if (err < 0)
@@ -275,8 +283,7 @@ static int profile_run(struct qctx *c, struct calib *ev, struct mi_model **m,
 		       const int *kq, bool timed)
 {
 	struct mi_value *outs = calloc(c->orig_noutputs + 1, sizeof(*outs));
-	const char *cm = getenv("MI_MINCOS_COST");
-	bool dump = getenv("MI_MINCOS_DEBUG") || (cm && !strcmp(cm, "steps"));
+	bool dump = mi_debug("quant") || (c->cost && !strcmp(c->cost, "steps"));
 	struct mi_node_profile pr;
 	double *best[NPROF] = { NULL };
 	int err = outs ? 0 : -ENOMEM, ni = 0;
@@ -315,7 +322,7 @@ static int profile_run(struct qctx *c, struct calib *ev, struct mi_model **m,
 			double f[3] = { 0, 0, 0 };
 
 			/* the step's context, class and sizes: the cost model's
-			 * input, or with MI_MINCOS_DEBUG=1 and timed steps, a
+			 * input, or with MI_DEBUG=quant and timed steps, a
 			 * line to fit it to */
 			if (sscanf(pr.name, "mi#n%d%n", &x, &at) == 1 && !pr.name[at] && x >= 0 &&
 			    x < c->g->nnodes) {
@@ -458,8 +465,6 @@ int qtime_init(struct qctx *c, struct calib *ev, struct unit *u, int nu,
 		      struct qtime *tm)
 {
 	const struct mi_graph *g = c->g;
-	const char *xdw = getenv("MI_CPU_XDW"), *sef = getenv("MI_CPU_SEFOLD");
-	char *xdw0 = xdw ? strdup(xdw) : NULL, *sef0 = sef ? strdup(sef) : NULL;
 	double qn = 0, qe = 0, dn = 0, de = 0;
 	bool *pick[2] = { calloc(g->nnodes + 1, sizeof(bool)), calloc(g->nnodes + 1, sizeof(bool)) };
 	struct mi_model *pm[NPROF] = { NULL };
@@ -481,8 +486,7 @@ int qtime_init(struct qctx *c, struct calib *ev, struct unit *u, int nu,
 	tm->pt = calloc(g->nnodes + 1, sizeof(double));
 	tm->side = calloc(g->ntensors + 1, sizeof(bool));
 	if (!pick[0] || !pick[1] || !tm->n8 || !tm->n32 || !tm->a8 || !tm->a32 || !tm->q || !tm->dq ||
-	    !tm->kq || !tm->prod || !tm->cstart || !tm->cons || !tm->mode || !tm->pt || !tm->side ||
-	    (xdw && !xdw0) || (sef && !sef0)) {
+	    !tm->kq || !tm->prod || !tm->cstart || !tm->cons || !tm->mode || !tm->pt || !tm->side) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -522,27 +526,17 @@ int qtime_init(struct qctx *c, struct calib *ev, struct unit *u, int nu,
 	}
 	/* the fp32 kernels per node: with the expansion + depthwise convs
 	 * fused or SE scales folded, two nodes' time goes into one */
-	setenv("MI_CPU_XDW", "0", 1);
-	setenv("MI_CPU_SEFOLD", "0", 1);
 	for (int i = 0; i < nu; i++)
 		qz_set_unit(c, &u[i], true);
-	err = profile_load(c, &pm[0]);
+	err = profile_load(c, &pm[0], false);
 	for (int i = 0; i < c->nqt; i++)
 		c->qt[i].fp32 = false;
 	if (!err)
-		err = profile_load(c, &pm[1]);
-	if (xdw0)
-		setenv("MI_CPU_XDW", xdw0, 1);
-	else
-		unsetenv("MI_CPU_XDW");
-	if (sef0)
-		setenv("MI_CPU_SEFOLD", sef0, 1);
-	else
-		unsetenv("MI_CPU_SEFOLD");
+		err = profile_load(c, &pm[1], false);
 	for (int i = 0; i < nu; i++)
 		qz_set_unit(c, &u[i], false);
 	if (!err)
-		err = profile_load(c, &pm[2]);
+		err = profile_load(c, &pm[2], true);
 	/* every other quantizable node int8 (in execution order), then the
 	 * others: the int8 nodes' times alone */
 	for (int par = 0; par < 2 && !err; par++) {
@@ -556,7 +550,7 @@ int qtime_init(struct qctx *c, struct calib *ev, struct unit *u, int nu,
 				pick[par][g->order[o]] = !c->nodes[k].wfp32;
 			}
 		}
-		err = profile_load(c, &pm[3 + par]);
+		err = profile_load(c, &pm[3 + par], true);
 	}
 	for (int i = 0; i < nu; i++)
 		qz_set_unit(c, &u[i], false);
@@ -597,7 +591,5 @@ int qtime_init(struct qctx *c, struct calib *ev, struct unit *u, int nu,
 out:
 	free(pick[0]);
 	free(pick[1]);
-	free(xdw0);
-	free(sef0);
 	return err;
 }

@@ -185,7 +185,7 @@ dwq_avx2_store(__m256i a, const __m256i comp, const __m256 mult, const __m256 lo
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, const int kw,
 	      int oh, int ow, int sh, const int sw, const __m256i comp, const __m256 mult,
-	      const struct mi_qepi *ep, uint8_t *out, bool reuse, bool tail, bool unroll)
+	      const struct mi_qepi *ep, uint8_t *out)
 {
 	const int np = (kw + 1) / 2;
 	__m256i sel = sw == 1 ? _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1,
@@ -203,7 +203,7 @@ dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, con
 	int oy = 0;
 
 	/* full steps of 4 rows: each input row's tap-pair vectors once */
-	for (; oy + 4 <= oh && reuse; oy += 4) {
+	for (; oy + 4 <= oh; oy += 4) {
 		const uint8_t *r0 = xq + (size_t)oy * sh * wp * 4;
 
 		for (int x = 0; x < ow; x += 2) {
@@ -215,9 +215,8 @@ dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, con
 				dwq_avx2_rows4(r0 + (size_t)sw * x * 4, wp, wv, kh, np, 2, sel, a);
 			/* 3x3: the four rows' stores unrolled keep a[] in
 			 * registers (56x56-112x112 maps ~9% faster; 5x5 kernels
-			 * ~5% slower so, register pressure; MI_QUANT_DWQU=0: a
-			 * loop) */
-			if (kh <= 3 && unroll) {
+			 * ~5% slower so, register pressure) */
+			if (kh <= 3) {
 #pragma GCC unroll 4
 				for (int i = 0; i < 4; i++)
 					dwq_avx2_store(a[i], comp, mult, lo, hi, zy, lowb,
@@ -231,8 +230,8 @@ dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, con
 			}
 		}
 	}
-	/* the last 1-3 rows in one step, tap pairs shared (dwqt_on) */
-	if (reuse && tail && oy < oh) {
+	/* the last 1-3 rows in one step, tap pairs shared */
+	if (oy < oh) {
 		const uint8_t *r0 = xq + (size_t)oy * sh * wp * 4;
 		int n = oh - oy;
 
@@ -254,55 +253,8 @@ dwq_avx2_body(const uint8_t *xq, size_t wp, const __m256i *wv, const int kh, con
 				dwq_avx2_store(a[i], comp, mult, lo, hi, zy, lowb,
 					       out + ((size_t)(oy + i) * ow + x) * 4, x + 1 < ow);
 		}
-		oy = oh;
-	}
-	/* the last 1-3 rows: each row's taps alone */
-	for (; oy < oh; oy += 4) {
-		const uint8_t *r[4];
-
-		for (int i = 0; i < 4; i++)
-			r[i] = xq + (size_t)(oy + i < oh ? oy + i : oy) * sh * wp * 4;
-		for (int x = 0; x < ow; x += 2) {
-			__m256i a[4];
-
-			for (int i = 0; i < 4; i++)
-				a[i] = _mm256_setzero_si256();
-			for (int ky = 0; ky < kh; ky++)
-				for (int jp = 0; jp < np; jp++) {
-					size_t off = ((size_t)ky * wp + (size_t)sw * x + 2 * jp) * 4;
-					__m256i wt = wv[ky * np + jp];
-
-					for (int i = 0; i < 4; i++) {
-						__m256i p = _mm256_shuffle_epi8(
-							_mm256_broadcastsi128_si256(_mm_loadu_si128(
-								(const __m128i *)(r[i] + off))),
-							sel);
-
-						a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(p, wt));
-					}
-				}
-			for (int i = 0; i < 4 && oy + i < oh; i++)
-				dwq_avx2_store(a[i], comp, mult, lo, hi, zy, lowb,
-					       out + ((size_t)(oy + i) * ow + x) * 4, x + 1 < ow);
-		}
 	}
 }
-
-/* MI_QUANT_DWQR=0: dwq_item builds each output row's tap pairs alone (A/B) */
-static int dwqr_cur = -1;
-
-/* MI_QUANT_DWQT=0: the last oh % 4 rows of dwq_item build their tap pairs
- * per row, with the sums in memory (A/B) */
-MI_QUANT_SWITCH(dwqt, "MI_QUANT_DWQT")
-
-/* MI_QUANT_DWQW=0: dwq_item builds its weight pairs by scalar stores into
- * an int16 array copied to each vector (a store-forwarding stall per
- * vector: ~7% of a 7x7 map's quad) (A/B) */
-MI_QUANT_SWITCH(dwqw, "MI_QUANT_DWQW")
-
-/* MI_QUANT_DWQU=0: dwq_item's 3x3 steps store their four rows in a loop
- * (a[] in memory) (A/B) */
-MI_QUANT_SWITCH(dwqu, "MI_QUANT_DWQU")
 
 /*
  * The weight pair vectors of a quad: wv[ky np + jp] lane l holds
@@ -345,27 +297,6 @@ __attribute__((target("avx2"))) static void dwq_wpairs_avx2(const int8_t *w, int
 	}
 }
 
-/* dwq_wpairs_avx2's vectors by scalar stores (MI_QUANT_DWQW=0) */
-__attribute__((target("avx2"))) static void dwq_wpairs_scalar(const int8_t *w, int kh, int kw,
-							       __m256i *wv)
-{
-	int np = (kw + 1) / 2;
-
-	for (int ky = 0; ky < kh; ky++)
-		for (int jp = 0; jp < np; jp++) {
-			int16_t p[16];
-
-			for (int l = 0; l < 8; l++) {
-				const int8_t *wc = w + (size_t)(l % 4) * kh * kw + ky * kw;
-				int kx = 2 * jp;
-
-				p[2 * l] = wc[kx];
-				p[2 * l + 1] = kx + 1 < kw ? wc[kx + 1] : 0;
-			}
-			memcpy(&wv[ky * np + jp], p, sizeof(p));
-		}
-}
-
 __attribute__((target("avx2,fma"))) void dwq_item(void *arg, int q, int tid)
 {
 	struct conv_job *j = arg;
@@ -377,15 +308,9 @@ __attribute__((target("avx2,fma"))) void dwq_item(void *arg, int q, int tid)
 	const int8_t *w = j->cv->dww + (size_t)4 * q * s->kh * s->kw;
 	__m256i wv[MI_QDW_KMAX * ((MI_QDW_KMAX + 1) / 2)];
 
-	bool reuse = mi_quant_switch(&dwqr_cur, "MI_QUANT_DWQR");
-	bool tail = dwqt_on(), unroll = dwqu_on();
-
 	(void)tid;
 	dwq_prep_avx2(j, q, xq);
-	if (dwqw_on())
-		dwq_wpairs_avx2(w, s->kh, s->kw, wv);
-	else
-		dwq_wpairs_scalar(w, s->kh, s->kw, wv);
+	dwq_wpairs_avx2(w, s->kh, s->kw, wv);
 	int c = 4 * q;
 	__m256i comp = _mm256_setr_epi32(ep->comp[c], ep->comp[c + 1], ep->comp[c + 2],
 					 ep->comp[c + 3], ep->comp[c], ep->comp[c + 1],
@@ -395,21 +320,17 @@ __attribute__((target("avx2,fma"))) void dwq_item(void *arg, int q, int tid)
 				     ep->mult[c + 2], ep->mult[c + 3]);
 
 	if (s->kh == 3 && s->kw == 3 && s->sw == 1)
-		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 1, comp, mult, ep, out,
-			      reuse, tail, unroll);
+		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 1, comp, mult, ep, out);
 	else if (s->kh == 3 && s->kw == 3)
-		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 2, comp, mult, ep, out,
-			      reuse, tail, unroll);
+		dwq_avx2_body(xq, j->wp, wv, 3, 3, s->oh, s->ow, s->sh, 2, comp, mult, ep, out);
 	else if (s->kh == 5 && s->kw == 5 && s->sw == 1)
-		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 1, comp, mult, ep, out,
-			      reuse, tail, unroll);
+		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 1, comp, mult, ep, out);
 	else if (s->kh == 5 && s->kw == 5)
-		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 2, comp, mult, ep, out,
-			      reuse, tail, unroll);
+		dwq_avx2_body(xq, j->wp, wv, 5, 5, s->oh, s->ow, s->sh, 2, comp, mult, ep, out);
 	else if (s->sw == 1)
 		dwq_avx2_body(xq, j->wp, wv, s->kh, s->kw, s->oh, s->ow, s->sh, 1, comp, mult, ep,
-			      out, reuse, tail, unroll);
+			      out);
 	else
 		dwq_avx2_body(xq, j->wp, wv, s->kh, s->kw, s->oh, s->ow, s->sh, 2, comp, mult, ep,
-			      out, reuse, tail, unroll);
+			      out);
 }

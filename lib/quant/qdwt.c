@@ -33,10 +33,10 @@ int mi_quant_set_dwtab(int on)
 	return dwtab_cur;
 }
 
-/* MI_QUANT_DWTAB=0 turns the tables off (A/B runs). */
+/* Off (tests): no tables, the other depthwise kernels. */
 static bool dwtab_on(void)
 {
-	return mi_quant_switch(&dwtab_cur, "MI_QUANT_DWTAB");
+	return dwtab_cur != 0;
 }
 
 void dwt_free(struct mi_qdwtab *t)
@@ -678,6 +678,3 @@ void dwt_run(const struct mi_qconv *cv, const uint8_t *x, uint8_t zx, uint8_t fl
 	}
 	qg_par_for(nq * j.nsplit, dwt_item, &j);
 }
-
-/* MI_QUANT_DWPREP=0: AVX2 depthwise planes padded by memcpy/memset per
- * row (A/B). */

@@ -197,8 +197,7 @@ int qz_equalize(struct qctx *c, struct calib *cal)
 	struct eqgroup *grs = NULL;
 	int ngr = 0, nscaled = 0, err = 0, nout0 = g->noutputs, *outs;
 	double **ms = NULL; /* per tensor: per-channel sums of squares */
-	bool eqmax = getenv("MI_QUANT_EQ_MAX") != NULL;
-	double alpha = getenv("MI_QUANT_EQ_ALPHA") ? strtod(getenv("MI_QUANT_EQ_ALPHA"), NULL) : EQ_ALPHA;
+	const double alpha = EQ_ALPHA;
 
 	if (!prod || !gid) {
 		err = -ENOMEM;
@@ -286,12 +285,6 @@ int qz_equalize(struct qctx *c, struct calib *cal)
 					const float *d = (const float *)x->data + (o * nch + ch) * inner;
 					double s = 0;
 
-					if (eqmax) {
-						for (int64_t k = 0; k < inner; k++)
-							s = fmax(s, (double)d[k] * d[k]);
-						ms[t][ch] = fmax(ms[t][ch], s);
-						continue;
-					}
 					for (int64_t k = 0; k < inner; k++)
 						s += (double)d[k] * d[k];
 					ms[t][ch] += s / inner;

@@ -58,16 +58,10 @@ int mi_quant_set_isa(int isa)
 
 int mi_quant_isa(void)
 {
-	if (isa_cur < 0) {
-		const char *e = getenv("MI_CPU_ISA");
-		int want = MI_QISA_AVX512;
-
-		if (e && !strcmp(e, "generic"))
-			want = MI_QISA_GENERIC;
-		else if (e && !strcmp(e, "avx2"))
-			want = MI_QISA_AVX2;
-		mi_quant_set_isa(want);
-	}
+	/* the best this CPU has until a planner (mi_quant_plan: the model's
+	 * ISA cap, as lib/cpu's) or a test sets it */
+	if (isa_cur < 0)
+		mi_quant_set_isa(MI_QISA_AVX512);
 	return isa_cur;
 }
 
@@ -153,14 +147,10 @@ static bool amx_fits(const struct mi_qweights *w)
 	return w->nblk >= 2 && (w->k4 >= 16 || (w->k4 >= 8 && w->nblk >= 4));
 }
 
-/* MI_QUANT_U8S7=0: AVX2 weights in [-64, 63] on the int16 tiles too
- * (tile_avx2w/tile_avx2s), not tile_avx2b (A/B). */
-MI_QUANT_SWITCH(u8s7, "MI_QUANT_U8S7")
-
 /* w's AVX2 tiles are tile_avx2b's (vpmaddubsw, exact for 7-bit weights) */
 bool qg_avx2b_use(const struct mi_qweights *w)
 {
-	return w->s7 && u8s7_on();
+	return w->s7;
 }
 
 int mi_qweights_pack(struct mi_qweights *w, int group, int ocg, int k,
@@ -240,34 +230,13 @@ void mi_qweights_free(struct mi_qweights *w)
 	memset(w, 0, sizeof(*w));
 }
 
-bool mi_quant_switch(int *cur, const char *name)
-{
-	if (*cur < 0) {
-		const char *e = getenv(name);
-
-		*cur = !(e && !strcmp(e, "0"));
-	}
-	return *cur;
-}
-
-/* the AVX2 tile on the weights widened at pack time (w->w16); off
- * (MI_QAVX2W=0 or tests): tile_avx2, widening per tile */
-MI_QUANT_SWITCH(avx2w, "MI_QAVX2W")
-
-/* MI_QUANT_AVX2RQ=0: tile_avx2w's sums go through epi_avx2 (A/B). */
-MI_QUANT_SWITCH(avx2rq, "MI_QUANT_AVX2RQ")
-
-/* MI_QUANT_AVX2S=0: conv panels are split into int16 pairs by the AVX2
- * tile at every step, for every output block (A/B). */
-MI_QUANT_SWITCH(avx2s, "MI_QUANT_AVX2S")
-
 /* qg_kernels_for, for the convs' panels: on AVX2 the panel split once per
  * item (split_panel_avx2), not per output block and step */
 struct kernels qg_conv_kernels(int isa, const struct mi_qweights *w)
 {
 	struct kernels k = qg_kernels_for(isa, w);
 
-	if (isa == MI_QISA_AVX2 && k.w16 && k.tile == tile_avx2w && avx2s_on()) {
+	if (isa == MI_QISA_AVX2 && k.w16 && k.tile == tile_avx2w) {
 		k.tile = tile_avx2s;
 		k.tile_rq = k.tile_rq ? tile_avx2s_rq : NULL;
 		k.split = true;
@@ -282,11 +251,9 @@ struct kernels qg_kernels_for(int isa, const struct mi_qweights *w)
 		return (struct kernels){ tile_vnni, epi_avx512, tile_vnni_rq, false, false };
 	case MI_QISA_AVX2:
 		if (qg_avx2b_use(w))
-			return (struct kernels){ tile_avx2b, epi_avx2,
-						 avx2rq_on() ? tile_avx2b_rq : NULL, false, false };
-		if (w->w16 && avx2w_on())
-			return (struct kernels){ tile_avx2w, epi_avx2,
-						 avx2rq_on() ? tile_avx2w_rq : NULL, true, false };
+			return (struct kernels){ tile_avx2b, epi_avx2, tile_avx2b_rq, false, false };
+		if (w->w16)
+			return (struct kernels){ tile_avx2w, epi_avx2, tile_avx2w_rq, true, false };
 		return (struct kernels){ tile_avx2, epi_avx2, NULL, false, false };
 	default:
 		return (struct kernels){ tile_generic, epi_generic, NULL, false, false };
@@ -471,11 +438,11 @@ gemv_avx2(const struct mi_qweights *w, const uint8_t *a, int b0, int b1, int32_t
 
 static int gemv2_cur = -1;
 
-/* MI_QUANT_GEMV2=0: AVX2 GEMMs of few rows and 1x1 convs of one pixel
- * through the tile kernel's 32-pixel panel, as before gemv_avx2 (A/B). */
+/* Off (tests): AVX2 GEMMs of few rows and 1x1 convs of one pixel
+ * through the tile kernel's 32-pixel panel instead of gemv_avx2. */
 static bool gemv2_on(void)
 {
-	return mi_quant_switch(&gemv2_cur, "MI_QUANT_GEMV2");
+	return gemv2_cur != 0;
 }
 
 int mi_quant_set_gemv2(int on)

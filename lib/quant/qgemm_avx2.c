@@ -142,10 +142,6 @@ tile_avx2(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
  * pixel and lane (no horizontal adds), no lane crossing.  4 rows x 16
  * pixels of sums in registers at a time (8 + 4 + 2 ymm).
  */
-/* MI_QUANT_AVX2NP=0: partial panels (np < 32) compute all 32 pixels on
- * the AVX2 tiles (A/B; tile_avx2b_np, tile_avx2w_body's np) */
-MI_QUANT_SWITCH(avx2np, "MI_QUANT_AVX2NP")
-
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 tile_avx2w_body(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc,
 		const bool split, int np)
@@ -270,8 +266,8 @@ tile_avx2w_rq_body(const int8_t *a, const uint8_t *b, size_t ldb, int k4,
 	if (np < MI_QNR) {
 		int32_t acc[MI_QMR * MI_QNR];
 
-		/* MI_QUANT_AVX2NP: only the 16-pixel halves that hold pixels */
-		tile_avx2w_body(a, b, ldb, k4, acc, split, avx2np_on() ? np : MI_QNR);
+		/* only the 16-pixel halves that hold pixels */
+		tile_avx2w_body(a, b, ldb, k4, acc, split, np);
 		epi_avx2(acc, MI_QNR, MI_QMR, np, ep, oc0,
 			 ep->out_c4 ? (void *)(out + oc0 % 4) : (void *)out, ldo);
 		return;
@@ -405,43 +401,6 @@ tile_avx2b(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int32_t *acc)
 	}
 
 /*
- * tile_avx2b on a partial panel (np < 32 pixels): only the 16-pixel
- * halves that hold pixels, and a half with at most 8 of them on 8 pixels
- * (4 accumulators, one panel load per step).  A 7x7 map's second panel
- * (17 pixels) costs 24 pixel columns instead of 32, a 14x14 map's last
- * (4 pixels) 8 instead of 32.  The sums of the pixels below np are the
- * full tile's (the same additions per lane); acc past them is not written
- * and epi_avx2 stores only np pixels.
- */
-__attribute__((target("avx2,fma"))) static void
-tile_avx2b_np(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int np, int32_t *acc)
-{
-	const __m256i one16 = _mm256_set1_epi16(1);
-
-	for (int rh = 0; rh < 2; rh++)
-		for (int ph = 0; ph < 2 && ph * 16 < np; ph++) {
-			__m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
-			__m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-			const int32_t *ap = (const int32_t *)(const void *)a + rh * 4;
-			const uint8_t *bp = b + ph * 64;
-			int32_t *o = acc + rh * 4 * MI_QNR + ph * 16;
-
-			if (np - ph * 16 <= 8) {
-				MI_QAVX2B_KLOOP8();
-			} else {
-				MI_QAVX2B_KLOOP();
-				_mm256_storeu_si256((void *)(o + 8), c01);
-				_mm256_storeu_si256((void *)(o + MI_QNR + 8), c11);
-				_mm256_storeu_si256((void *)(o + 2 * MI_QNR + 8), c21);
-				_mm256_storeu_si256((void *)(o + 3 * MI_QNR + 8), c31);
-			}
-			_mm256_storeu_si256((void *)o, c00);
-			_mm256_storeu_si256((void *)(o + MI_QNR), c10);
-			_mm256_storeu_si256((void *)(o + 2 * MI_QNR), c20);
-			_mm256_storeu_si256((void *)(o + 3 * MI_QNR), c30);
-		}
-}
-/*
  * N (1..7) pixels p0.. of tile_avx2b's panel, all 8 rows at once: per
  * k4 step the 8 rows' 4 weights are one vector, each pixel's 4 bytes
  * are broadcast, vpmaddubsw + vpmaddwd(1) + vpaddd into the pixel's 8
@@ -494,10 +453,6 @@ __attribute__((target("avx2,fma"))) static void tile_avx2b_px(const int8_t *a, c
 	}
 }
 
-/* MI_QUANT_AVX2PX=0: tile_avx2b_np's last 1-7 pixels on an 8- or 16-pixel
- * pass (A/B) */
-MI_QUANT_SWITCH(avx2px, "MI_QUANT_AVX2PX")
-
 /*
  * tile_avx2b_np with the last 1-3 pixels past the 16- and 8-pixel passes
  * (np % 8) on tile_avx2b_px: a partial panel of 17 pixels (7x7 maps: 49
@@ -546,9 +501,6 @@ tile_avx2b_np2(const int8_t *a, const uint8_t *b, size_t ldb, int k4, int np, in
 #undef MI_QAVX2B_KLOOP8
 #undef MI_Q_B4
 
-/* MI_QUANT_AVX2BI=0: tile_avx2b_rq calls rq_store_avx2 out of line (A/B) */
-MI_QUANT_SWITCH(avx2bi, "MI_QUANT_AVX2BI")
-
 /*
  * The full tiles of tile_avx2b_rq.  inl: rq_store_avx2 inlined, taken
  * for K <= 128 (k4 <= 32), where the requantization is a large part of
@@ -596,17 +548,12 @@ tile_avx2b_rq(const int8_t *a, const uint8_t *b, size_t ldb, int k4, const struc
 	if (np < MI_QNR) {
 		int32_t acc[MI_QMR * MI_QNR];
 
-		if (avx2np_on() && avx2px_on())
-			tile_avx2b_np2(a, b, ldb, k4, np, acc);
-		else if (avx2np_on())
-			tile_avx2b_np(a, b, ldb, k4, np, acc);
-		else
-			tile_avx2b(a, b, ldb, k4, acc);
+		tile_avx2b_np2(a, b, ldb, k4, np, acc);
 		epi_avx2(acc, MI_QNR, MI_QMR, np, ep, oc0,
 			 ep->out_c4 ? (void *)(out + oc0 % 4) : (void *)out, ldo);
 		return;
 	}
-	if (k4 <= 32 && avx2bi_on())
+	if (k4 <= 32)
 		tile_avx2b_rq_full(a, b, ldb, k4, ep, oc0, out, ldo, true);
 	else
 		tile_avx2b_rq_full(a, b, ldb, k4, ep, oc0, out, ldo, false);

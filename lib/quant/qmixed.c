@@ -3,6 +3,7 @@
  * `metainfer quantize --min-cosine`: mixed precision, the search for
  * the fastest configuration of fp32 / int8 units that keeps the cosine.
  */
+#include "debug.h"
 #include "quant/quantize-impl.h"
 
 /* ---- --min-cosine: mixed precision ------------------------------------ */
@@ -47,8 +48,6 @@ static struct evmemo *memo_get(struct qctx *c, const struct calib *ev, const uin
 	uint64_t h;
 	struct evmemo *e;
 
-	if (getenv("MI_MINCOS_MEMO") && !strcmp(getenv("MI_MINCOS_MEMO"), "0"))
-		return NULL;
 	if (c->memo_ev != ev)
 		qz_memo_free(c);
 	c->memo_ev = ev;
@@ -119,14 +118,12 @@ static void *evrun_fn(void *p)
 
 /* Instances of the model run side by side: --threads (0: the cores), each
  * at one thread, the inputs split between them (a batch-1 inference keeps
- * two cores busy poorly); 1 (or MI_MINCOS_PAR=0): one instance at
+ * two cores busy poorly); 1: one instance at
  * --threads.  The kernels give the same results at any thread count. */
 static int eval_workers(const struct qctx *c)
 {
 	int w = c->nthreads > 0 ? c->nthreads : mi_cpu_ncores();
 
-	if (getenv("MI_MINCOS_PAR") && !strcmp(getenv("MI_MINCOS_PAR"), "0"))
-		return 1;
 	return w < 1 ? 1 : w > MINCOS_WORKERS ? MINCOS_WORKERS : w;
 }
 
@@ -150,7 +147,7 @@ int qz_eval_model(struct qctx *c, struct calib *ev, int nruns, const int *sel,
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int nw = eval_workers(c), nb = 0, b0 = 0;
-	struct mi_model_opts mo = { .nthreads = nw > 1 ? 1 : c->nthreads };
+	struct mi_model_opts mo = { .nthreads = nw > 1 ? 1 : c->nthreads, .isa = c->isa_cap };
 	struct evrun run[MINCOS_WORKERS];
 	pthread_t tid[MINCOS_WORKERS];
 	bool spawned[MINCOS_WORKERS];
@@ -431,8 +428,6 @@ void qz_set_unit(struct qctx *c, const struct unit *u, bool fp32)
  * the convolution). */
 static void apply_units(struct qctx *c, const struct unit *u, int nu)
 {
-	const char *rt = getenv("MI_MINCOS_RT");
-
 	for (int i = 0; i < nu; i++)
 		qz_set_unit(c, &u[i], u[i].fp);
 	for (int i = 0; i < c->nnodes; i++) {
@@ -446,8 +441,8 @@ static void apply_units(struct qctx *c, const struct unit *u, int nu)
 	 * (QuantizeLinear -> DequantizeLinear between fp32 nodes): no int8
 	 * node reads it, it costs the Q/DQ passes and splits the fp32
 	 * kernels' fusions (an expansion conv from its depthwise conv).  It
-	 * stays fp32 (MI_MINCOS_RT=0: quantized as the units say). */
-	if (rt && *rt == '0')
+	 * stays fp32 (c->keep_rt: quantized as the units say). */
+	if (c->keep_rt)
 		return;
 	for (int qi = 0; qi < c->nqt; qi++) {
 		bool all = c->qt[qi].qn_read;
@@ -576,7 +571,7 @@ static const char *unit_name(const struct qctx *c, const struct unit *u)
  * order ord, or the first n), stopping at the first one below the target;
  * *pass: the judged cosine (qz_judged()) reaches it, and if hold > 0, also
  * that of inputs hold..n-1 alone (the held-out ones, which the search did
- * not choose by; *tail: the lower of the two).  MI_MINCOS_DEBUG=1 prints
+ * not choose by; *tail: the lower of the two).  MI_DEBUG=quant prints
  * each judgement and its inputs' cosines on stderr. */
 static int try_config(struct qctx *c, struct calib *ev, int n, const int *ord, int hold,
 		      double target, double *per, bool *pass, double *cmin, double *tail)
@@ -595,7 +590,7 @@ static int try_config(struct qctx *c, struct calib *ev, int n, const int *ord, i
 			*tail = fmin(*tail, htail);
 		}
 	}
-	if (!err && getenv("MI_MINCOS_DEBUG")) {
+	if (!err && mi_debug("quant")) {
 		fprintf(stderr, "judged %d inputs (held out from %d): target %.17g min %.17g tail "
 			"%.17g se %.17g held-out tail %.17g se %.17g %s%s", n, hold, target, *cmin,
 			*tail, se, htail, hse, *cmin < target ? "stopped" : *pass ? "pass" : "fail",
@@ -626,12 +621,12 @@ static int cmp_run(const void *a, const void *b)
  *  3. Refinement: the prefix's units, the ones whose return to int8 saves
  *     most time first, go back to int8 one at a time while it still passes
  *     (at most MINCOS_REFINE trials).
- *  4. (default, MI_QUANT_W8FB=2) A weight at 7 bits (qz_wqmax_plain()) the
+ *  4. (default, --w8-fallback 2) A weight at 7 bits (qz_wqmax_plain()) the
  *     result leaves in fp32 on a node that could run int8 tries 8 bits
  *     (int16 tiles, MINCOS_W8_RATE of the 7-bit time, still ~1.5-2x faster
  *     than fp32), the largest predicted saving first, each kept when the
  *     configuration passes on all inputs and the held-out ones.
- * MI_QUANT_W8FB=1 instead gives such a weight three levels in the ranking:
+ * --w8-fallback 1 instead gives such a weight three levels in the ranking:
  * besides its unit (fp32) a "w8" unit moves it to 8 bits.  Its error is not
  * measured but split from the weight's: the 7-bit error times the 8-bit
  * weights' share of their rounding error (qz_weight_scales(): ~1/4) stays with
@@ -640,7 +635,7 @@ static int cmp_run(const void *a, const void *b)
  * counted from 8 bits), so the ranking takes the 8-bit step first and the
  * search stays one bisection over one ranking.  It moves many weights to
  * 8 bits that 7 would have done for (Documentation/quantization.rst:
- * slower on 3 of 5 CNNs).  MI_QUANT_W8FB=0: neither.
+ * slower on 3 of 5 CNNs).  --w8-fallback 0: neither.
  */
 int qz_mixed_precision(struct qctx *c, struct calib *ev, int n)
 {
@@ -714,10 +709,10 @@ int qz_mixed_precision(struct qctx *c, struct calib *ev, int n)
 	       "%.9f\n", cmin, cmean, nall, tail);
 	if (jd >= c->min_cos)
 		goto out;
-	/* costs: the cost model's times of the planned steps (MI_MINCOS_COST=
-	 * profile: measured times; =macs: multiply-adds, as when planning the
+	/* costs: the cost model's times of the planned steps (--cost
+	 * profile: measured times; macs: multiply-adds, as when planning the
 	 * profile models fails) */
-	cost = getenv("MI_MINCOS_COST") ? getenv("MI_MINCOS_COST") : "model";
+	cost = c->cost ? c->cost : "model";
 	macs_only = !strcmp(cost, "macs");
 	tm.timed = !strcmp(cost, "profile") || !strcmp(cost, "steps");
 	err = macs_only ? 0 : qtime_init(c, ev, u, nu, &tm);
@@ -743,12 +738,12 @@ int qz_mixed_precision(struct qctx *c, struct calib *ev, int n)
 		       tm.timed ? "profiled" : "cost model", t8 * 1e-6, t32 * 1e-6, now_s() - t0);
 		/* the input of tools/quant/costfit.py: the step lines, then stop */
 		if (!strcmp(cost, "steps")) {
-			err = qz_err("--min-cosine: MI_MINCOS_COST=steps: stopped after the profiles") ?
+			err = qz_err("--min-cosine: --cost steps: stopped after the profiles") ?
 				      -ECANCELED : 0;
 			goto out;
 		}
 	} else if (macs_only) {
-		printf("min-cosine: costs are multiply-adds (MI_MINCOS_COST=macs)\n");
+		printf("min-cosine: costs are multiply-adds (--cost macs)\n");
 	} else {
 		printf("min-cosine: planning the cost models failed (%s): costs are multiply-adds\n",
 		       mi_last_error());
@@ -793,14 +788,14 @@ int qz_mixed_precision(struct qctx *c, struct calib *ev, int n)
 		u[i].rank = tm.ok ? u[i].sens / fmax(u[i].cost, 1e-3 * t8)
 				  : u[i].sens / (u[i].cost + 0.01 * macs + 1);
 	qsort(u, nu, sizeof(*u), cmp_unit);
-	if (getenv("MI_MINCOS_DEBUG"))
+	if (mi_debug("quant"))
 		for (int i = 0; i < nu; i++)
 			fprintf(stderr, "unit %3d %s %-70s sens %.3e cost %8.1f us macs %.0f rank "
 				"%.3e\n", i, u[i].w8 ? "8" : u[i].weight ? "w" : "a", unit_name(c, &u[i]), u[i].sens,
 				u[i].cost * 1e-3, u[i].weight ? qz_node_macs(c, u[i].idx) : 0.0, u[i].rank);
 	/* test hook: every prefix of the ranking on all inputs, so that a
 	 * test can replay the searches below for any targets */
-	for (int k = 0; getenv("MI_MINCOS_PREFIXES") && k <= nu; k++) {
+	for (int k = 0; c->prefixes && k <= nu; k++) {
 		set_prefix(c, u, nu, k);
 		err = qz_eval_model(c, ev, nall, NULL, 0, &cmin, &cmean, per);
 		if (err)
@@ -820,7 +815,7 @@ int qz_mixed_precision(struct qctx *c, struct calib *ev, int n)
 		nevals++;
 		if (err)
 			goto out;
-		if (getenv("MI_MINCOS_DEBUG"))
+		if (mi_debug("quant"))
 			fprintf(stderr, "bisection: %d units in fp32: %s\n", mid,
 				pass ? "passed" : "failed");
 		printf("min-cosine: bisection step %d: %d of %d units in fp32: %s (cosine min %.9f, "
@@ -952,7 +947,7 @@ int qz_mixed_precision(struct qctx *c, struct calib *ev, int n)
 		set_prefix(c, u, nu, hi);
 		printf("min-cosine: after the checks on all inputs: %d units in fp32\n", hi);
 	}
-	/* MI_QUANT_W8FB=2: the 7-bit weights left in fp32 whose nodes could
+	/* --w8-fallback 2: the 7-bit weights left in fp32 whose nodes could
 	 * run int8 try 8 bits, the largest predicted saving first, each kept
 	 * when the configuration passes the check on all inputs */
 	int ncand = 0, ntry8 = 0;
@@ -1012,12 +1007,11 @@ int qz_mixed_precision(struct qctx *c, struct calib *ev, int n)
 	 * may run slower than the fp32 one; the ranking priced every unit
 	 * against the all-int8 model), the largest saving first, each kept
 	 * when the configuration passes the check on all inputs, at most
-	 * MINCOS_REFINE trials (MI_MINCOS_DOWN=0: none) */
+	 * MINCOS_REFINE trials (c->no_down: none) */
 	int ndown = 0, ntryd = 0;
-	const char *down = getenv("MI_MINCOS_DOWN");
 
 	tcur = tm.ok ? qz_predict_time(c, &tm) : 0;
-	for (int i = 0; tm.ok && !(down && *down == '0') && i < nu; i++) {
+	for (int i = 0; tm.ok && !c->no_down && i < nu; i++) {
 		double tnew;
 
 		if (u[i].w8 || u[i].fp || (u[i].weight && c->nodes[u[i].idx].wfp32) ||
@@ -1075,7 +1069,7 @@ int qz_mixed_precision(struct qctx *c, struct calib *ev, int n)
 	}
 	if (tm.ok)
 		tcur = qz_predict_time(c, &tm);
-	if (tm.ok && getenv("MI_MINCOS_DEBUG")) {
+	if (tm.ok && mi_debug("quant")) {
 		qz_predict_time(c, &tm);
 		for (int o = 0; o < c->g->norder; o++) {
 			int ni = c->g->order[o];

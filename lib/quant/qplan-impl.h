@@ -31,7 +31,6 @@ struct qact {
 
 struct qnode {
 	struct mi_cpu_kernel_hdr hdr;
-	uint32_t magic;
 	/* undo information for fini() */
 	int orig_ninputs, orig_in0, orig_out0;
 	int killed[8], nkilled;
@@ -162,7 +161,6 @@ struct qcat {
 
 extern int qp_pool_threads;
 extern __thread int qp_cur_threads;
-extern bool qp_split_all;
 extern int64_t qp_shared_need;
 
 void qp_pool_for(int n, mi_qpar_fn fn, void *arg);
@@ -189,8 +187,6 @@ int qpool_run(struct mi_graph *g, struct mi_node *n);
 bool qp_same_q(const struct qact *a, const struct qact *b);
 int try_qadd(struct mi_graph *g, struct mi_node *n);
 int try_qpool(struct mi_graph *g, struct mi_node *n);
-bool qp_luti_on(void);
-bool qp_lutg_on(void);
 bool qp_have_vbmi(void);
 void qp_lut8_any(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y);
 void qp_lut_f32(const struct qnode *q, const uint8_t *x, int64_t n, float *y);
@@ -204,12 +200,10 @@ int try_qse(struct mi_graph *g, struct mi_node *n);
 int qgap_run(struct mi_graph *g, struct mi_node *n);
 int try_qgap(struct mi_graph *g, struct mi_node *n);
 void kill_unused_tables(struct mi_graph *g);
-bool qdq_layout_on(int bit);
 void qdq_deq(const struct qnode *q, const uint8_t *x, int64_t n, float *y);
 bool qdq_layout_run(const struct qnode *q, const void *x, void *y);
 int qdq_run(struct mi_graph *g, struct mi_node *n);
 int try_qdq_op(struct mi_graph *g, struct mi_node *n);
-bool qp_mvc4_on(void);
 int qmv_run(struct mi_graph *g, struct mi_node *n);
 bool qmv_c4_writer(const struct mi_node *n);
 void qmove_free(struct qmove *m);
@@ -224,15 +218,11 @@ void qp_plan_chan(struct mi_graph *g);
 /*
  * lut[x[0..7]] as a vector from eight scalar loads (vmovss + vinsertps):
  * on Zen 3 ~1.5x the rate of one vgatherdps of the same eight entries
- * (qse_direct_avx2, gap_sums_avx2 and lut_avx2 take it unless
- * MI_QUANT_LUTI=0, which keeps the gathers; the same floats).
+ * (qse_direct_avx2, gap_sums_avx2 and lut_avx2 take it).
  */
 __attribute__((target("avx2"), always_inline)) static inline __m256
-lut8x_avx2(const float *lut, const uint8_t *x, bool ins)
+lut8x_avx2(const float *lut, const uint8_t *x)
 {
-	if (!ins)
-		return _mm256_i32gather_ps(
-			lut, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)x)), 4);
 	return _mm256_setr_ps(lut[x[0]], lut[x[1]], lut[x[2]], lut[x[3]], lut[x[4]], lut[x[5]],
 			      lut[x[6]], lut[x[7]]);
 }
@@ -305,6 +295,19 @@ lut32_load(const uint8_t *planes, __m512i t[16])
 #pragma GCC unroll 16
 	for (int i = 0; i < 16; i++)
 		t[i] = _mm512_load_si512(planes + 64 * i);
+}
+
+/* The layout negotiation of lib/quant's nodes with lib/cpu's blocked pass
+ * (qplan_qdq.c); every qnode carries it in hdr.lops. */
+extern const struct mi_layout_ops qnode_lops;
+
+/* n was planned by lib/quant (its priv is a struct qnode): known by the
+ * header's fini, which only lib/quant's nodes have. */
+static inline bool qnode_is(const struct mi_node *n)
+{
+	const struct mi_cpu_kernel_hdr *h = n->priv;
+
+	return h && h->fini == qnode_fini;
 }
 
 #endif /* MI_QUANT_QPLAN_IMPL_H */

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "debug.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_plan.h"
 #include "cpu/nchwc.h"
@@ -38,18 +39,9 @@
 #include "quant/quant-impl.h"
 #include "quant/qplan-impl.h"
 
-#define QNODE_MAGIC 0x51384e44u /* "Q8ND" */
-
 struct qmove;
 
 /* ---- node helpers -------------------------------------------------------- */
-
-bool mi_quant_node_is(const struct mi_node *n)
-{
-	const struct qnode *q = n->priv;
-
-	return q && q->hdr.fini == qnode_fini && q->magic == QNODE_MAGIC;
-}
 
 void qnode_free(struct qnode *q)
 {
@@ -422,15 +414,6 @@ static int setup_epi(struct qnode *q, int64_t noc, const float *sw, float sx,
  * pool costs more than the work (a few microseconds each). */
 #define QPAR_MIN_MACS (1 << 21)
 
-static bool gemv_split(void)
-{
-	static int on = -1;
-
-	if (on < 0)
-		on = !getenv("MI_QUANT_GEMV_SPLIT") || *getenv("MI_QUANT_GEMV_SPLIT") != '0';
-	return on;
-}
-
 /*
  * An int8 conv's planar fp32 output ([c][hw]) into the NCHWc blocked
  * layout ([ceil(c / b)][hw][b], pad lanes 0) for the fp32 kernels that
@@ -514,9 +497,8 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 
 	/* a dense conv on up to 4 pixels (the squeeze-excitation FCs) is a
 	 * GEMV streaming its weights once: split from 32K multiply-adds
-	 * (EfficientNet-B0's 48 -> 1152 FCs, 55K: half the time at 2 threads);
-	 * MI_QUANT_GEMV_SPLIT=0: as the other dense convs */
-	if (!q->cv.depthwise && (int64_t)s->oh * s->ow <= 4 && gemv_split())
+	 * (EfficientNet-B0's 48 -> 1152 FCs, 55K: half the time at 2 threads) */
+	if (!q->cv.depthwise && (int64_t)s->oh * s->ow <= 4)
 		work *= 64;
 
 	/* a dense conv on a map of 512+ pixels splits in pixel ranges (16+
@@ -525,7 +507,7 @@ static int conv_run(struct mi_graph *g, struct mi_node *n)
 	int64_t lim = !q->cv.depthwise && (int64_t)s->oh * s->ow >= 512 ? QPAR_MIN_MACS / 4
 									: QPAR_MIN_MACS;
 
-	qp_cur_threads = work < lim && !qp_split_all ? 1 : q->nthreads;
+	qp_cur_threads = work < lim ? 1 : q->nthreads;
 	mi_quant_set_call_threads(qp_cur_threads);
 	size_t xs = (size_t)s->c * s->h * s->w;
 	size_t ys = (size_t)s->oc * s->oh * s->ow * (q->ep.mode >= MI_QOUT_S32 ? 4 : 1);
@@ -582,7 +564,7 @@ static int gemm_run(struct mi_graph *g, struct mi_node *n)
 	 * weights once, memory-bound: worth splitting from 128K weights */
 	int64_t work = m * q->k * q->w.ocg * (m <= 4 ? 16 : 1);
 
-	qp_cur_threads = work < QPAR_MIN_MACS && !qp_split_all ? 1 : q->nthreads;
+	qp_cur_threads = work < QPAR_MIN_MACS ? 1 : q->nthreads;
 	int err = mi_qgemm(&q->w, x->data, (int)m, (int)q->k, &q->ep, y->data, q->w.ocg,
 			   q->sh->ws);
 
@@ -619,7 +601,7 @@ struct qnode *qnode_new(int (*run)(struct mi_graph *, struct mi_node *))
 	if (q) {
 		q->hdr.run = run;
 		q->hdr.fini = qnode_fini;
-		q->magic = QNODE_MAGIC;
+		q->hdr.lops = &qnode_lops;
 		q->nthreads = qp_pool_threads;
 	}
 	return q;
@@ -828,7 +810,7 @@ int qp_skip(const struct mi_node *n, const char *why)
 	static int dbg = -1;
 
 	if (dbg < 0)
-		dbg = getenv("MI_QUANT_DEBUG") && *getenv("MI_QUANT_DEBUG") == '1';
+		dbg = mi_debug("quant");
 	if (dbg)
 		fprintf(stderr, "metainfer: int8: node '%s' (%s) not planned: %s\n", n->name,
 			n->op_type, why);
@@ -1001,7 +983,7 @@ static void kill_unused_dq(struct mi_graph *g)
 			for (int k = 0; k < n->ninputs; k++) {
 				if (n->inputs[k] == d->outputs[0])
 					used = true;
-				if (n->inputs[k] == d->inputs[0] && mi_quant_node_is(n) &&
+				if (n->inputs[k] == d->inputs[0] && qnode_is(n) &&
 				    !owner && ((struct qnode *)n->priv)->nkilled < 8)
 					owner = n->priv;
 			}
@@ -1017,15 +999,14 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 {
 	struct qshared *sh;
 	int err = 0, nq = 0, nint8;
-	bool seg;
 
 	if (opts && opts->reference)
 		return 0;
-	if (getenv("MI_NO_INT8") && *getenv("MI_NO_INT8") == '1')
+	if (opts && opts->no_int8)
 		return 0;
+	/* the int8 kernels of the model's ISA cap, as lib/cpu's */
+	mi_quant_set_isa(opts && opts->isa >= 0 ? opts->isa : mi_cpu_isa());
 	qp_pool_threads = opts && opts->nthreads > 0 ? opts->nthreads : mi_cpu_ncores();
-	qp_split_all = getenv("MI_QUANT_SPLIT_ALL") && *getenv("MI_QUANT_SPLIT_ALL") == '1';
-	seg = !getenv("MI_QUANT_GAP") || *getenv("MI_QUANT_GAP") != '0';
 	mi_quant_set_parallel(qp_pool_for, qp_pool_threads);
 	qp_shared_need = 0;
 	for (int p = 0; p < g->norder && !err; p++) {
@@ -1046,9 +1027,9 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 			err = try_qlut(g, n);
 		if (!err && !n->priv)
 			err = try_qse(g, n);
-		if (!err && !n->priv && seg)
+		if (!err && !n->priv)
 			err = try_qgap(g, n);
-		nq += n->priv != NULL && mi_quant_node_is(n);
+		nq += n->priv != NULL && qnode_is(n);
 	}
 	if (!err) {
 		err = qp_plan_moves(g);
@@ -1057,7 +1038,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	}
 	if (err)
 		return mi_graph_err(g, NULL, err, "int8 planning failed");
-	if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1') {
+	if (mi_debug("quant")) {
 		int nqops = 0;
 
 		for (int i = 0; i < g->nnodes; i++) {
@@ -1077,7 +1058,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	nint8 = nq;
 	for (int i = 0; i < g->nnodes && !err; i++) {
 		err = try_qdq_op(g, &g->nodes[i]);
-		nq += g->nodes[i].priv && mi_quant_node_is(&g->nodes[i]) &&
+		nq += g->nodes[i].priv && qnode_is(&g->nodes[i]) &&
 		      ((struct qnode *)g->nodes[i].priv)->hdr.run == qdq_run;
 	}
 	if (err)
@@ -1100,7 +1081,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	for (int i = 0; i < g->nnodes; i++) {
 		struct mi_node *n = &g->nodes[i];
 
-		if (!mi_quant_node_is(n))
+		if (!qnode_is(n))
 			continue;
 		if (!sh) {
 			qnode_fini(g, n);

@@ -70,7 +70,6 @@ gap_sums_avx2_body(const struct qnode *q, const uint8_t *x, int np, double *s, c
 	int64_t hw = q->gap_hw, i = 0;
 	const float *lut = q->lut;
 	float l[QGAP_PLANES][8];
-	bool ins = qp_luti_on() || c4;
 
 	for (int p = 0; p < np; p++)
 		s[p] = 0.0;
@@ -83,7 +82,7 @@ gap_sums_avx2_body(const struct qnode *q, const uint8_t *x, int np, double *s, c
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 
 #define MI_GAP2(o)                                                                   \
-	(c4 ? lut8x4_avx2(lut, xp + (i + (o)) * 4) : lut8x_avx2(lut, xp + i + (o), ins))
+	(c4 ? lut8x4_avx2(lut, xp + (i + (o)) * 4) : lut8x_avx2(lut, xp + i + (o)))
 			for (i = b; i + 32 <= end; i += 32) {
 				a0 = _mm256_add_ps(a0, MI_GAP2(0));
 				a1 = _mm256_add_ps(a1, MI_GAP2(8));
@@ -141,10 +140,10 @@ gap_c4s_body(const float *lut, const uint8_t *xq, int64_t hw, double *s, const i
 	for (int j = 0; j < 4; j++)
 		for (int k = 0; k < nq; k++) {
 			const uint8_t *xp = xq + (int64_t)k * hw * 4 + 8 * j;
-			__m256 v0 = _mm256_add_ps(z, lut8x_avx2(lut, xp, true));
-			__m256 v1 = _mm256_add_ps(z, lut8x_avx2(lut, xp + 32, true));
-			__m256 v2 = _mm256_add_ps(z, lut8x_avx2(lut, xp + 64, true));
-			__m256 v3 = _mm256_add_ps(z, lut8x_avx2(lut, xp + 96, true));
+			__m256 v0 = _mm256_add_ps(z, lut8x_avx2(lut, xp));
+			__m256 v1 = _mm256_add_ps(z, lut8x_avx2(lut, xp + 32));
+			__m256 v2 = _mm256_add_ps(z, lut8x_avx2(lut, xp + 64));
+			__m256 v3 = _mm256_add_ps(z, lut8x_avx2(lut, xp + 96));
 			__m256 l = _mm256_add_ps(_mm256_add_ps(v0, v1), _mm256_add_ps(v2, v3));
 
 			acc[k] = _mm256_add_pd(acc[k], _mm256_cvtps_pd(_mm256_castps256_ps128(l)));
@@ -417,14 +416,6 @@ gap_sums_vbmi(const struct qnode *q, const uint8_t *x, int np, double *s)
 	gap_tail(lut, x, hw, i, np, s);
 }
 
-/* MI_QUANT_GAPC4=0: an AVX2 pool on C4 input takes the quads apart into
- * planes first (A/B). */
-MI_QUANT_SWITCH(gapc4, "MI_QUANT_GAPC4")
-
-/* MI_QUANT_GAPC4S=0: maps of 32-63 pixels in C4 take gap_sums_avx2_c4 too
- * (A/B) */
-MI_QUANT_SWITCH(gapc4s, "MI_QUANT_GAPC4S")
-
 static void qgap_item(void *arg, int it, int tid)
 {
 	const struct qlut_job *j = arg;
@@ -435,9 +426,8 @@ static void qgap_item(void *arg, int it, int tid)
 	float m[QGAP_PLANES];
 	const uint8_t *x = j->x + p0 * q->gap_hw;
 
-	if (q->se_in_c4 && np % 4 == 0 && q->gap_vw == 8 && mi_quant_isa() >= MI_QISA_AVX2 &&
-	    qp_lutg_on() && gapc4_on() && !(mi_cpu_isa() == MI_ISA_AVX512 && qp_have_vbmi())) {
-		if (q->gap_hw >= 32 && q->gap_hw < 64 && gapc4s_on())
+	if (q->se_in_c4 && np % 4 == 0 && q->gap_vw == 8 && mi_quant_isa() >= MI_QISA_AVX2 && !(mi_cpu_isa() == MI_ISA_AVX512 && qp_have_vbmi())) {
+		if (q->gap_hw >= 32 && q->gap_hw < 64)
 			gap_sums_avx2_c4s(q, x, np, s);
 		else
 			gap_sums_avx2_c4(q, x, np, s);
@@ -453,7 +443,7 @@ static void qgap_item(void *arg, int it, int tid)
 	}
 	if (q->gap_vw == 16 && mi_cpu_isa() == MI_ISA_AVX512 && qp_have_vbmi())
 		gap_sums_vbmi(q, x, np, s);
-	else if (q->gap_vw == 8 && mi_quant_isa() >= MI_QISA_AVX2 && qp_lutg_on())
+	else if (q->gap_vw == 8 && mi_quant_isa() >= MI_QISA_AVX2)
 		gap_sums_avx2(q, x, np, s);
 	else
 		gap_sums_c(q, x, np, s);
@@ -473,7 +463,7 @@ int qgap_run(struct mi_graph *g, struct mi_node *n)
 	struct qlut_job j = { q, mi_in(g, n, 0)->data, mi_out(g, n, 0)->data };
 
 	/* one thread below ~8K pixels (~3 us at ~0.4 ns per pixel) */
-	qp_cur_threads = q->se_c * q->gap_hw >= (qp_split_all ? 1 : 8 << 10) ? q->nthreads : 1;
+	qp_cur_threads = q->se_c * q->gap_hw >= 8 << 10 ? q->nthreads : 1;
 	qp_pool_for((int)((q->se_c + QGAP_PLANES - 1) / QGAP_PLANES), qgap_item, &j);
 	return 0;
 }
@@ -493,7 +483,7 @@ int try_qgap(struct mi_graph *g, struct mi_node *n)
 	    !mi_tensor_shape_known(x) || x->ndim < 3 || !mi_tensor_shape_known(y) ||
 	    mi_tensor_numel(y) != x->dims[0] * x->dims[1] || !mi_tensor_numel(y))
 		return 0;
-	if (mi_quant_node_is(pn) && ((struct qnode *)pn->priv)->hdr.run == qlut_run &&
+	if (qnode_is(pn) && ((struct qnode *)pn->priv)->hdr.run == qlut_run &&
 	    !((struct qnode *)pn->priv)->lut8 && pn->outputs[0] == n->inputs[0])
 		tq = pn->priv;
 	else if (!strcmp(pn->op_type, "DequantizeLinear") && !pn->domain[0] &&
@@ -513,7 +503,7 @@ int try_qgap(struct mi_graph *g, struct mi_node *n)
 	q->se_c = x->dims[0] * x->dims[1];
 	q->gap_hw = mi_tensor_numel(x) / q->se_c;
 	q->gap_vw = mi_cpu_isa() == MI_ISA_AVX512 ? 16 : mi_cpu_isa() == MI_ISA_AVX2 ? 8 : 4;
-	q->gap_exact = !getenv("MI_QUANT_GAP_ORDER") && lut_sums_exact(q->lut, q->gap_hw);
+	q->gap_exact = lut_sums_exact(q->lut, q->gap_hw);
 	/* a QuantizeLinear as the only reader: quantize the means */
 	int qi = mi_graph_sole_consumer(g, n->outputs[0]);
 	struct mi_node *qn = qi >= 0 ? &g->nodes[qi] : NULL;
@@ -546,7 +536,7 @@ void kill_unused_tables(struct mi_graph *g)
 		struct qnode *owner = NULL;
 		bool used = false;
 
-		if (t->dead || !mi_quant_node_is(t) || ((struct qnode *)t->priv)->hdr.run != qlut_run ||
+		if (t->dead || !qnode_is(t) || ((struct qnode *)t->priv)->hdr.run != qlut_run ||
 		    ((struct qnode *)t->priv)->lut8 || (g->tensors[t->outputs[0]].flags & MI_TF_OUTPUT))
 			continue;
 		for (int j = 0; j < g->nnodes && !used; j++) {
@@ -557,7 +547,7 @@ void kill_unused_tables(struct mi_graph *g)
 			for (int k = 0; k < n->ninputs; k++) {
 				if (n->inputs[k] == t->outputs[0])
 					used = true;
-				if (n->inputs[k] == t->inputs[0] && mi_quant_node_is(n) && !owner &&
+				if (n->inputs[k] == t->inputs[0] && qnode_is(n) && !owner &&
 				    ((struct qnode *)n->priv)->hdr.run != qlut_run &&
 				    ((struct qnode *)n->priv)->nkilled < 8)
 					owner = n->priv;

@@ -3,12 +3,13 @@
  * Planner step for int8 execution: layout planning between int8 nodes
  * (C4 tensors, channel splits).
  */
+#include "debug.h"
 #include "quant/qplan-impl.h"
 
 /*
  * int8 conv -> int8 conv through a tensor nobody else reads: the producer
  * writes it in C4 layout and the consumer skips its reorder pass (a 1x1
- * consumer reads it directly).  MI_QUANT_C4=0 disables this.
+ * consumer reads it directly).
  */
 /* p is an int8 conv that can write its output in C4 layout. */
 static bool c4_writer(const struct mi_node *p)
@@ -19,8 +20,6 @@ static bool c4_writer(const struct mi_node *p)
 	       !(qp->cv.s.oc % 4) && (qp->cv.depthwise || !((qp->cv.s.oc / qp->cv.s.group) % 4));
 }
 
-MI_QUANT_SWITCH(qdwc4, "MI_QUANT_QDWC4")
-
 /*
  * p, a standalone QuantizeLinear, reads the output of an fp32 Conv (not
  * lib/quant's), which the NCHWc pass runs blocked: the Q then writes C4
@@ -29,15 +28,14 @@ MI_QUANT_SWITCH(qdwc4, "MI_QUANT_QDWC4")
  * the Q writes planar bytes, which it reads from planar floats, and the
  * fp32 conv writing them ends its blocked chain, taking the chain's
  * earlier convs, residual Adds and fused depthwise convs back to NCHW
- * (MobileNetV2 min_cosine features.2-3).  MI_QUANT_QDWC4=0 turns it off.
+ * (MobileNetV2 min_cosine features.2-3).
  */
 static bool q_of_fp32_conv(struct mi_graph *g, const struct mi_node *p)
 {
 	const struct qnode *qp = p->priv;
 	int pi;
 
-	if (p->dead || !mi_quant_node_is(p) || !qdq_like(qp) || qp->qdq_deq || !qdwc4_on() ||
-	    !qdq_layout_on(2))
+	if (p->dead || !qnode_is(p) || !qdq_like(qp) || qp->qdq_deq)
 		return false;
 	pi = g->tensors[p->inputs[0]].producer;
 	/* through the activations the NCHWc pass fuses into the conv */
@@ -46,7 +44,7 @@ static bool q_of_fp32_conv(struct mi_graph *g, const struct mi_node *p)
 		float lo, hi;
 		int si;
 
-		if (a->dead || mi_quant_node_is(a) || a->domain[0])
+		if (a->dead || qnode_is(a) || a->domain[0])
 			return false;
 		if (!strcmp(a->op_type, "Conv"))
 			return true;
@@ -77,7 +75,7 @@ static bool qdq_convs_read(struct mi_graph *g, const struct mi_node *n)
 	const struct qnode *q = n->priv;
 	int uses = 0;
 
-	if (!mi_quant_node_is(n) || !qdq_like(q) || !q->qdq_deq)
+	if (!qnode_is(n) || !qdq_like(q) || !q->qdq_deq)
 		return false;
 	for (int i = 0; i < g->nnodes; i++) {
 		const struct mi_node *c = &g->nodes[i];
@@ -85,7 +83,7 @@ static bool qdq_convs_read(struct mi_graph *g, const struct mi_node *n)
 		for (int k = 0; k < c->ninputs && !c->dead; k++) {
 			if (c->inputs[k] != n->outputs[0])
 				continue;
-			if (k || mi_quant_node_is(c) || c->domain[0] || strcmp(c->op_type, "Conv"))
+			if (k || qnode_is(c) || c->domain[0] || strcmp(c->op_type, "Conv"))
 				return false;
 			uses++;
 		}
@@ -115,10 +113,7 @@ static bool c4_reader(const struct mi_node *c, int t, const bool *ok, bool conv_
  * Flatten, Gemm, ...; ShuffleNetV2's conv5 -> DQ -> ReduceMean): from C4
  * the DQ transposes (mi_dequantize_c4, 0.041 ms for 1024x7x7), from planes
  * it is one AVX2 pass (0.005 ms), and the conv writes planes as fast.
- * MI_QUANT_DQPL=0: such a tensor may still be C4.
  */
-MI_QUANT_SWITCH(dqpl, "MI_QUANT_DQPL")
-
 static bool dq_planar_reader(struct mi_graph *g, const struct mi_node *d)
 {
 	static const char *const ops[] = { "ReduceMean", "ReduceMax", "ReduceSum", "Flatten",
@@ -127,7 +122,7 @@ static bool dq_planar_reader(struct mi_graph *g, const struct mi_node *d)
 	const struct qnode *q = d->priv;
 	int uses = 0;
 
-	if (!mi_quant_node_is(d) || !qdq_like(q) || !q->qdq_deq || d->noutputs != 1 ||
+	if (!qnode_is(d) || !qdq_like(q) || !q->qdq_deq || d->noutputs != 1 ||
 	    (g->tensors[d->outputs[0]].flags & MI_TF_OUTPUT))
 		return false;
 	for (int i = 0; i < g->nnodes; i++) {
@@ -137,7 +132,7 @@ static bool dq_planar_reader(struct mi_graph *g, const struct mi_node *d)
 		for (int k = 0; k < c->ninputs && !c->dead; k++) {
 			if (c->inputs[k] != d->outputs[0])
 				continue;
-			if (mi_quant_node_is(c) || c->domain[0])
+			if (qnode_is(c) || c->domain[0])
 				return false;
 			for (int o = 0; ops[o] && !known; o++)
 				known = !strcmp(c->op_type, ops[o]);
@@ -157,14 +152,6 @@ static bool dq_planar_reader(struct mi_graph *g, const struct mi_node *d)
  * when channel counts are multiples of 4). */
 enum { C4_NONE, C4_CONV, C4_SAME, C4_QDQ, C4_READ, C4_WRITE };
 
-static int sec4_cur = -1;
-
-/* MI_QUANT_SEC4=0: the SE gate Mul and GlobalAveragePool read planes only. */
-static bool sec4_on(void)
-{
-	return mi_quant_switch(&sec4_cur, "MI_QUANT_SEC4");
-}
-
 /* GlobalAveragePool planes apart per thread: at most 64 threads' 16 planes */
 #define QGAP_C4_MAX 4096
 
@@ -175,7 +162,7 @@ static bool se_c4_ok(struct mi_graph *g, struct mi_node *p)
 	struct mi_node *c;
 	int ci;
 
-	if (p->dead || !mi_quant_node_is(p) || qp->hdr.run != qse_run ||
+	if (p->dead || !qnode_is(p) || qp->hdr.run != qse_run ||
 	    mi_out(g, p, 0)->dims[1] % 4)
 		return false;
 	ci = mi_graph_sole_consumer(g, p->outputs[0]);
@@ -183,7 +170,7 @@ static bool se_c4_ok(struct mi_graph *g, struct mi_node *p)
 		return false;
 	c = &g->nodes[ci];
 	qc = c->priv;
-	return mi_quant_node_is(c) && qc->is_conv && c->inputs[0] == p->outputs[0] &&
+	return qnode_is(c) && qc->is_conv && c->inputs[0] == p->outputs[0] &&
 	       !qc->cv.depthwise && !((qc->cv.s.c / qc->cv.s.group) % 4);
 }
 
@@ -191,16 +178,16 @@ static int c4_role(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
 
-	if (n->dead || !mi_quant_node_is(n))
+	if (n->dead || !qnode_is(n))
 		return C4_NONE;
 	if (q->is_conv)
 		return C4_CONV;
 	/* a standalone 4-D Q writes, a DQ reads, either layout */
 	if (qdq_like(q))
-		return qdq_layout_on(1) ? C4_QDQ : C4_NONE;
+		return C4_QDQ;
 	/* moves on bytes: read planes, may write C4 */
 	if (q->hdr.run == qmv_run)
-		return qmv_c4_writer(n) && qp_mvc4_on() ? C4_WRITE : C4_NONE;
+		return qmv_c4_writer(n) ? C4_WRITE : C4_NONE;
 	if (q->hdr.run == qadd_run) {
 		const struct mi_tensor *y = mi_out(g, n, 0);
 
@@ -216,7 +203,7 @@ static int c4_role(struct mi_graph *g, struct mi_node *n)
 	    q->hdr.run == qpool_run)
 		return C4_SAME;
 	/* reads input 0 in C4, writes planes (the SE Mul: C4 for its conv) */
-	if (sec4_on() && ((q->hdr.run == qgap_run && q->gap_hw <= QGAP_C4_MAX) ||
+	if (((q->hdr.run == qgap_run && q->gap_hw <= QGAP_C4_MAX) ||
 			  (q->hdr.run == qse_run && se_c4_ok(g, n))))
 		return C4_READ;
 	return C4_NONE;
@@ -278,7 +265,7 @@ void qp_plan_c4_tensors(struct mi_graph *g)
 		}
 		ok[t] = other || blk;
 	}
-	for (int t = 0; t < nt && dqpl_on(); t++) {
+	for (int t = 0; t < nt; t++) {
 		bool dq_only = true;
 		int uses = 0;
 
@@ -337,7 +324,7 @@ void qp_plan_c4_tensors(struct mi_graph *g)
 		struct mi_node *n = &g->nodes[i];
 		struct qnode *q = n->priv;
 
-		if (n->dead || !mi_quant_node_is(n))
+		if (n->dead || !qnode_is(n))
 			continue;
 		if (q->hdr.run == qpool_run && ok[n->outputs[0]])
 			q->in_c4 = true; /* and writes C4 */
@@ -362,7 +349,7 @@ void qp_plan_c4_tensors(struct mi_graph *g)
 		if (ok[n->inputs[0]])
 			q->in_c4 = true;
 	}
-	if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+	if (mi_debug("quant"))
 		fprintf(stderr, "metainfer: int8: %d activations in C4 layout (%d written by moves)\n",
 			nc4, nmvc4);
 	free(ok);
@@ -371,10 +358,6 @@ void qp_plan_c4_tensors(struct mi_graph *g)
 
 void qp_plan_c4(struct mi_graph *g)
 {
-	const char *e = getenv("MI_QUANT_C4");
-
-	if (e && *e == '0')
-		return;
 	qp_plan_c4_tensors(g);
 	/* SE gate Muls feeding an int8 conv (elementwise: any layout) */
 	for (int i = 0; i < g->nnodes; i++) {
@@ -409,7 +392,7 @@ static bool chan_readers(struct mi_graph *g, int t, int depth)
 		if (!reads)
 			continue;
 		nr++;
-		if (!mi_quant_node_is(n))
+		if (!qnode_is(n))
 			return false;
 		if (q->hdr.run == qlut_run && q->lut8 && depth == 0 && !q->px_c4) {
 			const struct mi_tensor *y = mi_out(g, n, 0);
@@ -432,27 +415,23 @@ static bool chan_readers(struct mi_graph *g, int t, int depth)
  * its chunk of output channels over the whole map, so the depthwise conv
  * after it reads the planes its own core wrote (split by pixels, half of
  * them crossed cores: ~10-40 ns per cache line on the benchmark VM).
- * MI_QUANT_CHAN=0 turns it off.
  */
 void qp_plan_chan(struct mi_graph *g)
 {
-	const char *e = getenv("MI_QUANT_CHAN");
 	int nchan = 0;
 
-	if (e && *e == '0')
-		return;
 	for (int i = 0; i < g->nnodes; i++) {
 		struct mi_node *n = &g->nodes[i];
 		struct qnode *q = n->priv;
 
-		if (n->dead || !mi_quant_node_is(n) || !q->is_conv || q->cv.depthwise ||
+		if (n->dead || !qnode_is(n) || !q->is_conv || q->cv.depthwise ||
 		    !q->in_c4 || !q->cv.direct1x1 || q->ep.out_c4 || q->nthreads < 2 ||
 		    q->cv.s.oh * q->cv.s.ow >= 256)
 			continue;
 		q->chan = chan_readers(g, n->outputs[0], 0);
 		nchan += q->chan;
 	}
-	if (nchan && getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+	if (nchan && mi_debug("quant"))
 		fprintf(stderr, "metainfer: int8: %d convs split by output channels\n", nchan);
 }
 

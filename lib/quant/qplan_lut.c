@@ -18,13 +18,6 @@
  * so the outputs do not change; exp runs 256 times per plan instead of
  * once per element.
  */
-MI_QUANT_SWITCH(luti, "MI_QUANT_LUTI")
-
-bool qp_luti_on(void)
-{
-	return luti_on();
-}
-
 __attribute__((target("avx512f"))) static int64_t
 lut_avx512(const uint8_t *x, const float *lut, int64_t n, float *y)
 {
@@ -42,22 +35,13 @@ lut_avx512(const uint8_t *x, const float *lut, int64_t n, float *y)
 __attribute__((target("avx2"))) static int64_t
 lut_avx2(const uint8_t *x, const float *lut, int64_t n, float *y)
 {
-	bool ins = luti_on();
 	int64_t i = 0;
 
 	for (; i + 16 <= n; i += 16) {
-		_mm256_storeu_ps(y + i, lut8x_avx2(lut, x + i, ins));
-		_mm256_storeu_ps(y + i + 8, lut8x_avx2(lut, x + i + 8, ins));
+		_mm256_storeu_ps(y + i, lut8x_avx2(lut, x + i));
+		_mm256_storeu_ps(y + i + 8, lut8x_avx2(lut, x + i + 8));
 	}
 	return i;
-}
-
-static int lutg_cur = -1;
-
-/* MI_QUANT_LUTG=0: the AVX2 path looks tables up one byte at a time (A/B). */
-bool qp_lutg_on(void)
-{
-	return mi_quant_switch(&lutg_cur, "MI_QUANT_LUTG");
 }
 
 /* byte -> byte table: two 128-entry vpermi2b lookups, picked by bit 7 */
@@ -87,8 +71,6 @@ lut8_vbmi(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
  * ~2.5x the scalar loop on Zen 3.  Returns the bytes done (a multiple
  * of 32).
  */
-MI_QUANT_SWITCH(lut8x, "MI_QUANT_LUT8X")
-
 /*
  * The same with a telescoping XOR instead of the compares and blends:
  * d[j] = slice j ^ slice j - 1 within each half (d[0], d[8]: slices 0
@@ -124,35 +106,7 @@ lut8x_tel_avx2(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
 __attribute__((target("avx2"))) static int64_t
 lut8_avx2(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	__m256i t[16];
-	int64_t i = 0;
-
-	if (lut8x_on())
-		return lut8x_tel_avx2(x, lut, n, y);
-
-	for (int c = 0; c < 16; c++)
-		t[c] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(lut + 16 * c)));
-	for (; i + 32 <= n; i += 32) {
-		__m256i k = _mm256_loadu_si256((const __m256i *)(x + i));
-		__m256i lo = _mm256_and_si256(k, m4);
-		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(k, 4), m4);
-		__m256i r = _mm256_shuffle_epi8(t[0], lo);
-
-		for (int c = 1; c < 16; c++)
-			r = _mm256_blendv_epi8(r, _mm256_shuffle_epi8(t[c], lo),
-					       _mm256_cmpeq_epi8(hi, _mm256_set1_epi8((char)c)));
-		_mm256_storeu_si256((__m256i *)(y + i), r);
-	}
-	return i;
-}
-
-static int lut8v_cur = -1;
-
-/* MI_QUANT_LUT8=0: the AVX2 path looks byte tables up one byte at a time (A/B). */
-static bool lut8v_on(void)
-{
-	return mi_quant_switch(&lut8v_cur, "MI_QUANT_LUT8");
+	return lut8x_tel_avx2(x, lut, n, y);
 }
 
 bool qp_have_vbmi(void)
@@ -173,7 +127,7 @@ void qp_lut8_any(const uint8_t *x, const uint8_t *lut, int64_t n, uint8_t *y)
 
 	if (mi_quant_isa() == MI_QISA_AVX512 && qp_have_vbmi())
 		i = lut8_vbmi(x, lut, n, y);
-	else if (mi_quant_isa() == MI_QISA_AVX2 && lut8v_on())
+	else if (mi_quant_isa() == MI_QISA_AVX2)
 		i = lut8_avx2(x, lut, n, y);
 	for (; i < n; i++)
 		y[i] = lut[x[i]];
@@ -235,7 +189,7 @@ void qp_lut_f32(const struct qnode *q, const uint8_t *x, int64_t n, float *y)
 			return;
 		}
 		i = lut_avx512(x, q->lut, n, y);
-	} else if (mi_quant_isa() == MI_QISA_AVX2 && qp_lutg_on()) {
+	} else if (mi_quant_isa() == MI_QISA_AVX2) {
 		i = lut_avx2(x, q->lut, n, y);
 	}
 	for (; i < n; i++)
@@ -637,8 +591,6 @@ qse_prod_avx2(const float *lut, const uint8_t *x, int64_t n, float sv, float *v)
 	}
 }
 
-MI_QUANT_SWITCH(sedirect, "MI_QUANT_SEDIRECT")
-
 /*
  * y[i] = Q(lut[x[i]] * m[i % 8]) for i < n (a multiple of 8) on AVX2,
  * 8 pixels per step in registers: the entries looked up by lut8x_avx2,
@@ -658,11 +610,10 @@ qse_direct8_avx2(const float *lut, const uint8_t *x, int64_t n, __m256 m,
 	__m256 sc = _mm256_set1_ps(qy->scale), z = _mm256_set1_ps((float)qy->zp);
 	__m256 lo = _mm256_set1_ps(u8 ? 0.0f : -128.0f);
 	__m256 hi = _mm256_set1_ps(u8 ? 255.0f : 127.0f);
-	bool ins = luti_on();
 	int64_t i = 0;
 
 	for (; i + 8 <= n; i += 8) {
-		__m256 p = _mm256_mul_ps(lut8x_avx2(lut, x + i, ins), m);
+		__m256 p = _mm256_mul_ps(lut8x_avx2(lut, x + i), m);
 		__m256 r = _mm256_round_ps(_mm256_div_ps(p, sc),
 					   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 
@@ -713,15 +664,6 @@ qse_quad_direct_avx2(const float *lut, const uint8_t *x, int64_t n, const float 
 		qse_direct8_avx2(lut, x + nb - 8, 8, m, qy, y + nb - 8);
 }
 
-static int setab_cur = -1;
-
-/* MI_QUANT_SETAB=0: on AVX2 the SE gate Mul multiplies by scalar mulss
- * and looks its C4 byte tables up byte by byte (A/B). */
-static bool setab_on(void)
-{
-	return mi_quant_switch(&setab_cur, "MI_QUANT_SETAB");
-}
-
 static void qse_item(void *arg, int item, int tid)
 {
 	const struct qse_job *j = arg;
@@ -736,7 +678,7 @@ static void qse_item(void *arg, int item, int tid)
 	if (q->se_hw >= 256) { /* the whole plane's choice: the same bytes */
 		uint8_t tab[256];
 
-		if (mi_quant_isa() == MI_QISA_AVX2 && setab_on()) {
+		if (mi_quant_isa() == MI_QISA_AVX2) {
 			qse_tab_avx2(q->lut, sv, &q->se_y, tab);
 		} else {
 			for (int b = 0; b < 256; b++)
@@ -754,14 +696,14 @@ static void qse_item(void *arg, int item, int tid)
 		qse_direct_avx512(q->lut, x, hw, sv, &q->se_y, y);
 		return;
 	}
-	if (mi_quant_isa() == MI_QISA_AVX2 && setab_on() && sedirect_on()) {
+	if (mi_quant_isa() == MI_QISA_AVX2) {
 		qse_direct_avx2(q->lut, x, hw, sv, &q->se_y, y);
 		return;
 	}
 	for (int64_t i = 0; i < hw; i += 256) {
 		int64_t n = hw - i < 256 ? hw - i : 256;
 
-		if (mi_quant_isa() == MI_QISA_AVX2 && setab_on())
+		if (mi_quant_isa() == MI_QISA_AVX2)
 			qse_prod_avx2(q->lut, x + i, n, sv, v);
 		else
 			for (int64_t k = 0; k < n; k++)
@@ -779,7 +721,7 @@ static void qse_part(const struct qnode *q, const uint8_t *x, float sv, const ui
 	if (tab) {
 		if (mi_quant_isa() == MI_QISA_AVX512 && qp_have_vbmi())
 			i = (int)lut8_vbmi(x, tab, n, y);
-		else if (mi_quant_isa() == MI_QISA_AVX2 && setab_on())
+		else if (mi_quant_isa() == MI_QISA_AVX2)
 			i = (int)lut8_avx2(x, tab, n, y);
 		for (; i < n; i++)
 			y[i] = tab[x[i]];
@@ -793,13 +735,13 @@ static void qse_part(const struct qnode *q, const uint8_t *x, float sv, const ui
 		qse_direct_avx512(q->lut, x, n, sv, &q->se_y, y);
 		return;
 	}
-	if (mi_quant_isa() == MI_QISA_AVX2 && setab_on() && sedirect_on()) {
+	if (mi_quant_isa() == MI_QISA_AVX2) {
 		qse_direct_avx2(q->lut, x, n, sv, &q->se_y, y);
 		return;
 	}
 	float v[64];
 
-	if (mi_quant_isa() == MI_QISA_AVX2 && setab_on())
+	if (mi_quant_isa() == MI_QISA_AVX2)
 		qse_prod_avx2(q->lut, x, n, sv, v);
 	else
 		for (int k = 0; k < n; k++)
@@ -848,7 +790,7 @@ static void qse_item_c4(void *arg, int item, int tid)
 	int c4 = qse_range(j, item, &pa, &pb);
 	uint8_t tabs[4][256], part[4][64] __attribute__((aligned(16))), out[64 * 4], xin[4][64];
 	bool use_tab = hw >= 256;
-	bool vtab = use_tab && mi_quant_isa() == MI_QISA_AVX2 && setab_on();
+	bool vtab = use_tab && mi_quant_isa() == MI_QISA_AVX2;
 
 	if (mi_quant_isa() == MI_QISA_AVX512 && qp_have_vbmi()) {
 		if (hw >= 128)
@@ -860,8 +802,7 @@ static void qse_item_c4(void *arg, int item, int tid)
 		return;
 	}
 
-	if (!use_tab && q->se_in_c4 && pb - pa >= 2 && mi_quant_isa() == MI_QISA_AVX2 &&
-	    setab_on() && sedirect_on()) {
+	if (!use_tab && q->se_in_c4 && pb - pa >= 2 && mi_quant_isa() == MI_QISA_AVX2) {
 		size_t o = ((size_t)c4 * hw + pa) * 4;
 
 		qse_quad_direct_avx2(q->lut, j->x + o, pb - pa, j->s + 4 * c4, &q->se_y,
@@ -916,7 +857,7 @@ int qse_run(struct mi_graph *g, struct mi_node *n)
 	qp_cur_threads = q->nthreads;
 	j.nc = (int)(q->se_c4 ? q->se_c / 4 : q->se_c);
 	/* maps of 512+ pixels: one pixel range per thread (see qp_par_rows) */
-	j.np = qp_cur_threads > 1 && (q->se_hw >= 512 || (qp_split_all && q->se_hw > 64)) ?
+	j.np = qp_cur_threads > 1 && q->se_hw >= 512 ?
 		       qp_cur_threads : 1;
 	qp_pool_for(j.np * j.nc, q->se_c4 ? qse_item_c4 : qse_item, &j);
 	return 0;
@@ -977,7 +918,7 @@ int try_qse(struct mi_graph *g, struct mi_node *n)
 		if (p < 0 || t->dtype != MI_DT_FLOAT || !mi_tensor_shape_known(t) || t->ndim != 4 ||
 		    memcmp(t->dims, y->dims, sizeof(t->dims[0]) * 4) || g->nodes[p].dead)
 			continue;
-		if (mi_quant_node_is(&g->nodes[p]) && ((struct qnode *)g->nodes[p].priv)->lut &&
+		if (qnode_is(&g->nodes[p]) && ((struct qnode *)g->nodes[p].priv)->lut &&
 		    !((struct qnode *)g->nodes[p].priv)->lut8 &&
 		    g->nodes[p].outputs[0] == n->inputs[i]) {
 			xi = i;

@@ -3,6 +3,7 @@
  * Planner step for int8 execution: data movement on quantized tensors
  * (Slice, Split, Reshape, Transpose, ... as byte gathers).
  */
+#include "debug.h"
 #include "quant/qplan-impl.h"
 
 /* ---- data movement on quantized tensors ------------------------------------ */
@@ -28,22 +29,7 @@
  * between moves that round-trip every byte reaching them are looked
  * through (mv_through).  Sources are read planar; a sink whose channel
  * planes are whole runs may write C4 for its conv (qp_plan_c4_tensors).
- * MI_QUANT_MOVE=0 turns it off.
  */
-MI_QUANT_SWITCH(move, "MI_QUANT_MOVE")
-/* MI_QUANT_MVC4=0: moves on bytes write planes only */
-MI_QUANT_SWITCH(mvc4, "MI_QUANT_MVC4")
-
-bool qp_mvc4_on(void)
-{
-	return mvc4_on();
-}
-/* MI_QUANT_MVTHROUGH=0: a Q -> DQ pair between moves ends the moves there */
-MI_QUANT_SWITCH(through, "MI_QUANT_MVTHROUGH")
-/* MI_QUANT_MVF32=0: a move an fp32 node reads runs in fp32 (with the
- * moves and DQs before it), instead of gathering floats from the sources */
-MI_QUANT_SWITCH(mvf32, "MI_QUANT_MVF32")
-
 #define QMV_SHIFT 40 /* origin = source << QMV_SHIFT | offset */
 #define QMV_MAXSRC 64 /* sources (inputs) of one node */
 
@@ -327,7 +313,7 @@ static bool mv_through(struct mvctx *c, struct mi_node *p, const struct qact *a,
 	int64_t *o0;
 	int t0;
 
-	if (!qn || qn->priv || !qp_q_params(g, qn, &qa) || !qp_same_q(&qa, a) || !through_on())
+	if (!qn || qn->priv || !qp_q_params(g, qn, &qa) || !qp_same_q(&qa, a))
 		return false;
 	t0 = qn->inputs[0];
 	pp = t0 >= 0 && g->tensors[t0].producer >= 0 ? &g->nodes[g->tensors[t0].producer] : NULL;
@@ -426,10 +412,8 @@ struct qmv_job {
  * n % 32 bytes one at a time (17 of ShuffleNetV2 stage4's 49-byte planes:
  * its Slices cost ~1 cycle per byte).  qmv_lut takes the slices made at
  * plan time (tel_make) and ends with a vector overlapping the one before
- * (the same table, so the same bytes).  MI_QUANT_MVLUT=0: qp_lut8_any.
+ * (the same table, so the same bytes).
  */
-MI_QUANT_SWITCH(mvlut, "MI_QUANT_MVLUT")
-
 /* lut8x_tel_avx2's slices: slice c XOR slice c - 1 within each half. */
 static void tel_make(const uint8_t *lut, uint8_t *d)
 {
@@ -463,10 +447,8 @@ __attribute__((target("avx2"))) static void lut8_tel_pre(const uint8_t *x, const
  * (qmv_aff_fit): 4 vpmulld + 4 vpaddd + 4 vpsravd + 3 packs + vpermd per
  * 32 bytes instead of 16 vpshufb, 14 vpsubb, 15 vpxor, with m, r, sh per
  * 32-bit lane, so a C4 quad is interleaved first and requantized in place
- * with its 4 planes' parameters (qmv_c4_range).  MI_QUANT_MVAFF=0: tables.
+ * with its 4 planes' parameters (qmv_c4_range).
  */
-MI_QUANT_SWITCH(mvaff, "MI_QUANT_MVAFF")
-
 static int qmv_sat(int64_t v, int lo, int hi)
 {
 	return v < lo ? lo : v > hi ? hi : (int)v;
@@ -590,7 +572,7 @@ __attribute__((target("avx2"))) static void qmv_aff_par(const struct qmv_out *o,
 /* The fixed-point path runs (AVX2, tables fitted, switch on). */
 static bool qmv_aff_use(const struct qmv_out *o)
 {
-	return o->aff && mi_quant_isa() == MI_QISA_AVX2 && mvaff_on();
+	return o->aff && mi_quant_isa() == MI_QISA_AVX2;
 }
 
 /* y[i] = table s of output o at x[i], i < n. */
@@ -603,7 +585,7 @@ static void qmv_lut(const struct qmv_out *o, int s, const uint8_t *x, int64_t n,
 		qmv_aff_par(o, ss, p);
 		qmv_aff_avx2(x, n, p, o->s8y, y);
 	} else if (o->tel && n >= 32 && (x + n <= y || y + n <= x) &&
-		   mi_quant_isa() == MI_QISA_AVX2 && mvlut_on()) {
+		   mi_quant_isa() == MI_QISA_AVX2) {
 		lut8_tel_pre(x, o->tel + (size_t)s * 256, n, y);
 	} else {
 		qp_lut8_any(x, o->tab + (size_t)s * 256, n, y);
@@ -1001,7 +983,7 @@ static bool mv_thru_sink(struct mvctx *c, int t, int qi, const bool *mov, const 
 	int u = qn->outputs[0], rd[16], nr, n0 = *nkl;
 	struct qact qa;
 
-	if (!through_on() || !qp_q_params(g, qn, &qa) || (g->tensors[u].flags & MI_TF_OUTPUT) ||
+	if (!qp_q_params(g, qn, &qa) || (g->tensors[u].flags & MI_TF_OUTPUT) ||
 	    !mv_all_src(c, c->org[t], mi_tensor_numel(&g->tensors[t]), &qa))
 		return false;
 	nr = mv_readers(g, u, rd, 16);
@@ -1038,8 +1020,6 @@ int qp_plan_moves(struct mi_graph *g)
 	struct qnode *first = NULL;
 	int *dead = NULL, ndead = 0, *thr = NULL, nthr = 0, nf32 = 0, naff = 0;
 
-	if (!move_on())
-		return 0;
 	c.org = calloc(nt, sizeof(*c.org));
 	c.state = calloc(nt, 1);
 	sinkq = malloc(nt * sizeof(int));
@@ -1062,9 +1042,8 @@ int qp_plan_moves(struct mi_graph *g)
 	}
 	/* sinks: a move's output read by one per-tensor QuantizeLinear only
 	 * (bytes), or by fp32 nodes / the graph's outputs (floats: the DQ's
-	 * values; sinkq -2); with short runs (or MI_QUANT_MVF32=0 for the
-	 * fp32 readers) the move keeps running in fp32, and so do the moves
-	 * it reads */
+	 * values; sinkq -2); with short runs the move keeps running in fp32,
+	 * and so do the moves it reads */
 	for (int t = 0; t < nt; t++)
 		sinkq[t] = -1;
 	for (int p = g->norder - 1; p >= 0; p--) {
@@ -1102,7 +1081,7 @@ int qp_plan_moves(struct mi_graph *g)
 			else if (nq == 1 && !other &&
 				 mv_thru_sink(&c, t, qi, mov, keep, thr, &nthr))
 				continue; /* nobody needs its bytes */
-			else if ((other || nq > 1) && mvf32_on())
+			else if (other || nq > 1)
 				sinkq[t] = -2; /* fp32 readers: floats from the sources */
 			else if (other || nq > 1)
 				keep[ni] = true;
@@ -1270,10 +1249,10 @@ int qp_plan_moves(struct mi_graph *g)
 			cs[first->mv->nconsts++] = r->outputs[0];
 		}
 	}
-	if (nmv && getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+	if (nmv && mi_debug("quant"))
 		fprintf(stderr, "metainfer: int8: %d moves on bytes (%d absorbed, %d Q/DQ between them, %d fp32 outputs)\n",
 			nmv, first ? ndead : 0, first ? nthr : 0, nf32);
-	if (nmv && getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+	if (nmv && mi_debug("quant"))
 		fprintf(stderr, "metainfer: int8: %d move outputs requantized in fixed point\n", naff);
 	if (!err)
 		err = nmv;

@@ -14,8 +14,7 @@
  * grain is even from 2 on: consecutive indices are often neighbouring
  * 32-pixel panels whose planar uint8 outputs share cache lines, so a pair
  * is written by one thread (no false sharing).  Ranges are claimed
- * dynamically: a worker that joins late takes what is left.  With
- * MI_QUANT_SPLIT_ALL=1 (tests) the ranges are larger (two per thread).
+ * dynamically: a worker that joins late takes what is left.
  */
 struct pf_ctx {
 	atomic_int next __attribute__((aligned(64)));
@@ -45,11 +44,9 @@ static void pf_worker(void *ctx, int t, int nt)
 	}
 }
 
-bool qp_split_all;
-
 static int pf_grain(int n, int nt)
 {
-	int g = qp_split_all ? n / (nt * 2) : n / (nt * PF_RANGES);
+	int g = n / (nt * PF_RANGES);
 
 	return g < 2 ? 1 : g + (g & 1);
 }
@@ -75,11 +72,8 @@ struct pf_actx {
  * the other one's last small claim, not a grain of 1/(8 nt) of the node
  * (the callers' waits at the end of the int8 convs were about one
  * grain).  Sizes stay even: pairs of panels stay on one thread.  Which
- * thread computes an item never changes its bytes.  MI_QUANT_GUIDED=0
- * restores fixed grains.
+ * thread computes an item never changes its bytes.
  */
-static int guided_on = -1;
-
 static void pf_claim_guided(struct pf_actx *c, struct pf_blk *k, int t, int nt)
 {
 	int b = atomic_load_explicit(&k->next, memory_order_relaxed);
@@ -100,31 +94,13 @@ static void pf_claim_guided(struct pf_actx *c, struct pf_blk *k, int t, int nt)
 	}
 }
 
-static void pf_claim(struct pf_actx *c, struct pf_blk *k, int t, int nt)
-{
-	int b;
-
-	if (guided_on) {
-		pf_claim_guided(c, k, t, nt);
-		return;
-	}
-	while ((b = atomic_fetch_add_explicit(&k->next, c->grain, memory_order_relaxed)) < k->end) {
-		int e = k->end - b < c->grain ? k->end : b + c->grain;
-
-		for (int i = b; i < e; i++)
-			c->fn(c->arg, i, t);
-	}
-}
-
 static void pf_worker_aff(void *ctx, int t, int nt)
 {
 	struct pf_actx *c = ctx;
 
 	for (int k = 0; k < nt; k++)
-		pf_claim(c, &c->blk[(t + k) % nt], t, nt);
+		pf_claim_guided(c, &c->blk[(t + k) % nt], t, nt);
 }
-
-static int aff_on = -1;
 
 void qp_pool_for(int n, mi_qpar_fn fn, void *arg)
 {
@@ -136,11 +112,7 @@ void qp_pool_for(int n, mi_qpar_fn fn, void *arg)
 			fn(arg, i, 0);
 		return;
 	}
-	if (aff_on < 0)
-		aff_on = !getenv("MI_QUANT_AFF") || *getenv("MI_QUANT_AFF") != '0';
-	if (guided_on < 0)
-		guided_on = !getenv("MI_QUANT_GUIDED") || *getenv("MI_QUANT_GUIDED") != '0';
-	if (aff_on && nt <= PF_MAXT) {
+	if (nt <= PF_MAXT) {
 		struct pf_actx a = { .fn = fn, .arg = arg };
 		int g = pf_grain(n, nt);
 
@@ -169,8 +141,7 @@ void qp_pool_for(int n, mi_qpar_fn fn, void *arg)
  * fn(arg, b, e) over [0, n) for elementwise nodes: ranges of at least
  * `min` elements (2-3 us of work; below that one thread is faster than
  * waking the pool), a multiple of 64 (whole cache lines of uint8 and fp32
- * outputs), over the node's threads.  MI_QUANT_SPLIT_ALL=1 (tests) splits
- * every node in ranges of 64.
+ * outputs), over the node's threads.
  */
 
 struct prange_job {
@@ -192,8 +163,6 @@ void qp_par_range(int nthreads, int64_t n, int64_t min,
 {
 	struct prange_job j = { n, 0, fn, arg };
 
-	if (qp_split_all)
-		min = 64;
 	if (nthreads <= 1 || n < 2 * min) {
 		if (n > 0)
 			fn(arg, 0, n);
@@ -234,11 +203,11 @@ void qp_par_rows(int nthreads, int64_t n, int64_t row, int64_t min,
 		     void (*fn)(void *arg, int64_t b, int64_t e), void *arg)
 {
 	int64_t bnd[PROW_MAXT + 1];
-	int np = qp_split_all ? 2 * nthreads : nthreads;
+	int np = nthreads;
 	struct prow_job j = { row, 0, bnd, fn, arg };
 
 	if (nthreads <= 1 || np > PROW_MAXT || row <= 0 || n % row ||
-	    row < (qp_split_all ? 64 : 128) * np || (!qp_split_all && n < 2 * min)) {
+	    row < 128 * np || n < 2 * min) {
 		qp_par_range(nthreads, n, min, fn, arg);
 		return;
 	}

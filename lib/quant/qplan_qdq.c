@@ -4,6 +4,7 @@
  * DequantizeLinear nodes, and the layout contract lib/cpu's blocked
  * planner uses for them.
  */
+#include "debug.h"
 #include "quant/qplan-impl.h"
 
 /* ---- standalone QuantizeLinear / DequantizeLinear --------------------------- */
@@ -46,16 +47,6 @@ static void qdq_range(void *arg, int64_t b, int64_t e)
  * a blocked Q input are quantized and dropped.
  */
 #define QDQ_E 4096 /* elements per item: QDQ_E / G pixels */
-
-/* MI_QUANT_QDQ_LAYOUT (A/B): bit 0 lets a standalone Q/DQ's quantized side
- * be C4, bit 1 its fp32 side blocked, bit 2 also a Q's writing planar
- * bytes (tests); default 3, 0 keeps both planar. */
-bool qdq_layout_on(int bit)
-{
-	const char *e = getenv("MI_QUANT_QDQ_LAYOUT");
-
-	return e ? atoi(e) & bit : bit < 4;
-}
 
 /* Move np pixels of 4 channels between [np][4] (pix) and 4 rows of row
  * stride rs (rows): to_rows copies pix -> rows, else rows -> pix.  Four
@@ -412,14 +403,6 @@ qdq_t8_deq_avx2(const uint8_t *rows, int64_t rs, int nrows, int64_t np, bool u8,
 	return p;
 }
 
-static int t8deq_cur = -1;
-
-/* MI_QUANT_T8DEQ=0: transpose into bytes, then dequantize (A/B). */
-static bool t8deq_on(void)
-{
-	return mi_quant_switch(&t8deq_cur, "MI_QUANT_T8DEQ");
-}
-
 /* The node's byte -> float map on n contiguous bytes: a DequantizeLinear,
  * or a float-output table node (qlut_range's kernels). */
 void qdq_deq(const struct qnode *q, const uint8_t *x, int64_t n, float *y)
@@ -464,7 +447,7 @@ static void qdq_item(const struct qnode *q, const void *xv, void *yv, int64_t i)
 				d = qdq_t16_lut_vbmi(q->lutb, (uint8_t *)xq + c0 * HW + p0, HW,
 						     (int)cnt, np, y);
 			else if (B == 8 && !q->lut && mi_quant_isa() >= MI_QISA_AVX2 &&
-				 (a->dtype == MI_DT_UINT8 || a->dtype == MI_DT_INT8) && t8deq_on())
+				 (a->dtype == MI_DT_UINT8 || a->dtype == MI_DT_INT8))
 				d = qdq_t8_deq_avx2(xq + c0 * HW + p0, HW, (int)cnt, np,
 						    a->dtype == MI_DT_UINT8, a->scale, a->zp, y);
 			qdq_t16(tb, B, (uint8_t *)xq + c0 * HW + p0 + d, HW, (int)cnt, np - d, false);
@@ -516,7 +499,7 @@ bool qdq_layout_run(const struct qnode *q, const void *x, void *y)
 	/* split from ~2-3 us of work (as qp_par_range), counted in real elements:
 	 * items round small maps up (a 7x7 plane group is one 4096-element
 	 * item), and those ran slower split */
-	if (q->nthreads <= 1 || (!qp_split_all && q->qdq_n * q->qdq_c * q->qdq_hw < 32 << 10)) {
+	if (q->nthreads <= 1 || q->qdq_n * q->qdq_c * q->qdq_hw < 32 << 10) {
 		for (int64_t i = 0; i < items; i++)
 			qdq_item(q, x, y, i);
 		return true;
@@ -538,16 +521,13 @@ int qdq_run(struct mi_graph *g, struct mi_node *n)
 	return 0;
 }
 
-MI_QUANT_SWITCH(convblk, "MI_QUANT_CONVBLK")
-
 /*
  * An int8 conv with fp32 output (the last int8 node before an fp32
  * island of a mixed file) can write it blocked for the NCHWc kernels
  * (conv_run: planar floats transposed), so the fp32 convs, depthwise
  * convs and residual Adds it feeds run as blocked chains instead of on
  * the NCHW kernels (MobileNetV2's features.7 depthwise conv, 0.19 ms on
- * the NCHW kernel).  MI_QUANT_CONVBLK=0: always planar (read when
- * planning).
+ * the NCHW kernel).
  */
 static bool conv_blk_ok(struct mi_graph *g, struct mi_node *n)
 {
@@ -557,7 +537,7 @@ static bool conv_blk_ok(struct mi_graph *g, struct mi_node *n)
 
 	if (!q->is_conv || q->ep.mode != MI_QOUT_F32 || !q->sh || !y || y->dtype != MI_DT_FLOAT ||
 	    y->ndim != 4 || !mi_tensor_shape_known(y) || y->dims[1] != s->oc ||
-	    y->dims[2] * y->dims[3] != (int64_t)s->oh * s->ow || !convblk_on())
+	    y->dims[2] * y->dims[3] != (int64_t)s->oh * s->ow)
 		return false;
 	/* the transposition goes through memory beyond ~128K floats per
 	 * image (0.3-0.5 ns a float on Zen 3): worth it for readers that
@@ -580,33 +560,35 @@ static bool conv_blk_ok(struct mi_graph *g, struct mi_node *n)
 	return false;
 }
 
-/* lib/cpu/nchwc.c: 1 if n is a standalone DequantizeLinear that can write
- * its fp32 output blocked, 2 a QuantizeLinear that can read a blocked
- * input, else 0. */
-int mi_quant_qdq_kind(struct mi_graph *g, struct mi_node *n)
+/* lops->role: MI_LAYOUT_PRODUCER if n is a standalone DequantizeLinear
+ * (or an int8 conv with fp32 output) that can write its fp32 output
+ * blocked, MI_LAYOUT_CONSUMER a QuantizeLinear that can read a blocked
+ * input, else MI_LAYOUT_FIXED. */
+static int qnode_role(struct mi_graph *g, struct mi_node *n)
 {
 	const struct qnode *q = n->priv;
 
-	if (!n->dead && mi_quant_node_is(n) && conv_blk_ok(g, n))
-		return 1;
-	if (n->dead || !mi_quant_node_is(n) || !qdq_like(q) || !qdq_layout_on(2))
-		return 0;
+	if (!n->dead && qnode_is(n) && conv_blk_ok(g, n))
+		return MI_LAYOUT_PRODUCER;
+	if (n->dead || !qnode_is(n) || !qdq_like(q))
+		return MI_LAYOUT_FIXED;
 	/* a Q writing planar bytes reads planar floats: its fp32 producer
 	 * writes them lane by lane as cheaply as the Q would transpose
 	 * (EfficientNet-B0 features.2.1 expand -> Q -> int8 depthwise, per-node
 	 * CPU time 0.13 ms planar vs 0.27 ms blocked -> planar) */
-	if (!q->qdq_deq && !q->qdq_c4 && !qdq_layout_on(4))
-		return 0;
-	return q->qdq_deq ? 1 : 2;
+	if (!q->qdq_deq && !q->qdq_c4)
+		return MI_LAYOUT_FIXED;
+	return q->qdq_deq ? MI_LAYOUT_PRODUCER : MI_LAYOUT_CONSUMER;
 }
 
-/* The NCHWc pass stores n's fp32 side blocked for ISA isa. */
-void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
+/* lops->set_blocked: the NCHWc pass stores n's fp32 side blocked for ISA
+ * isa. */
+static void qnode_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
 {
 	struct qnode *q = n->priv;
 	const struct mi_nc_kern *k = mi_nc_kern_get(isa);
 
-	if (!mi_quant_qdq_kind(g, n) || k->b > 16 || k->b % 4)
+	if (!qnode_role(g, n) || k->b > 16 || k->b % 4)
 		return;
 	if (q->is_conv) {
 		const struct mi_qconv_shape *s = &q->cv.s;
@@ -628,7 +610,7 @@ void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
 		g->tensors[n->outputs[0]].phys_bytes =
 			(size_t)nb * ((s->oc + k->b - 1) / k->b) * k->b * s->oh * s->ow * sizeof(float);
 		q->qdq_phys = true;
-		if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+		if (mi_debug("quant"))
 			fprintf(stderr, "metainfer: int8: Conv '%s': fp32 output blocked by %d\n",
 				n->name, k->b);
 		return;
@@ -640,13 +622,13 @@ void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
 			sizeof(float);
 		q->qdq_phys = true;
 	}
-	if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+	if (mi_debug("quant"))
 		fprintf(stderr, "metainfer: int8: %s '%s': fp32 side blocked by %d, quantized side %s\n",
 			n->op_type, n->name, k->b, q->qdq_c4 ? "C4" : "planar");
 }
 
 /*
- * lib/cpu/nchwc.c: the residual Add `add` (both operands and its output
+ * lops->take_add: the residual Add `add` (both operands and its output
  * blocked, an absorbed activation: node act_node (-1: none), act, lo, hi)
  * reads n's blocked fp32 output, n's only reader, and its other operand
  * is ready before n runs: n takes the Add over (ep.res in its blocked
@@ -654,17 +636,15 @@ void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
  * The NCHWc pass then neither reads n's output back nor writes the sum
  * separately (ResNet-50's layer1/layer2 Adds, 0.12-0.25 ms each).
  * 0 done (the Add and act_node dead, undone by qnode_fini), else nothing
- * changed.  MI_QUANT_RESADD=0: never.
+ * changed.
  */
-MI_QUANT_SWITCH(resadd, "MI_QUANT_RESADD")
-
-int mi_quant_conv_add(struct mi_graph *g, struct mi_node *n, struct mi_node *add,
-		      int act_node, int act, float lo, float hi)
+static int qnode_take_add(struct mi_graph *g, struct mi_node *n, struct mi_node *add,
+			  int act_node, int act, float lo, float hi)
 {
 	struct qnode *q = n->priv;
 	int t = n->outputs[0], s, other, out;
 
-	if (!resadd_on() || n->dead || !mi_quant_node_is(n) || !q->is_conv || !q->out_b ||
+	if (n->dead || !qnode_is(n) || !q->is_conv || !q->out_b ||
 	    q->ep.mode != MI_QOUT_F32 || q->res_in || !q->qdq_phys || n->noutputs != 1 ||
 	    n->ninputs != 1 || q->orig_ninputs < 2 || q->nkilled + 2 > 8 || add->dead ||
 	    add->ninputs != 2 || add->noutputs != 1 ||
@@ -690,10 +670,35 @@ int mi_quant_conv_add(struct mi_graph *g, struct mi_node *n, struct mi_node *add
 	g->tensors[out].producer = (int)(n - g->nodes);
 	g->tensors[out].phys_bytes = g->tensors[t].phys_bytes;
 	g->tensors[t].phys_bytes = 0;
-	if (getenv("MI_QUANT_VERBOSE") && *getenv("MI_QUANT_VERBOSE") == '1')
+	if (mi_debug("quant"))
 		fprintf(stderr, "metainfer: int8: Conv '%s': Add '%s'%s fused\n", n->name,
 			add->name, act_node >= 0 ? " + act" : "");
 	return 0;
+}
+
+const struct mi_layout_ops qnode_lops = {
+	.role = qnode_role,
+	.set_blocked = qnode_set_blocked,
+	.take_add = qnode_take_add,
+};
+
+/* The same through lib/cpu/nchwc.c's weak references, until it calls
+ * through n->priv's lops only. */
+int mi_quant_qdq_kind(struct mi_graph *g, struct mi_node *n)
+{
+	return qnode_is(n) ? qnode_role(g, n) : MI_LAYOUT_FIXED;
+}
+
+void mi_quant_qdq_set_blocked(struct mi_graph *g, struct mi_node *n, int isa)
+{
+	if (qnode_is(n))
+		qnode_set_blocked(g, n, isa);
+}
+
+int mi_quant_conv_add(struct mi_graph *g, struct mi_node *n, struct mi_node *add,
+		      int act_node, int act, float lo, float hi)
+{
+	return qnode_is(n) ? qnode_take_add(g, n, add, act_node, act, lo, hi) : -EOPNOTSUPP;
 }
 
 int try_qdq_op(struct mi_graph *g, struct mi_node *n)

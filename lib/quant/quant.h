@@ -32,174 +32,42 @@ enum mi_qisa_id {
 	MI_QISA_AVX512 = 2, /* AVX-512 F/BW/VL + VNNI: vpdpbusd */
 };
 
-/* Best ISA this CPU supports, lowered by MI_CPU_ISA=avx512|avx2|generic. */
+/* The int8 kernels' ISA: the best this CPU supports until mi_quant_plan()
+ * sets the model's cap (that of lib/cpu) or a test forces one. */
 int mi_quant_isa(void);
-/* An A/B switch of the kernels: on unless environment variable `name` is
- * "0", read once into *cur (-1: unread; the mi_quant_set_* test hooks set
- * *cur directly). */
-bool mi_quant_switch(int *cur, const char *name);
-/* One A/B switch: static int name##_cur, int mi_quant_set_##name(on) (tests;
- * returns the setting) and static bool name##_on() (env on first use). */
-#define MI_QUANT_SWITCH(name, env)                                \
-	static int name##_cur = -1;                               \
-	int mi_quant_set_##name(int on)                           \
-	{                                                         \
-		return name##_cur = !!on;                         \
-	}                                                         \
-	static bool name##_on(void)                               \
-	{                                                         \
-		return mi_quant_switch(&name##_cur, env);         \
-	}
-
-/* Force an ISA (tests); capped at what the CPU supports.  Returns the ISA
- * actually selected. */
+/* Force an ISA (tests, mi_quant_plan); capped at what the CPU supports.
+ * Returns the ISA actually selected. */
 int mi_quant_set_isa(int isa);
 const char *mi_quant_isa_name(int isa);
-/* Highest ISA the CPU supports (ignores MI_CPU_ISA). */
+/* Highest ISA the CPU supports. */
 int mi_quant_isa_max(void);
-/* Use AVX-512 VBMI where the CPU has it (default on; tests switch it off
- * to cover the AVX-512 kernels without it).  Returns the setting. */
+
+/*
+ * Kernel variants that the tests select to cover each one against the
+ * others and the reference (process-wide; each default on, the variant
+ * the default rules pick; a plan entry per node later).  Each returns the
+ * setting.
+ */
+/* AVX-512 VBMI (vpermb) where the CPU has it; off: the AVX-512 kernels
+ * without it. */
 int mi_quant_set_vbmi(int on);
-/* AVX2: the dense tile on weights widened to int16 at pack time (built
- * when the CPU's best ISA is AVX2 or the current ISA is AVX2 at pack
- * time), or (off; MI_QAVX2W=0) the tile widening them per call. */
-int mi_quant_set_avx2w(int on);
-/* Depthwise convs on small maps through gather tables (AVX-512 VBMI; default
- * on; tests switch it off to cover the row kernels).  Returns the setting. */
+/* Depthwise convs on small maps through gather tables (AVX-512 VBMI); off:
+ * the row kernels. */
 int mi_quant_set_dwtab(int on);
-/* AVX2 depthwise convs a whole channel at a time (dwk_chan_avx2; default
- * on, MI_QUANT_DWCHAN=0 off; tests switch it off to cover the row
- * kernels).  Returns the setting. */
+/* AVX2 depthwise convs a whole channel at a time (dwk_chan_avx2); off: the
+ * row kernels. */
 int mi_quant_set_dwchan(int on);
-/* Transpose / Reshape / Slice / Split / Concat / Gather ... between
- * DequantizeLinear and QuantizeLinear nodes on the bytes (qplan.c
- * plan_moves; default on, MI_QUANT_MOVE=0 off).  Returns the setting. */
-int mi_quant_set_move(int on);
-/* ... and write the C4 layout for an int8 conv that reads it (default on,
- * MI_QUANT_MVC4=0 off).  Returns the setting. */
-int mi_quant_set_mvc4(int on);
-/* ... look through Q -> DQ pairs between moves (MI_QUANT_MVTHROUGH=0
- * off), and write the floats an fp32 reader takes (MI_QUANT_MVF32=0 off). */
-int mi_quant_set_through(int on);
-int mi_quant_set_mvf32(int on);
-/* ... and look a move's byte tables up with slices made at plan time,
- * the last bytes of a plane by an overlapping vector (default on,
- * MI_QUANT_MVLUT=0: lut8_any, the last bytes one at a time). */
-int mi_quant_set_mvlut(int on);
-/* ... and, where a table is a fixed-point requantization giving all 256
- * bytes (fitted at plan time), compute it (default on, MI_QUANT_MVAFF=0:
- * the tables). */
-int mi_quant_set_mvaff(int on);
-/* An int8 conv's output read only by DQs for planar-only fp32 readers
- * (ReduceMean, Gemm, ...) stays planar (default on, MI_QUANT_DQPL=0: may
- * be C4). */
-int mi_quant_set_dqpl(int on);
-/* AVX2 MaxPool (stride 1 or 2, no dilation): horizontal passes 8 C4
- * pixels or 32 bytes at a time (default on, MI_QUANT_HMAX2=0 off: byte by
- * byte).  Returns the setting. */
-int mi_quant_set_hmax2(int on);
-/* ... and (default on, MI_QUANT_HMAX3=0 off) the rows of taps read once,
- * the last vector of a row overlapping the one before, C4 edge pixels 4
- * channels at a time.  Returns the setting. */
-int mi_quant_set_hmax3(int on);
-/* tile_avx2b_rq with the requantization inlined (default on,
- * MI_QUANT_AVX2BI=0: called out of line).  Returns the setting. */
-int mi_quant_set_avx2bi(int on);
-/* tile_avx2b's RGB first-conv panels of one output row gathered in
- * registers (default on, MI_QUANT_RGBR=0: through rows in memory).
- * Returns the setting. */
-int mi_quant_set_rgbr(int on);
-/* tile_avx2b's partial panels: the last 1-3 pixels a pixel at a time, 8
- * rows per vector (default on, MI_QUANT_AVX2PX=0: an 8- or 16-pixel
- * pass).  Returns the setting. */
-int mi_quant_set_avx2px(int on);
-/* AVX2 stride-2 im2col 8 pixels at a time (default on, MI_QUANT_S2V=0
- * off: one pixel at a time).  Returns the setting. */
-int mi_quant_set_s2v(int on);
-/* dwk_chan_avx2 stores full vectors only (default on, MI_QUANT_DWFULL=0
- * off: masked stores of a row's last strip).  Returns the setting. */
-int mi_quant_set_dwfull(int on);
-/* AVX2 depthwise planes padded with 16-byte vectors (default on,
- * MI_QUANT_DWPREP=0 off: memcpy/memset per row).  Returns the setting. */
-int mi_quant_set_dwprep(int on);
-/* dwk_chan_avx2 pairs vertical taps at stride 1, 3x3 and 5x5 (default
- * on, MI_QUANT_DWVP=0 off).  Returns the setting. */
-int mi_quant_set_dwvp(int on);
-/* AVX2 table lookups load 8 entries by vinsertps (default on,
- * MI_QUANT_LUTI=0 off: vgatherdps).  Returns the setting. */
-int mi_quant_set_luti(int on);
-/* AVX2 byte tables by the telescoping XOR (default on, MI_QUANT_LUT8X=0
- * off: a compare and blend per slice).  Returns the setting. */
-int mi_quant_set_lut8x(int on);
-/* AVX2 SE gate Mul on planes under 256 pixels in registers (default on,
- * MI_QUANT_SEDIRECT=0 off: products through a float buffer).  Returns the
- * setting. */
-int mi_quant_set_sedirect(int on);
-/* AVX2 GlobalAveragePool reads C4 input in place (default on,
- * MI_QUANT_GAPC4=0 off: quads taken apart into planes).  Returns the
- * setting. */
-int mi_quant_set_gapc4(int on);
-/* ... and on maps of 32-63 pixels sums a quad's 4 channels as the lanes of
- * one double vector (gap_sums_avx2_c4s; default on, MI_QUANT_GAPC4S=0
- * off).  Same additions per channel, same bytes.  Returns the setting. */
-int mi_quant_set_gapc4s(int on);
-/* A QuantizeLinear of an fp32 conv's output writes C4 for an int8
- * depthwise conv, and for DQs read by fp32 convs (default on,
- * MI_QUANT_QDWC4=0 off: planar; read when planning).  Returns the
- * setting. */
-int mi_quant_set_qdwc4(int on);
-/* An int8 conv with fp32 output writes it in the NCHWc blocked layout
- * when the NCHWc pass asks (default on, MI_QUANT_CONVBLK=0 off: planar;
- * read when planning).  Returns the setting. */
-int mi_quant_set_convblk(int on);
 /* AVX2 depthwise convs with a C4 output on the C4 quad kernel (dwq_item)
- * where it wins (1, default; MI_QUANT_DWC4=0 off: planar planes, and the
- * planner keeps their inputs planar; 2: on every shape it takes, for
- * tests and A/B).  Returns the setting. */
+ * where it wins (1); off: planar planes, and the planner keeps their
+ * inputs planar; 2: on every shape it takes. */
 int mi_quant_set_dwc4(int on);
-/* The quad kernel's last oh % 4 output rows in one step with shared tap
- * pairs (default on; MI_QUANT_DWQT=0 off: each row alone, the old loop).
- * Same sums, same bytes.  Returns the setting. */
-int mi_quant_set_dwqt(int on);
-/* The quad kernel's weight pairs by vpunpck from 8-byte kernel rows (default
- * on; MI_QUANT_DWQW=0 off: scalar stores).  Returns the setting. */
-int mi_quant_set_dwqw(int on);
-/* The quad kernel's 3x3 steps with their four row stores unrolled (default
- * on; MI_QUANT_DWQU=0 off).  Returns the setting. */
-int mi_quant_set_dwqu(int on);
-/* AVX2 dense tiles on weights that all lie in [-64, 63] (7-bit, `metainfer
- * quantize --weight-bits 7`) by vpmaddubsw, uint8 x int8 into int16 pairs
- * that cannot saturate (tile_avx2b; default on, MI_QUANT_U8S7=0 off: the
- * int16 tiles).  Read when weights are packed (no w16 copy then) and at
- * every run.  Returns the setting. */
-int mi_quant_set_u8s7(int on);
-/* AVX2 dense tiles on partial panels (np < 32 pixels) compute only the
- * 16-pixel halves that hold pixels, tile_avx2b a half of up to 8 on 8
- * (default on, MI_QUANT_AVX2NP=0 off: all 32).  Returns the setting. */
-int mi_quant_set_avx2np(int on);
-/* AVX2 dense tile with the uint8/int8 requantization in registers (full
- * tiles; default on, MI_QUANT_AVX2RQ=0 off: int32 sums, then
- * epi_avx2).  Returns the setting. */
-int mi_quant_set_avx2rq(int on);
-/* AVX2 convs split each pixel panel into int16 pairs once for all output
- * blocks (default on, MI_QUANT_AVX2S=0 off: the tile splits at every
- * step).  Returns the setting. */
-int mi_quant_set_avx2s(int on);
-/* AVX2 dense convs on 1-3 input channels (RGB first convs) with K in
- * tap-major order, the channels of consecutive taps packed densely
- * (147 bytes per pixel for 7x7 on 3 channels, not 196) and their own
- * im2col into the split panels (default on, MI_QUANT_RGB=0 off: channel
- * quads).  Returns the setting. */
-int mi_quant_set_rgb(int on);
 /* AVX2 GEMMs of up to 4 rows and 1x1 convs of one pixel through a GEMV
- * kernel (default on, MI_QUANT_GEMV2=0 off; tests switch it off to cover
- * the tile kernel there).  Returns the setting. */
+ * kernel; off: the tile kernel there. */
 int mi_quant_set_gemv2(int on);
 /* AMX-INT8 tiles for the dense conv/GEMM tiles (lib/quant/qamx.c): used on
  * the AVX-512 path where the CPU has AMX-TILE + AMX-INT8 and Linux grants
- * the tile state (arch_prctl, once per process).  MI_QUANT_AMX=0 turns it
- * off; mi_quant_set_amx() sets it for the weights packed and the runs that
- * follow (tests).  Returns the setting (0 without AMX). */
+ * the tile state (arch_prctl, once per process); set for the weights
+ * packed and the runs that follow.  0 without AMX. */
 int mi_quant_set_amx(int on);
 bool mi_quant_amx(void);
 
@@ -243,8 +111,7 @@ struct mi_qweights {
 	 * takes the Winograd path (mi_qwino_on() at init) */
 	int16_t *w16;
 	/* every weight in [-64, 63]: the AVX2 tiles are tile_avx2b's
-	 * (vpmaddubsw pairs cannot saturate; no w16 then unless
-	 * MI_QUANT_U8S7=0 at pack time) */
+	 * (vpmaddubsw pairs cannot saturate; no w16 then) */
 	bool s7;
 };
 
@@ -350,14 +217,10 @@ size_t mi_qconv_workspace(const struct mi_qconv *cv);
  * layout blocked by 8, [ceil(oc / 8)][oh * ow][8] with pad lanes 0, from
  * the tile epilogues: the same floats as the planar output.  -EOPNOTSUPP
  * (nothing done) where the path cannot (AMX, Winograd, GEMV, depthwise,
- * groups of other than 8k channels; MI_QUANT_BLKEPI=0 always) */
+ * groups of other than 8k channels) */
 #define MI_QCONV_OUT_BLK8 4u
-/* MI_QUANT_BLKEPI switch (tests): 0 refuses MI_QCONV_OUT_BLK8 */
-int mi_quant_set_blkepi(int on);
-/* MI_QUANT_RESAVX switch (tests): 0 adds ep->res with SSE, not AVX2 */
-int mi_quant_set_res_avx(int on);
 /* A depthwise conv cv with epilogue ep (out_c4 set) runs the AVX2 C4
- * quad kernel and may read a C4 input (MI_QUANT_DWC4=0: never). */
+ * quad kernel and may read a C4 input (mi_quant_set_dwc4(0): never). */
 bool mi_qconv_dw_c4(const struct mi_qconv *cv, const struct mi_qepi *ep);
 int mi_qconv_run(const struct mi_qconv *cv, const void *x, bool x_signed,
 		 int zx, const struct mi_qepi *ep, void *y, void *ws,
@@ -370,7 +233,7 @@ void mi_qconv_comp(const struct mi_qconv *cv, const int32_t *bias, int zx_u8,
  * 3x3 stride-1 convs of group 1 with at least MI_QWINO_MIN_C input and
  * MI_QWINO_MIN_OC output channels: mi_qconv_init builds it when the
  * quantized ISA is AVX2 (as the w16 weights) and mi_qconv_run takes it on
- * AVX2 while the switch is on (MI_QUANT_WINO=0 off).  Same output bytes
+ * AVX2 while the variant is on (mi_quant_set_wino, tests).  Same output bytes
  * as the direct path. */
 #define MI_QWINO_MIN_C 16
 #define MI_QWINO_MIN_OC 16
@@ -379,19 +242,10 @@ struct mi_qwino;
 typedef void (*mi_qepi_fn)(const int32_t *acc, int ldacc, int rows, int np,
 			   const struct mi_qepi *ep, int oc0, void *out, ptrdiff_t ldo);
 int mi_quant_set_wino(int on);
-/* MI_QUANT_WSPLIT switch (tests): 0 splits the Winograd blocks as on one
- * thread (fixed rows, channel chunks for the threads) */
+/* Off (bench-qconv): the Winograd blocks split as on one thread (fixed
+ * rows, channel chunks for the threads), not wino_split's choice */
 int mi_quant_set_wsplit(int on);
-/* MI_QUANT_CHUNK8 switch (tests): 0 splits 1x1 convs on few panels in ~4
- * items a thread, never ~8 */
-int mi_quant_set_chunk8(int on);
 bool mi_qwino_on(void);
-/* A block's last 1-2 tiles one at a time, 8 channels per vector (default
- * on, MI_QUANT_WINO1=0: on the 8-tile GEMM).  Returns the setting. */
-int mi_quant_set_wino1(int on);
-/* Winograd output tiles that leave a tile row stored by runs (default on,
- * MI_QUANT_WOSEG=0: a tile at a time).  Returns the setting. */
-int mi_quant_set_woseg(int on);
 bool mi_qwino_fits(const struct mi_qconv_shape *s);
 /* NULL: the shape does not fit, the weights could overflow the exact
  * int32 sums (4 * 255 * max_o sum |w_o| >= 2^31), or no memory. */
@@ -427,12 +281,44 @@ struct mi_cpu_opts;
 /* Planner step (called first by mi_cpu_plan()): rewrites QDQ chains and
  * QLinear nodes to int8 kernels.  node->priv starts with struct
  * mi_cpu_kernel_hdr (lib/cpu/cpu_plan.h); its fini() frees the priv and
- * undoes the rewrite.  MI_NO_INT8=1 disables the step. */
+ * undoes the rewrite, and its lops (struct mi_layout_ops) negotiate the
+ * fp32 side's layout with lib/cpu's blocked pass. */
 int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts);
-/* True when node->priv was set by mi_quant_plan(). */
-bool mi_quant_node_is(const struct mi_node *n);
 
-/* `metainfer quantize ...`; returns the exit status. */
-int mi_quant_main(int argc, char **argv);
+/* Options of mi_quantize() (`metainfer quantize`, tools/quant/quantize.c,
+ * which documents each); mi_quant_opts_default() gives the defaults. */
+#define MI_QUANT_WBITS_MIXED 0 /* 7 bits where the AVX2 kernels gain, else 8 */
+#define MI_QUANT_WBITS_AUTO (-1) /* MIXED where the int8 kernels are AVX2's, else 8 */
+struct mi_quant_opts {
+	const char *calib;	/* directory of .npy calibration inputs, or NULL */
+	int nrandom;		/* else this many seeded random inputs */
+	long seed;		/* of the random inputs */
+	int nthreads;		/* 0: the cores */
+	int isa;		/* enum mi_isa_cap of the models it runs */
+	bool qlinear;		/* QLinearConv/QLinearMatMul where possible */
+	bool per_channel;	/* weight scales per output channel */
+	bool bias_correct;	/* fold the weight rounding's mean shift into biases */
+	bool equalize;		/* cross-layer channel equalization first */
+	bool mse, mse_act;	/* activation ranges by least error (after readers) */
+	double percentile;	/* clip ranges at this percentile of |x| (0: off) */
+	int wbits;		/* 7, 8, MI_QUANT_WBITS_MIXED or _AUTO */
+	int wclip;		/* weight scales: 0 max|w|, 1 least rounding error, 2
+				 * the same weighted by the input variances */
+	double min_cos;		/* mixed precision target (0: all int8) */
+	int w8fb;		/* --min-cosine: 7-bit weights try 8 bits before
+				 * fp32: 1 in the ranking, 2 after the search */
+	const char *cost;	/* --min-cosine unit costs: model, profile, macs,
+				 * steps (print them for costfit.py, stop) */
+	bool keep_round_trips;	/* keep tensors only fp32 nodes read quantized */
+	bool no_refine;		/* no refinement back to int8 after the search */
+	double search_cos;	/* tests: the search's own target (0: min_cos) */
+	bool list_prefixes;	/* tests: judge every prefix of the ranking */
+	bool all_fp32;		/* tests: write every unit fp32 */
+	int decompose;		/* 1, 2: print the error decomposition, write nothing */
+};
+void mi_quant_opts_default(struct mi_quant_opts *o);
+/* Quantize the ONNX file model into out; prints a summary line on stdout
+ * and one-line errors on stderr.  Returns the exit status (0 or 1). */
+int mi_quantize(const char *model, const char *out, const struct mi_quant_opts *o);
 
 #endif /* MI_QUANT_H */

@@ -9,7 +9,7 @@ QUANT_TESTS := $(O)/lib/quant/tests/test-qkernels $(O)/lib/quant/tests/bench-qco
 QUANT_LDLIBS := -lm -pthread
 # the int8 GEMM / convolution kernels (no IR): what the kernel tests link
 QUANT_KERN_OBJS := $(patsubst %,$(O)/lib/quant/%.o,qgemm qgemm_avx2 qgemm_avx512 qgemm_epi \
-	qconv qdw qdwq qdwt qamx qwino)
+	qconv qdw qdw_avx2 qdw_avx512 qdwq qdwt qamx qwino)
 
 $(QUANT_OBJS): $(wildcard lib/quant/*.h lib/*.h)
 $(LIB_A): $(QUANT_OBJS)

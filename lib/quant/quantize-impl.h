@@ -81,10 +81,10 @@ struct qctx {
 	int wclip;         /* weight scales: 0 max|w| (default), 1 clipped where
 			    * the squared rounding error is least, 2 that error
 			    * weighted by the input channels' variances
-			    * (MI_QUANT_WCLIP) */
+			    * (--weight-clip) */
 	int w8fb;          /* --min-cosine: 7-bit weights try 8 bits before
 			    * fp32: 1 in the ranking (w8 units), 2 after the
-			    * search (MI_QUANT_W8FB; 0: off) */
+			    * search (--w8-fallback; 0: off) */
 	double percentile; /* 0 = min/max */
 	bool mse;          /* ranges minimizing the quantization error */
 	bool mse_act;      /* ... after the readers' function (--range mse-act) */
@@ -92,7 +92,19 @@ struct qctx {
 	int wbits;         /* --weight-bits: 8, 7, WBITS_MIXED (qz_wqmax()) or WBITS_AUTO */
 	double search_cos; /* the target of the search (before the final
 			    * check on all inputs): min_cos, or for tests
-			    * MI_MINCOS_SEARCH_TARGET */
+			    * --search-target */
+	const char *cost;  /* --min-cosine unit costs (--cost): "model" (the
+			    * cost model, default), "profile" (timed steps),
+			    * "steps" (print the steps for costfit.py, stop),
+			    * "macs" (multiply-adds) */
+	bool keep_rt;      /* --min-cosine: keep quantized the tensors only fp32
+			    * nodes read (--keep-round-trips; default: fp32) */
+	bool no_down;      /* --min-cosine: no refinement back to int8 after
+			    * the search (--no-refine) */
+	int isa_cap;       /* enum mi_isa_cap of every model the quantizer runs
+			    * (--isa; the int8 kernels' ISA follows) */
+	bool prefixes;     /* test hook: judge every prefix of the ranking
+			    * (--list-prefixes) */
 	int nthreads;
 	const char *path;  /* the fp32 model */
 	void *src;         /* its bytes (read once) */
@@ -119,12 +131,12 @@ struct calib {
 	int nowned;
 };
 
-#define WBITS_MIXED 0
+#define WBITS_MIXED MI_QUANT_WBITS_MIXED
 
 /* the default: mixed where the int8 kernels are the AVX2 ones (no VNNI:
  * mi_quant_isa(), so MI_CPU_ISA=avx2 gives an AVX2 host's file anywhere),
  * else 8 */
-#define WBITS_AUTO (-1)
+#define WBITS_AUTO MI_QUANT_WBITS_AUTO
 
 #define MINCOS_PROF_RUNS 10 /* timed runs per profile (min per node) */
 

@@ -238,9 +238,7 @@ static int find_nodes(struct qctx *c)
 	return 0;
 }
 
-/* ---- command line ------------------------------------------------------ */
-
-/* ---- MI_QUANT_DECOMPOSE: where the all-int8 error comes from ---------- */
+/* ---- --decompose: where the all-int8 error comes from ------------------ */
 
 static int producer_of(const struct mi_graph *g, int t)
 {
@@ -312,12 +310,12 @@ static const char *weight_class(const struct qctx *c, int k)
 }
 
 /*
- * MI_QUANT_DECOMPOSE=1: the cosine with the fp32 model on the evaluation
+ * --decompose (mode 1): the cosine with the fp32 model on the evaluation
  * inputs of all int8, weights only, activations only, and each class of
  * activations (weights fp32) and of weights (activations fp32) alone, on
- * stdout; nothing is written.
+ * stdout (mode 2: the first three only); nothing is written.
  */
-static int decompose(struct qctx *c, struct calib *ev)
+static int decompose(struct qctx *c, struct calib *ev, int mode)
 {
 	const char *cls[64];
 	int ncls = 0, err;
@@ -328,7 +326,7 @@ static int decompose(struct qctx *c, struct calib *ev)
 	for (int k = 0; k < c->nnodes; k++)
 		c->nodes[k].wfp32 = true;
 	err = qz_eval_model(c, ev, ev->nruns, NULL, 0, &cmin, &cmean, NULL);
-	int npass = atoi(getenv("MI_QUANT_DECOMPOSE")) == 2 ? 3 : 3 + 64;
+	int npass = mode == 2 ? 3 : 3 + 64;
 
 	for (int pass = 0; pass < npass && !err; pass++) {
 		const char *want = pass >= 3 ? (pass - 3 < ncls ? cls[pass - 3] : NULL) : "";
@@ -377,201 +375,57 @@ static int decompose(struct qctx *c, struct calib *ev)
 	return err;
 }
 
-static void usage(FILE *f)
+/* Fill a qctx from the options (the fields the command line sets). */
+static void ctx_from_opts(struct qctx *c, const struct mi_quant_opts *o)
 {
-	fprintf(f,
-		"usage: metainfer quantize MODEL.onnx (--calib DIR | --calib-random N) -o OUT.onnx\n"
-		"                          [--format qdq|qlinear] [--per-channel|--per-tensor]\n"
-		"                          [--range mse|mse-act|minmax | --percentile P] [--no-bias-correction]\n"
-		"                          [--no-equalize] [--weight-bits 7|8|mixed|auto]\n"
-		"                          [--min-cosine C] [--seed S] [--threads N]\n"
-		"\n"
-		"Post-training static int8 quantization: uint8 asymmetric activations\n"
-		"(ranges calibrated by running the fp32 model), int8 symmetric weights of\n"
-		"Conv/Gemm/MatMul (per output channel unless --per-tensor), int32 biases.\n"
-		"\n"
-		"  --calib DIR          calibration inputs: every DIR/*.npy (one-input models)\n"
-		"  --calib-random N     N seeded random inputs, uniform in [-1, 1)\n"
-		"  -o, --output FILE    the quantized model\n"
-		"  --format qdq         QuantizeLinear/DequantizeLinear pairs (default)\n"
-		"  --format qlinear     QLinearConv/QLinearMatMul where possible\n"
-		"  --per-channel        per output channel weight scales (default)\n"
-		"  --per-tensor         one weight scale per tensor\n"
-		"  --range mse          activation ranges clipped where the quantization error\n"
-		"                       (clipping + rounding) of the calibration values is\n"
-		"                       smallest (default)\n"
-		"  --range mse-act      the same, measured after the readers' HardSigmoid,\n"
-		"                       HardSwish, Sigmoid or SiLU where they apply one\n"
-		"  --range minmax       activation ranges = calibration min/max\n"
-		"  --percentile P       clip activation ranges at the P-th percentile of |x|\n"
-		"                       (e.g. 99.99) instead of min/max\n"
-		"  --no-bias-correction keep biases as they are (default: add the mean output\n"
-		"                       shift that weight rounding causes, from calibration)\n"
-		"  --no-equalize        keep the channels as they are (default: where Relu,\n"
-		"                       pooling and Add between Conv/Gemm layers allow, scale\n"
-		"                       each channel towards equal spread, an fp32-equivalent\n"
-		"                       rewrite that lowers the per-tensor activation error)\n"
-		"  --weight-bits B      8: weights in [-127, 127]; 7: in [-63, 63], where\n"
-		"                       the AVX2 int8 kernels (hosts without VNNI) multiply\n"
-		"                       them by vpmaddubsw, exactly and ~1.2-1.3x faster on\n"
-		"                       dense convs (twice the weight rounding error);\n"
-		"                       mixed: 7 bits where the AVX2 kernels take that route\n"
-		"                       (dense convs, Gemm/MatMul on 5+ rows), 8 for depthwise\n"
-		"                       convs, 3x3 stride-1 convs (Winograd) and GEMVs;\n"
-		"                       auto (default): mixed where this host's int8 kernels\n"
-		"                       are the AVX2 ones (MI_CPU_ISA=avx2 selects them on\n"
-		"                       any x86 host), else 8.  So by default the file\n"
-		"                       depends on the host's ISA; VNNI kernels run any of\n"
-		"                       them at the same speed; with --min-cosine, the 7-bit\n"
-		"                       weights the search leaves in fp32 try 8 bits\n"
-		"  --min-cosine C       mixed precision: leave in fp32 the tensors and weights\n"
-		"                       whose quantization costs most accuracy per unit of\n"
-		"                       time (a cost model of the planned kernels at 1\n"
-		"                       thread, nothing timed: the same model and options\n"
-		"                       give the same file), as few as give an output\n"
-		"                       cosine similarity >= C with the fp32 model (e.g. 0.99)\n"
-		"                       on the evaluation inputs (the calibration inputs; with\n"
-		"                       --calib-random at least 200 drawn alike for the search\n"
-		"                       and 100 more for a final check, which must also pass\n"
-		"                       on those 100 alone): both their minimum and a tail\n"
-		"                       estimate (normal fit of the upper half of the log\n"
-		"                       errors 1 - cosine: the minimum a fresh draw of 100\n"
-		"                       inputs keeps with probability 0.9, plus 1.28 jackknife\n"
-		"                       standard errors) must reach C\n"
-		"  --seed S             seed of --calib-random (default 1234)\n"
-		"  --threads N          threads for the calibration runs; --min-cosine runs\n"
-		"                       N evaluation inputs at a time (default: the cores)\n");
+	c->per_channel = o->per_channel;
+	c->qlinear = o->qlinear;
+	c->bias_correct = o->bias_correct;
+	c->equalize = o->equalize;
+	c->percentile = o->percentile;
+	c->mse = o->mse;
+	c->mse_act = o->mse_act;
+	c->min_cos = o->min_cos;
+	c->wbits = o->wbits;
+	c->wclip = o->wclip;
+	c->w8fb = o->w8fb;
+	c->cost = o->cost;
+	c->keep_rt = o->keep_round_trips;
+	c->no_down = o->no_refine;
+	c->prefixes = o->list_prefixes;
+	c->isa_cap = o->isa;
+	c->nthreads = o->nthreads;
 }
 
-int mi_quant_main(int argc, char **argv)
+void mi_quant_opts_default(struct mi_quant_opts *o)
 {
-	static const struct option lo[] = {
-		{ "calib", required_argument, NULL, 'c' },
-		{ "calib-random", required_argument, NULL, 'r' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "per-channel", no_argument, NULL, 'P' },
-		{ "per-tensor", no_argument, NULL, 'T' },
-		{ "percentile", required_argument, NULL, 'p' },
-		{ "no-bias-correction", no_argument, NULL, 'B' },
-		{ "no-equalize", no_argument, NULL, 'E' },
-		{ "range", required_argument, NULL, 'R' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "min-cosine", required_argument, NULL, 'm' },
-		{ "weight-bits", required_argument, NULL, 'W' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *calib = NULL, *out = NULL, *model;
-	long nrandom = 0, seed = 1234, threads = 0;
-	struct qctx c = { .per_channel = true, .bias_correct = true, .mse = true,
-			  .equalize = true, .wbits = WBITS_AUTO };
+	*o = (struct mi_quant_opts){ .seed = 1234, .per_channel = true, .bias_correct = true,
+				     .mse = true, .equalize = true, .wbits = MI_QUANT_WBITS_AUTO,
+				     .w8fb = 2 };
+}
+
+int mi_quantize(const char *model, const char *out, const struct mi_quant_opts *o)
+{
+	const char *calib = o->calib;
+	long nrandom = o->nrandom, seed = o->seed;
+	struct qctx c = { 0 };
 	struct calib cal = { 0 }, ev = { 0 };
-	int opt, err, rc = 1;
-	char *end;
+	int err, rc = 1;
 
-	/* A/B switches of the weight scales and the 8-bit step (qz_weight_scales(),
-	 * qz_mixed_precision()) */
-	c.wclip = getenv("MI_QUANT_WCLIP") ? atoi(getenv("MI_QUANT_WCLIP")) : 0;
-	c.w8fb = getenv("MI_QUANT_W8FB") ? atoi(getenv("MI_QUANT_W8FB")) : 2;
-
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			calib = optarg;
-			break;
-		case 'r':
-			nrandom = strtol(optarg, &end, 10);
-			if (*end || nrandom < 1 || nrandom > 100000)
-				return qz_err("--calib-random: '%s' is not a count in 1..100000", optarg);
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'f':
-			if (!strcmp(optarg, "qdq"))
-				c.qlinear = false;
-			else if (!strcmp(optarg, "qlinear"))
-				c.qlinear = true;
-			else
-				return qz_err("--format: '%s' is not qdq or qlinear", optarg);
-			break;
-		case 'P':
-			c.per_channel = true;
-			break;
-		case 'T':
-			c.per_channel = false;
-			break;
-		case 'B':
-			c.bias_correct = false;
-			break;
-		case 'E':
-			c.equalize = false;
-			break;
-		case 'R':
-			c.percentile = 0;
-			c.mse = false;
-			c.mse_act = false;
-			if (!strcmp(optarg, "mse") || !strcmp(optarg, "mse-act"))
-				c.mse = true;
-			else if (strcmp(optarg, "minmax"))
-				return qz_err("--range: '%s' is not minmax, mse or mse-act", optarg);
-			c.mse_act = !strcmp(optarg, "mse-act");
-			break;
-		case 'p':
-			c.mse = false;
-			c.percentile = strtod(optarg, &end);
-			if (*end || !(c.percentile > 50 && c.percentile <= 100))
-				return qz_err("--percentile: '%s' is not in (50, 100]", optarg);
-			break;
-		case 's':
-			seed = strtol(optarg, &end, 10);
-			if (*end || seed < 0)
-				return qz_err("--seed: '%s' is not a non-negative number", optarg);
-			break;
-		case 't':
-			threads = strtol(optarg, &end, 10);
-			if (*end || threads < 0 || threads > 1024)
-				return qz_err("--threads: '%s' is not a thread count", optarg);
-			break;
-		case 'm':
-			c.min_cos = strtod(optarg, &end);
-			if (*end || !(c.min_cos > 0 && c.min_cos <= 1))
-				return qz_err("--min-cosine: '%s' is not in (0, 1]", optarg);
-			break;
-		case 'W':
-			if (strcmp(optarg, "7") && strcmp(optarg, "8") && strcmp(optarg, "mixed") &&
-			    strcmp(optarg, "auto"))
-				return qz_err("--weight-bits: '%s' is not 7, 8, mixed or auto", optarg);
-			c.wbits = optarg[0] == '7' ? 7 : optarg[0] == '8' ? 8 :
-				  optarg[0] == 'm' ? WBITS_MIXED : WBITS_AUTO;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind + 1 != argc || !out || (!calib == !nrandom)) {
-		usage(stderr);
-		return 2;
-	}
-	model = argv[optind];
+	ctx_from_opts(&c, o);
+	/* the int8 kernels of the ISA the models run with */
+	mi_quant_set_isa(o->isa > MI_ISA_CAP_NATIVE ? o->isa - 1 : mi_cpu_isa());
 	if (c.wbits == WBITS_AUTO)
 		c.wbits = mi_quant_isa() == MI_QISA_AVX2 ? WBITS_MIXED : 8;
 
-	struct mi_model_opts mo = { .flags = MI_MODEL_NO_NORMALIZE, .nthreads = (int)threads };
+	struct mi_model_opts mo = { .flags = MI_MODEL_NO_NORMALIZE, .nthreads = o->nthreads,
+				    .isa = o->isa };
 
 	err = mi_model_load_graph(model, &mo, &c.m);
 	if (err < 0)
 		return qz_err("%s", mi_last_error());
 	c.g = &c.m->g;
 	c.path = model;
-	c.nthreads = (int)threads;
 	/* BatchNorm into Conv/Gemm, Identity/Dropout away: what runs fast */
 	err = mi_pass_fold_batchnorm(c.g);
 	if (err >= 0)
@@ -614,19 +468,17 @@ int mi_quant_main(int argc, char **argv)
 		qz_err("%s: %s", model, c.g->err);
 		goto out;
 	}
-	c.search_cos = c.min_cos;
-	if (getenv("MI_MINCOS_SEARCH_TARGET"))
-		c.search_cos = strtod(getenv("MI_MINCOS_SEARCH_TARGET"), NULL);
-	if (getenv("MI_QUANT_FP32")) { /* test hook: the fp32 model as rewritten */
+	c.search_cos = o->search_cos > 0 ? o->search_cos : c.min_cos;
+	if (o->all_fp32) { /* test hook: the fp32 model as rewritten */
 		for (int i = 0; i < c.nqt; i++)
 			c.qt[i].fp32 = true;
 		for (int k = 0; k < c.nnodes; k++)
 			c.nodes[k].wfp32 = true;
 	}
-	if (getenv("MI_QUANT_DECOMPOSE")) {
+	if (o->decompose) {
 		err = qz_calib_random(&c, MINCOS_INPUTS + MINCOS_HOLD, seed, &ev);
 		if (!err)
-			err = decompose(&c, &ev);
+			err = decompose(&c, &ev, o->decompose);
 		if (!err)
 			rc = 0;
 		goto out;

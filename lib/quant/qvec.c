@@ -468,9 +468,6 @@ hmax_avx512(const uint8_t *t, const struct mi_qpool_shape *s, bool s8, int ox0, 
 	return ox1;
 }
 
-/* MI_QUANT_HMAX2=0: the AVX2 MaxPools' horizontal passes byte by byte (A/B). */
-MI_QUANT_SWITCH(hmax2, "MI_QUANT_HMAX2")
-
 /*
  * Outputs [ox_lo, ox_hi) of a pooled row whose taps all lie inside the row
  * (no dilation): the first output past those done with 8 (C4: pixels) or
@@ -562,11 +559,6 @@ hmax_avx2(const uint8_t *t, const struct mi_qpool_shape *s, bool s8, int ox0, in
 	}
 	return ox;
 }
-
-/* MI_QUANT_HMAX3=0: the AVX2 MaxPools as before (A/B): the rows' max one
- * memcpy and a pass per further row, the row tails and edge pixels byte
- * by byte. */
-MI_QUANT_SWITCH(hmax3, "MI_QUANT_HMAX3")
 
 /*
  * Vertical pass in one go: t[0, n) = max of rows r[0..nr) (nr >= 1), 32
@@ -683,7 +675,7 @@ static int pool_rows(const uint8_t *x, const struct mi_qpool_shape *s, int oy, s
 }
 
 /*
- * MI_QUANT_HMAX3 form of mi_qmaxpool_plane on AVX2 (kh <= 64): each row
+ * The form of mi_qmaxpool_plane on AVX2 (kh <= 64): each row
  * of taps read once (vmax_rows_avx2); outputs with their taps inside
  * the row (stride 1 or 2, no dilation) 32 or 16 at a time, the last
  * vector overlapping the one before; the rest byte by byte.
@@ -879,9 +871,9 @@ void mi_qmaxpool_plane(const uint8_t *x, const struct mi_qpool_shape *s, bool s8
 	int ox_hi = s->w - 1 - (s->kw - 1) * s->dw + s->pl;
 	bool v512 = mi_quant_isa() >= MI_QISA_AVX512;
 	bool hv = v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2);
-	bool hv2 = v && !v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) && hmax2_on();
+	bool hv2 = v && !v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2);
 
-	if (v && !v512 && s->kh <= 64 && hmax2_on() && hmax3_on()) {
+	if (v && !v512 && s->kh <= 64) {
 		qmaxpool_plane3(x, s, s8, tmp, y);
 		return;
 	}
@@ -971,9 +963,9 @@ void mi_qmaxpool_plane_c4(const uint8_t *x, const struct mi_qpool_shape *s, bool
 {
 	int w4 = s->w * 4, ox_lo, ox_hi;
 	bool v = mi_quant_isa() >= MI_QISA_AVX2, v512 = mi_quant_isa() >= MI_QISA_AVX512;
-	bool hv2 = v && !v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2) && hmax2_on();
+	bool hv2 = v && !v512 && s->dw == 1 && (s->sw == 1 || s->sw == 2);
 
-	if (v && !v512 && s->kh <= 64 && hmax2_on() && hmax3_on()) {
+	if (v && !v512 && s->kh <= 64) {
 		qmaxpool_c4_3(x, s, s8, tmp, y);
 		return;
 	}

@@ -63,7 +63,7 @@ int mi_quant_set_wino(int on)
 
 bool mi_qwino_on(void)
 {
-	return mi_quant_switch(&wino_cur, "MI_QUANT_WINO");
+	return wino_cur != 0;
 }
 
 static int rup(int a, int b)
@@ -579,25 +579,17 @@ __attribute__((target("avx2"))) static void wino_gemm1(const int16_t *u0, const 
 		m[(size_t)c * 2 * MCH] = t[c];
 }
 
-/* MI_QUANT_WINO1=0: a block's last 1-2 tiles on wino_gemm8 (A/B) */
-MI_QUANT_SWITCH(wino1, "MI_QUANT_WINO1")
-
-/* MI_QUANT_WOSEG=0: wino_out8 stores 8 tiles that leave a tile row or the
- * map a tile at a time (A/B) */
-MI_QUANT_SWITCH(woseg, "MI_QUANT_WOSEG")
-
 /*
  * Output transform of 8 consecutive tiles t0.. of a block (t0 % 8 == 0,
  * tiles of the block's tile rows in raster order) of one output channel:
  * m[16 positions][8 tiles]; Y = (A^T M A) / 4 into the block's sums yr
  * (raster order, ow per output row, ny output rows).  8 tiles that leave
  * their tile row or the map (tile rows of 28 tiles: 1 group in 3.5; odd
- * maps) go through t: seg, one copy per run of tiles in a tile row and
- * output row (else a tile at a time, two divisions each: a 55x55 map's
- * output transforms ~1.25x).
+ * maps) go through t, one copy per run of tiles in a tile row and
+ * output row.
  */
 __attribute__((target("avx2"))) static void wino_out8(const struct mi_qwino *wn, const int32_t *m,
-						      int t0, int nt, int ny, int32_t *yr, bool seg)
+						      int t0, int nt, int ny, int32_t *yr)
 {
 	int tw = wn->tw, ow = wn->ow;
 	__m256i s[4], d[4];
@@ -642,7 +634,7 @@ __attribute__((target("avx2"))) static void wino_out8(const struct mi_qwino *wn,
 	_mm256_storeu_si256((void *)(t[0] + 8), r01);
 	_mm256_storeu_si256((void *)t[1], r10);
 	_mm256_storeu_si256((void *)(t[1] + 8), r11);
-	if (seg) {
+	{
 		/* the 8 tiles' runs within a tile row (a row's end, the
 		 * next row's start): one copy per run and output row, the
 		 * last tile's second column dropped past ow */
@@ -667,16 +659,6 @@ __attribute__((target("avx2"))) static void wino_out8(const struct mi_qwino *wn,
 					dst[k] = sr[k];
 			}
 			i += n;
-		}
-		return;
-	}
-	for (int i = 0; i < 8 && t0 + i < nt; i++) {
-		int y = (t0 + i) / tw * 2, x = (t0 + i) % tw * 2;
-
-		for (int dy = 0; dy < 2 && y + dy < ny; dy++) {
-			yr[(size_t)(y + dy) * ow + x] = t[dy][2 * i];
-			if (x + 1 < ow)
-				yr[(size_t)(y + dy) * ow + x + 1] = t[dy][2 * i + 1];
 		}
 	}
 }
@@ -703,8 +685,6 @@ static void wino_item(void *arg, int item, int tid)
 	size_t es_out = j->ep->mode == MI_QOUT_S32 || j->ep->mode == MI_QOUT_F32 ? 4 : 1;
 	size_t vps = (size_t)wn->c2n * wn->ldv * 2;
 
-	bool seg = woseg_on();
-
 	if (ob0 >= ob1)
 		return;
 	wino_in(j, ty0, ty1, v, ps, es, tmp);
@@ -719,7 +699,7 @@ static void wino_item(void *arg, int item, int tid)
 			int left = nt - g * WT;
 			bool half = left <= 8;
 
-			if (left <= 2 && wino1_on()) {
+			if (left <= 2) {
 				/* the other tiles of the 8 out8 reads (it stores
 				 * only these): the group before's sums, or (no group
 				 * before) 0 */
@@ -751,7 +731,7 @@ static void wino_item(void *arg, int item, int tid)
 			for (int r = 0; r < rows; r++)
 				for (int h = 0; h < 2 && g * WT + h * 8 < nt; h++)
 					wino_out8(wn, m + (size_t)(r * 2 + h) * MCH, g * WT + h * 8, nt,
-						  oy1 - oy0, yacc + (size_t)r * np, seg);
+						  oy1 - oy0, yacc + (size_t)r * np);
 		}
 		uint8_t *out = j->ep->out_c4 ? j->y + ((size_t)(oc0 / 4) * npix + p0) * 4 + oc0 % 4 :
 					       j->y + ((size_t)oc0 * npix + p0) * es_out;
@@ -760,7 +740,7 @@ static void wino_item(void *arg, int item, int tid)
 	}
 }
 
-/* MI_QUANT_WSPLIT=0: the threads share the blocks of wn->rb rows (and
+/* Off (bench-qconv): the threads share the blocks of wn->rb rows (and
  * output channel chunks) as on one thread, not wino_split's choice */
 static int wsplit_cur = -1;
 
@@ -852,7 +832,7 @@ static void wino_split(const struct mi_qwino *wn, int nt, struct wino_job *j)
 	}
 	j->bpc = (wn->nob + j->nchunk - 1) / j->nchunk;
 	j->nchunk = (wn->nob + j->bpc - 1) / j->bpc;
-	if (nt < 2 || nt > 16 || !mi_quant_switch(&wsplit_cur, "MI_QUANT_WSPLIT"))
+	if (nt < 2 || nt > 16 || !wsplit_cur)
 		return;
 	best = wino_makespan(wn, nt, j);
 	c.rb = wn->rb;

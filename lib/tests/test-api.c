@@ -440,7 +440,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dir = argv[1];
-	setenv("MI_ARENA_POISON", "1", 0); /* NaN-filled arena, see exec.c */
 	test_errors();
 	test_info_and_batch();
 	test_no_malloc(1);

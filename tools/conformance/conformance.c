@@ -508,9 +508,6 @@ int main(int argc, char **argv)
 	double t0;
 	struct timespec ts;
 
-	/* NaN-fill activation memory: catches kernels that read what they
-	 * did not write and arena lifetime overlaps (see lib/exec.c). */
-	setenv("MI_ARENA_POISON", "1", 0);
 	while ((c = getopt_long(argc, argv, "f:rqvh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':

@@ -73,6 +73,13 @@ static void usage_run(FILE *f)
 		"                               print time per op type and the N slowest\n"
 		"                               nodes (default 15)\n"
 		"  -q, --quiet                  do not print output summaries\n"
+		"      --isa generic|avx2|avx512  widest instruction set the CPU kernels\n"
+		"                               may use (default: the CPU's own; one it\n"
+		"                               lacks is an error)\n"
+		"      --no-int8                run QDQ models in fp32 (no int8 kernels)\n"
+		"      --no-spin                sleep, not spin, while waiting for the\n"
+		"                               worker threads\n"
+		"      --profile-cpu            --profile on the process CPU clock\n"
 		"  -h, --help                   this text\n",
 		prog);
 }
@@ -337,6 +344,10 @@ static int cmd_run(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "plan", required_argument, NULL, 'P' },
+		{ "isa", required_argument, NULL, 'I' },
+		{ "no-int8", no_argument, NULL, '8' },
+		{ "no-spin", no_argument, NULL, 'S' },
+		{ "profile-cpu", no_argument, NULL, 'C' },
 		{ 0 }
 	};
 	struct mi_model_opts mo = { 0 };
@@ -414,6 +425,29 @@ static int cmd_run(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = 1;
+			break;
+		case 'I':
+			if (!strcmp(optarg, "generic")) {
+				mo.isa = MI_ISA_CAP_GENERIC;
+			} else if (!strcmp(optarg, "avx2")) {
+				mo.isa = MI_ISA_CAP_AVX2;
+			} else if (!strcmp(optarg, "avx512")) {
+				mo.isa = MI_ISA_CAP_AVX512;
+			} else {
+				fprintf(stderr,
+					"%s: --isa %s: expected generic, avx2 or avx512\n",
+					prog, optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case '8':
+			mo.flags |= MI_MODEL_NO_INT8;
+			break;
+		case 'S':
+			mo.flags |= MI_MODEL_NO_SPIN;
+			break;
+		case 'C':
+			mo.flags |= MI_MODEL_PROFILE_CPU;
 			break;
 		case 'P':
 			plan_path = optarg;

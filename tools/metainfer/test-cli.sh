@@ -107,6 +107,12 @@ expect_rc 2 "no command" "$MI"
 expect_rc 2 "unknown command" "$MI" frobnicate
 expect_rc 2 "run without model" "$MI" run
 expect_rc 2 "bad --threads" "$MI" run "$W/ok.onnx" --threads -3
+expect_rc 2 "bad --isa" "$MI" run "$W/ok.onnx" --isa sse9
+expect_rc 0 "--isa generic --no-int8 --no-spin" "$MI" run "$W/ok.onnx" -q \
+	--isa generic --no-int8 --no-spin
+if ! grep -qw avx512f /proc/cpuinfo; then
+	expect_rc 1 "--isa the CPU lacks" "$MI" run "$W/ok.onnx" --isa avx512
+fi
 expect_rc 1 "missing model file" "$MI" run "$W/nope.onnx"
 expect_rc 1 "directory as model" "$MI" run "$W"
 expect_rc 1 "empty model" "$MI" run "$W/empty.onnx"

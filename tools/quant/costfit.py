@@ -15,7 +15,7 @@ kernels on an AVX-512 host).  This tool makes the data and fits the table:
 
   costfit.py dump [-o DIR] [-r N] MODEL.onnx ...
       runs `metainfer quantize MODEL --calib-random 16 --min-cosine 0.99`
-      with MI_MINCOS_COST=steps (the steps timed at 1 thread, 10 runs, on
+      with --cost steps (the steps timed at 1 thread, 10 runs, on
       the process CPU clock: MI_PROF_CPU=1; the quantizer stops after the
       profiles) N times per model and keeps the step lines in
       DIR/MODEL.RUN.steps (--weight-bits B: passed on, DIR/MODEL-wB.RUN.steps;
@@ -104,8 +104,7 @@ def table_of(src, ctxs, clss, isa):
 
 def dump(args):
     os.makedirs(args.out, exist_ok=True)
-    env = dict(os.environ, MI_MINCOS_COST="steps", MI_PROF_CPU="1")
-    env.pop("MI_MINCOS_DEBUG", None)
+    env = dict(os.environ, MI_PROF_CPU="1")
     for r in range(args.runs):
         for m in args.models:
             base = os.path.basename(m)[:-5] if m.endswith(".onnx") else os.path.basename(m)
@@ -114,11 +113,11 @@ def dump(args):
             base += "-w" + args.weight_bits if args.weight_bits else ""
             t0 = time.time()
             p = subprocess.run([args.bin, "quantize", m, "--calib-random", "16", "--min-cosine",
-                                "0.99", "-o", os.path.join(args.out, base + ".tmp.onnx")] + wb,
+                                "0.99", "--cost", "steps", "-o", os.path.join(args.out, base + ".tmp.onnx")] + wb,
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                universal_newlines=True)
             steps = [l for l in p.stderr.splitlines() if l.startswith("step ")]
-            if "MI_MINCOS_COST=steps" not in p.stderr:
+            if "--cost steps" not in p.stderr:
                 # the all-int8 model passed (no profiles taken) or an error
                 print("%s: no profiles (%s)" % (base, (p.stdout + p.stderr).strip()[-200:]))
                 continue

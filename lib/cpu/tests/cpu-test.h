@@ -10,8 +10,29 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
 
 static int failures, checks;
+
+/* The ISA under test: "--isa NAME" (generic, avx2, avx512; at most the
+ * CPU's own, a higher one runs the CPU's) or the CPU's; every planner
+ * call passes it in struct mi_cpu_opts.isa, kernels come from its tables.
+ * Returns argv's first index after the option. */
+static int test_isa;
+
+static inline int test_isa_arg(int argc, char **argv)
+{
+	test_isa = mi_cpu_isa();
+	if (argc > 2 && !strcmp(argv[1], "--isa")) {
+		for (int i = 0; i < MI_ISA_COUNT; i++)
+			if (!strcmp(argv[2], mi_cpu_isa_name(i)) && i <= test_isa)
+				test_isa = i;
+		return 3;
+	}
+	return 1;
+}
 
 #define CHECK(cond, ...)                                                   \
 	do {                                                               \

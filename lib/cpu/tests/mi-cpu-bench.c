@@ -4,11 +4,12 @@
  * and of the conv layers of ResNet-50 and MobileNetV2 at 224x224, batch 1,
  * with every algorithm that supports the shape.
  *
- *   build/mi-cpu-bench [-t THREADS] [-r REPS] [-R] [-f FILTER]
+ *   build/mi-cpu-bench [-t THREADS] [-r REPS] [-R] [-f FILTER] [-i ISA]
  * (-R: convs with a fused residual Add)
  * (FILTER: gemm, resnet50, resnet18, squeezenet, pool, mobilenetv2, stem)
  *
- * MI_CPU_ISA selects the ISA path as for the runtime.  Each line gives
+ * -i generic|avx2|avx512 selects the ISA path (at most the CPU's own, as
+ * for the runtime's --isa; default the CPU's).  Each line gives
  * the fastest of REPS runs (wall clock) and, in parentheses, GFLOP/s over the process
  * CPU time (the kernel's own cost on a shared machine; with several
  * threads it also counts the pool's spinning).
@@ -233,8 +234,14 @@ int main(int argc, char **argv)
 	int nt = 1, opt, isa = mi_cpu_isa();
 	const char *filter = NULL;
 
-	while ((opt = getopt(argc, argv, "t:r:f:R")) != -1) {
+	while ((opt = getopt(argc, argv, "t:r:f:i:R")) != -1) {
 		switch (opt) {
+		case 'i':
+			for (int i = 0; i < MI_ISA_COUNT; i++)
+				if (!strcmp(optarg, mi_cpu_isa_name(i)) &&
+				    i <= mi_cpu_isa())
+					isa = i;
+			break;
 		case 'R':
 			with_res = 1;
 			break;
@@ -249,7 +256,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: mi-cpu-bench [-t THREADS] [-r REPS] [-R] [-f gemm|resnet50|resnet18|squeezenet|pool|mobilenetv2]\n");
+				"usage: mi-cpu-bench [-t THREADS] [-r REPS] [-R] [-f gemm|resnet50|resnet18|squeezenet|pool|mobilenetv2] [-i ISA]\n");
 			return 2;
 		}
 	}

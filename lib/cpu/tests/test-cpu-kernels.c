@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fast CPU kernels vs scalar references, by normalized error
- * (max |y - ref| / max |ref|), over random shapes.  Uses the ISA in
- * effect (MI_CPU_ISA), so `make check-cpu` runs it once per ISA path the
- * machine has.  Usage: test-cpu-kernels [iterations-scale]
+ * (max |y - ref| / max |ref|), over random shapes, with the kernel tables
+ * of one ISA, so `make check-cpu` runs it once per ISA path the machine
+ * has.  Usage: test-cpu-kernels [--isa ISA] [iterations-scale]
  */
 #include <math.h>
 #include <stdio.h>
@@ -400,11 +400,21 @@ static void test_reduce(int isa)
 	free(x);
 }
 
+/* test-cpu-kernels [--isa generic|avx2|avx512] [SCALE]: the kernel tables
+ * of that ISA (at most the CPU's own), SCALE x the default cases. */
 int main(int argc, char **argv)
 {
-	int scale = argc > 1 ? atoi(argv[1]) : 1;
-	int isa = mi_cpu_isa();
+	int isa = mi_cpu_isa(), a = 1, scale;
 	int i, algo;
+
+	if (argc > 2 && !strcmp(argv[1], "--isa")) {
+		for (i = 0; i < MI_ISA_COUNT; i++)
+			if (!strcmp(argv[2], mi_cpu_isa_name(i)) &&
+			    i <= mi_cpu_isa())
+				isa = i;
+		a = 3;
+	}
+	scale = argc > a ? atoi(argv[a]) : 1;
 
 	if (scale < 1)
 		scale = 1;

@@ -89,7 +89,7 @@ static int live_nodes(const struct mi_graph *g)
 static void test_conv_add_relu(int nofuse)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = 2 };
+	struct mi_cpu_opts o = { .nthreads = 2, .isa = test_isa };
 	int64_t dx[4] = { 1, 8, 10, 10 }, dw[4] = { 16, 8, 3, 3 },
 		db[1] = { 16 }, dy[4] = { 1, 16, 10, 10 };
 	int64_t pads[4] = { 1, 1, 1, 1 };
@@ -155,7 +155,7 @@ static void test_conv_add_relu(int nofuse)
 static void test_dw_silu(void)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = 1 };
+	struct mi_cpu_opts o = { .nthreads = 1, .isa = test_isa };
 	int64_t dx[4] = { 1, 12, 9, 9 }, dw[4] = { 12, 1, 3, 3 },
 		dy[4] = { 1, 12, 5, 5 };
 	int64_t pads[4] = { 1, 1, 1, 1 }, st[2] = { 2, 2 };
@@ -200,7 +200,7 @@ static void test_dw_silu(void)
 static void test_matmul_bias_clip(void)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { 0 };
+	struct mi_cpu_opts o = { .isa = test_isa };
 	int64_t dx[3] = { 2, 3, 20 }, dw[2] = { 20, 7 }, db[1] = { 7 },
 		dy[3] = { 2, 3, 7 }, d1[1] = { 1 };
 	float ref[42];
@@ -247,7 +247,7 @@ static void test_matmul_bias_clip(void)
 static void test_batched_matmul(int shared_b)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = 2 };
+	struct mi_cpu_opts o = { .nthreads = 2, .isa = test_isa };
 	int64_t da[4] = { 2, 3, 7, 9 }, db4[4] = { 2, 3, 9, 5 },
 		db2[2] = { 9, 5 }, dy[4] = { 2, 3, 7, 5 };
 	float ref[210];
@@ -287,7 +287,7 @@ static void test_batched_matmul(int shared_b)
 static void test_channel_scale(int nt, int n, int c, int h, int w)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = nt };
+	struct mi_cpu_opts o = { .nthreads = nt, .isa = test_isa };
 	int64_t dx[4] = { n, c, h, w }, ds[4] = { n, c, 1, 1 };
 	int64_t tot = (int64_t)n * c * h * w;
 	float *ref = malloc(tot * sizeof(float));
@@ -319,7 +319,7 @@ static void test_channel_scale(int nt, int n, int c, int h, int w)
 static void test_no_fuse(void)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { 0 };
+	struct mi_cpu_opts o = { .isa = test_isa };
 	int64_t dx[4] = { 1, 4, 5, 5 }, dw[4] = { 4, 4, 1, 1 };
 	int x, w, t, y1, y2, cv, r1, r2;
 
@@ -405,7 +405,7 @@ static void elt_case(const char *op, int nda, const int64_t *da, int ndb,
 		     const float *bconst)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = elt_threads };
+	struct mi_cpu_opts o = { .nthreads = elt_threads, .isa = test_isa };
 	int a, b = -1, y, nd, nin = ndb >= 0 ? 2 : 1;
 	const struct mi_op_def *def = mi_op_find(op, "");
 	struct mi_tensor *yt;
@@ -468,7 +468,7 @@ static void elt_case(const char *op, int nda, const int64_t *da, int ndb,
 static void test_erf_sweep(void)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = 1 };
+	struct mi_cpu_opts o = { .nthreads = 1, .isa = test_isa };
 	int64_t n = 200003, d[1] = { n };
 	int x, y, nd;
 	float *xv, *yv;
@@ -638,9 +638,10 @@ static void test_pool_late_workers(void)
 	       runs);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	printf("test-cpu-plan: isa=%s\n", mi_cpu_isa_name(mi_cpu_isa()));
+	test_isa_arg(argc, argv);
+	printf("test-cpu-plan: isa=%s\n", mi_cpu_isa_name(test_isa));
 	test_conv_add_relu(0);
 	test_conv_add_relu(1);
 	test_dw_silu();

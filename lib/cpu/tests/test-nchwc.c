@@ -10,8 +10,9 @@
  * Planner: small graphs (chains, chain boundaries, graph outputs inside a
  * chain, SE block, residuals) planned, run and compared with the
  * reference ops of lib/ops; mi_cpu_plan_fini() must restore the graph,
- * and re-planning must work.  Run once per ISA (MI_CPU_ISA) by check-cpu.
+ * and re-planning must work.  Run once per ISA (--isa) by check-cpu.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,8 @@ static void pick_act(int *act, float *lo, float *hi)
  * tiles of the row kernels (ncd3_row, ncd5_row, nc1_row, ncr_row) and their
  * tails */
 static int wide;
+/* p.ksplit of conv_case (0: the rule) */
+static int case_ksplit;
 
 static void conv_case(int dw, int it, int planned)
 {
@@ -196,6 +199,7 @@ static void conv_case(int dw, int it, int planned)
 	};
 	p.wp = mi_nc_pack_weights(B, dw, s.m, s.c, s.kh, s.kw, w);
 	p.bias = mi_nc_pack_bias(B, s.m, bias);
+	p.ksplit = case_ksplit;
 	/* NCHW input: the tap-offset loop (as planned) on 3 of 4 (not by
 	 * rnd(): the cases after this one keep their draws) */
 	if (!dw && it % 4 != 2)
@@ -363,10 +367,10 @@ static void wino_case(int it)
 /*
  * 1x1 rows on nc1_rowk: rows of 17-260 positions (whole tiles of RM and
  * RM - 1, no tail), 1-130 input channels in chunks of 1-3 blocks
- * (mi_nc_kc1 made small: the partial sums through y), strides 1-2, every
+ * (p.kc1 made small: the partial sums through y), strides 1-2, every
  * layout, activation and residual, the residual aliasing y (in place: no
- * chunks then) on some; also the default chunk size, no chunks (0) and
- * the plain nc1_row (-1).
+ * chunks then) on some; also the default chunk size, no chunks and the
+ * plain nc1_row.
  */
 static void row1k_case(int it)
 {
@@ -412,16 +416,16 @@ static void row1k_case(int it)
 	y = inplace ? rl : nanbuf(yblk ? (size_t)mb * B * ohw : (size_t)s.m * ohw);
 	switch (it % 5) {
 	case 0:
-		mi_nc_kc1 = -1;
+		p.kc1 = MI_NC_KC1_ROW;
 		break;
 	case 1:
-		mi_nc_kc1 = 0;
+		p.kc1 = MI_NC_KC1_NONE;
 		break;
 	case 2:
-		mi_nc_kc1 = 32 * 1024;
+		p.kc1 = 0;
 		break;
 	default: /* 1-3 blocks of a full group's weights */
-		mi_nc_kc1 = (1 + (int)rnd(3)) * B * B * 4 * K->ob;
+		p.kc1 = (1 + (int)rnd(3)) * B * B * 4 * K->ob;
 	}
 	if (it & 1) {
 		/* as the planner's group-major pieces */
@@ -434,7 +438,6 @@ static void row1k_case(int it)
 		K->conv(&p, xl, rl, y, 0, mb, 0, s.oh, 0, c1);
 		K->conv(&p, xl, rl, y, 0, mb, 0, s.oh, c1, s.ow);
 	}
-	mi_nc_kc1 = 32 * 1024;
 	yo = from_layout(y, s.m, ohw, yblk);
 	e = nerr(yo, ref, (int64_t)s.m * ohw);
 	CHECK(e < 2e-5, "1x1 row c%d m%d %dx%d s%d act%d res%d%s lay %d%d%d kc %d: err %g",
@@ -750,7 +753,7 @@ static int count_planned(const struct mi_graph *g)
 static void test_chain(int c, int e, int hw, int nthreads, bool out_mid)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = nthreads };
+	struct mi_cpu_opts o = { .nthreads = nthreads, .isa = test_isa };
 	int x, t0, t1, t1a, t2, gp, sq, sg, t3, t4, t5, y;
 	int ncv1, ndw, nmul, nadd, npool, nrelu, nhs;
 	float *fast[2] = { 0 }, *ref[2] = { 0 };
@@ -846,8 +849,8 @@ static void test_chain(int c, int e, int hw, int nthreads, bool out_mid)
  * Expansion 1x1 conv + depthwise conv run as one node (nchwc.c fuse_xdw):
  *   x -> Conv3x3 -> Conv1x1 (c -> e) + Relu -> dw kxk stride s + HardSwish
  *   -> y (graph output, NCHW), or (pool) -> MaxPool 2x2 -> y (the
- * depthwise output blocked).  rows > 0 forces that many depthwise output
- * rows per band (MI_CPU_XDW_ROWS), so band edges, padding rows and
+ * depthwise output blocked).  rows > 0 names that many depthwise output
+ * rows per band (mi_nc_xdw_set_rows), so band edges, padding rows and
  * channel groups all get hit.
  */
 static int xdw_nb = 1;
@@ -857,15 +860,11 @@ static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
 {
 	const int nb = xdw_nb;
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = nthreads };
+	struct mi_cpu_opts o = { .nthreads = nthreads, .isa = test_isa };
 	int oh = (hw + 2 * (k / 2) - k) / s + 1;
 	int x, t0, t1, t1r, t2, t2h, y, npw, ndw, nrelu, nhs;
 	float *fast[1] = { 0 }, *ref[1] = { 0 };
-	char rs[16];
 
-	snprintf(rs, sizeof(rs), "%d", rows);
-	if (rows > 0)
-		setenv("MI_CPU_XDW_ROWS", rs, 1);
 	mi_graph_init(&g);
 	g.opset = 17;
 	x = tensor(&g, "x", nb, c, hw, hw, MI_TF_INPUT, true);
@@ -900,6 +899,9 @@ static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
 			      !g.nodes[ndw].priv && g.nodes[nrelu].dead &&
 			      g.nodes[nhs].dead && g.nodes[npw].outputs[0] == t2h,
 		      "xdw c%d e%d hw%d k%d s%d: pair not fused", c, e, hw, k, s);
+		if (rows > 0)
+			CHECK(!mi_nc_xdw_set_rows(&g.nodes[npw], rows),
+			      "xdw: %d rows per band refused", rows);
 		CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
 		mi_cpu_plan_fini(&g);
 		CHECK(!g.nodes[ndw].dead && !g.nodes[nrelu].dead &&
@@ -927,7 +929,6 @@ static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
 		free_activations(&g);
 	}
 	mi_graph_fini(&g);
-	unsetenv("MI_CPU_XDW_ROWS");
 }
 
 /*
@@ -941,7 +942,7 @@ static void test_xdw(int c, int e, int hw, int k, int s, int nthreads,
 static void test_concat(int c, int a, int b, int nb, int hw, int nthreads)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = nthreads };
+	struct mi_cpu_opts o = { .nthreads = nthreads, .isa = test_isa };
 	int x, ta, tb, tc, t1, y, na, npw, ncat;
 	float *fast[1] = { 0 }, *ref[1] = { 0 };
 	int64_t ks[2] = { 2, 2 };
@@ -1012,18 +1013,17 @@ static bool same_kernel(const struct mi_graph *g, int a, int b)
  * (r -> e), both direct convs on the 1x1 map (NCHW or blocked between
  * them; split over the threads when their weights are large).  nchw_out:
  * the 1x1 conv writes the graph output (NCHW) instead of the MaxPool, and
- * stays blocked for the fold (x1_keep) unless MI_CPU_NC_X1SE=0.
+ * stays blocked for the fold (x1_keep).
  */
 static void test_semul(int c, int e, int m, int hw, int nb, int nthreads,
 		       int r, bool nchw_out)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = nthreads };
+	struct mi_cpu_opts o = { .nthreads = nthreads, .isa = test_isa };
 	int x, t1, gp, sq, sg, t3, t4, y, nmul, npw, nfc1 = -1, nfc2;
 	float *fast[1] = { 0 }, *ref[1] = { 0 };
 	int64_t ks[2] = { 2, 2 };
-	const char *x1se = getenv("MI_CPU_NC_X1SE");
-	bool fold = 2 * m <= hw * hw && !(nchw_out && x1se && *x1se == '0');
+	bool fold = 2 * m <= hw * hw;
 
 	mi_graph_init(&g);
 	g.opset = 17;
@@ -1107,7 +1107,7 @@ static void test_semul(int c, int e, int m, int hw, int nb, int nthreads,
  *   -(u)-> MaxPool 2x2 -> y
  * both blocked direct convs (the second a flat 1x1 when k2 = 1), random
  * sizes (several block groups, narrow and wide maps), batch 1-2, 1-3
- * threads, each split forced by MI_CPU_NC_SPLIT (groups x units, group-
+ * threads, each split named by mi_nc_conv_set_split (groups x units, group-
  * or unit-major; every 4th with the parts taken from the back by one
  * thread) or the planner's own choice.
  */
@@ -1124,10 +1124,12 @@ static void test_split(int it)
 	 * into the workspace, pad 2), as the first one always is (NCHW) */
 	int s2 = k2 == 1 && it % 3 == 2 ? 2 : 1;
 	int64_t ks[2] = { 2, 2 };
-	struct mi_cpu_opts o = { .nthreads = nt };
+	struct mi_cpu_opts o = { .nthreads = nt, .isa = test_isa };
 	int x, t0, t, u, y, n1, n2;
 	float *fast[1] = { 0 }, *ref[1] = { 0 };
 	char sp[32] = "auto";
+	int sg = 0;
+	bool gmaj = false, steal = false;
 
 	/* 1x1 s1 convs reading NCHW, and Winograd's shapes (e < 128), are
 	 * not blocked */
@@ -1137,13 +1139,14 @@ static void test_split(int it)
 	oh2 = (oh - 1) / s2 + 1;
 	ph = oh2 > 1 ? oh2 - 1 : 1;
 	if (it % 4) {
-		int sg = 1 + (int)rnd(nt);
-
+		/* a named split (where it fits the conv) */
+		sg = 1 + (int)rnd(nt);
 		while (nt % sg)
 			sg--;
+		gmaj = rnd(2);
+		steal = it % 4 == 3;
 		snprintf(sp, sizeof(sp), "%dx%d%c%s", sg, nt / sg,
-			 rnd(2) ? 'g' : 'u', it % 4 == 3 ? "s" : "");
-		setenv("MI_CPU_NC_SPLIT", sp, 1);
+			 gmaj ? 'g' : 'u', steal ? "s" : "");
 	}
 	mi_graph_init(&g);
 	g.opset = 17;
@@ -1162,10 +1165,23 @@ static void test_split(int it)
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
 	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	if (sg)
+		for (int i = 0; i < 2; i++) {
+			int r = mi_nc_conv_set_split(&g.nodes[i ? n2 : n1], sg,
+						     nt / sg, gmaj, steal);
+
+			CHECK(!r || r == -EINVAL, "split %s: %d", sp, r);
+		}
 	CHECK(g.nodes[n1].priv && g.nodes[n2].priv && g.tensors[t].phys_bytes &&
 		      g.tensors[u].phys_bytes,
 	      "split: chain not blocked (c%d e%d m%d hw%d k%d s%d k%d: %d %d)", c, e,
 	      m, hw, k1, s1, k2, !!g.tensors[t].phys_bytes, !!g.tensors[u].phys_bytes);
+	/* blocked by the block of the ISA in o.isa, not the CPU's own */
+	CHECK(!g.tensors[t].phys_bytes ||
+		      g.tensors[t].phys_bytes ==
+			      (size_t)nb * cb(e) * B * oh * oh * sizeof(float),
+	      "split: t blocked by another ISA's block (%zu bytes)",
+	      g.tensors[t].phys_bytes);
 	CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
 	mi_cpu_plan_fini(&g);
 	free_activations(&g);
@@ -1182,7 +1198,6 @@ static void test_split(int it)
 	free(ref[0]);
 	free_activations(&g);
 	mi_graph_fini(&g);
-	unsetenv("MI_CPU_NC_SPLIT");
 }
 
 /*
@@ -1195,7 +1210,7 @@ static void test_strided_1x1(int c, int e, int m, int hw, int pe, int nb,
 			     int nthreads)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = nthreads };
+	struct mi_cpu_opts o = { .nthreads = nthreads, .isa = test_isa };
 	int oh = (hw + pe - 1) / 2 + 1;
 	int x, t, u, y, n2;
 	int64_t ks[2] = { 2, 2 }, pads[4] = { 0, 0, pe, pe };
@@ -1242,14 +1257,13 @@ static void test_strided_1x1(int c, int e, int m, int hw, int pe, int nb,
  *   + Add(t1) + Relu -(v1)-> Conv1x1 (c -> m) -> MaxPool 2x2 s1 -> y
  * with c >= 128 and >= 25 tiles (Winograd's shapes): t1 and v1 must be
  * blocked and the Add / Relu fused; or (nchw_in) x -> the Winograd conv
- * directly (its NCHW input reordered).  MI_CPU_NC_WINO=0 must leave the
- * conv to the NCHW planner (t1 / v1 not blocked).
+ * directly (its NCHW input reordered).
  */
 static void test_wino(int c0, int c, int m, int hw, int nb, int nthreads,
 		      bool nchw_in)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = nthreads };
+	struct mi_cpu_opts o = { .nthreads = nthreads, .isa = test_isa };
 	int h1 = nchw_in ? hw : (hw + 1) / 2, x, t0, t1, u, v, v1, z, y;
 	int nw, nadd, nrelu;
 	int64_t ks[2] = { 2, 2 };
@@ -1279,9 +1293,7 @@ static void test_wino(int c0, int c, int m, int hw, int nb, int nthreads,
 			 "kernel_shape", ks, 2);
 	set_output(&g, y);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
-	for (int round = 0; round < 2; round++) {
-		if (round)
-			setenv("MI_CPU_NC_WINO", "0", 1);
+	for (int round = 0; round < 1; round++) {
 		CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
 		CHECK(!mi_graph_toposort(&g), "%s", g.err);
 		CHECK(g.nodes[nw].priv && g.nodes[nadd].dead && g.nodes[nrelu].dead,
@@ -1292,7 +1304,6 @@ static void test_wino(int c0, int c, int m, int hw, int nb, int nthreads,
 		      !!g.tensors[t1].phys_bytes, !!g.tensors[v1].phys_bytes);
 		CHECK(!run_graph(&g, fast), "planned run: %s", g.err);
 		mi_cpu_plan_fini(&g);
-		unsetenv("MI_CPU_NC_WINO");
 		free_activations(&g);
 		CHECK(!mi_graph_toposort(&g), "%s", g.err);
 		CHECK(!run_graph(&g, ref), "reference run: %s", g.err);
@@ -1316,7 +1327,7 @@ static void test_wino(int c0, int c, int m, int hw, int nb, int nthreads,
 static void test_lone_conv(void)
 {
 	struct mi_graph g;
-	struct mi_cpu_opts o = { .nthreads = 1 };
+	struct mi_cpu_opts o = { .nthreads = 1, .isa = test_isa };
 	int x, t, y, cv;
 
 	mi_graph_init(&g);
@@ -1335,14 +1346,14 @@ static void test_lone_conv(void)
 	mi_graph_fini(&g);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	int it;
 
-	K = mi_nc_kern_get(mi_cpu_isa());
+	test_isa_arg(argc, argv);
+	K = mi_nc_kern_get(test_isa);
 	B = K->b;
-	printf("test-nchwc: isa=%s block=%d\n", mi_cpu_isa_name(mi_cpu_isa()),
-	       B);
+	printf("test-nchwc: isa=%s block=%d\n", mi_cpu_isa_name(test_isa), B);
 	for (it = 0; it < 150; it++)
 		conv_case(0, it, 0);
 	for (it = 0; it < 100; it++)
@@ -1388,12 +1399,26 @@ int main(void)
 		conv_case(0, it, 1);
 	for (it = 0; it < 24; it++)
 		test_split(it);
+	/* another ISA in the same process: the planner takes the ISA of
+	 * each plan's options, not a process-wide one */
+	if (test_isa != MI_ISA_GENERIC) {
+		int isa = test_isa;
+
+		test_isa = MI_ISA_GENERIC;
+		K = mi_nc_kern_get(test_isa);
+		B = K->b;
+		for (it = 0; it < 6; it++)
+			test_split(it);
+		test_isa = isa;
+		K = mi_nc_kern_get(test_isa);
+		B = K->b;
+	}
 	/* input-channel chunks of 1-3 blocks (large groups only by default) */
 	for (it = 0; it < 60; it++) {
-		mi_nc_kforce = 1 + it % 3;
+		case_ksplit = 1 + it % 3;
 		conv_case(0, it, 1);
 	}
-	mi_nc_kforce = -1;
+	case_ksplit = 0;
 	/* wide rows: the row kernels' whole tiles and tails, every
 	 * layout, residual and activation */
 	wide = 1;

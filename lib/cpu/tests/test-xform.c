@@ -5,7 +5,7 @@
  * of the x * p * 0.5 tail) fused into one node, LayerNormalization,
  * the vector erf.  Each graph runs once with every node on its lib/ops
  * reference op and once planned (planned nodes' outputs pre-filled with
- * NaN), on random shapes; run under every MI_CPU_ISA.  Patterns that
+ * NaN), on random shapes; run for every ISA (--isa).  Patterns that
  * must not fuse (wrong constant, shared intermediate) are checked to
  * stay unfused and still correct; mi_cpu_plan_fini() must restore them.
  */
@@ -124,7 +124,7 @@ static int run_graph(struct mi_graph *g)
 static void check_graph(struct mi_graph *g, int y, int want, double tol,
 			const char *what)
 {
-	struct mi_cpu_opts o = { .nthreads = xf_threads }, ro = { .reference = 1 };
+	struct mi_cpu_opts o = { .nthreads = xf_threads, .isa = test_isa }, ro = { .reference = 1 };
 	int64_t ny = mi_tensor_numel(&g->tensors[y]);
 	int before = live_nodes(g);
 	float *ref = malloc(ny * sizeof(float));
@@ -194,7 +194,7 @@ static void gelu_erf_case(int scale_form, int tail, int spoil, int big)
 
 	rand_shape(d, &nd);
 	/* big 1: split by element count; 2: 16K-24K elements, split only
-	 * because Erf weighs 8 (MI_CPU_ELT_WEIGHT) */
+	 * because Erf weighs 8 (elt_weight) */
 	if (big)
 		d[0] = (big == 1 ? 70000 : 16000 + rint_(0, 8000)) /
 			       prod(d + 1, nd - 1) + 1;
@@ -693,7 +693,7 @@ static void fold_case(bool split)
 /* The vector erf of the table: absolute error over a dense sweep. */
 static void test_verf(void)
 {
-	const struct mi_xform_kern *k = mi_xform_kern_get(mi_cpu_isa());
+	const struct mi_xform_kern *k = mi_xform_kern_get(test_isa);
 	int n = 120001;
 	float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
 	float *g = malloc(n * sizeof(float));
@@ -721,9 +721,10 @@ static void test_verf(void)
 	free(x), free(y), free(g);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	printf("test-xform: isa=%s\n", mi_cpu_isa_name(mi_cpu_isa()));
+	test_isa_arg(argc, argv);
+	printf("test-xform: isa=%s\n", mi_cpu_isa_name(test_isa));
 	test_verf();
 	for (int sf = 0; sf < 3; sf++)
 		for (int t = 0; t < 3; t++)

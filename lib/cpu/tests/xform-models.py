@@ -3,10 +3,11 @@
 """End-to-end checks of the transformer/shuffle fast paths through the
 executor (in-place Concat, Slice/Transpose views, GELU/LayerNorm/Softmax,
 copies): small seeded ONNX models run by `metainfer run` with the fast
-kernels (arena NaN-poisoned, 1 and 2 threads) and with --reference; every
-output must agree (normalized error <= 1e-5).  Also prints which op types
-ran fast (--profile) and checks the expected ones did.
-usage: xform-models.py METAINFER TMPDIR"""
+kernels (of ISA, the CPU's without it; the arena is NaN-poisoned when
+planned; 1 and 2 threads) and with --reference; every output must agree
+(normalized error <= 1e-5).  Also prints which op types ran fast
+(--profile) and checks the expected ones did.
+usage: xform-models.py METAINFER TMPDIR [ISA]"""
 import os
 import subprocess
 import sys
@@ -18,6 +19,14 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 mi, out = sys.argv[1], sys.argv[2]
+isa = ['--isa', sys.argv[3]] if len(sys.argv) > 3 else []
+# metainfer refuses an ISA the CPU lacks: nothing to test then
+need = {'avx2': {'avx2', 'fma'}, 'avx512': {'avx512f', 'avx512bw', 'avx512vl', 'avx512dq'}}
+with open('/proc/cpuinfo') as f:
+    flags = set(next((l for l in f if l.startswith('flags')), '').split())
+if isa and not need.get(isa[1], set()) <= flags:
+    print(f'xform-models: skipped, this CPU has no {isa[1]}')
+    sys.exit(0)
 os.makedirs(out, exist_ok=True)
 rng = np.random.default_rng(7)
 fails = 0
@@ -154,8 +163,7 @@ def transformer_model(tanh):
 
 def run(model, args, odir):
     os.makedirs(odir, exist_ok=True)
-    env = dict(os.environ, MI_ARENA_POISON='1')
-    r = subprocess.run([mi, 'run', model, '-q', '-o', odir] + args, env=env,
+    r = subprocess.run([mi, 'run', model, '-q', '-o', odir] + isa + args,
                        capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f'{model} {args}: {r.stderr.strip()}')
@@ -190,21 +198,21 @@ for name, g, fast, absent in models:
             fails += bool(line)
             if line:
                 print(f'FAIL {name} threads={t}: {op} still runs: {line}')
-# MI_POOL_STATS=1 (lib/cpu/pool.c): the run count and one line per pool
+# MI_DEBUG=pool (lib/cpu/pool.c): the run count and one line per pool
 # function at exit; nothing without it
 path = os.path.join(out, 'shuffle.onnx')
-for stats in ('1', None):
+for stats in ('pool', None):
     env = dict(os.environ)
-    env.pop('MI_POOL_STATS', None)
+    env.pop('MI_DEBUG', None)
     if stats:
-        env['MI_POOL_STATS'] = stats
-    r = subprocess.run([mi, 'run', path, '-q', '-t', '2', '--bench', '3', '--warmup', '0'],
+        env['MI_DEBUG'] = stats
+    r = subprocess.run([mi, 'run', path, '-q', '-t', '2', '--bench', '3', '--warmup', '0'] + isa,
                        env=env, capture_output=True, text=True)
     lines = [l for l in r.stderr.splitlines() if l.startswith('metainfer: pool:')]
     runs = [int(l.split()[2]) for l in lines[:1] if l.split()[3] == 'runs,']
     fns = [l for l in lines[1:] if '+0x' in l and 'us per run' in l]
     ok = r.returncode == 0 and (bool(runs and runs[0] > 0 and fns) if stats else not lines)
     fails += not ok
-    print(f'{"ok  " if ok else "FAIL"} MI_POOL_STATS={stats}: {len(lines)} pool lines')
+    print(f'{"ok  " if ok else "FAIL"} MI_DEBUG={stats}: {len(lines)} pool lines')
 print(f'xform-models: {fails} failures')
 sys.exit(1 if fails else 0)

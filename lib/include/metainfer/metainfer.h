@@ -66,7 +66,10 @@ struct mi_model;
 #define MI_MODEL_PROFILE	(1u << 4) /* time every node (mi_model_profile) */
 #define MI_MODEL_NO_INT8	(1u << 5) /* run QDQ models in fp32 (no int8 kernels) */
 #define MI_MODEL_NO_SPIN	(1u << 6) /* the caller sleeps, not spins, on workers */
-#define MI_MODEL_FLAGS_MASK	0x7fu
+#define MI_MODEL_PROFILE_CPU	(1u << 7) /* MI_MODEL_PROFILE on the process CPU clock */
+#define MI_MODEL_NO_MERGE	(1u << 8) /* no node merges (1x1 + depthwise, SE
+					   * fold): one profile entry per node */
+#define MI_MODEL_FLAGS_MASK	0x1ffu
 
 /* mi_model_opts.isa: the widest instruction set the CPU kernels may use. */
 enum mi_isa_cap {

@@ -11,6 +11,7 @@
  *   test-ops-hostile [iterations-per-op] [seed]
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,6 +442,8 @@ static int one_case(const struct mi_op_def *d, int *bad)
 	return reached;
 }
 
+/* test-ops-hostile [ITERS [SEED [-v]]]: -v prints per op how many cases
+ * reached run(). */
 int main(int argc, char **argv)
 {
 	const struct mi_op_def *const tables[] = {
@@ -451,6 +454,7 @@ int main(int argc, char **argv)
 	};
 	int iters = argc > 1 ? atoi(argv[1]) : 300;
 	int bad = 0, nops = 0;
+	bool verbose = argc > 3 && !strcmp(argv[3], "-v");
 	long cases = 0, runs = 0;
 
 	if (argc > 2)
@@ -468,7 +472,7 @@ int main(int argc, char **argv)
 				reached += one_case(d, &bad);
 			cases += iters;
 			runs += reached;
-			if (getenv("OPS_HOSTILE_VERBOSE"))
+			if (verbose)
 				printf("%-28s %d/%d cases reached run()\n",
 				       d->op_type, reached, iters);
 			nops++;

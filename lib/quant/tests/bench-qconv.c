@@ -7,8 +7,8 @@
  *   build/lib/quant/tests/bench-qconv [seconds-per-shape [isa]]
  *
  * isa: generic|avx2|avx512|amx runs that path only (avx512: VNNI tiles,
- * amx: AMX tiles where the CPU has them).  BENCH_W7=1: 7-bit weights (in
- * [-64, 63]; MI_QUANT_U8S7=0 for the int16 AVX2 tiles on them).  Shapes marked c4 read and
+ * amx: AMX tiles where the CPU has them).  --w7: 7-bit weights (in
+ * [-64, 63]: tile_avx2b on AVX2).  Shapes marked c4 read and
  * write the C4 layout, as the planner chains int8 convs.
  */
 #include <stdio.h>
@@ -18,10 +18,7 @@
 
 #include "quant/quant.h"
 
-static int w7; /* BENCH_W7=1: weights in [-64, 63] (tile_avx2b on AVX2) */
-/* BENCH_AB=1 (with BENCH_W7): minimum ms per call of the int16 tiles and
- * of tile_avx2b, alternated call by call, and their ratio */
-static int ab;
+static int w7; /* --w7: weights in [-64, 63] (tile_avx2b on AVX2) */
 
 static int wget(const void *ctx, int g, int o, int k)
 {
@@ -37,7 +34,7 @@ static double cpu_now(void)
 }
 
 /*
- * BENCH_SPLIT=nt: the split for nt threads, measured on one core: the
+ * --split NT: the split for nt threads, measured on one core: the
  * items run in order, each timed (thread CPU time), then are handed out
  * as lib/quant's pool does (qplan.c pool_for, one item a claim): thread t
  * owns the t-th contiguous range, then takes from the ranges after its
@@ -116,35 +113,48 @@ int main(int argc, char **argv)
 		/* first convs of the mobile nets: planar input, C4 output (c4 2) */
 		{ 3, 224, 16, 3, 2, 1, 2 },	{ 3, 224, 32, 3, 2, 1, 2 },
 	};
-	double secs = argc > 1 ? atof(argv[1]) : 0.3;
-	/* BENCH_SHAPE=c,hw,oc,k,s,g,c4[,pad]: that shape only (pad: default k / 2) */
-	const char *bsh = getenv("BENCH_SHAPE");
-	int bs[8] = { 0, 0, 0, 0, 0, 0, 0, -1 };
+	/* bench-qconv [SECS [ISA]] [--shape c,hw,oc,k,s,g,c4[,pad]] [--w7]
+	 * [--split NT] [--dw 1|C]: --shape that shape only (pad: default
+	 * k / 2); --dw depthwise shapes only, or those with C input channels */
+	const char *pos[2] = { NULL, NULL }, *bsh = NULL, *dwf = NULL;
+	int bs[8] = { 0, 0, 0, 0, 0, 0, 0, -1 }, npos = 0;
+
+	for (int a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--w7"))
+			w7 = 1;
+		else if (!strcmp(argv[a], "--shape") && a + 1 < argc)
+			bsh = argv[++a];
+		else if (!strcmp(argv[a], "--split") && a + 1 < argc)
+			split_nt = atoi(argv[++a]);
+		else if (!strcmp(argv[a], "--dw") && a + 1 < argc)
+			dwf = argv[++a];
+		else if (argv[a][0] != '-' && npos < 2)
+			pos[npos++] = argv[a];
+		else {
+			fprintf(stderr, "bench-qconv: unknown argument '%s'\n", argv[a]);
+			return 2;
+		}
+	}
+	double secs = pos[0] ? atof(pos[0]) : 0.3;
 
 	if (bsh && sscanf(bsh, "%d,%d,%d,%d,%d,%d,%d,%d", &bs[0], &bs[1], &bs[2], &bs[3],
 			  &bs[4], &bs[5], &bs[6], &bs[7]) < 7) {
-		fprintf(stderr, "bench-qconv: BENCH_SHAPE=c,hw,oc,k,s,g,c4[,pad]\n");
+		fprintf(stderr, "bench-qconv: --shape c,hw,oc,k,s,g,c4[,pad]\n");
 		return 1;
 	}
-
-	w7 = getenv("BENCH_W7") && atoi(getenv("BENCH_W7"));
-	split_nt = getenv("BENCH_SPLIT") ? atoi(getenv("BENCH_SPLIT")) : 0;
 	split_nt = split_nt < 2 ? 0 : split_nt > 64 ? 64 : split_nt;
 	if (split_nt)
 		mi_quant_set_parallel(timed_for, split_nt);
-	ab = w7 && getenv("BENCH_AB") && atoi(getenv("BENCH_AB"));
 	int only = -1;
 
-	if (argc > 2)
-		only = !strcmp(argv[2], "generic") ? MI_QISA_GENERIC :
-		       !strcmp(argv[2], "avx2")	   ? MI_QISA_AVX2 :
-		       !strcmp(argv[2], "avx512")  ? MI_QISA_AVX512 :
-						     MI_QISA_AVX512 + 1;
+	if (pos[1])
+		only = !strcmp(pos[1], "generic") ? MI_QISA_GENERIC :
+		       !strcmp(pos[1], "avx2")	  ? MI_QISA_AVX2 :
+		       !strcmp(pos[1], "avx512")  ? MI_QISA_AVX512 :
+						    MI_QISA_AVX512 + 1;
 	if (split_nt)
 		printf("%-11s %-26s %10s %10s %6s %10s %10s\n", "isa", "layer", "ms split0",
 		       "ms split1", "ratio", "sum0", "sum1");
-	else if (ab)
-		printf("%-11s %-26s %10s %10s %6s\n", "isa", "layer", "ms int16", "ms u8s7", "ratio");
 	else
 		printf("%-11s %-26s %10s %10s\n", "isa", "layer", "ms", "GMAC/s");
 	/* path MI_QISA_AVX512 + 1: AVX-512 with the AMX tiles */
@@ -157,9 +167,6 @@ int main(int argc, char **argv)
 		mi_quant_set_isa(isa);
 		mi_quant_set_amx(path > MI_QISA_AVX512);
 		for (size_t i = 0; i < (bsh ? 1 : sizeof(L) / sizeof(L[0])); i++) {
-			/* BENCH_DW=1: depthwise shapes only; BENCH_DW=<c>: those with c input channels */
-			const char *dwf = getenv("BENCH_DW");
-
 			if (dwf && ((L[i].g == 1 && atoi(dwf) != L[i].c) ||
 				    (atoi(dwf) > 1 && atoi(dwf) != L[i].c)))
 				continue;
@@ -174,13 +181,11 @@ int main(int argc, char **argv)
 				.sh = l.s, .sw = l.s, .dh = 1, .dw = 1, .pt = pad, .pl = pad,
 				.pb = pad, .pr = pad, .group = l.g,
 			};
-			struct mi_qconv cv, cvb;
+			struct mi_qconv cv;
 
 			s.oh = (s.h + 2 * s.pt - s.kh) / s.sh + 1;
 			s.ow = s.oh;
-			mi_quant_set_u8s7(ab ? 0 : 1);
-			if (mi_qconv_init(&cv, &s, wget, NULL) ||
-			    (ab && (mi_quant_set_u8s7(1), mi_qconv_init(&cvb, &s, wget, NULL)))) {
+			if (mi_qconv_init(&cv, &s, wget, NULL)) {
 				fprintf(stderr, "bench-qconv: bad shape\n");
 				return 1;
 			}
@@ -194,8 +199,6 @@ int main(int argc, char **argv)
 					      .flo = 0, .fhi = 255, .out_c4 = l.c4 };
 			unsigned int fl = l.c4 == 1 && l.g == 1 ? MI_QCONV_IN_C4 : 0;
 
-			if (ab && mi_qconv_workspace(&cvb) > wsb)
-				wsb = mi_qconv_workspace(&cvb);
 			ws = aligned_alloc(64, (wsb + 63) & ~(size_t)63);
 			memset(x, 3, (size_t)s.c * s.h * s.w);
 			for (int o = 0; o < s.oc; o++)
@@ -211,7 +214,6 @@ int main(int argc, char **argv)
 			while (split_nt && (it < 3 || cpu_now() - t0 < secs)) {
 				for (int v = 0; v <= 1; v++) {
 					mi_quant_set_wsplit(v);
-					mi_quant_set_chunk8(v);
 					split_ms = split_sum = 0;
 					mi_qconv_run(&cv, x, false, 3, &ep, y, ws, fl);
 					best[v] = split_ms < best[v] ? split_ms : best[v];
@@ -223,16 +225,7 @@ int main(int argc, char **argv)
 			do {
 				if (split_nt)
 					break;
-				/* BENCH_AB=1: the int16 tiles (MI_QUANT_U8S7=0) and
-				 * tile_avx2b call by call, the fastest call of each */
-				for (int v = 0; v <= ab; v++) {
-					double c0 = cpu_now(), c1;
-
-					mi_quant_set_u8s7(ab ? v : 1);
-					mi_qconv_run(v ? &cvb : &cv, x, false, 3, &ep, y, ws, fl);
-					c1 = cpu_now();
-					best[v] = c1 - c0 < best[v] ? c1 - c0 : best[v];
-				}
+				mi_qconv_run(&cv, x, false, 3, &ep, y, ws, fl);
 				it++;
 				t = cpu_now();
 			} while (t - t0 < secs);
@@ -245,15 +238,10 @@ int main(int argc, char **argv)
 				printf("%-11s %-26s %10.3f %10.3f %6.3f %10.3f %10.3f\n",
 				       mi_quant_isa_name(isa), name, best[0], best[1], best[1] / best[0],
 				       one * 1e3, one1 * 1e3);
-			else if (ab)
-				printf("%-11s %-26s %10.3f %10.3f %6.3f\n", mi_quant_isa_name(isa), name,
-				       best[0] * 1e3, best[1] * 1e3, best[0] / best[1]);
 			else
 				printf("%-11s %-26s %10.3f %10.1f\n",
 				       path > MI_QISA_AVX512 ? "amx" : mi_quant_isa_name(isa), name,
 				       (t - t0) / it * 1e3, macs * it / (t - t0) / 1e9);
-			if (ab)
-				mi_qconv_fini(&cvb);
 			mi_qconv_fini(&cv);
 			free(x);
 			free(y);

@@ -6,7 +6,7 @@ A seeded net whose channels differ in spread by up to 100x: a stem conv +
 Relu + MaxPool, a residual pair (1x1 conv, Add, Relu) that joins the
 stem's channels to one group, a Clip(0, 6) branch (which must stay
 unscaled), GlobalAveragePool, Flatten and Gemm.
-  - the rewritten fp32 model (MI_QUANT_FP32=1: every unit fp32) computes
+  - the rewritten fp32 model (--all-fp32: every unit fp32) computes
     the same outputs as the original, while its weights did change where
     the graph allows (two groups: the stem's channels, and c4 -> c5) and
     not through the Clip;
@@ -101,8 +101,7 @@ def main():
     ref = outputs(fp32, xs, tmp)
 
     eqf = os.path.join(tmp, "eq-fp32.onnx")
-    r = run([MI, "quantize", fp32, "--calib-random", "8", "-o", eqf],
-            env={"MI_QUANT_FP32": "1"})
+    r = run([MI, "quantize", fp32, "--calib-random", "8", "--all-fp32", "-o", eqf])
     check("equalized the channels of 2 tensor groups" in r.stdout,
           "two channel groups found (stem + residual, c4 -> c5), none through the Clip")
     w0, w1 = weights(fp32), weights(eqf)

@@ -10,24 +10,19 @@ the fp32 block, maps whose pixel count is not a multiple of the Q/DQ
 kernels' pixel chunk, batch 2, and a float-output int8 table
 (x * HardSigmoid(x)) in place of the first DQ in two of them, or no Q/DQ
 after the first int8 conv in three (it writes fp32, blocked for the fp32
-conv: MI_QUANT_CONVBLK, also equal to =0 and to MI_QUANT_BLKEPI=0).  The standalone Q/DQ then read / write the
-int8 convs' C4 layout and the NCHWc kernels' blocked layout (checked on
-the MI_QUANT_VERBOSE lines).
+conv).  The standalone Q/DQ then read / write the int8 convs' C4 layout
+and the NCHWc kernels' blocked layout (checked on the MI_DEBUG=quant
+lines).
 
 Scales are powers of two and weights small multiples of them, so every
 fp32 sum is exact whatever the kernel's order: the fast run must equal
 --reference (the reference ops, planar) bit for bit on every ISA path
-(MI_CPU_ISA=generic|avx2|avx512: blocks of 4, 8, 16 floats), at 1 thread
-and split over 3 threads (MI_QUANT_SPLIT_ALL=1), and equal the same
-binary with MI_QUANT_QDQ_LAYOUT=0 (both sides planar); =1 (C4 bytes,
-planar floats) equals --reference, and so do =7 (a Q writing planar
-bytes also reads blocked floats) and =2 (blocked floats, planar bytes).
-Then fp32 islands that end in a QuantizeLinear of an fp32 conv
+(MI_CPU_ISA=generic|avx2|avx512: blocks of 4, 8, 16 floats), at 1 and 3
+threads.  Then fp32 islands that end in a QuantizeLinear of an fp32 conv
 (build_fq): into an int8 depthwise conv, or into a DQ read by an fp32
 depthwise conv; the Q writes C4 from blocked floats on AVX2 and the
-output equals --reference and MI_QUANT_QDWC4=0.  Last, an int8 conv
-whose output only DQs for ReduceMean / Gemm read stays planar
-(check_dqpl, MI_QUANT_DQPL).  ~3 s.
+output equals --reference.  Last, an int8 conv whose output only DQs for
+ReduceMean / Gemm read (check_dqpl).  ~2 s.
 """
 import os
 import shutil
@@ -70,7 +65,7 @@ def build(path, c0, c1, c2, hw, stride, dw, lut, rng, f32out=False):
 
 def build_fq(path, c0, c1, c2, hw, stride, int8dw, rng):
     """An fp32 island ending in a QuantizeLinear that writes C4 from
-    blocked floats (MI_QUANT_QDWC4): fp32 3x3 conv -> Relu -> Q -> int8
+    blocked floats: fp32 3x3 conv -> Relu -> Q -> int8
     depthwise 3x3 (int8dw) or DQ -> fp32 depthwise 3x3 -> Relu (a Q read
     only by a DQ whose reader is an fp32 conv) -> Q -> DQ -> fp32 1x1 conv
     -> Relu -> Q -> int8 1x1 conv."""
@@ -88,8 +83,7 @@ def build_fq(path, c0, c1, c2, hw, stride, int8dw, rng):
 
 
 def check_fq(tmp, rng):
-    """build_fq's graphs: equal to --reference and to MI_QUANT_QDWC4=0 on
-    every ISA; the Q after the fp32 conv writes C4 from blocked floats
+    """build_fq's graphs: equal to --reference on every ISA; the Q after the fp32 conv writes C4 from blocked floats
     (on AVX2, where the depthwise quad kernel reads C4, and for the Q read
     by a DQ alone)."""
     cases = [  # c0, c1, c2, (h, w), stride, int8 depthwise
@@ -107,28 +101,25 @@ def check_fq(tmp, rng):
             i, c0, c1, c2, hw[0], hw[1], s, "int8" if i8 else "fp32")
         check(np.abs(ref).max() > 1 and len(np.unique(ref)) > 20, tag + ": reference output not trivial")
         for isa in ("generic", "avx2", "avx512"):
-            for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
-                env = dict(env, MI_CPU_ISA=isa, MI_QUANT_VERBOSE="1")
+            for t, env in ((1, {}), (3, {})):
+                env = dict(env, MI_CPU_ISA=isa, MI_DEBUG="quant")
                 got, err = mi_run(path, x, tmp, env, threads=t)
-                off, err0 = mi_run(path, x, tmp, dict(env, MI_QUANT_QDWC4="0"), threads=t)
                 lines = [ln for ln in err.splitlines() if "'qp" in ln or ("QuantizeLinear" in ln and "blocked" in ln)]
                 c4 = any("blocked" in ln and "C4" in ln for ln in lines)
                 what = "%s %s t%d" % (tag, isa, t)
                 if isa == "avx2" or (not i8 and isa != "generic"):
-                    check(c4 and err.count("quantized side C4") > err0.count("quantized side C4"),
+                    check(c4,
                           what + ": the fp32 conv's Q writes C4 from blocked floats")
                 check(np.array_equal(got, ref), what + ": == --reference")
-                check(np.array_equal(got, off), what + ": == MI_QUANT_QDWC4=0")
                 if not np.array_equal(got, ref):
                     print("   max diff", np.abs(got - ref).max())
 
 
 def check_dqpl(tmp, rng):
     """An int8 conv -> Q -> DQ -> ReduceMean (-> Flatten -> Gemm), as
-    ShuffleNetV2's conv5: the conv's bytes stay planar for the DQ
-    (MI_QUANT_DQPL; one C4 tensor fewer than with =0), unless the DQ's
-    floats also go to an fp32 conv (the NCHWc pass's); equal to
-    --reference and to MI_QUANT_DQPL=0."""
+    ShuffleNetV2's conv5: the conv's bytes stay planar for the DQ unless
+    the DQ's floats also go to an fp32 conv (the NCHWc pass's); equal to
+    --reference."""
     from onnx import TensorProto, helper, numpy_helper
     import onnx
 
@@ -184,19 +175,13 @@ def check_dqpl(tmp, rng):
                                                             " + fp32 conv" if conv else "", c1, *hw)
         check(np.abs(ref).max() > 0.5 and len(np.unique(ref)) > 4, tag + ": reference output not trivial")
         for isa in ("generic", "avx2"):
-            for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
-                env = dict(env, MI_CPU_ISA=isa, MI_QUANT_VERBOSE="1")
+            for t, env in ((1, {}), (3, {})):
+                env = dict(env, MI_CPU_ISA=isa, MI_DEBUG="quant")
                 got, err = mi_run(path, x, tmp, env, threads=t)
-                off, err0 = mi_run(path, x, tmp, dict(env, MI_QUANT_DQPL="0"), threads=t)
                 n1 = [ln.split()[2] for ln in err.splitlines() if "in C4 layout" in ln]
-                n0 = [ln.split()[2] for ln in err0.splitlines() if "in C4 layout" in ln]
                 what = "%s %s t%d" % (tag, isa, t)
-                check(len(n1) == 1 and len(n0) == 1 and
-                      int(n1[0]) == int(n0[0]) - (0 if conv else 1) and int(n0[0]) >= 1,
-                      what + ": the conv writes %s (C4 tensors %s, =0: %s)" %
-                      ("C4" if conv else "planes", n1, n0))
+                check(len(n1) == 1, what + ": planned (C4 tensors %s)" % n1)
                 check(np.array_equal(got, ref), what + ": == --reference")
-                check(np.array_equal(got, off), what + ": == MI_QUANT_DQPL=0")
                 if not np.array_equal(got, ref):
                     print("   max diff", np.abs(got - ref).max())
 
@@ -209,7 +194,7 @@ def main():
         (3, 40, 8, (9, 17), 2, True, True, False),      # stride 2, blocks of 16 + 8 lanes
         (4, 14, 10, (23, 29), 1, False, True, False),   # channels not multiples of 4
         (4, 16, 36, (7, 21), 2, False, False, False),   # dense 3x3 stride 2
-        # an int8 conv writing fp32 blocked (MI_QUANT_CONVBLK) into the fp32 conv
+        # an int8 conv writing fp32 blocked into the fp32 conv
         (4, 13, 12, (11, 19), 2, True, False, True),    # pad lanes, 4-pixel tail
         (3, 40, 8, (60, 62), 1, True, False, True),     # > 128K floats, depthwise reader
         (4, 24, 16, (9, 9), 1, False, False, True),     # dense 3x3 reader
@@ -224,16 +209,9 @@ def main():
             ", int8 conv -> fp32" if f32out else "")
         check(np.abs(ref).max() > 1 and len(np.unique(ref)) > 20, tag + ": reference output not trivial")
         for isa in ("generic", "avx2", "avx512"):
-            for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
-                env = dict(env, MI_CPU_ISA=isa, MI_QUANT_VERBOSE="1")
+            for t, env in ((1, {}), (3, {})):
+                env = dict(env, MI_CPU_ISA=isa, MI_DEBUG="quant")
                 got, err = mi_run(path, x, tmp, env, threads=t)
-                off, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="0"), threads=t)
-                # C4 with planar floats (fused 4-row quantize / dequantize)
-                c4only, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="1"), threads=t)
-                # also a Q writing planar bytes from blocked floats
-                all7, err7 = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="7"), threads=t)
-                # blocked floats, planar bytes (the DQ's 8x8 transpose on AVX2)
-                blk2, err2 = mi_run(path, x, tmp, dict(env, MI_QUANT_QDQ_LAYOUT="2"), threads=t)
                 nblk = err.count("fp32 side blocked")
                 nlut = err.count("HardSigmoid '") if lut else 1
                 nc4 = err.count("quantized side C4")
@@ -242,19 +220,7 @@ def main():
                 check(nblk >= (1 if c1 % 4 or f32out else 2) and nlut == 1 and
                       (c1 % 4 or nc4 >= (1 if f32out else 2)) and nconv == f32out,
                       what + ": layouts used")
-                if f32out:  # the int8 conv's planar fp32 output
-                    cb0, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_CONVBLK="0"), threads=t)
-                    check(np.array_equal(got, cb0), what + ": == MI_QUANT_CONVBLK=0")
-                    # blocked by 8 through planar floats, not from the tiles
-                    be0, _ = mi_run(path, x, tmp, dict(env, MI_QUANT_BLKEPI="0"), threads=t)
-                    check(np.array_equal(got, be0), what + ": == MI_QUANT_BLKEPI=0")
                 check(np.array_equal(got, ref), what + ": == --reference")
-                check(np.array_equal(got, off), what + ": == MI_QUANT_QDQ_LAYOUT=0")
-                check(np.array_equal(c4only, ref), what + ": MI_QUANT_QDQ_LAYOUT=1 == --reference")
-                check(np.array_equal(all7, ref) and err7.count("blocked") >= 2,
-                      what + ": MI_QUANT_QDQ_LAYOUT=7 (%d blocked) == --reference" % err7.count("blocked"))
-                check(np.array_equal(blk2, ref) and err2.count("blocked") >= 1,
-                      what + ": MI_QUANT_QDQ_LAYOUT=2 (%d blocked) == --reference" % err2.count("blocked"))
                 if not np.array_equal(got, ref):
                     print("   max diff", np.abs(got - ref).max())
     check_fq(tmp, rng)

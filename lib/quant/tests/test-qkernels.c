@@ -248,7 +248,6 @@ static int test_blk8_res(const struct mi_qconv *cv, const void *x, bool x_signed
 		ep.res_first = v / 3;
 		ep.res_lo = -0.5f;
 		ep.res_hi = 1.75f;
-		mi_quant_set_res_avx(rnd() % 2);
 		memset(yb, 0xcd, nf * sizeof(float));
 		err = mi_qconv_run(cv, x, x_signed, zx, &ep, yb, NULL, flags | MI_QCONV_OUT_BLK8);
 		if (err == -EOPNOTSUPP)
@@ -272,7 +271,6 @@ static int test_blk8_res(const struct mi_qconv *cv, const void *x, bool x_signed
 			}
 		}
 	}
-	mi_quant_set_res_avx(1);
 	free(yb);
 	free(r);
 	return fails;
@@ -337,7 +335,7 @@ static int test_conv(int iter)
 	if (dwq_focus) {
 		/* the AVX2 quad kernel: 3x3 and 5x5 (some 1..7, non-square)
 		 * at stride 1 and 2, output heights of every residue mod 4
-		 * (its last oh % 4 rows: MI_QUANT_DWQT) */
+		 * (its last oh % 4 rows) */
 		s.c = s.oc = s.group = 4 * rndi(1, 6);
 		s.kh = s.kw = rnd() % 4 ? 3 + 2 * rndi(0, 1) : 0;
 		if (!s.kh) {
@@ -404,10 +402,6 @@ static int test_conv(int iter)
 		s.pr = rnd() % 2 ? s.pl : rndi(0, 2);
 		/* one tile row per block now and then (block edges) */
 		mi_qwino_test_budget(rnd() % 2 ? 1 : 0);
-		/* a block's last 1-2 tiles on wino_gemm1 or wino_gemm8 */
-		mi_quant_set_wino1(iter % 2);
-		/* output tiles leaving a tile row by runs or a tile at a time */
-		mi_quant_set_woseg(iter / 2 % 2);
 	}
 	int eh = (s.kh - 1) * s.dh + 1, ew = (s.kw - 1) * s.dw + 1;
 
@@ -471,10 +465,6 @@ static int test_conv(int iter)
 
 	mi_quant_set_amx(1); /* AMX tiles packed where the CPU has them */
 	mi_quant_set_isa(MI_QISA_AVX2); /* and the AVX2 int16 weights */
-	mi_quant_set_u8s7(iter % 2); /* 7-bit: the int16 weights too, or not */
-	mi_quant_set_dwqt(iter % 3); /* the quad kernel's old last rows a third of the time */
-	mi_quant_set_dwqw(iter % 4 != 1); /* and its scalar weight pairs a quarter */
-	mi_quant_set_dwqu(iter % 4 != 2); /* its row stores in a loop a quarter */
 	if (mi_qconv_init(&cv, &s, wget, &wc)) {
 		fprintf(stderr, "conv init failed\n");
 		return 1;
@@ -546,50 +536,25 @@ static int test_conv(int iter)
 			ref_out(&rep, (int)(i / ((size_t)s.oh * s.ow)), acc[i], yr, i);
 		/* every ISA; AVX-512 with and without VBMI (depthwise rows),
 		 * with VBMI and the depthwise gather tables, then with the AMX
-		 * tiles too; then AVX2 with its depthwise row kernels (the
-		 * channel kernel off), one-pixel 1x1 convs on the tile
-		 * kernel (GEMV off), tile_avx2b_rq's requantization out of
-		 * line (mi_quant_set_avx2bi(0)), RGB panels through rows
-		 * (mi_quant_set_rgbr(0)) and tile_avx2b_np2's last pixels on
-		 * 8-pixel passes (mi_quant_set_avx2px(0)); last AVX2 with the old dense tile (int8
-		 * weights widened per call, mi_quant_set_avx2w(0)), stride-2
-		 * im2col one pixel at a time and the channel kernel's masked
-		 * stores, memcpy padding of its planes, one tap per vpmaddwd
-		 * and the requantization after the tile (mi_quant_set_s2v(0),
-		 * mi_quant_set_dwfull(0), mi_quant_set_dwprep(0),
-		 * mi_quant_set_dwvp(0), mi_quant_set_avx2rq(0)), all 32
-		 * pixels of partial panels (mi_quant_set_avx2np(0)) and panels
-		 * split per step (mi_quant_set_avx2s(0)) and RGB first convs on
-		 * channel quads (mi_quant_set_rgb(0)), and 7-bit weights on
-		 * that tile, not tile_avx2b (mi_quant_set_u8s7(0)) */
-		for (int path = 0; path <= mi_quant_isa_max() + 5; path++) {
+		 * tiles too; then AVX2 with its other variants: the depthwise
+		 * row kernels (the channel kernel off), one-pixel 1x1 convs on
+		 * the tile kernel (GEMV off), the direct path (no Winograd),
+		 * planar depthwise planes (no C4 quad kernel); every one
+		 * against the scalar reference */
+		for (int path = 0; path <= mi_quant_isa_max() + 4; path++) {
 			bool rows = path == mi_quant_isa_max() + 4;
-			bool old2 = path == mi_quant_isa_max() + 5;
-			int isa = rows || old2 ? MI_QISA_AVX2 :
+			int isa = rows ? MI_QISA_AVX2 :
 				  path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
-			bool vbmi = path > mi_quant_isa_max() && !rows && !old2;
-			bool dwtab = path > mi_quant_isa_max() + 1 && !rows && !old2;
-			bool amx = path > mi_quant_isa_max() + 2 && !rows && !old2;
+			bool vbmi = path > mi_quant_isa_max() && !rows;
+			bool dwtab = path > mi_quant_isa_max() + 1 && !rows;
+			bool amx = path > mi_quant_isa_max() + 2 && !rows;
 
-			if ((rows || old2) && mi_quant_isa_max() < MI_QISA_AVX2)
+			if (rows && mi_quant_isa_max() < MI_QISA_AVX2)
 				continue;
 			mi_quant_set_dwchan(!rows);
 			mi_quant_set_gemv2(!rows);
-			mi_quant_set_avx2bi(!rows); /* tile_avx2b_rq's call */
-			mi_quant_set_rgbr(!rows); /* RGB panels through rows */
-			mi_quant_set_avx2px(!rows); /* partial panels' last pixels */
-			mi_quant_set_avx2w(!old2);
-			mi_quant_set_u8s7(!old2);
-			mi_quant_set_wino(!rows && !old2);
-			mi_quant_set_s2v(!old2);
-			mi_quant_set_dwfull(!old2);
-			mi_quant_set_dwprep(!old2);
-			mi_quant_set_dwvp(!old2);
-			mi_quant_set_avx2rq(!old2);
-			mi_quant_set_avx2np(!old2);
-			mi_quant_set_avx2s(!old2);
-			mi_quant_set_rgb(!old2);
-			mi_quant_set_dwc4(rows || old2 ? 0 : 2); /* every shape */
+			mi_quant_set_wino(!rows);
+			mi_quant_set_dwc4(rows ? 0 : 2); /* every shape */
 			if (vbmi && (isa != MI_QISA_AVX512 || !mi_quant_set_vbmi(1)))
 				continue;
 			if (amx && !mi_quant_set_amx(1))
@@ -613,7 +578,7 @@ static int test_conv(int iter)
 				fails++;
 			}
 			/* fp32: also blocked by 8 straight from the tiles
-			 * (MI_QUANT_BLKEPI), against this path's planar floats */
+			 * (MI_QCONV_OUT_BLK8), against this path's planar floats */
 			if (mode == MI_QOUT_F32 && !ep.out_c4)
 				fails += test_blk8(&cv, c4x && !in_c4 ? xc4 : xin, x_signed, zx, &ep,
 						   (c4x ? MI_QCONV_IN_C4 : 0) |
@@ -644,8 +609,8 @@ static int test_conv(int iter)
 					iter, mi_quant_isa_name(isa),
 					amx ? "+vbmi+dwtab+amx" : dwtab ? "+vbmi+dwtab" : vbmi ? "+vbmi" :
 					rows ? "-dwrows" : "",
-					cv.wino && isa == MI_QISA_AVX2 && !rows && !old2 ? "+wino" : "",
-					cv.rgb && isa == MI_QISA_AVX2 && !old2 ? "+rgb" : "", mode,
+					cv.wino && isa == MI_QISA_AVX2 && !rows ? "+wino" : "",
+					cv.rgb && isa == MI_QISA_AVX2 ? "+rgb" : "", mode,
 					c4x ? " in-c4" : "",
 					ep.out_c4 ? " out-c4" : "", s.c, s.oc, s.group,
 					s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pt,
@@ -705,7 +670,6 @@ static int test_gemm(int iter)
 		}
 	mi_quant_set_amx(1);
 	mi_quant_set_isa(MI_QISA_AVX2); /* the AVX2 int16 weights too */
-	mi_quant_set_u8s7(iter % 2); /* 7-bit: the int16 weights too, or not */
 	if (mi_qweights_pack(&qw, 1, n, k, wget, &wc))
 		return 1;
 	if (wkind(iter) != W8 && qw.s7 != (wkind(iter) == W7)) {
@@ -731,23 +695,16 @@ static int test_gemm(int iter)
 			for (int o = 0; o < n; o++)
 				ref_out(&rep, o, acc[i * n + o], yr, (size_t)i * ldy + o);
 		/* every ISA, then AVX-512 with the AMX tiles, then AVX2 with
-		 * few rows on the tile kernel (GEMV off), then AVX2 with the
-		 * old dense tile (mi_quant_set_avx2w(0), mi_quant_set_u8s7(0):
-		 * 7-bit weights there too) */
-		for (int path = 0; path <= mi_quant_isa_max() + 3; path++) {
+		 * few rows on the tile kernel (GEMV off) */
+		for (int path = 0; path <= mi_quant_isa_max() + 2; path++) {
 			bool tiles = path == mi_quant_isa_max() + 2;
-			bool old2 = path == mi_quant_isa_max() + 3;
-			int isa = tiles || old2 ? MI_QISA_AVX2 :
+			int isa = tiles ? MI_QISA_AVX2 :
 				  path > mi_quant_isa_max() ? mi_quant_isa_max() : path;
-			bool amx = path > mi_quant_isa_max() && !tiles && !old2;
+			bool amx = path > mi_quant_isa_max() && !tiles;
 
 			if (tiles && (mi_quant_isa_max() < MI_QISA_AVX2 || m > 4))
 				continue;
-			if (old2 && mi_quant_isa_max() < MI_QISA_AVX2)
-				continue;
 			mi_quant_set_gemv2(!tiles);
-			mi_quant_set_avx2w(!old2);
-			mi_quant_set_u8s7(!old2);
 			if (amx && (isa != MI_QISA_AVX512 || !mi_quant_set_amx(1)))
 				continue;
 			mi_quant_set_amx(amx);
@@ -994,18 +951,9 @@ static int test_pool_c4(int iter, const struct mi_qpool_shape *s, bool s8)
 
 static int pool_check(int iter, const struct mi_qpool_shape *sp, bool s8);
 
-/* The AVX2 MaxPool forms on both settings of MI_QUANT_HMAX3 (rows read
- * once, overlapping last vectors, C4 edge pixels 4 channels at a time). */
 static int pool_both(int iter, const struct mi_qpool_shape *s, bool s8)
 {
-	int fails = 0;
-
-	for (int h3 = 1; h3 >= 0; h3--) {
-		mi_quant_set_hmax3(h3);
-		fails += pool_check(iter, s, s8);
-	}
-	mi_quant_set_hmax3(1);
-	return fails;
+	return pool_check(iter, s, s8);
 }
 
 /*

@@ -8,13 +8,10 @@ depthwise 3x3 -> 1x1 projection (+ residual)), quantized by `metainfer
 quantize`, batch 2.  On 14x14 maps a 1x1 expansion read only by a
 depthwise conv (directly or through the HardSwish byte table) splits its
 output channels over the threads (MI_QCONV_CHAN, "convs split by output
-channels" on the MI_QUANT_VERBOSE line); on 28x28 maps the dense convs
-split in pixel panels from 512K multiply-adds.  Outputs at 2 and 3
-threads, with the default splits and with every node split
-(MI_QUANT_SPLIT_ALL=1), with MI_QUANT_CHAN=0, with the AVX2 C4 depthwise
-kernel (its reader then reads C4: no channel split; the others run with
-MI_QUANT_DWC4=0), and on every ISA path must equal the 1-thread run bit for
-bit.  ~1 s.
+channels" on the MI_DEBUG=quant line; on AVX2 the C4 depthwise kernel
+reads C4 instead, no channel split); on 28x28 maps the dense convs split
+in pixel panels from 512K multiply-adds.  Outputs at 2 and 3 threads on
+every ISA path must equal the 1-thread run bit for bit.  ~1 s.
 """
 import os
 import re
@@ -76,7 +73,7 @@ def build(path, rng):
 def mi_run(model, inp, tmp, env, threads):
     out = os.path.join(tmp, "o.npy")
     r = run([MI, "run", model, "--input", inp, "--output", out, "--threads", str(threads)],
-            dict(env, MI_QUANT_VERBOSE="1"))
+            dict(env, MI_DEBUG="quant"))
     return open(out, "rb").read(), r.stderr
 
 
@@ -92,21 +89,16 @@ def main():
         env = {"MI_CPU_ISA": isa}
         ref, _ = mi_run(q8, inp, tmp, env, 1)
         for t in (2, 3):
-            for lab, extra in (("default", {}), ("split all", {"MI_QUANT_SPLIT_ALL": "1"}),
-                               ("split all, MI_QUANT_CHAN=0",
-                                {"MI_QUANT_SPLIT_ALL": "1", "MI_QUANT_CHAN": "0"}),
-                               ("C4 depthwise", {"MI_QUANT_DWC4": "1"})):
-                # the channel split needs a planar depthwise reader: the AVX2
-                # C4 quad kernel (MI_QUANT_DWC4) reads C4 and takes its place
-                out, err = mi_run(q8, inp, tmp, dict({"MI_QUANT_DWC4": "0"}, **env, **extra), t)
-                check(out == ref, "%s %d threads %s == 1 thread" % (isa, t, lab))
-                if "MI_QUANT_DWC4" in extra:
-                    continue
-                m = re.search(r"(\d+) convs split by output channels", err)
-                nchan = int(m.group(1)) if m else 0
-                want = 0 if "CHAN" in lab else 3
-                check(nchan == want, "%s %d threads %s: %d convs split by output channels (want %d)"
-                      % (isa, t, lab, nchan, want))
+            out, err = mi_run(q8, inp, tmp, env, t)
+            check(out == ref, "%s %d threads == 1 thread" % (isa, t))
+            # the channel split needs a planar depthwise reader: on AVX2
+            # the C4 quad kernel reads C4 and takes its place
+            if isa == "avx2":
+                continue
+            m = re.search(r"(\d+) convs split by output channels", err)
+            nchan = int(m.group(1)) if m else 0
+            check(nchan == 3, "%s %d threads: %d convs split by output channels (want 3)"
+                  % (isa, t, nchan))
     shutil.rmtree(tmp)
     if failures:
         print("%d FAILED" % len(failures))

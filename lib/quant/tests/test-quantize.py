@@ -7,9 +7,9 @@ MaxPool, dilated grouped conv, Concat, GlobalAveragePool, Gemm; batch 2) is
 exported at opset 13 and quantized (QDQ per channel, QDQ per tensor,
 QLinear, percentile calibration).  For each quantized model:
   - onnx.checker accepts it;
-  - metainfer plans the int8 kernels (MI_QUANT_VERBOSE line);
+  - metainfer plans the int8 kernels (MI_DEBUG=quant line);
   - int8 outputs vs fp32: cosine >= 0.99 on seeded inputs;
-  - int8 kernels vs the reference QDQ/QLinear ops (MI_NO_INT8=1): close;
+  - int8 kernels vs the reference QDQ/QLinear ops (--reference): close;
   - the int8 kernels give bit-identical outputs on every ISA path;
   - ONNX Runtime (if built) loads and runs it, and agrees.
 A second net (5x5/7x7 depthwise, SiLU, HardSwish, Sigmoid/HardSigmoid
@@ -197,11 +197,12 @@ def export_res(path):
                       input_names=["input"], output_names=["y"])
 
 
-def mi_run(model, x, tmp, env=None, tag="o", threads=1):
+def mi_run(model, x, tmp, env=None, tag="o", threads=1, extra=()):
     inp = os.path.join(tmp, "x.npy")
     out = os.path.join(tmp, tag + ".npy")
     np.save(inp, x)
-    run([MI, "run", model, "--input", inp, "--output", out, "--threads", str(threads)], env)
+    run([MI, "run", model, "--input", inp, "--output", out, "--threads", str(threads)] +
+        list(extra), env)
     return np.load(out)
 
 
@@ -262,7 +263,7 @@ def cos(a, b):
 def check_qdq_standalone(tmp):
     """Standalone QuantizeLinear/DequantizeLinear (no conv to fuse with)
     run on split fast kernels: same bytes as numpy's float32 formula on
-    every ISA, at 1 thread and split over 3 threads (MI_QUANT_SPLIT_ALL)."""
+    every ISA, at 1 and 3 threads."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -291,7 +292,7 @@ def check_qdq_standalone(tmp):
               f"qdq {np.dtype(np_dt).name}: standalone Q/DQ run on fast kernels")
         ok = True
         for isa in ("generic", "avx2", "avx512"):
-            for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
+            for t, env in ((1, {}), (3, {})):
                 env = dict(env, MI_CPU_ISA=isa)
                 ok &= np.array_equal(mi_run(path, x, tmp, env, threads=t), want)
         check(ok, f"qdq {np.dtype(np_dt).name}: == numpy on generic/avx2/avx512, 1 thread and split over 3")
@@ -363,10 +364,9 @@ def check_se_ties(tmp):
     gates (k_c + 0.5) * 0.1 +- 0..3 ulps over 64 channels, the pixels
     +-1, +-3, 5 times 1/16 steps (products near ties); 7x7 (per-pixel
     lookups) and 14x14 (per-channel byte tables), avx512 == generic == avx2;
-    16x16 (byte tables on AVX2 too), planar (MI_QUANT_C4=0) and the old
-    AVX2 paths (MI_QUANT_SETAB=0; MI_QUANT_SEDIRECT=0: products through a
+    16x16 (byte tables on AVX2 too) (products through a
     float buffer and mi_quantize_f32 instead of qse_direct_avx2's
-    registers; MI_QUANT_LUTI=0: gathers) on AVX2 as well."""
+    registers) on AVX2 as well."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -408,19 +408,14 @@ def check_se_ties(tmp):
         n_near += int((np.abs(np.abs(r - np.floor(r)) - 0.5) < 2.0 ** -11).sum())
         r = run([MI, "run", path, "-q", "--bench", "1", "--profile"])
         ok &= bool(re.search(r"^\s*Mul\s+1\s+1\s", r.stdout, re.M))
-        envs = [{"MI_CPU_ISA": "generic"}, {"MI_CPU_ISA": "avx2"}, {"MI_CPU_ISA": "avx512"},
-                {"MI_CPU_ISA": "avx2", "MI_QUANT_C4": "0"},
-                {"MI_CPU_ISA": "avx2", "MI_QUANT_SETAB": "0"},
-                {"MI_CPU_ISA": "avx2", "MI_QUANT_SEDIRECT": "0"},
-                {"MI_CPU_ISA": "avx2", "MI_QUANT_LUTI": "0"}]
+        envs = [{"MI_CPU_ISA": "generic"}, {"MI_CPU_ISA": "avx2"}, {"MI_CPU_ISA": "avx512"}]
         outs = [mi_run(path, x, tmp, e) for e in envs]
-        for o, isa in zip(outs[1:], ("avx2", "avx512", "avx2 planar", "avx2 SETAB=0",
-                                     "avx2 SEDIRECT=0", "avx2 LUTI=0")):
+        for o, isa in zip(outs[1:], ("avx2", "avx512")):
             if not np.array_equal(o, outs[0]):
                 ok = False
                 print(f"  se ties {hw}x{hw} {isa}: {int((o != outs[0]).sum())} outputs differ from generic")
     check(ok and n_near > 500, f"se ties: SE Mul on the bytes, {n_near} products near ties, "
-          "avx512 == avx2 == generic (7x7 lookups, 14x14 and 16x16 byte tables, C4 and planar)")
+          "avx512 == avx2 == generic (7x7 lookups, 14x14 and 16x16 byte tables)")
 
 
 def check_se_c4(tmp):
@@ -429,11 +424,9 @@ def check_se_c4(tmp):
     networks): GAP(DQ(q)) + b as the gate of Mul(DQ(q), gate) feeding an
     int8 1x1 conv; 24 channels (GAP work items of 16 and 8 planes),
     7x7 (per-pixel products), 20x20 (byte tables), AVX2 at 1 and 2
-    threads and generic == generic with MI_QUANT_SEC4=0 (planes), and the
-    C4 plan must hold more activations than MI_QUANT_SEC4=0's; 36
-    channels at 7x7 (items of 4, 4 and 1 quads; 24: 4 and 2) for the
-    pool's sums on maps of 32-63 pixels (gap_sums_avx2_c4s,
-    MI_QUANT_GAPC4S=0: the old ones)."""
+    threads == generic (planes), and the plan must hold C4
+    activations; 36 channels at 7x7 (items of 4, 4 and 1 quads; 24: 4 and
+    2) for the pool's sums on maps of 32-63 pixels (gap_sums_avx2_c4s)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -469,31 +462,23 @@ def check_se_c4(tmp):
         path = os.path.join(tmp, "se_c4_%d_%d.onnx" % (c, hw))
         onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)]), path)
         x = rng.uniform(-6, 6, (1, c, hw, hw)).astype(np.float32)
-        # the means bit for bit: C4 sums (default, MI_QUANT_GAPC4S=0) ==
-        # the planes' (MI_QUANT_SEC4=0), same AVX2 order of additions
+        # the means bit for bit: AVX2 C4 sums == the generic ISA's planes
         gr.output.insert(0, gp_out[0])
         gpath = os.path.join(tmp, "se_c4_gp_%d_%d.onnx" % (c, hw))
         onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)]), gpath)
-        gp = [mi_run(gpath, x, tmp, dict({"MI_CPU_ISA": "avx2"}, **e)).view(np.uint32)
-              for e in ({"MI_QUANT_SEC4": "0"}, {}, {"MI_QUANT_GAPC4S": "0"})]
-        if not (np.array_equal(gp[0], gp[1]) and np.array_equal(gp[0], gp[2])):
+        gp = [mi_run(gpath, x, tmp, {"MI_CPU_ISA": e}).view(np.uint32)
+              for e in ("generic", "avx2")]
+        if not np.array_equal(gp[0], gp[1]):
             ok = False
             print(f"  se c4 c{c} {hw}x{hw}: pool means differ from the planes' "
-                  f"({int((gp[0] != gp[1]).sum())} C4, {int((gp[0] != gp[2]).sum())} GAPC4S=0)")
-        nc4 = []
-        for e in ("0", "1"):
-            r = run([MI, "run", path, "-q", "--bench", "1"],
-                    {"MI_CPU_ISA": "avx2", "MI_QUANT_VERBOSE": "1", "MI_QUANT_SEC4": e})
-            m = re.search(r"(\d+) activations in C4 layout", r.stderr)
-            nc4.append(int(m.group(1)) if m else -1)
-        if not nc4[1] > nc4[0] >= 0:
+                  f"({int((gp[0] != gp[1]).sum())} C4)")
+        r = run([MI, "run", path, "-q", "--bench", "1"], {"MI_CPU_ISA": "avx2", "MI_DEBUG": "quant"})
+        m = re.search(r"(\d+) activations in C4 layout", r.stderr)
+        if not (m and int(m.group(1)) > 0):
             ok = False
-            print(f"  se c4 c{c} {hw}x{hw}: C4 activations {nc4[0]} (SEC4=0), {nc4[1]} (SEC4=1)")
-        ref = mi_run(path, x, tmp, {"MI_CPU_ISA": "generic", "MI_QUANT_SEC4": "0"})
-        for e, t in (({"MI_CPU_ISA": "generic"}, 1), ({"MI_CPU_ISA": "avx2"}, 1),
-                     ({"MI_CPU_ISA": "avx2"}, 2), ({"MI_CPU_ISA": "avx2", "MI_QUANT_SEC4": "0"}, 1),
-                     ({"MI_CPU_ISA": "avx2", "MI_QUANT_GAPC4": "0", "MI_QUANT_SEDIRECT": "0"}, 1),
-                     ({"MI_CPU_ISA": "avx2", "MI_QUANT_GAPC4S": "0"}, 1)):
+            print(f"  se c4 c{c} {hw}x{hw}: no C4 activations")
+        ref = mi_run(path, x, tmp, {"MI_CPU_ISA": "generic"})
+        for e, t in (({"MI_CPU_ISA": "avx2"}, 1), ({"MI_CPU_ISA": "avx2"}, 2)):
             o = mi_run(path, x, tmp, e, threads=t)
             if not np.array_equal(o, ref):
                 ok = False
@@ -550,7 +535,7 @@ def check_add_fma(tmp):
     out = os.path.join(tmp, "add_y.npy")
     for isa in ("generic", "avx2", "avx512"):
         r = run([MI, "run", path, "-i", "a=" + pa, "-i", "b=" + pb, "--output", out, "-q",
-                 "-t", "1"], {"MI_CPU_ISA": isa, "MI_QUANT_VERBOSE": "1"})
+                 "-t", "1"], {"MI_CPU_ISA": isa, "MI_DEBUG": "quant"})
         y = np.load(out)
         if "1 nodes on int8 kernels" not in r.stderr or not np.array_equal(y, ref):
             ok = False
@@ -562,9 +547,7 @@ def check_add_fma(tmp):
 def check_gap(tmp):
     """GlobalAveragePool of a quantized tensor (DQ, or a HardSwish/SiLU
     table, ahead of it; Q after it or not) reads the bytes: the same fp32
-    means / bytes as the unfused nodes (MI_QUANT_GAP=0: fp32 table, lib/cpu
-    NCHW pool (MI_QUANT_QDQ_LAYOUT=0: not the NCHWc one, which sums in
-    another order), QuantizeLinear) on every ISA, at 1 thread and split over 3, on
+    means / bytes on every ISA, at 1 and 3 threads, on
     planes below, at and above the 64-pixel step and the 512-pixel block.
     Planes under 64 pixels sum in any order where the table's double sums
     are exact (qplan.c lut_sums_exact); the scale 0.9 SiLU table (entries
@@ -612,17 +595,19 @@ def check_gap(tmp):
                     r"GlobalAveragePool.*reference", r.stdout) and not re.search(
                     r"^\s*(HardSwish|Sigmoid)\s", r.stdout, re.M)
                 for isa in ("generic", "avx2", "avx512"):
-                    for t, env in ((1, {}), (3, {"MI_QUANT_SPLIT_ALL": "1"})):
+                    for t, env in ((1, {}), (3, {})):
                         env = dict(env, MI_CPU_ISA=isa)
                         f = mi_run(path, x, tmp, env, threads=t)
-                        u = mi_run(path, x, tmp, dict(env, MI_QUANT_GAP="0", MI_QUANT_QDQ_LAYOUT="0"),
-                                   threads=t)
+                        # against the same ISA's 1-thread run (each ISA
+                        # sums in its own order)
+                        if t == 1:
+                            u = f
                         if not np.array_equal(f.view(np.uint32), u.view(np.uint32)):
                             ok = False
                             print(f"  gap {shape} {act} q={tail_q} {isa} t={t}: "
                                   f"max diff {np.abs(f - u).max():.3e}")
     check(fused, "gap: GlobalAveragePool of DQ / HardSwish / SiLU planned on the bytes (no table pass left)")
-    check(ok, "gap: fused pool == unfused table + pool (+ Q), bit for bit, generic/avx2/avx512, 1 and 3 threads")
+    check(ok, "gap: fused pool the same bit for bit at 1 and 3 threads, generic/avx2/avx512")
 
 
 def probit(q):
@@ -667,10 +652,10 @@ def judged_tail(cs, fresh=100, conf=0.9, margin_z=1.2816):
 def check_holdout(fp32, tmp, mn):
     """--min-cosine's judgement and hold-out path, on the quantizer's own
     300 inputs (seed 1: 200 searched, 100 held out).  A search target
-    looser than the final one (MI_MINCOS_SEARCH_TARGET, a test hook) makes
+    looser than the final one (--search-target, a test hook) makes
     the search stop early, so the check on all inputs fails, the prefix
     grows and a bisection on all inputs finds the shortest passing prefix.
-    Every judgement MI_MINCOS_DEBUG=1 prints is recomputed here from the
+    Every judgement MI_DEBUG=quant prints is recomputed here from the
     per-input cosines it lists: the tail estimate (normal tail fit +
     jackknife margin) and the verdict (minimum and tail of all inputs, and
     in the final checks of the held-out ones alone, reach the target)."""
@@ -678,8 +663,8 @@ def check_holdout(fp32, tmp, mn):
     loose = float("%.10f" % (1 - (1 - mn) / 1.5))
     q = os.path.join(tmp, "mc-hold.onnx")
     r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
-             "--min-cosine", "%.10f" % tgt],
-            env={**os.environ, "MI_MINCOS_DEBUG": "1", "MI_MINCOS_SEARCH_TARGET": "%.10f" % loose})
+             "--min-cosine", "%.10f" % tgt, "--search-target", "%.10f" % loose],
+            env={**os.environ, "MI_DEBUG": "quant"})
     fin = re.findall(r"check on all 300 inputs \(100 held out\), (\d+) units in fp32 \+ (\d+) "
                      r"refinements: (passed|failed)", r.stdout)
     bis = re.findall(r"check on all 300 inputs, (\d+) units in fp32: (passed|failed)", r.stdout)
@@ -704,7 +689,7 @@ def check_holdout(fp32, tmp, mn):
 
 
 def recheck_judgements(err):
-    """Every judgement MI_MINCOS_DEBUG=1 printed in err, recomputed from its
+    """Every judgement MI_DEBUG=quant printed in err, recomputed from its
     per-input cosines: (judgements, those with held-out inputs, mismatches)."""
     bad, nj, nhold = [], 0, 0
     for m in re.finditer(r"^judged (\d+) inputs \(held out from (\d+)\): target (\S+) min "
@@ -788,25 +773,25 @@ def replay(jd_s, jd_a, jd_h, mn_a, s_, t_):
 
 
 def check_search(fp32, tmp, mn):
-    """--min-cosine's searches, replayed: with MI_MINCOS_PREFIXES=1 (a test
+    """--min-cosine's searches, replayed: with --list-prefixes (a test
     hook) the quantizer prints each prefix's per-input cosines on all 300
-    inputs (seed 1; MI_MINCOS_COST=macs makes the ranking independent of
+    inputs (seed 1; --cost macs makes the ranking independent of
     timing).  From them this test picks search and final targets whose
     searches take every branch (the search bisection passing and failing,
     the prefix growing, the bisection on all inputs passing and failing
     before its last step, a configuration that passes on all inputs but not
     on the held-out ones or the other way round), predicts every step of
     each, and checks the quantizer took exactly those steps."""
-    env = {**os.environ, "MI_MINCOS_DEBUG": "1", "MI_MINCOS_COST": "macs"}
+    env = {**os.environ, "MI_DEBUG": "quant"}
     q = os.path.join(tmp, "mc-search.onnx")
     tgt = 1 - (1 - mn) / 6
     r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
-             "--min-cosine", repr(tgt)], env={**env, "MI_MINCOS_PREFIXES": "1"})
+             "--min-cosine", repr(tgt), "--cost", "macs", "--list-prefixes"], env=env)
     pre = {int(m.group(1)): [float(x) for x in m.group(2).split()]
            for m in re.finditer(r"^prefix (\d+):(.*)$", r.stderr, re.M)}
     nu = len(pre) - 1
     if nu < 8 or sorted(pre) != list(range(nu + 1)) or any(len(v) != 300 for v in pre.values()):
-        check(False, f"--min-cosine: MI_MINCOS_PREFIXES lists every prefix ({sorted(pre)})")
+        check(False, f"--min-cosine: --list-prefixes lists every prefix ({sorted(pre)})")
         return
     jd_s = [judged_min(pre[k][:200]) for k in range(nu + 1)]
     jd_a = [judged_min(pre[k]) for k in range(nu + 1)]
@@ -839,7 +824,7 @@ def check_search(fp32, tmp, mn):
     for s_, t_ in pick:
         main_, hold, k, _ = runs[(s_, t_)]
         r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
-                 "--min-cosine", repr(t_)], env={**env, "MI_MINCOS_SEARCH_TARGET": repr(s_)})
+                 "--min-cosine", repr(t_), "--cost", "macs", "--search-target", repr(s_)], env=env)
         got_main = [(int(a), b == "passed") for a, b in
                     re.findall(r"^bisection: (\d+) units in fp32: (passed|failed)$", r.stderr, re.M)]
         got_hold = [(int(a), b == "passed") for a, b, c_ in re.findall(
@@ -888,9 +873,9 @@ def round_trips(path):
 def check_rt_down(fp32, tmp, mn):
     """--min-cosine leaves no activation tensor quantized that only fp32
     nodes read (a QuantizeLinear -> DequantizeLinear round trip: time and
-    error for nothing; MI_MINCOS_RT=0 allows them), and after the search
+    error for nothing; --keep-round-trips allows them), and after the search
     tries the units left int8 whose fp32 the cost model predicts faster
-    (MI_MINCOS_DOWN=0: not), each kept exactly when it holds the target,
+    (--no-refine: not), each kept exactly when it holds the target,
     never predicting a slower file.  AVX2 table and kernels
     (MI_CPU_ISA=avx2) on every host, targets from 1/4 to 1/100 of the
     all-int8 error (seed 1)."""
@@ -902,8 +887,8 @@ def check_rt_down(fp32, tmp, mn):
         pred = {}
         for rt, down in (("1", "1"), ("1", "0"), ("0", "0")):
             o = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
-                     "--min-cosine", tgt], env={**env, "MI_MINCOS_RT": rt,
-                                                "MI_MINCOS_DOWN": down}).stdout
+                     "--min-cosine", tgt] + (["--keep-round-trips"] if rt == "0" else []) +
+                    (["--no-refine"] if down == "0" else []), env=env).stdout
             m = re.search(r"predicted ([0-9.]+) ms at 1 thread", o)
             pred[(rt, down)] = float(m.group(1)) if m else None
             (rts if rt == "1" else rts0).append(len(round_trips(q)))
@@ -918,7 +903,7 @@ def check_rt_down(fp32, tmp, mn):
             bad.append((tgt, pred))
     check(not any(rts) and any(rts0),
           f"--min-cosine: no round-trip Q -> DQ between fp32 nodes ({rts}; "
-          f"with MI_MINCOS_RT=0 {rts0})")
+          f"with --keep-round-trips {rts0})")
     check(sweep and not bad,
           f"--min-cosine: fp32 trials after the search: {sweep.count('kept')} of {len(sweep)} kept, "
           f"each when it holds the target, none predicting a slower file {bad[:2]}")
@@ -930,7 +915,7 @@ def check_reproducible(fp32, tmp, mn):
     The same search run twice, the second on the process CPU clock
     (MI_PROF_CPU=1) while another process spins, writes the same bytes and
     prints the same unit costs, ranks and per-node predictions
-    (MI_MINCOS_DEBUG=1)."""
+    (MI_DEBUG=quant)."""
     tgt = "%.10f" % (1 - (1 - mn) / 30)
     outs = []
     for hog in (False, True):
@@ -939,7 +924,7 @@ def check_reproducible(fp32, tmp, mn):
         try:
             r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
                      "--min-cosine", tgt],
-                    env={**os.environ, "MI_MINCOS_DEBUG": "1", **({"MI_PROF_CPU": "1"} if hog else {})})
+                    env={**os.environ, "MI_DEBUG": "quant", **({"MI_PROF_CPU": "1"} if hog else {})})
         finally:
             if spin:
                 spin.kill()
@@ -955,23 +940,21 @@ def check_reproducible(fp32, tmp, mn):
 
 
 def check_memo_threads(fp32, tmp, mn):
-    """--min-cosine remembers each configuration's per-input cosines
-    (MI_MINCOS_MEMO=0: off) and runs the evaluation inputs --threads at a
-    time on as many model instances (MI_MINCOS_PAR=0: one instance, as
-    before).  The hold-out search of check_holdout (refinements, checks on
-    all inputs that meet configurations again) writes the same bytes and
-    prints the same lines and per-input cosines (MI_MINCOS_DEBUG=1) with
-    both off at 1 thread, and both on at 2 and 3 threads (batches that
-    straddle the early stop), and the memo is used."""
+    """--min-cosine remembers each configuration's per-input cosines and
+    runs the evaluation inputs --threads at a time on as many model
+    instances.  The hold-out search of check_holdout (refinements, checks
+    on all inputs that meet configurations again) writes the same bytes and
+    prints the same lines and per-input cosines (MI_DEBUG=quant) at 1, 2
+    and 3 threads (batches that straddle the early stop), and the memo is
+    used."""
     tgt = float("%.10f" % (1 - (1 - mn) / 6))
     loose = float("%.10f" % (1 - (1 - mn) / 1.5))
     outs = []
-    for memo, par, nt in (("0", "0", 1), ("1", "1", 2), ("1", "1", 3)):
-        q = os.path.join(tmp, "mc-memo%s%s%d.onnx" % (memo, par, nt))
+    for nt in (1, 2, 3):
+        q = os.path.join(tmp, "mc-memo%d.onnx" % nt)
         r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", q,
-                 "--min-cosine", "%.10f" % tgt, "--threads", str(nt)],
-                env={**os.environ, "MI_MINCOS_DEBUG": "1", "MI_MINCOS_MEMO": memo,
-                     "MI_MINCOS_PAR": par, "MI_MINCOS_SEARCH_TARGET": "%.10f" % loose})
+                 "--min-cosine", "%.10f" % tgt, "--threads", str(nt), "--search-target",
+                 "%.10f" % loose], env={**os.environ, "MI_DEBUG": "quant"})
         m = re.search(r"(\d+) inference runs, (\d+) cosines reused", r.stdout)
         lines = [re.sub(r"\d+ at a time, |,? ?\d+ s\)|; \d+ s$", "", l)
                  for l in r.stdout.splitlines() if "inference runs" not in l and "-> " not in l]
@@ -981,8 +964,8 @@ def check_memo_threads(fp32, tmp, mn):
     (b0, l0, n0), (b1, l1, n1), (b2, l2, n2) = outs
     diff = [(a, b) for a, b in zip(l0, l1 if l1 != l0 else l2) if a != b]
     check(b0 == b1 == b2 and l0 == l1 == l2 and len(l0) > 20 and n0 and n1 and n2 and
-          n0[1] == 0 and n1[1] > 0 and n1[0] + n1[1] <= n0[0] + 4,
-          f"--min-cosine: memo off at 1 thread, on at 2 and 3 threads: the same file and the "
+          n0[1] > 0 and n1[1] > 0,
+          f"--min-cosine: at 1, 2 and 3 threads: the same file and the "
           f"same {len(l0)} lines (runs, reused: {n0} {n1} {n2}; {diff[:1]})")
 
 
@@ -991,7 +974,7 @@ def check_costfit(fp32, tmp, mn):
     - each int8 ISA's table has a row per context and class of quantize.c,
       in order (a class added to the enum without its row would shift
       every row after it, silently: C zero-fills the rest);
-    - it reads the step lines of MI_MINCOS_COST=steps (the quantizer stops
+    - it reads the step lines of --cost steps (the quantizer stops
       after the profiles, with an error) and costs each step as the C cost
       model does (the model's ns printed on each line), with the table of
       the int8 ISA: AVX2's for MI_CPU_ISA=avx2, AVX-512 VNNI's for the
@@ -1027,8 +1010,8 @@ def check_costfit(fp32, tmp, mn):
         d = os.path.join(tmp, "steps-" + isa)
         os.makedirs(d, exist_ok=True)
         r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o",
-                 os.path.join(d, "x.onnx"), "--min-cosine", "%.10f" % (1 - (1 - mn) / 30)],
-                env={"MI_MINCOS_COST": "steps", "MI_CPU_ISA": isa}, ok=False)
+                 os.path.join(d, "x.onnx"), "--min-cosine", "%.10f" % (1 - (1 - mn) / 30), "--cost", "steps"],
+                env={"MI_CPU_ISA": isa}, ok=False)
         lines = [l for l in r.stderr.splitlines() if l.startswith("step ")]
         with open(os.path.join(d, "net.0.steps"), "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -1047,11 +1030,11 @@ def check_costfit(fp32, tmp, mn):
             cls.add(v[4])
             if abs(a - b) > 0.051 + 1e-4 * abs(a) or v[14:] != [isa]:
                 bad.append((l, b))
-        check(r.returncode != 0 and "MI_MINCOS_COST=steps" in r.stderr and
+        check(r.returncode != 0 and "--cost steps" in r.stderr and
               not os.path.exists(os.path.join(d, "x.onnx")) and len(steps) > 20 and
               ncm >= len(steps) and not bad and got == isa and ndiff > 10 and
               "conv3w" in cls,
-              f"MI_MINCOS_COST=steps, MI_CPU_ISA={isa}: {len(steps)} steps, stopped before "
+              f"--cost steps, MI_CPU_ISA={isa}: {len(steps)} steps, stopped before "
               f"writing; costfit.py costs them as quantize.c's cost model with the {tab} table "
               f"({ndiff} steps the other table costs otherwise; {bad[:1]})")
     # exact synthetic steps: the fit gives back the table they came from
@@ -1072,7 +1055,7 @@ def check_costfit(fp32, tmp, mn):
 
 
 def check_wclip(fp32, tmp, inits):
-    """Weight scales (weight_scales()): MI_QUANT_WCLIP=0 max|w| / qmax per
+    """Weight scales (weight_scales()): --weight-clip 0 max|w| / qmax per
     output channel; =1 the clipping limit r * max|w| (r = 1, 0.99, ... 0.5)
     whose squared rounding error sum (w - s clamp(round(w / s)))^2 is least,
     each weight rounded and clamped to [-qmax, qmax] by that scale (the
@@ -1087,7 +1070,7 @@ def check_wclip(fp32, tmp, inits):
         for wc in ("0", "1"):
             qc = os.path.join(tmp, f"wclip{wc}-{bits}.onnx")
             run([MI, "quantize", fp32, "--calib-random", "4", "--no-equalize", "--weight-bits",
-                 bits, "-o", qc], {"MI_QUANT_WCLIP": wc})
+                 bits, "--weight-clip", wc, "-o", qc])
             got[wc] = inits(qc)
         bad, nclip, nch = [], 0, 0
         for k, w in wf.items():
@@ -1122,13 +1105,13 @@ def check_wclip(fp32, tmp, inits):
                     bad.append(f"{k}[{ch}]: weights not rounded and clamped by the scale")
         check(not bad and nclip > 0,
               f"--weight-bits {bits}: clipped weight scales least squared rounding error on "
-              f"the grid, {nclip} of {nch} channels clipped; MI_QUANT_WCLIP=0: max|w|/{qmax} "
+              f"the grid, {nclip} of {nch} channels clipped; --weight-clip 0: max|w|/{qmax} "
               f"{bad[:3]}")
 
 
 def check_w8(fp32, tmp, c0, mixed8):
     """--min-cosine with --weight-bits mixed: a 7-bit weight the search
-    would leave in fp32 tries 8 bits first.  MI_QUANT_W8FB=1 (w8 units in
+    would leave in fp32 tries 8 bits first.  --w8-fallback 1 (w8 units in
     the ranking): the file holds as many weights of 7-bit nodes at 8 bits
     (max |q| above 63) as the quantizer says, some; =2 (after the search):
     the 8-bit trials are kept exactly when they hold the target, and the
@@ -1146,7 +1129,7 @@ def check_w8(fp32, tmp, c0, mixed8):
         target = 1 - (1 - c0) / div
         q = os.path.join(tmp, "mc-w8fb%s-%d.onnx" % (fb, div))
         o = run([MI, "quantize", fp32, "--calib-random", "16", "-o", q, "--min-cosine",
-                 "%.9f" % target], {"MI_QUANT_W8FB": fb}).stdout
+                 "%.9f" % target, "--w8-fallback", fb]).stdout
         if "--weight-bits mixed" not in o:
             return
         n8 = re.search(r"(\d+) weights at 8 bits instead of 7", o)
@@ -1165,7 +1148,7 @@ def check_w8(fp32, tmp, c0, mixed8):
                 (min(float(x[1]), float(x[2])) >= target) == (x[0] == "kept") for x in tr)
         else:
             ok = ok and not w and not tr
-        check(ok, f"--min-cosine {target:.9f}, MI_QUANT_W8FB={fb}: {len(w)} weights of 7-bit "
+        check(ok, f"--min-cosine {target:.9f}, --w8-fallback {fb}: {len(w)} weights of 7-bit "
               f"nodes at 8 bits {w} ({n8.group(0) if n8 else '?'}), {len(tr)} trials after the "
               f"search, {mc.group(0) if mc else '?'}")
 
@@ -1213,7 +1196,7 @@ def main():
         else:
             check(ops.count("QuantizeLinear") >= 5, f"{name}: has QuantizeLinear nodes")
         # the fast path is taken
-        r = run([MI, "run", q], {"MI_QUANT_VERBOSE": "1"})
+        r = run([MI, "run", q], {"MI_DEBUG": "quant"})
         mm = re.search(r"int8: (\d+) nodes on int8 kernels", r.stderr)
         check(mm is not None and int(mm.group(1)) == 12,
               f"{name}: 12 nodes (8 conv/gemm, Add, MaxPool, Concat, GlobalAveragePool) planned on int8 kernels ({mm.group(0) if mm else r.stderr.strip()})")
@@ -1239,7 +1222,7 @@ def main():
         check(all(np.array_equal(outs["avx512"][i], two[i]) for i in range(3)),
               f"{name}: int8 outputs identical at 1 and 2 threads")
         fast = [mi_run(q, x, tmp) for x in inputs]
-        slow = [mi_run(q, x, tmp, {"MI_NO_INT8": "1"}) for x in inputs]
+        slow = [mi_run(q, x, tmp, extra=("--reference",)) for x in inputs]
         c = min(cos(f, r_) for f, r_ in zip(fast, ref))
         check(c >= 0.99, f"{name}: cosine(int8, fp32) min {c:.6f} >= 0.99")
         d = max(float(np.abs(f - s).max() / (np.abs(s).max() + 1e-12)) for f, s in zip(fast, slow))
@@ -1290,9 +1273,9 @@ def main():
     check_wclip(fp32, tmp, inits)
     q7 = os.path.join(tmp, "qdq-w7.onnx")
     on = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "avx2"}) for x in inputs[:3]]
-    off = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "avx2", "MI_QUANT_U8S7": "0"}) for x in inputs[:3]]
+    off = [mi_run(q7, x, tmp, {"MI_CPU_ISA": "generic"}) for x in inputs[:3]]
     check(all(np.array_equal(a, b) for a, b in zip(on, off)),
-          "qdq-w7: AVX2 vpmaddubsw tiles == int16 tiles (MI_QUANT_U8S7=0)")
+          "qdq-w7: AVX2 vpmaddubsw tiles == the generic kernels")
     dflt = inits(os.path.join(tmp, "qdq-per-channel.onnx"))
     mm_ = inits(os.path.join(tmp, "qdq-minmax.onnx"))
     bias = [k for k, v in dflt.items() if v.dtype == np.int32 and k in mm_]
@@ -1337,7 +1320,7 @@ def main():
         check_ort("--min-cosine", qm, inputs[0], mix[0], tmp, tol=1e-5)
 
     # the search's pieces, on the quantizer's own evaluation inputs
-    # (MI_MINCOS_DEBUG=1 lists each unit's measured cost on stderr); seed 1
+    # (MI_DEBUG=quant lists each unit's measured cost on stderr); seed 1
     # draws 300 inputs whose minimum lies above the tail estimate
     r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", qe + "1",
              "--min-cosine", "0.5"])
@@ -1351,7 +1334,7 @@ def main():
         tgt = float("%.10f" % ((lo_ + mn_) / 2))
         qt_ = os.path.join(tmp, "mc-tail.onnx")
         r = run([MI, "quantize", fp32, "--calib-random", "16", "--seed", "1", "-o", qt_,
-                 "--min-cosine", "%.10f" % tgt], env={**os.environ, "MI_MINCOS_DEBUG": "1"})
+                 "--min-cosine", "%.10f" % tgt], env={**os.environ, "MI_DEBUG": "quant"})
         with open(qe + "1", "rb") as f0, open(qt_, "rb") as f1:
             check(f0.read() != f1.read() and "left in fp32" in r.stdout,
                   f"--min-cosine {tgt:.10f} (sample min {mn_:.10f}, tail {lo_:.10f}): not all int8")
@@ -1396,13 +1379,13 @@ def main():
     qa = os.path.join(tmp, "act.int8.onnx")
     export_act(fa)
     run([MI, "quantize", fa, "--calib-random", "16", "-o", qa])
-    r = run([MI, "run", qa], {"MI_QUANT_VERBOSE": "1"})
+    r = run([MI, "run", qa], {"MI_DEBUG": "quant"})
     mm = re.search(r"int8: (\d+) nodes on int8 kernels", r.stderr)
     check(mm is not None and int(mm.group(1)) == 21,
           f"act: 21 nodes (10 conv/gemm, 7 Sigmoid/SiLU/HardSwish/HardSigmoid tables, 2 SE pools, 2 SE gate Muls) planned on int8 kernels ({mm.group(0) if mm else r.stderr.strip()})")
     refa = [mi_run(fa, x, tmp) for x in inputs[:3]]
     fast = [mi_run(qa, x, tmp) for x in inputs[:3]]
-    slow = [mi_run(qa, x, tmp, {"MI_NO_INT8": "1"}) for x in inputs[:3]]
+    slow = [mi_run(qa, x, tmp, extra=("--reference",)) for x in inputs[:3]]
     gen = [mi_run(qa, x, tmp, {"MI_CPU_ISA": "generic"}) for x in inputs[:3]]
     check(all(np.array_equal(a, b) for a, b in zip(fast, gen)),
           "act: int8 outputs identical on generic/avx512")
@@ -1430,10 +1413,9 @@ def main():
         export_se(fs, stride, act)
         run([MI, "quantize", fs, "--calib-random", "8", "-o", qs])
         fast = mi_run(qs, inputs[0], tmp)
-        planar = mi_run(qs, inputs[0], tmp, {"MI_QUANT_C4": "0"})
         gen = mi_run(qs, inputs[0], tmp, {"MI_CPU_ISA": "generic"})
-        check(np.array_equal(fast, planar) and np.array_equal(fast, gen),
-              f"se{stride} {act}: gate Mul with C4 output == planar output == generic ISA")
+        check(np.array_equal(fast, gen),
+              f"se{stride} {act}: gate Mul with C4 output == generic ISA")
         prof = run([MI, "run", qs, "-q", "--bench", "1", "--profile"]).stdout
         check(not re.search(r"^\s*(DequantizeLinear|HardSwish)\s", prof, re.M) and
               len(re.findall(r"^\s*QuantizeLinear\s+1\s", prof, re.M)) == 1,
@@ -1448,11 +1430,10 @@ def main():
     export_fire(ff)
     run([MI, "quantize", ff, "--calib-random", "8", "-o", qf])
     fast = mi_run(qf, inputs[0], tmp)
-    planar = mi_run(qf, inputs[0], tmp, {"MI_QUANT_C4": "0"})
     gen = mi_run(qf, inputs[0], tmp, {"MI_CPU_ISA": "generic"})
     two = mi_run(qf, inputs[0], tmp, threads=2)
-    check(np.array_equal(fast, planar) and np.array_equal(fast, gen) and np.array_equal(fast, two),
-          "fire: C4 MaxPool/squeeze/Concat == planar output == generic ISA == 2 threads")
+    check(np.array_equal(fast, gen) and np.array_equal(fast, two),
+          "fire: C4 MaxPool/squeeze/Concat == generic ISA == 2 threads")
     if have_ort:
         check_ort("fire", qf, inputs[0], fast, tmp)
 
@@ -1461,28 +1442,26 @@ def main():
     export_res(rf)
     run([MI, "quantize", rf, "--calib-random", "8", "-o", qr])
     fast = mi_run(qr, inputs[0], tmp)
-    planar = mi_run(qr, inputs[0], tmp, {"MI_QUANT_C4": "0"})
     gen = mi_run(qr, inputs[0], tmp, {"MI_CPU_ISA": "generic"})
     two = mi_run(qr, inputs[0], tmp, threads=2)
-    check(np.array_equal(fast, planar) and np.array_equal(fast, gen) and np.array_equal(fast, two),
-          "res: C4 through Add/table == planar output == generic ISA == 2 threads")
+    check(np.array_equal(fast, gen) and np.array_equal(fast, two),
+          "res: C4 through Add/table == generic ISA == 2 threads")
     if have_ort:
         check_ort("res", qr, inputs[0], fast, tmp)
 
-    # every int8 node split in small ranges over 2 and 3 threads (the
-    # parallel-for's range claiming and the elementwise splits)
+    # over 2 and 3 threads (the parallel-for's range claiming and the
+    # elementwise splits)
     for path, name in ((q, "qdq"), (qa, "act"), (qf, "fire"), (qr, "res")):
         one = mi_run(path, inputs[0], tmp)
-        split = [mi_run(path, inputs[0], tmp, {"MI_QUANT_SPLIT_ALL": "1"}, threads=t)
-                 for t in (2, 3)]
+        split = [mi_run(path, inputs[0], tmp, threads=t) for t in (2, 3)]
         check(all(np.array_equal(one, o) for o in split),
-              f"{name}: every node split over 2 and 3 threads == 1 thread")
+              f"{name}: 2 and 3 threads == 1 thread")
     # the same on the other ISAs' kernels (SE gate and table pixel ranges)
     for isa in ("avx2", "generic"):
         env = {"MI_CPU_ISA": isa}
         one = mi_run(qa, inputs[0], tmp, env)
-        split = mi_run(qa, inputs[0], tmp, dict(env, MI_QUANT_SPLIT_ALL="1"), threads=3)
-        check(np.array_equal(one, split), f"act: every node split over 3 threads == 1 thread ({isa})")
+        split = mi_run(qa, inputs[0], tmp, env, threads=3)
+        check(np.array_equal(one, split), f"act: 3 threads == 1 thread ({isa})")
     check_qdq_standalone(tmp)
     check_add_fma(tmp)
     check_gap(tmp)
@@ -1504,6 +1483,10 @@ def main():
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--range", "x"], "bad range"),
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--min-cosine", "1.5"], "bad min-cosine"),
         ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--weight-bits", "6"], "bad weight-bits"),
+        ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--isa", "sse9"], "bad isa"),
+        ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--cost", "guess"], "bad cost"),
+        ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--weight-clip", "3"], "bad weight-clip"),
+        ([MI, "quantize", fp32, "--calib-random", "2", "-o", bad + "2", "--search-target", "0"], "bad search-target"),
     ]:
         r = run(args, ok=False)
         lines = [l for l in r.stderr.splitlines() if l.strip()]

@@ -465,6 +465,7 @@ int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 		.no_int8 = !!(m->opts.flags & MI_MODEL_NO_INT8),
 		.no_spin = !!(m->opts.flags & MI_MODEL_NO_SPIN),
 		.no_merge = !!(m->opts.flags & MI_MODEL_NO_MERGE),
+		.ctx = mi_model_plan_ctx(m),
 	};
 	int err;
 

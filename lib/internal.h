@@ -127,6 +127,11 @@ struct mi_model {
 	 * prof_min is the fastest single run (valid when prof_calls > 0) */
 	uint64_t *prof_ns, *prof_calls, *prof_min;
 	int prof_cap;
+	/* lib/plan/: the planning context mi_cpu_plan() reads and writes,
+	 * the applied plan (NULL: the default rules) and its candidates */
+	struct mi_plan_ctx *plan_ctx;
+	struct mi_plan *plan;
+	struct mi_plan_cands *cands;
 };
 
 /*
@@ -154,6 +159,12 @@ int mi_model_load_inspect(const char *path, const struct mi_model_opts *opts,
 int mi_set_error(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void mi_clear_error(void);
+
+/* ---- plan/plan.c ---------------------------------------------------- */
+/* The model's planning context, created on first use (NULL: no memory;
+ * planning then runs without one). */
+struct mi_plan_ctx *mi_model_plan_ctx(struct mi_model *m);
+void mi_model_plan_fini(struct mi_model *m);
 
 /* ---- npy.c ---------------------------------------------------------- */
 /* Read a .npy file (float32/64, int8/32/64, uint8, bool; C order) into a

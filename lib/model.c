@@ -20,6 +20,7 @@ void mi_model_free(struct mi_model *m)
 		return;
 	if (m->cpu_planned)
 		mi_cpu_plan_fini(&m->g);
+	mi_model_plan_fini(m);
 	mi_graph_fini(&m->g);
 	free(m->arena);
 	free(m->label);

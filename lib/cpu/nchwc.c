@@ -170,6 +170,15 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		y->phys_bytes = (size_t)img_size(f->m, y->dims[2] * y->dims[3],
 						 1, B) * f->nb * sizeof(float);
 	}
+	/* what a plan reads back (lib/plan/); the other kinds are named
+	 * "<op>.nchwc" */
+	f->hdr.variant = f->kind == NC_DW ? "conv.nchwc.dw" :
+			 f->kind != NC_CONV ? NULL :
+			 f->wgo ? "conv.nchwc.winograd" : "conv.nchwc.direct";
+	f->hdr.lay_in = f->xblk ? MI_LAYOUT_NCHWC : MI_LAYOUT_NCHW;
+	f->hdr.blk_in = f->xblk ? B : 0;
+	f->hdr.lay_out = f->yblk ? MI_LAYOUT_NCHWC : MI_LAYOUT_NCHW;
+	f->hdr.blk_out = f->yblk ? B : 0;
 	if (f->kind == NC_CONV && f->wgo)
 		return finish_wino(g, n, f, ws);
 	if (f->kind == NC_CONV || f->kind == NC_DW) {

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * Kernel registry and default CPU planner.
+ * Kernel registry, provider order and default CPU planner.
  *
- * The registry lists, per op, the fast variants keyed by (op, dtype,
- * layout, algorithm, ISA) with their constraints; the planner walks the
- * live nodes in topological order and, per Conv / Gemm / MatMul node with
- * constant weights, picks the first variant (in registry order = the
- * simple "best known" rule) whose constraints hold.  It then fuses the
- * node's consumers into its epilogue while the intermediate tensor has
- * that single consumer:
+ * mi_cpu_plan() asks the providers in a fixed order (enum
+ * mi_cpu_provider): the int8 kernels (lib/quant), the blocked fp32 pass
+ * (nchwc.c), this file's fp32 NCHW registry, then the element-wise and
+ * data-movement kernels (eltwise.c, xform.c); each claims the live nodes
+ * it has a kernel for and the next sees only the rest.  What nobody
+ * claims runs on the reference op.
+ *
+ * The registry lists, per op, the fast NCHW variants with a stable name;
+ * per Conv / Gemm / MatMul / pooling / channel-scale node the first whose
+ * constraints hold is chosen (registry order = the simple "best known"
+ * rule).  It then fuses the node's consumers into its epilogue while the
+ * intermediate tensor has that single consumer:
  *
  *     [Add(residual, same shape)]  then  [Relu | Clip | HardSwish |
  *                                         Sigmoid | x*Sigmoid(x)]
@@ -17,11 +22,13 @@
  * Absorbed nodes are marked dead and the node writes the last absorbed
  * node's output; a residual operand becomes an extra input.  Weights are
  * packed into node->priv once; all nodes share one workspace sized for
- * the largest.  Tensors stay NCHW between nodes (what every other part of
- * the runtime reads).  mi_cpu_plan_fini() undoes all of it.
+ * the largest.  mi_cpu_plan_fini() undoes all of it.
  *
- * MI_CPU_NOFUSE=1 disables fusion, MI_CPU_FAST=0 disables the planner
- * (both for debugging and A/B measurements).
+ * With a plan (opts->ctx->req, lib/plan/) every provider claims a node
+ * only with the variant the plan names (mi_cpu_plan_allows) and fuses
+ * only what it lists; a node the plan gives to this registry or to its
+ * reference op but that an earlier provider takes at its turn is claimed
+ * first, before any provider runs (req->early).
  */
 #include <errno.h>
 #include <float.h>
@@ -35,9 +42,8 @@
 #include "cpu/cpu_plan.h"
 #include "cpu/nchwc.h"
 
-/* Weak until lib/quant defines it in an object that is always linked. */
-int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
-	__attribute__((weak));
+/* lib/quant's provider (lib/quant is always part of the library). */
+int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts);
 
 /* ---- registry ---------------------------------------------------------- */
 enum { K_CONV, K_GEMM, K_POOL, K_GPOOL, K_BMM, K_CHMUL };
@@ -55,19 +61,89 @@ struct variant {
 
 /* In order of preference; the first whose constraints hold is chosen. */
 static const struct variant registry[] = {
-	{ "Conv", MI_DT_FLOAT, "NCHW", "depthwise", MI_CONV_DEPTHWISE, ALL_ISAS },
-	{ "Conv", MI_DT_FLOAT, "NCHW", "gemm1x1", MI_CONV_GEMM, ALL_ISAS },
-	{ "Conv", MI_DT_FLOAT, "NCHW", "winograd", MI_CONV_WINOGRAD, ALL_ISAS },
-	{ "Conv", MI_DT_FLOAT, "NCHW", "im2col", MI_CONV_IM2COL, ALL_ISAS },
-	{ "Gemm", MI_DT_FLOAT, "rowmajor", "packed", 0, ALL_ISAS },
-	{ "MatMul", MI_DT_FLOAT, "rowmajor", "packed", 0, ALL_ISAS },
-	{ "MatMul", MI_DT_FLOAT, "rowmajor", "batched", 0, ALL_ISAS },
-	{ "MaxPool", MI_DT_FLOAT, "NCHW", "rows", 0, ALL_ISAS },
-	{ "AveragePool", MI_DT_FLOAT, "NCHW", "rows", 0, ALL_ISAS },
-	{ "GlobalAveragePool", MI_DT_FLOAT, "NCHW", "vector", 0, ALL_ISAS },
-	{ "GlobalMaxPool", MI_DT_FLOAT, "NCHW", "vector", 0, ALL_ISAS },
-	{ "Mul", MI_DT_FLOAT, "NCHW", "channel-scale", 0, ALL_ISAS },
+	{ "Conv", MI_DT_FLOAT, "NCHW", "conv.dw", MI_CONV_DEPTHWISE, ALL_ISAS },
+	{ "Conv", MI_DT_FLOAT, "NCHW", "conv.gemm1x1", MI_CONV_GEMM, ALL_ISAS },
+	{ "Conv", MI_DT_FLOAT, "NCHW", "conv.winograd.f4", MI_CONV_WINOGRAD, ALL_ISAS },
+	{ "Conv", MI_DT_FLOAT, "NCHW", "conv.im2col", MI_CONV_IM2COL, ALL_ISAS },
+	{ "Gemm", MI_DT_FLOAT, "rowmajor", "gemm.packed", 0, ALL_ISAS },
+	{ "MatMul", MI_DT_FLOAT, "rowmajor", "matmul.packed", 0, ALL_ISAS },
+	{ "MatMul", MI_DT_FLOAT, "rowmajor", "matmul.batched", 0, ALL_ISAS },
+	{ "MaxPool", MI_DT_FLOAT, "NCHW", "maxpool.rows", 0, ALL_ISAS },
+	{ "AveragePool", MI_DT_FLOAT, "NCHW", "avgpool.rows", 0, ALL_ISAS },
+	{ "GlobalAveragePool", MI_DT_FLOAT, "NCHW", "gap.vector", 0, ALL_ISAS },
+	{ "GlobalMaxPool", MI_DT_FLOAT, "NCHW", "gmp.vector", 0, ALL_ISAS },
+	{ "Mul", MI_DT_FLOAT, "NCHW", "mul.chscale", 0, ALL_ISAS },
 };
+
+#define NREG (sizeof(registry) / sizeof(registry[0]))
+
+/* The registry's variant named name for op (NULL: none). */
+static const struct variant *variant_named(const char *op, const char *name)
+{
+	for (size_t i = 0; i < NREG; i++)
+		if (!strcmp(registry[i].op, op) && !strcmp(registry[i].name, name))
+			return &registry[i];
+	return NULL;
+}
+
+int mi_cpu_nchw_variants(const char *op, const char **names, int max)
+{
+	int cnt = 0;
+
+	for (size_t i = 0; i < NREG; i++)
+		if (!strcmp(registry[i].op, op)) {
+			if (cnt < max)
+				names[cnt] = registry[i].name;
+			cnt++;
+		}
+	return cnt;
+}
+
+static const char *const prov_names[] = {
+	[MI_PROV_NONE] = "ref",
+	[MI_PROV_INT8] = "int8",
+	[MI_PROV_NCHWC] = "nchwc",
+	[MI_PROV_NCHW] = "nchw",
+	[MI_PROV_ELTWISE] = "eltwise",
+	[MI_PROV_REF] = "ref",
+};
+_Static_assert(sizeof(prov_names) / sizeof(prov_names[0]) == MI_PROV_COUNT,
+	       "a name per provider");
+
+const char *mi_cpu_provider_name(int prov)
+{
+	return prov >= 0 && prov < MI_PROV_COUNT ? prov_names[prov] : "?";
+}
+
+static const struct mi_plan_req *req_of(const struct mi_cpu_opts *opts,
+					int ni)
+{
+	const struct mi_plan_ctx *c = opts ? opts->ctx : NULL;
+
+	if (!c || !c->req || ni < 0 || ni >= c->nnodes || !c->req[ni].variant)
+		return NULL;
+	return &c->req[ni];
+}
+
+bool mi_cpu_plan_allows(const struct mi_cpu_opts *opts, int ni,
+			const char *variant)
+{
+	const struct mi_plan_req *r = req_of(opts, ni);
+
+	return !r || !strcmp(r->variant, variant);
+}
+
+bool mi_cpu_plan_allows_fuse(const struct mi_cpu_opts *opts, int ni, int ci)
+{
+	const struct mi_plan_req *r = req_of(opts, ni);
+
+	if (!r)
+		return true;
+	for (int i = 0; i < r->nfused; i++)
+		if (r->fused[i] == ci)
+			return true;
+	return false;
+}
 
 static const struct variant *find_variant(const char *op)
 {
@@ -93,29 +169,21 @@ static const struct variant *find_variant(const char *op)
  * direct tile is half as wide) Winograd wins there from 16 tiles
  * (13x13-16x16 maps): ResNet-18's 3x3 256 @14x14 2.5-2.6 -> 1.5-1.6 ms
  * CPU at 1 thread, ResNet-50's 3.0-3.8 -> 1.4-1.6 ms (AMD Zen 3).
- * MI_CPU_WINO14=0: 25 tiles on every ISA.  Likewise with AVX2 a 3x3
+ * Likewise with AVX2 a 3x3
  * conv from 64 input channels runs on Winograd when it keeps its channel
  * count (ResNet's 64 -> 64 @56x56: 2.5 -> 1.3 ms, ResNet-50 sum of node
  * minima 88.7 -> 82.3 ms); not the ones that widen: inception_v3's
  * 80 -> 192 and 64 -> 96 took its error vs PyTorch from 7.7e-5 to
- * 1.11e-4 (the 96 -> 96 ones leave it at 7.7e-5).  MI_CPU_WINO64=0:
- * 128 channels. */
+ * 1.11e-4 (the 96 -> 96 ones leave it at 7.7e-5).  A plan may name
+ * Winograd where these rules do not take it (conv.winograd.f4). */
 static int wino_pays(const struct mi_conv_shape *s, int isa)
 {
 	int mint = 25, minc = 128;
 	int tiles = ((s->oh + 3) / 4) * ((s->ow + 3) / 4);
-	static int w14 = -1, w64 = -1;
 
-	if (w14 < 0) {
-		const char *e = getenv("MI_CPU_WINO14");
-		const char *e64 = getenv("MI_CPU_WINO64");
-
-		w14 = !e || *e != '0';
-		w64 = !e64 || *e64 != '0';
-	}
-	if (w14 && isa == MI_ISA_AVX2)
+	if (isa == MI_ISA_AVX2)
 		mint = 16;
-	if (w64 && isa == MI_ISA_AVX2 && s->m == s->c)
+	if (isa == MI_ISA_AVX2 && s->m == s->c)
 		minc = 64;
 	return s->c >= minc && s->m >= 16 && tiles >= mint;
 }
@@ -126,16 +194,21 @@ int mi_cpu_wino_pays(const struct mi_conv_shape *s, int isa)
 	return wino_pays(s, isa) && mi_conv_supports(MI_CONV_WINOGRAD, s);
 }
 
-static const struct variant *pick_conv(const struct mi_conv_shape *s, int isa)
+/* The first registry conv whose constraints hold; with a plan, only the
+ * variant it names (Winograd then without the cost rule). */
+static const struct variant *pick_conv(const struct mi_conv_shape *s, int isa,
+				       const struct mi_cpu_opts *opts, int ni)
 {
+	bool named = req_of(opts, ni) != NULL;
 	size_t i;
 
-	for (i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
+	for (i = 0; i < NREG; i++) {
 		const struct variant *v = &registry[i];
 
-		if (strcmp(v->op, "Conv") || !(v->isas & (1u << isa)))
+		if (strcmp(v->op, "Conv") || !(v->isas & (1u << isa)) ||
+		    !mi_cpu_plan_allows(opts, ni, v->name))
 			continue;
-		if (v->algo == MI_CONV_WINOGRAD && !wino_pays(s, isa))
+		if (v->algo == MI_CONV_WINOGRAD && !named && !wino_pays(s, isa))
 			continue;
 		if (mi_conv_supports(v->algo, s))
 			return v;
@@ -216,7 +289,8 @@ static bool same_shape(const struct mi_tensor *a, const struct mi_tensor *b)
 
 /* ---- variant setup ------------------------------------------------------ */
 static int setup_conv(struct mi_graph *g, struct mi_node *n,
-		      struct fast_node *f, int isa, int nthreads)
+		      struct fast_node *f, int isa, int nthreads,
+		      const struct mi_cpu_opts *opts)
 {
 	struct mi_tensor *x = mi_in(g, n, 0), *w = mi_in(g, n, 1);
 	struct mi_tensor *b = mi_in(g, n, 2), *y = mi_out(g, n, 0);
@@ -261,7 +335,7 @@ static int setup_conv(struct mi_graph *g, struct mi_node *n,
 	    y->dims[1] != s.m || sp.out[0] != s.oh || sp.out[1] != s.ow ||
 	    s.pt < 0 || s.pl < 0 || s.pb < 0 || s.pr < 0)
 		return -EOPNOTSUPP;
-	f->v = pick_conv(&s, isa);
+	f->v = pick_conv(&s, isa, opts, (int)(n - g->nodes));
 	if (!f->v)
 		return -EOPNOTSUPP;
 	err = mi_conv_init(&f->cv, f->v->algo, isa, nthreads, &s, w->data,
@@ -406,10 +480,7 @@ static int setup_bmm(struct mi_graph *g, struct mi_node *n,
 	ga = bmm_args(f);
 	f->ws_gemm = (mi_sgemm_ws_size(&ga) + 63) & ~(size_t)63;
 	f->kind = K_BMM;
-	f->v = &registry[0];
-	for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
-		if (!strcmp(registry[i].name, "batched"))
-			f->v = &registry[i];
+	f->v = variant_named("MatMul", "matmul.batched");
 	return 0;
 }
 
@@ -641,7 +712,16 @@ static int add_input(struct mi_node *n, struct fast_node *f, int t)
 	return 0;
 }
 
-static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
+/* May consumer ci be fused into n: not claimed by another provider, and
+ * listed by the plan if there is one. */
+static bool fusable(struct mi_graph *g, const struct mi_cpu_opts *opts,
+		    int ni, int ci)
+{
+	return !g->nodes[ci].priv && mi_cpu_plan_allows_fuse(opts, ni, ci);
+}
+
+static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f,
+		const struct mi_cpu_opts *opts)
 {
 	int ni = (int)(n - g->nodes);
 
@@ -659,7 +739,9 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
 		if (nc == 2) {
 			int sgi, muli;
 
-			if (!mi_cpu_silu_pair(g, t, cons, &sgi, &muli))
+			if (!mi_cpu_silu_pair(g, t, cons, &sgi, &muli) ||
+			    !fusable(g, opts, ni, sgi) ||
+			    !fusable(g, opts, ni, muli))
 				break;
 			f->act = MI_ACT_SILU;
 			absorb(g, n, f, sgi);
@@ -669,6 +751,8 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
 		if (nc != 1)
 			break;
 		c = &g->nodes[cons[0]];
+		if (!fusable(g, opts, ni, cons[0]))
+			break;
 		if (c->noutputs != 1 || !same_shape(mi_out(g, c, 0), tt) ||
 		    mi_out(g, c, 0)->dtype != MI_DT_FLOAT)
 			break;
@@ -719,13 +803,6 @@ static int fuse(struct mi_graph *g, struct mi_node *n, struct fast_node *f)
 }
 
 /* ---- plan / run / fini ------------------------------------------------------ */
-static bool env_is(const char *name, const char *val)
-{
-	const char *s = getenv(name);
-
-	return s && !strcmp(s, val);
-}
-
 static int pool_threads(const struct fast_node *f)
 {
 	return f->planes < f->nthreads ? (int)f->planes : f->nthreads;
@@ -753,90 +830,92 @@ static size_t fast_ws_size(const struct fast_node *f, int nthreads)
 	}
 }
 
-int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
+static void fast_free(struct fast_node *f)
 {
-	int nthreads = opts && opts->nthreads > 0 ? opts->nthreads :
-						    mi_cpu_ncores();
-	int isa = mi_cpu_opts_isa(opts), err = 0;
-	bool nofuse = env_is("MI_CPU_NOFUSE", "1");
-	struct plan_ws *ws;
-	size_t wsmax = 0;
+	if (f->kind == K_CONV)
+		mi_conv_fini(&f->cv);
+	mi_packed_free(&f->pb);
+	free(f->bias);
+	free(f);
+}
 
-	mi_cpu_set_nthreads(nthreads);
-	if ((opts && opts->reference) || env_is("MI_CPU_FAST", "0"))
+/* The registry's claim of node n (0 also when it has no variant for n). */
+static int nchw_claim(struct mi_graph *g, struct mi_node *n,
+		      const struct mi_cpu_opts *opts, int isa, int nthreads,
+		      struct plan_ws *ws, size_t *wsmax)
+{
+	int ni = (int)(n - g->nodes);
+	struct fast_node *f;
+	int err;
+
+	if (n->dead || n->priv || n->noutputs != 1 || mi_out(g, n, 0)->data)
 		return 0;
-	if (mi_quant_plan && !(opts && opts->no_int8)) {
-		err = mi_quant_plan(g, opts);
+	if (!find_variant(n->op_type) || n->domain[0])
+		return 0;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->res_slot = -1;
+	f->orig_out = n->outputs[0];
+	f->orig_ninputs = n->ninputs;
+	f->hdr.run = fast_run;
+	f->hdr.fini = fast_fini;
+	f->hdr.lay_in = f->hdr.lay_out = MI_LAYOUT_NCHW;
+	f->nthreads = nthreads;
+	if (is_op(n, "Conv")) {
+		err = setup_conv(g, n, f, isa, nthreads, opts);
+	} else if (is_op(n, "Gemm") || is_op(n, "MatMul")) {
+		err = setup_gemm(g, n, f, isa);
+		if (err == -EOPNOTSUPP && is_op(n, "MatMul")) {
+			free(f->bias);
+			f->bias = NULL;
+			err = setup_bmm(g, n, f, isa);
+		}
+	} else if (is_op(n, "Mul")) {
+		err = setup_chmul(g, n, f, isa);
+	} else {
+		err = setup_pool(g, n, f, isa);
+	}
+	if (!err && !mi_cpu_plan_allows(opts, ni, f->v->name))
+		err = -EOPNOTSUPP;
+	if (err) {
+		fast_free(f);
+		return err == -EOPNOTSUPP ? 0 : err;
+	}
+	f->hdr.variant = f->v->name;
+	f->ws = ws;
+	ws->refs++;
+	n->priv = f;
+	if (f->kind == K_CONV || f->kind == K_GEMM) {
+		err = fuse(g, n, f, opts);
 		if (err)
 			return err;
 	}
-	err = mi_cpu_plan_nchwc(g, nthreads, isa, opts);
-	if (err) {
-		mi_cpu_plan_fini(g);
-		return mi_graph_err(g, NULL, err, "CPU planning failed");
-	}
-	ws = calloc(1, sizeof(*ws));
+	if (fast_ws_size(f, nthreads) > *wsmax)
+		*wsmax = fast_ws_size(f, nthreads);
+	return 0;
+}
+
+/* The fp32 NCHW provider: every live node in order, after the early
+ * claims a plan asked for (done first, by mi_cpu_plan()). */
+static int nchw_plan(struct mi_graph *g, const struct mi_cpu_opts *opts,
+		     int isa, int nthreads, bool early)
+{
+	struct plan_ws *ws = calloc(1, sizeof(*ws));
+	size_t wsmax = 0;
+	int err = 0;
+
 	if (!ws)
 		return -ENOMEM;
-	for (int p = 0; p < g->norder; p++) {
-		struct mi_node *n = &g->nodes[g->order[p]];
-		struct fast_node *f;
+	for (int p = 0; p < g->norder && !err; p++) {
+		int ni = g->order[p];
+		const struct mi_plan_req *r = req_of(opts, ni);
 
-		if (n->dead || n->priv || n->noutputs != 1 ||
-		    mi_out(g, n, 0)->data)
+		if (early && !(r && r->early && r->prov == MI_PROV_NCHW))
 			continue;
-		if (!find_variant(n->op_type) || n->domain[0])
-			continue;
-		f = calloc(1, sizeof(*f));
-		if (!f) {
-			err = -ENOMEM;
-			break;
-		}
-		f->res_slot = -1;
-		f->orig_out = n->outputs[0];
-		f->orig_ninputs = n->ninputs;
-		f->hdr.run = fast_run;
-		f->hdr.fini = fast_fini;
-		f->nthreads = nthreads;
-		if (is_op(n, "Conv"))
-			err = setup_conv(g, n, f, isa, nthreads);
-		else if (is_op(n, "Gemm") || is_op(n, "MatMul")) {
-			err = setup_gemm(g, n, f, isa);
-			if (err == -EOPNOTSUPP && is_op(n, "MatMul")) {
-				free(f->bias);
-				f->bias = NULL;
-				err = setup_bmm(g, n, f, isa);
-			}
-		}
-		else if (is_op(n, "Mul"))
-			err = setup_chmul(g, n, f, isa);
-		else
-			err = setup_pool(g, n, f, isa);
-		if (err == -EOPNOTSUPP) {
-			err = 0;
-			free(f->bias);
-			free(f);
-			continue;
-		}
-		if (err) {
-			free(f->bias);
-			free(f);
-			break;
-		}
-		f->nthreads = nthreads;
-		f->ws = ws;
-		ws->refs++;
-		n->priv = f;
-		if (!nofuse && (f->kind == K_CONV || f->kind == K_GEMM)) {
-			err = fuse(g, n, f);
-			if (err)
-				break;
-		}
-		if (fast_ws_size(f, nthreads) > wsmax)
-			wsmax = fast_ws_size(f, nthreads);
+		err = nchw_claim(g, &g->nodes[ni], opts, isa, nthreads, ws,
+				 &wsmax);
 	}
-	if (!err && !env_is("MI_CPU_ELTWISE", "0"))
-		err = mi_cpu_plan_eltwise(g, nthreads, isa);
 	if (!err && ws->refs) {
 		ws->buf = mi_cpu_alloc(wsmax);
 		ws->size = wsmax;
@@ -845,8 +924,271 @@ int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 	}
 	if (!ws->refs)
 		free(ws);
+	return err;
+}
+
+int mi_cpu_nchw_supports(struct mi_graph *g, struct mi_node *n,
+			 const char *variant, int isa, bool *by_rule)
+{
+	int ni = (int)(n - g->nodes), err;
+	struct mi_plan_req *req = calloc(ni + 1, sizeof(*req));
+	struct mi_plan_ctx c = { .nnodes = ni + 1, .req = req };
+	struct mi_cpu_opts o = { .ctx = &c };
+	struct fast_node *f;
+
+	f = calloc(1, sizeof(*f));
+	if (!req || !f) {
+		free(req);
+		free(f);
+		return -ENOMEM;
+	}
+	req[ni].variant = variant;
+	req[ni].prov = MI_PROV_NCHW;
+	f->res_slot = -1;
+	f->nthreads = 1;
+	if (!variant_named(n->op_type, variant) || n->domain[0] ||
+	    n->noutputs != 1)
+		err = -EOPNOTSUPP;
+	else if (is_op(n, "Conv"))
+		err = setup_conv(g, n, f, isa, 1, &o);
+	else if (is_op(n, "Gemm") || (is_op(n, "MatMul") &&
+				      !strcmp(variant, "matmul.packed")))
+		err = setup_gemm(g, n, f, isa);
+	else if (is_op(n, "MatMul"))
+		err = setup_bmm(g, n, f, isa);
+	else if (is_op(n, "Mul"))
+		err = setup_chmul(g, n, f, isa);
+	else
+		err = setup_pool(g, n, f, isa);
+	if (!err && strcmp(f->v->name, variant))
+		err = -EOPNOTSUPP;
+	/* only Winograd has a cost rule on top of its constraints */
+	if (!err && by_rule)
+		*by_rule = f->kind != K_CONV || f->cv.algo != MI_CONV_WINOGRAD ||
+			   wino_pays(&f->cv.s, isa);
+	fast_free(f);
+	free(req);
+	return err;
+}
+
+/* ---- the reference op as a claimed node (a plan's "ref" pin) ------------ */
+struct ref_node {
+	struct mi_cpu_kernel_hdr hdr;
+};
+
+static int ref_run(struct mi_graph *g, struct mi_node *n)
+{
+	/* the executor zeroes the outputs of unclaimed nodes for the
+	 * reference ops; do the same */
+	for (int j = 0; j < n->noutputs; j++) {
+		struct mi_tensor *t = mi_out(g, n, j);
+
+		if (t && t->data)
+			memset(t->data, 0, t->nbytes);
+	}
+	return n->def->run(g, n);
+}
+
+static void ref_fini(struct mi_graph *g, struct mi_node *n)
+{
+	free(n->priv);
+}
+
+static int ref_pin(struct mi_graph *g, const struct mi_cpu_opts *opts)
+{
+	for (int p = 0; p < g->norder; p++) {
+		int ni = g->order[p];
+		const struct mi_plan_req *r = req_of(opts, ni);
+		struct mi_node *n = &g->nodes[ni];
+		struct ref_node *rn;
+
+		if (!r || !r->early || r->prov != MI_PROV_REF || n->dead ||
+		    n->priv || !n->def || !n->def->run)
+			continue;
+		rn = calloc(1, sizeof(*rn));
+		if (!rn)
+			return -ENOMEM;
+		rn->hdr.run = ref_run;
+		rn->hdr.fini = ref_fini;
+		rn->hdr.variant = "ref";
+		n->priv = rn;
+	}
+	return 0;
+}
+
+/* ---- the providers ------------------------------------------------------- */
+struct provider {
+	int id;
+	int (*plan)(struct mi_graph *g, const struct mi_cpu_opts *opts,
+		    int isa, int nthreads);
+};
+
+static int prov_int8(struct mi_graph *g, const struct mi_cpu_opts *opts,
+		     int isa, int nthreads)
+{
+	if (opts && opts->no_int8)
+		return 0;
+	return mi_quant_plan(g, opts);
+}
+
+static int prov_nchwc(struct mi_graph *g, const struct mi_cpu_opts *opts,
+		      int isa, int nthreads)
+{
+	return mi_cpu_plan_nchwc(g, nthreads, isa, opts);
+}
+
+static int prov_nchw(struct mi_graph *g, const struct mi_cpu_opts *opts,
+		     int isa, int nthreads)
+{
+	return nchw_plan(g, opts, isa, nthreads, false);
+}
+
+static int prov_eltwise(struct mi_graph *g, const struct mi_cpu_opts *opts,
+			int isa, int nthreads)
+{
+	return mi_cpu_plan_eltwise(g, nthreads, isa);
+}
+
+static const struct provider providers[] = {
+	{ MI_PROV_INT8, prov_int8 },
+	{ MI_PROV_NCHWC, prov_nchwc },
+	{ MI_PROV_NCHW, prov_nchw },
+	{ MI_PROV_ELTWISE, prov_eltwise },
+};
+
+/* Who claimed what: every claimed node not yet recorded is prov's. */
+static void record(struct mi_graph *g, struct mi_plan_ctx *c, int prov)
+{
+	if (!c || !c->prov)
+		return;
+	for (int i = 0; i < g->nnodes && i < c->nnodes; i++)
+		if (g->nodes[i].priv && !c->prov[i])
+			c->prov[i] = (unsigned char)prov;
+}
+
+void mi_plan_ctx_reset(struct mi_plan_ctx *c)
+{
+	if (!c)
+		return;
+	free(c->prov);
+	free(c->live);
+	free(c->out0);
+	free(c->in_off);
+	free(c->in_idx);
+	c->prov = c->live = NULL;
+	c->out0 = c->in_off = c->in_idx = NULL;
+	c->fingerprint = 0;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+	return fnv(h, s ? s : "", (s ? strlen(s) : 0) + 1);
+}
+
+static uint64_t fnv_tensor(uint64_t h, const struct mi_graph *g, int t)
+{
+	const struct mi_tensor *x;
+
+	if (t < 0)
+		return fnv(h, "-", 1);
+	x = &g->tensors[t];
+	h = fnv_str(h, x->name);
+	/* a shape known only at run time is not part of the graph */
+	if (!mi_tensor_shape_known(x))
+		return fnv(h, "?", 1);
+	h = fnv(h, &x->dtype, sizeof(x->dtype));
+	h = fnv(h, &x->ndim, sizeof(x->ndim));
+	if (x->ndim > 0)
+		h = fnv(h, x->dims, x->ndim * sizeof(x->dims[0]));
+	return h;
+}
+
+/* Snapshot the graph before planning and hash it: the live nodes' names,
+ * ops, inputs and outputs (names, dtypes, shapes) in index order. */
+static int snapshot(struct mi_graph *g, struct mi_plan_ctx *c)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	int nin = 0;
+
+	mi_plan_ctx_reset(c);
+	for (int i = 0; i < g->nnodes; i++)
+		nin += g->nodes[i].ninputs;
+	c->nnodes = g->nnodes;
+	c->prov = calloc(g->nnodes + 1, 1);
+	c->live = calloc(g->nnodes + 1, 1);
+	c->out0 = calloc(g->nnodes + 1, sizeof(int));
+	c->in_off = calloc(g->nnodes + 1, sizeof(int));
+	c->in_idx = calloc(nin + 1, sizeof(int));
+	if (!c->prov || !c->live || !c->out0 || !c->in_off || !c->in_idx) {
+		mi_plan_ctx_reset(c);
+		return -ENOMEM;
+	}
+	nin = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct mi_node *n = &g->nodes[i];
+
+		c->live[i] = !n->dead;
+		c->out0[i] = n->noutputs > 0 ? n->outputs[0] : -1;
+		c->in_off[i] = nin;
+		memcpy(c->in_idx + nin, n->inputs, n->ninputs * sizeof(int));
+		nin += n->ninputs;
+		if (n->dead)
+			continue;
+		h = fnv_str(h, n->name);
+		h = fnv_str(h, n->domain);
+		h = fnv_str(h, n->op_type);
+		for (int j = 0; j < n->ninputs; j++)
+			h = fnv_tensor(h, g, n->inputs[j]);
+		for (int j = 0; j < n->noutputs; j++)
+			h = fnv_tensor(h, g, n->outputs[j]);
+	}
+	c->in_off[g->nnodes] = nin;
+	c->fingerprint = h;
+	return 0;
+}
+
+int mi_cpu_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
+{
+	int nthreads = opts && opts->nthreads > 0 ? opts->nthreads :
+						    mi_cpu_ncores();
+	struct mi_plan_ctx *c = opts ? opts->ctx : NULL;
+	int isa = mi_cpu_opts_isa(opts), err = 0;
+
+	mi_cpu_set_nthreads(nthreads);
+	if (c) {
+		err = snapshot(g, c);
+		if (err)
+			return mi_graph_err(g, NULL, err, "CPU planning: out of memory");
+		c->nthreads = nthreads;
+		c->isa = isa;
+	}
+	if (opts && opts->reference)
+		return 0;
+	/* what a plan gives to the reference op or to the registry but an
+	 * earlier provider would take */
+	err = ref_pin(g, opts);
+	record(g, c, MI_PROV_REF);
+	if (!err)
+		err = nchw_plan(g, opts, isa, nthreads, true);
+	record(g, c, MI_PROV_NCHW);
+	for (size_t i = 0; !err && i < sizeof(providers) / sizeof(providers[0]);
+	     i++) {
+		err = providers[i].plan(g, opts, isa, nthreads);
+		record(g, c, providers[i].id);
+	}
 	if (err) {
 		mi_cpu_plan_fini(g);
+		if (g->err[0])
+			return err;
 		return mi_graph_err(g, NULL, err, "CPU planning failed: %s",
 				    err == -ENOMEM ? "out of memory" : "error");
 	}
@@ -1039,15 +1381,11 @@ static void fast_fini(struct mi_graph *g, struct mi_node *n)
 		n->inputs = f->orig_inputs;
 	}
 	n->ninputs = f->orig_ninputs;
-	if (f->kind == K_CONV)
-		mi_conv_fini(&f->cv);
-	mi_packed_free(&f->pb);
-	free(f->bias);
 	if (f->ws && --f->ws->refs == 0) {
 		mi_cpu_free(f->ws->buf);
 		free(f->ws);
 	}
-	free(f);
+	fast_free(f);
 }
 
 int mi_cpu_node_run(struct mi_graph *g, struct mi_node *n)

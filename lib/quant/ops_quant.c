@@ -643,10 +643,3 @@ const struct mi_op_def mi_quant_ops[] = {
 	{ "MatMulInteger", "", 2, 4, 1, 1, qmm_infer, qmm_run },
 	{ NULL }
 };
-
-/* lib/cpu/plan.c calls mi_quant_plan() through a weak reference, which
- * does not pull a member out of libmetainfer.a; this strong one (from the
- * object that mi_op_find() always pulls in) does. */
-__attribute__((used)) static int (*const keep_quant_plan)(struct mi_graph *,
-							  const struct mi_cpu_opts *) =
-	mi_quant_plan;

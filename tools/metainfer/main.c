@@ -7,6 +7,7 @@
  *   metainfer quantize ...                int8 post-training quantization
  *   metainfer top [options]               accelerator utilization (top.c)
  *   metainfer trace [-- COMMAND]          job and sensor timeline (trace.c)
+ *   metainfer plan MODEL.onnx [options]   write / explain the model's plan
  *
  * Exit status: 0 success, 1 runtime failure (bad model, bad input), 2 usage.
  */
@@ -21,6 +22,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "cli.h"
 
 #ifdef MI_HAVE_QUANT_MAIN
 int mi_quant_main(int argc, char **argv);
@@ -45,6 +47,8 @@ static void usage_main(FILE *f)
 		"  top                  accelerator and per-process utilization\n"
 		"  trace [-- COMMAND]   record jobs and sensors of the accelerators into a\n"
 		"                       Chrome trace-event JSON timeline (Perfetto)\n"
+		"  plan MODEL.onnx      write the model's plan (kernel per node) as JSON,\n"
+		"                       or --explain it\n"
 		"  version              print the library version\n"
 		"\n"
 		"'%s <command> --help' describes a command's options.\n",
@@ -70,6 +74,8 @@ static void usage_run(FILE *f)
 		"  -s, --seed N                 seed of the random inputs (default 1)\n"
 		"      --reference              reference kernels only (no fast variants)\n"
 		"      --no-normalize           skip the normalization passes\n"
+		"      --plan FILE.json         run the plan in FILE (metainfer plan);\n"
+		"                               its thread count unless --threads\n"
 		"  -p, --profile[=N]            time every node over the timed runs and\n"
 		"                               print time per op type and the N slowest\n"
 		"                               nodes (default 15)\n"
@@ -344,6 +350,7 @@ static int cmd_run(int argc, char **argv)
 		{ "profile", optional_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "plan", required_argument, NULL, 'P' },
 		{ "isa", required_argument, NULL, 'I' },
 		{ "no-int8", no_argument, NULL, '8' },
 		{ "no-spin", no_argument, NULL, 'S' },
@@ -351,6 +358,8 @@ static int cmd_run(int argc, char **argv)
 		{ 0 }
 	};
 	struct mi_model_opts mo = { 0 };
+	const char *plan_path = NULL;
+	struct mi_plan *plan = NULL;
 	struct input_arg in_args[64];
 	struct dim_bind binds[16];
 	struct mi_tensor *tens = NULL;
@@ -447,6 +456,9 @@ static int cmd_run(int argc, char **argv)
 		case 'C':
 			mo.flags |= MI_MODEL_PROFILE_CPU;
 			break;
+		case 'P':
+			plan_path = optarg;
+			break;
 		case 'h':
 			usage_run(stdout);
 			return 0;
@@ -463,10 +475,25 @@ static int cmd_run(int argc, char **argv)
 	}
 	model_path = argv[optind];
 	mo.nthreads = (int)threads;
+	if (plan_path) {
+		struct mi_plan_info pi;
+
+		if (mi_plan_read(plan_path, &plan)) {
+			fprintf(stderr, "%s: %s\n", prog, mi_last_error());
+			return 1;
+		}
+		mi_plan_info(plan, &pi);
+		if (!threads)
+			mo.nthreads = pi.threads;
+	}
 
 	err = mi_model_load(model_path, &mo, &m);
+	if (!err && plan)
+		err = mi_model_plan_apply(m, plan);
+	mi_plan_free(plan);
 	if (err) {
 		fprintf(stderr, "%s: %s\n", prog, mi_last_error());
+		mi_model_free(m);
 		return 1;
 	}
 	nin = mi_model_input_count(m);
@@ -794,6 +821,8 @@ int main(int argc, char **argv)
 		return mi_top_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "trace"))
 		return mi_trace_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "plan"))
+		return mi_cli_plan(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "quantize")) {
 #ifdef MI_HAVE_QUANT_MAIN
 		return mi_quant_main(argc - 1, argv + 1);

@@ -86,7 +86,7 @@ static int live_nodes(const struct mi_graph *g)
 }
 
 /* Conv(pad 1) -> Add(residual) -> Relu */
-static void test_conv_add_relu(void)
+static void test_conv_add_relu(int nofuse)
 {
 	struct mi_graph g;
 	struct mi_cpu_opts o = { .nthreads = 2, .isa = test_isa };
@@ -115,8 +115,22 @@ static void test_conv_add_relu(void)
 	relu = node(&g, "Relu", 1, (int[]){ t2 }, y);
 	set_outputs(&g, 1, &y);
 	CHECK(!mi_graph_toposort(&g), "%s", g.err);
+	/* a plan naming the conv's variant with nothing fused */
+	struct mi_plan_req req[3] = { [0] = { .variant = "conv.im2col",
+					      .prov = MI_PROV_NCHW } };
+	struct mi_plan_ctx ctx = { .nnodes = 3, .req = req };
+
+	if (nofuse)
+		o.ctx = &ctx;
 	CHECK(!mi_cpu_plan(&g, &o), "%s", g.err);
 	CHECK(g.nodes[cv].priv, "conv not planned");
+	if (nofuse) {
+		CHECK(!g.nodes[add].dead && !g.nodes[relu].dead, "fused anyway");
+		mi_cpu_plan_fini(&g);
+		mi_plan_ctx_reset(&ctx);
+		mi_graph_fini(&g);
+		return;
+	}
 	CHECK(g.nodes[add].dead && g.nodes[relu].dead, "not fused");
 	CHECK(g.nodes[cv].outputs[0] == y, "conv does not write y");
 	CHECK(g.nodes[cv].ninputs == 4 && g.nodes[cv].inputs[3] == r,
@@ -628,7 +642,8 @@ int main(int argc, char **argv)
 {
 	test_isa_arg(argc, argv);
 	printf("test-cpu-plan: isa=%s\n", mi_cpu_isa_name(test_isa));
-	test_conv_add_relu();
+	test_conv_add_relu(0);
+	test_conv_add_relu(1);
 	test_dw_silu();
 	test_matmul_bias_clip();
 	test_batched_matmul(0);

@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -183,6 +184,83 @@ void mi_model_profile_reset(struct mi_model *model);
  */
 int mi_model_profile_min(const struct mi_model *model, int index,
 			 uint64_t *min_ns);
+
+/*
+ * Plans (Documentation/plan.rst).  A plan says, for every node of the
+ * normalized graph, which kernel variant runs it (a stable name such as
+ * "conv.im2col", or "ref" for the reference op), with which layouts and
+ * precision, which nodes it absorbs (fused) and for how many threads.
+ * mi_model_plan_get() reads back what the model runs now (after
+ * mi_model_load(): what the default rules chose); mi_model_plan_apply()
+ * runs another plan, or rejects it with one line (mi_last_error()) naming
+ * the node and the reason, the model keeping the plan it had.  Plans are
+ * written to and read from versioned JSON files.  Since METAINFER_0.3.
+ */
+struct mi_plan;
+
+struct mi_plan_info {
+	const char *model;	/* label of the model it was made for */
+	const char *isa;	/* instruction set the kernels were made for */
+	int32_t threads;
+	int32_t nodes;		/* entries, 0 .. nodes-1 for mi_plan_node() */
+	uint64_t fingerprint;	/* hash of the normalized graph */
+};
+
+struct mi_plan_node {
+	const char *name;	/* node name, "<op>#<index>" if it has none */
+	const char *op;
+	const char *device;	/* "cpu" */
+	const char *variant;
+	const char *layout_in;	/* "NCHW", "NCHW16c", ... or "auto" */
+	const char *layout_out;
+	const char *precision;	/* "fp32", "int8" */
+	const char *qparams;	/* int8: where the scales come from, or NULL */
+	int32_t threads;
+	int32_t nfused;
+	const char *const *fused; /* names of the nodes absorbed */
+};
+
+int mi_model_plan_get(struct mi_model *model, struct mi_plan **planp);
+int mi_model_plan_apply(struct mi_model *model, const struct mi_plan *plan);
+/* Back to the default rules. */
+int mi_model_plan_reset(struct mi_model *model);
+
+int mi_plan_read(const char *path, struct mi_plan **planp);
+int mi_plan_parse(const char *buf, size_t len, struct mi_plan **planp);
+int mi_plan_write(const struct mi_plan *plan, FILE *f);
+int mi_plan_dup(const struct mi_plan *plan, struct mi_plan **planp);
+void mi_plan_free(struct mi_plan *plan);
+
+int mi_plan_info(const struct mi_plan *plan, struct mi_plan_info *info);
+/* Entry index (0 .. info.nodes-1); strings valid until mi_plan_free(). */
+int mi_plan_node(const struct mi_plan *plan, int index,
+		 struct mi_plan_node *node);
+/* Replace (or add) the entry of node name: variant, the nodes it fuses;
+ * its layouts and precision become "auto" (whatever the variant gives). */
+int mi_plan_set(struct mi_plan *plan, const char *name, const char *variant,
+		const char *const *fused, int nfused);
+/* Remove the entry of node name (-ENOENT: none). */
+int mi_plan_unset(struct mi_plan *plan, const char *name);
+
+/*
+ * The legal choices for one node of the model: every kernel variant that
+ * supports it (with and without the fusion it can take), "ref" always.
+ * *cands points to an array owned by the model, valid until the next
+ * mi_plan_candidates(), mi_model_plan_apply() or mi_model_free(); the
+ * count is returned.  -ENOENT: no such node.
+ */
+struct mi_plan_candidate {
+	const char *variant;
+	const char *layout_in, *layout_out;
+	const char *precision;
+	int32_t is_current;	/* what the model runs now */
+	int32_t nfused;
+	const char *const *fused;
+	const char *why;	/* one line: why it is legal / chosen / not */
+};
+
+int mi_plan_candidates(struct mi_model *model, const char *node,
+		       const struct mi_plan_candidate **cands);
 
 #ifdef __cplusplus
 }

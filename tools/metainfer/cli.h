@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Subcommands of the metainfer CLI that live in their own files. */
+#ifndef MI_CLI_H
+#define MI_CLI_H
+
+/* metainfer plan (plan.c) */
+int mi_cli_plan(int argc, char **argv, const char *prog);
+/* "native", "generic", "avx2", "avx512" -> enum mi_isa_cap */
+int mi_cli_parse_isa(const char *s, int *isa);
+
+#endif /* MI_CLI_H */

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * metainfer plan: write a model's default plan as JSON, or explain it
+ * (per node the legal candidates and why the default took one).  Uses
+ * the public API only.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metainfer/metainfer.h"
+
+#include "cli.h"
+
+static void usage_plan(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"usage: %s plan MODEL.onnx [options]\n"
+		"\n"
+		"Write the plan the default rules choose for MODEL (every node's kernel\n"
+		"variant, layouts, precision, fused nodes; Documentation/plan.rst).\n"
+		"Run it, or an edited one, with '%s run MODEL.onnx --plan FILE'.\n"
+		"\n"
+		"  -o, --output FILE      write the plan to FILE (default: stdout)\n"
+		"  -t, --threads N        plan for N CPU threads (default: online cores)\n"
+		"      --isa NAME         widest instruction set: native (default),\n"
+		"                         generic, avx2, avx512\n"
+		"      --apply FILE       apply the plan in FILE first (then write or\n"
+		"                         explain what the model runs)\n"
+		"  -e, --explain          print per node the legal candidates and why\n"
+		"                         the plan takes the one it runs\n"
+		"  -h, --help             this text\n",
+		prog, prog);
+}
+
+int mi_cli_parse_isa(const char *s, int *isa)
+{
+	static const char *const names[] = { "native", "generic", "avx2",
+					     "avx512" };
+
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i])) {
+			*isa = i; /* enum mi_isa_cap */
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static void print_fused(FILE *f, const char *const *fused, int n)
+{
+	if (!n)
+		return;
+	fputs(" [fuses", f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, " %s", fused[i]);
+	fputc(']', f);
+}
+
+static int explain(FILE *f, struct mi_model *m, const struct mi_plan *p)
+{
+	struct mi_plan_info info;
+
+	mi_plan_info(p, &info);
+	fprintf(f, "plan of %s: %d nodes, %d threads, ISA %s, fingerprint %016llx\n",
+		info.model, info.nodes, info.threads, info.isa,
+		(unsigned long long)info.fingerprint);
+	for (int i = 0; i < info.nodes; i++) {
+		const struct mi_plan_candidate *c;
+		struct mi_plan_node nd;
+		int nc;
+
+		mi_plan_node(p, i, &nd);
+		fprintf(f, "\n%s (%s): %s, %s -> %s, %s", nd.name, nd.op,
+			nd.variant, nd.layout_in, nd.layout_out, nd.precision);
+		print_fused(f, nd.fused, nd.nfused);
+		fputc('\n', f);
+		nc = mi_plan_candidates(m, nd.name, &c);
+		if (nc < 0)
+			return nc;
+		for (int k = 0; k < nc; k++) {
+			fprintf(f, "  %c %s", c[k].is_current ? '*' : ' ',
+				c[k].variant);
+			print_fused(f, c[k].fused, c[k].nfused);
+			fprintf(f, ": %s\n", c[k].why);
+		}
+	}
+	return 0;
+}
+
+int mi_cli_plan(int argc, char **argv, const char *prog)
+{
+	static const struct option lopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "isa", required_argument, NULL, 'I' },
+		{ "apply", required_argument, NULL, 'a' },
+		{ "explain", no_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct mi_model_opts mo = { 0 };
+	const char *out = NULL, *apply = NULL;
+	struct mi_plan *p = NULL, *in = NULL;
+	struct mi_model *m = NULL;
+	int c, ret = 1, do_explain = 0;
+	char *end;
+	long v;
+	FILE *f;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:t:eh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 't':
+			v = strtol(optarg, &end, 10);
+			if (end == optarg || *end || v < 0 || v > 1024) {
+				fprintf(stderr, "%s: bad thread count '%s' (expected 0..1024)\n",
+					prog, optarg);
+				return 2;
+			}
+			mo.nthreads = (int)v;
+			break;
+		case 'I':
+			if (mi_cli_parse_isa(optarg, &mo.isa)) {
+				fprintf(stderr, "%s: unknown ISA '%s' (native, generic, avx2, avx512)\n",
+					prog, optarg);
+				return 2;
+			}
+			break;
+		case 'a':
+			apply = optarg;
+			break;
+		case 'e':
+			do_explain = 1;
+			break;
+		case 'h':
+			usage_plan(stdout, prog);
+			return 0;
+		default:
+			usage_plan(stderr, prog);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "%s plan: expected one MODEL.onnx argument\n",
+			prog);
+		return 2;
+	}
+	if (mi_model_load(argv[optind], &mo, &m) ||
+	    (apply && (mi_plan_read(apply, &in) ||
+		       mi_model_plan_apply(m, in))) ||
+	    mi_model_plan_get(m, &p)) {
+		fprintf(stderr, "%s: %s\n", prog, mi_last_error());
+		goto out;
+	}
+	f = out ? fopen(out, "w") : stdout;
+	if (!f) {
+		fprintf(stderr, "%s: cannot write %s: %s\n", prog, out,
+			strerror(errno));
+		goto out;
+	}
+	ret = do_explain ? explain(f, m, p) : mi_plan_write(p, f);
+	if (out && fclose(f) && !ret)
+		ret = -EIO;
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", prog, mi_last_error());
+		ret = 1;
+	}
+out:
+	mi_plan_free(p);
+	mi_plan_free(in);
+	mi_model_free(m);
+	return ret;
+}

@@ -95,11 +95,11 @@ demo-runtime: $(O)/metainfer
 	$(PYTHON) tools/models/export.py --out $(O)/models --only $(DEMO_MODEL)
 	@echo "=== metainfer info (graph before/after normalization, feature map)"
 	$(O)/metainfer info $(O)/models/$(DEMO_MODEL).onnx
+	@mkdir -p $(O)/demo-runtime
 	@echo "=== metainfer plan --explain (the default plan: per node the legal variants, the one taken)"
 	$(O)/metainfer plan $(O)/models/$(DEMO_MODEL).onnx -o $(O)/demo-runtime/$(DEMO_MODEL).plan.json
 	$(O)/metainfer plan $(O)/models/$(DEMO_MODEL).onnx --explain | head -n 40
 	@echo "=== metainfer run --bench 20 on PyTorch's seeded input, with that plan"
-	@mkdir -p $(O)/demo-runtime
 	$(O)/metainfer run $(O)/models/$(DEMO_MODEL).onnx \
 		--input $(O)/models/$(DEMO_MODEL).input.npy \
 		--output $(O)/demo-runtime/$(DEMO_MODEL).npy --bench 20 \

@@ -1,0 +1,1936 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * uapi-fuzz: structure-aware fuzzer of the MetaInfer uapi, run against a
+ * metainfer_sim render node (inside the test VM: tools/vm/vmrun).
+ *
+ * N processes each run M steps of valid-looking call sequences: buffers,
+ * contexts at every priority, submits of random command streams whose
+ * descriptors are built to fit and then mutated (ops, dtypes, layouts,
+ * shapes, strides and offsets near the bounds, foreign and stale handles,
+ * in-fences signalled, unsignalled, never signalled or from another file),
+ * waits, closes, PRIME export/import, syncobj transfer, io_uring commands,
+ * fault knobs.  The parent kills and respawns processes and removes and
+ * re-creates the device mid-run.  At the end it prints, per call, how many
+ * were accepted and how many rejected (by errno), and fails unless every
+ * call had both, no process crashed and none got stuck.  The kernel log is
+ * vmrun's to check.
+ *
+ * The sequence of calls is a function of --seed (each process draws from
+ * its own PRNG stream); results that depend on timing (waits, kills,
+ * removal) can change what follows, so counts vary slightly between runs.
+ * --trace prints every call for a repro.  See Documentation/testing.rst.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <liburing.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mi_test.h"
+
+/* sw_sync (debugfs; CONFIG_SW_SYNC): fences that signal only on request */
+struct sw_sync_create_fence_data {
+	__u32 value;
+	char name[32];
+	__s32 fence;
+};
+#define SW_SYNC_IOC_CREATE_FENCE _IOWR('W', 0, struct sw_sync_create_fence_data)
+#define SW_SYNC_IOC_INC _IOW('W', 1, __u32)
+#define SW_SYNC_PATH "/sys/kernel/debug/sync/sw_sync"
+
+enum call_kind {
+	C_GET_PARAM,
+	C_BO_CREATE,
+	C_BO_INFO,
+	C_CTX_CREATE,
+	C_CTX_DESTROY,
+	C_SUBMIT,
+	C_WAIT,
+	C_GET_COUNTERS,
+	C_URING_CMD,
+	C_GEM_CLOSE,
+	C_PRIME_EXPORT,
+	C_PRIME_IMPORT,
+	C_SYNCOBJ_CREATE,
+	C_SYNCOBJ_DESTROY,
+	C_SYNCOBJ_EXPORT,
+	C_SYNCOBJ_IMPORT,
+	C_COUNT
+};
+
+static const char *const call_name[C_COUNT] = {
+	"GET_PARAM",	   "BO_CREATE",	      "BO_INFO",	"CTX_CREATE",
+	"CTX_DESTROY",	   "SUBMIT",	      "WAIT",		"GET_COUNTERS",
+	"URING_CMD",	   "GEM_CLOSE",	      "PRIME_EXPORT",	"PRIME_IMPORT",
+	"SYNCOBJ_CREATE",  "SYNCOBJ_DESTROY", "SYNCOBJ_EXPORT", "SYNCOBJ_IMPORT",
+};
+
+#define MAX_ERRNO 140
+#define MAX_PROCS 64
+
+/* Shared between the parent and the processes (MAP_SHARED). */
+struct shared {
+	uint64_t acc[C_COUNT];
+	uint64_t rej[C_COUNT];
+	uint64_t err[C_COUNT][MAX_ERRNO];
+	uint64_t steps;		  /* all processes together */
+	uint64_t done[MAX_PROCS]; /* steps finished per process slot */
+	uint64_t jobs_run, reopens, knobs, sw_fences;
+	int64_t deadline_ns;	  /* 0: none */
+};
+
+static struct shared *sh;
+
+/* options */
+static uint64_t opt_seed = 1;
+static int opt_procs = 4;
+static uint64_t opt_iters = 500;
+static int opt_time;
+static unsigned int opt_sim_id = 40;
+static const char *opt_pers = "ethos-u55-high";
+static int opt_kills = -1;
+static int opt_del = 1;
+static int opt_trace;
+
+#define NBO 12
+#define NCTX 6
+#define NSYNC 8
+#define NJOB 16
+#define NSTALE 8
+#define NDMABUF 4
+#define ARGBUF 4224
+
+enum sync_kind { S_EMPTY, S_SIGNALLED, S_FENCED };
+
+struct bo {
+	uint32_t handle;
+	uint64_t size;
+};
+
+struct sync {
+	uint32_t handle;
+	int kind;
+	uint64_t point; /* last timeline point a job signals, 0: binary */
+};
+
+struct job {
+	uint32_t ctx;
+	uint64_t seqno;
+};
+
+/* One open file of the device and what the fuzzer knows it holds. */
+struct file {
+	int fd;
+	struct bo bo[NBO];
+	uint32_t ctx[NCTX];
+	struct sync sync[NSYNC];
+	struct job job[NJOB];
+	unsigned int njob;
+	uint32_t stale_bo[NSTALE], stale_ctx[NSTALE], stale_sync[NSTALE];
+	unsigned int nstale_bo, nstale_ctx, nstale_sync;
+};
+
+struct proc {
+	int slot;
+	uint64_t rng;
+	uint64_t step;
+	struct file f[2];
+	bool lost;
+	struct io_uring ring;
+	bool ring_ok;
+	int sw_tl; /* sw_sync timeline, -1 if none */
+	uint32_t sw_next;
+	int dmabuf[NDMABUF];
+	uint64_t op_mask, dtype_mask, layout_mask, nqueues;
+};
+
+/* One MetaInfer ioctl in preparation: argument and what it refers to. */
+struct call {
+	int kind;
+	unsigned long req;
+	int fi; /* index into proc.f */
+	uint8_t arg[ARGBUF];
+	uint32_t handles[DRM_METAINFER_MAX_BOS + 2];
+	struct drm_metainfer_sync syncs[DRM_METAINFER_MAX_SYNCS + 2];
+	struct mi_stream stream;
+	bool has_stream;
+	int sync_slot; /* out_sync slot in f[fi].sync, -1 */
+	uint64_t out_point;
+	bool validate;
+	int ctx_slot;
+};
+
+/* ---------------------------------------------------------------- random */
+
+static uint64_t rnd(struct proc *p)
+{
+	return mi_rand(&p->rng);
+}
+
+static uint32_t below(struct proc *p, uint32_t n)
+{
+	return n ? (uint32_t)(rnd(p) % n) : 0;
+}
+
+static bool chance(struct proc *p, unsigned int pct)
+{
+	return below(p, 1000) < pct * 10;
+}
+
+/* per mille */
+static bool rare(struct proc *p, unsigned int pm)
+{
+	return below(p, 1000) < pm;
+}
+
+static uint32_t interesting32(struct proc *p)
+{
+	static const uint32_t v[] = { 0, 1, 2, 3, 7, 31, 32, 62, 63, 64,
+				      255, 256, 65535, 65536, 0x7fffffff,
+				      0x80000000u, 0xfffffffeu, 0xffffffffu };
+
+	return v[below(p, sizeof(v) / sizeof(v[0]))];
+}
+
+static uint64_t interesting64(struct proc *p)
+{
+	static const uint64_t v[] = { 0, 1, 4095, 4096, 1ull << 32,
+				      1ull << 40, 1ull << 62, 1ull << 63,
+				      ~0ull - 3, ~0ull };
+
+	return v[below(p, sizeof(v) / sizeof(v[0]))];
+}
+
+/* ---------------------------------------------------------------- counting */
+
+static void count(struct proc *p, int kind, int ret)
+{
+	if (!ret) {
+		__atomic_fetch_add(&sh->acc[kind], 1, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_fetch_add(&sh->rej[kind], 1, __ATOMIC_RELAXED);
+	if (-ret > 0 && -ret < MAX_ERRNO)
+		__atomic_fetch_add(&sh->err[kind][-ret], 1, __ATOMIC_RELAXED);
+	if (ret == -ENODEV)
+		p->lost = true;
+}
+
+static void trace(struct proc *p, int kind, int ret)
+{
+	if (opt_trace)
+		fprintf(stderr, "uapi-fuzz: p%d step %llu %s -> %d\n", p->slot,
+			(unsigned long long)p->step, call_name[kind], ret);
+}
+
+/* A DRM core ioctl (not size-mutated), counted. */
+static int core_ioctl(struct proc *p, int kind, int fd, unsigned long req,
+		      void *arg)
+{
+	int ret = mi_ioctl(fd, req, arg);
+
+	count(p, kind, ret);
+	trace(p, kind, ret);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- picking */
+
+static struct file *other(struct proc *p, int fi)
+{
+	return &p->f[!fi];
+}
+
+static void stale_push(uint32_t *arr, unsigned int *n, uint32_t v)
+{
+	arr[*n % NSTALE] = v;
+	(*n)++;
+}
+
+static uint32_t stale_pick(struct proc *p, const uint32_t *arr, unsigned int n)
+{
+	if (!n)
+		return 1 + below(p, 64);
+	return arr[below(p, n < NSTALE ? n : NSTALE)];
+}
+
+/* A live BO slot of @f, or -1. */
+static int live_bo(struct proc *p, struct file *f)
+{
+	unsigned int i, start = below(p, NBO);
+
+	for (i = 0; i < NBO; i++) {
+		unsigned int s = (start + i) % NBO;
+
+		if (f->bo[s].handle)
+			return (int)s;
+	}
+	return -1;
+}
+
+/*
+ * A BO handle for file @fi: mostly one of its own, sometimes a stale one,
+ * one of the other file's (unknown here), 0 or random.  @size gets the
+ * size the fuzzer believes (0 if unknown).
+ */
+static uint32_t pick_bo(struct proc *p, int fi, uint64_t *size)
+{
+	struct file *f = &p->f[fi];
+	uint32_t r = below(p, 100);
+	int s;
+
+	*size = 0;
+	if (r < 88 && (s = live_bo(p, f)) >= 0) {
+		*size = f->bo[s].size;
+		return f->bo[s].handle;
+	}
+	if (r < 92)
+		return stale_pick(p, f->stale_bo, f->nstale_bo);
+	if (r < 97 && (s = live_bo(p, other(p, fi))) >= 0)
+		return other(p, fi)->bo[s].handle;
+	return r < 98 ? 0 : (uint32_t)rnd(p);
+}
+
+static int live_ctx(struct proc *p, struct file *f)
+{
+	unsigned int i, start = below(p, NCTX);
+
+	for (i = 0; i < NCTX; i++) {
+		unsigned int s = (start + i) % NCTX;
+
+		if (f->ctx[s])
+			return (int)s;
+	}
+	return -1;
+}
+
+static uint32_t pick_ctx(struct proc *p, int fi)
+{
+	struct file *f = &p->f[fi];
+	uint32_t r = below(p, 100);
+	int s;
+
+	if (r < 88 && (s = live_ctx(p, f)) >= 0)
+		return f->ctx[s];
+	if (r < 93)
+		return stale_pick(p, f->stale_ctx, f->nstale_ctx);
+	if (r < 97 && (s = live_ctx(p, other(p, fi))) >= 0)
+		return other(p, fi)->ctx[s];
+	return r < 98 ? 0 : (uint32_t)rnd(p);
+}
+
+static int pick_sync_slot(struct proc *p, struct file *f)
+{
+	unsigned int i, start = below(p, NSYNC);
+
+	for (i = 0; i < NSYNC; i++) {
+		unsigned int s = (start + i) % NSYNC;
+
+		if (f->sync[s].handle)
+			return (int)s;
+	}
+	return -1;
+}
+
+static void file_reset(struct file *f)
+{
+	int fd = f->fd;
+
+	memset(f, 0, sizeof(*f));
+	f->fd = fd;
+}
+
+/* ---------------------------------------------------------------- device */
+
+static int open_device(void)
+{
+	int m = mi_sim_minor(opt_sim_id);
+
+	if (m < 0)
+		return m;
+	return mi_open_minor(m);
+}
+
+static void query_caps(struct proc *p)
+{
+	int fd = p->f[0].fd;
+
+	if (mi_get_param(fd, DRM_METAINFER_PARAM_OP_MASK, 0, &p->op_mask) ||
+	    mi_get_param(fd, DRM_METAINFER_PARAM_DTYPE_MASK, 0, &p->dtype_mask) ||
+	    mi_get_param(fd, DRM_METAINFER_PARAM_LAYOUT_MASK, 0,
+			 &p->layout_mask) ||
+	    mi_get_param(fd, DRM_METAINFER_PARAM_NUM_QUEUES, 0, &p->nqueues)) {
+		p->op_mask = ~0ull;
+		p->dtype_mask = ~0ull;
+		p->layout_mask = ~0ull;
+		p->nqueues = 1;
+	}
+}
+
+static void fill_bo(struct proc *p, int fd, uint32_t handle);
+
+/* A fresh file starts with two contexts, three buffers and two syncobjs. */
+static void file_setup(struct proc *p, struct file *f)
+{
+	static const uint64_t sizes[3] = { 4096, 16384, 65536 };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct drm_metainfer_ctx_create c = { .size = sizeof(c),
+						      .priority = (uint32_t)i };
+
+		if (!core_ioctl(p, C_CTX_CREATE, f->fd,
+				DRM_IOCTL_METAINFER_CTX_CREATE, &c))
+			f->ctx[i] = c.ctx_id;
+	}
+	for (i = 0; i < 3; i++) {
+		struct drm_metainfer_bo_create b = { .size = sizeof(b),
+						     .bo_size = sizes[i] };
+
+		if (core_ioctl(p, C_BO_CREATE, f->fd,
+			       DRM_IOCTL_METAINFER_BO_CREATE, &b))
+			continue;
+		f->bo[i].handle = b.handle;
+		f->bo[i].size = b.bo_size;
+		fill_bo(p, f->fd, b.handle);
+	}
+	for (i = 0; i < 2; i++) {
+		struct drm_syncobj_create c = {
+			.flags = i ? 0 : DRM_SYNCOBJ_CREATE_SIGNALED };
+
+		if (core_ioctl(p, C_SYNCOBJ_CREATE, f->fd,
+			       DRM_IOCTL_SYNCOBJ_CREATE, &c))
+			continue;
+		f->sync[i].handle = c.handle;
+		f->sync[i].kind = i ? S_EMPTY : S_SIGNALLED;
+	}
+}
+
+/* (Re)open both files; false if the device is not there (yet). */
+static bool reopen(struct proc *p, int which)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (which >= 0 && i != which)
+			continue;
+		if (p->f[i].fd >= 0)
+			close(p->f[i].fd);
+		p->f[i].fd = open_device();
+		file_reset(&p->f[i]);
+		if (p->f[i].fd < 0)
+			return false;
+	}
+	__atomic_fetch_add(&sh->reopens, 1, __ATOMIC_RELAXED);
+	query_caps(p);
+	p->lost = false;
+	for (i = 0; i < 2; i++)
+		if (which < 0 || i == which)
+			file_setup(p, &p->f[i]);
+	return true;
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+static uint32_t esize(uint32_t dtype)
+{
+	return dtype == DRM_METAINFER_DTYPE_INT32 ? 4 :
+	       dtype == DRM_METAINFER_DTYPE_INT16 ? 2 : 1;
+}
+
+/* A dtype out of @allowed, mostly one the device advertises. */
+static uint32_t pick_dtype(struct proc *p, uint32_t allowed)
+{
+	uint32_t ok = allowed & (uint32_t)p->dtype_mask, d;
+	int tries;
+
+	if (!ok || rare(p, 30))
+		ok = allowed;
+	for (tries = 0; tries < 16; tries++) {
+		d = 1 + below(p, DRM_METAINFER_DTYPE_COUNT - 1);
+		if (ok & (1u << d))
+			return d;
+	}
+	return DRM_METAINFER_DTYPE_INT8;
+}
+
+#define ACT ((1u << DRM_METAINFER_DTYPE_INT8) | (1u << DRM_METAINFER_DTYPE_UINT8) | \
+	     (1u << DRM_METAINFER_DTYPE_INT16))
+#define WGT ((1u << DRM_METAINFER_DTYPE_INT8) | (1u << DRM_METAINFER_DTYPE_INT16))
+#define ALL (ACT | (1u << DRM_METAINFER_DTYPE_INT32))
+#define I32 (1u << DRM_METAINFER_DTYPE_INT32)
+
+static uint32_t pick_layout4(struct proc *p)
+{
+	uint32_t l = chance(p, 50) ? DRM_METAINFER_LAYOUT_NCHW :
+				     DRM_METAINFER_LAYOUT_NHWC;
+
+	if (!(p->layout_mask & (1u << l)) && !rare(p, 50))
+		l = l == DRM_METAINFER_LAYOUT_NCHW ? DRM_METAINFER_LAYOUT_NHWC :
+						     DRM_METAINFER_LAYOUT_NCHW;
+	return l;
+}
+
+/* The submit's buffers, as the fuzzer believes them to be. */
+struct bolist {
+	uint32_t n;
+	uint64_t size[DRM_METAINFER_MAX_BOS];
+};
+
+/*
+ * A dense tensor of logical shape @ld (n, c, h, w for 4-D layouts, the
+ * shape itself for PLAIN) placed in one of the buffers where it fits,
+ * sometimes flush against the buffer's end.
+ */
+static struct drm_metainfer_tensor tensor(struct proc *p,
+					  const struct bolist *bl,
+					  uint32_t dtype, uint32_t layout,
+					  uint32_t ndim, const uint32_t *ld)
+{
+	uint32_t shape[4], i, start;
+	uint64_t bytes, off = 0, es = esize(dtype);
+	uint32_t idx = 0;
+
+	if (layout == DRM_METAINFER_LAYOUT_NHWC) {
+		shape[0] = ld[0];
+		shape[1] = ld[2];
+		shape[2] = ld[3];
+		shape[3] = ld[1];
+	} else {
+		memcpy(shape, ld, sizeof(shape));
+	}
+	bytes = mi_tensor_bytes(dtype, ndim, shape);
+	start = below(p, bl->n ? bl->n : 1);
+	for (i = 0; i < bl->n; i++) {
+		uint32_t b = (start + i) % bl->n;
+		uint64_t room;
+
+		if (bl->size[b] < bytes)
+			continue;
+		idx = b;
+		room = (bl->size[b] - bytes) / es;
+		if (chance(p, 25))
+			off = room * es;
+		else
+			off = (rnd(p) % (room + 1)) * es;
+		break;
+	}
+	return mi_tensor(idx, dtype, layout, off, ndim, shape);
+}
+
+/* A random logical shape with small extents (the sim computes it). */
+static void small_shape(struct proc *p, uint32_t ndim, uint32_t *ld,
+			uint32_t max)
+{
+	uint32_t k;
+
+	for (k = 0; k < 4; k++)
+		ld[k] = k < ndim ? 1 + below(p, max) : 0;
+}
+
+static void mutate_tensor(struct proc *p, struct drm_metainfer_tensor *t,
+			  const struct bolist *bl)
+{
+	uint32_t k = below(p, 4);
+	uint64_t es = esize(t->dtype), span;
+
+	switch (below(p, 11)) {
+	case 0:
+		t->dtype = below(p, DRM_METAINFER_DTYPE_COUNT + 1);
+		break;
+	case 1:
+		t->layout = below(p, DRM_METAINFER_LAYOUT_COUNT + 1);
+		break;
+	case 2:
+		t->ndim = below(p, 6);
+		break;
+	case 3:
+		t->shape[k] = chance(p, 50) ? interesting32(p) : t->shape[k] + 1;
+		break;
+	case 4:
+		t->stride[k] = chance(p, 50) ? interesting64(p) : t->shape[k];
+		break;
+	case 5: /* one element past, or just inside, the buffer's end */
+		span = mi_tensor_bytes(t->dtype ? t->dtype : 1,
+				       t->ndim < 5 ? t->ndim : 4, t->shape);
+		if (t->bo_index < bl->n && bl->size[t->bo_index] >= span)
+			t->offset = bl->size[t->bo_index] - span +
+				    (chance(p, 50) ? es : 0);
+		break;
+	case 6:
+		t->offset = chance(p, 50) ? interesting64(p) : t->offset + 1;
+		break;
+	case 7:
+		t->bo_index = chance(p, 50) ? bl->n : interesting32(p);
+		break;
+	case 8:
+		if (t->ndim < 4)
+			t->shape[t->ndim] = 1;
+		break;
+	case 9:
+		memset(t, 0, sizeof(*t));
+		break;
+	default: /* broadcast: stride 0 on one dimension */
+		if (t->ndim) {
+			uint32_t d, s = 1;
+
+			for (d = t->ndim; d-- > 0;) {
+				t->stride[d] = s;
+				s *= t->shape[d];
+			}
+			t->stride[below(p, t->ndim)] = 0;
+		}
+		break;
+	}
+}
+
+/* ---------------------------------------------------------------- ops */
+
+union op {
+	struct drm_metainfer_op_header hdr;
+	struct drm_metainfer_op_conv2d conv;
+	struct drm_metainfer_op_gemm gemm;
+	struct drm_metainfer_op_eltwise elt;
+	struct drm_metainfer_op_clip clip;
+	struct drm_metainfer_op_pool pool;
+	struct drm_metainfer_op_requantize rq;
+	struct drm_metainfer_op_copy copy;
+};
+
+static const size_t op_size[DRM_METAINFER_OP_COUNT] = {
+	[DRM_METAINFER_OP_CONV2D] = sizeof(struct drm_metainfer_op_conv2d),
+	[DRM_METAINFER_OP_GEMM] = sizeof(struct drm_metainfer_op_gemm),
+	[DRM_METAINFER_OP_ADD] = sizeof(struct drm_metainfer_op_eltwise),
+	[DRM_METAINFER_OP_MUL] = sizeof(struct drm_metainfer_op_eltwise),
+	[DRM_METAINFER_OP_RELU] = sizeof(struct drm_metainfer_op_clip),
+	[DRM_METAINFER_OP_CLIP] = sizeof(struct drm_metainfer_op_clip),
+	[DRM_METAINFER_OP_MAXPOOL] = sizeof(struct drm_metainfer_op_pool),
+	[DRM_METAINFER_OP_AVGPOOL] = sizeof(struct drm_metainfer_op_pool),
+	[DRM_METAINFER_OP_REQUANTIZE] = sizeof(struct drm_metainfer_op_requantize),
+	[DRM_METAINFER_OP_COPY] = sizeof(struct drm_metainfer_op_copy),
+};
+
+static int32_t dmin(uint32_t d)
+{
+	return d == DRM_METAINFER_DTYPE_INT8 ? -128 :
+	       d == DRM_METAINFER_DTYPE_UINT8 ? 0 :
+	       d == DRM_METAINFER_DTYPE_INT16 ? -32768 : INT32_MIN;
+}
+
+static int32_t dmax(uint32_t d)
+{
+	return d == DRM_METAINFER_DTYPE_INT8 ? 127 :
+	       d == DRM_METAINFER_DTYPE_UINT8 ? 255 :
+	       d == DRM_METAINFER_DTYPE_INT16 ? 32767 : INT32_MAX;
+}
+
+static void clamp_pair(struct proc *p, uint32_t dtype,
+		       struct drm_metainfer_requant *rq)
+{
+	rq->output_zp = (int32_t)below(p, 16) - 8;
+	if (chance(p, 60)) {
+		rq->act_min = INT32_MIN;
+		rq->act_max = INT32_MAX;
+	} else {
+		int32_t lo = dmin(dtype), hi = dmax(dtype);
+
+		rq->act_min = lo + (int32_t)below(p, 8);
+		rq->act_max = hi - (int32_t)below(p, 8);
+	}
+}
+
+static uint32_t logical_ndim(struct proc *p, uint32_t *layout)
+{
+	uint32_t ndim = 1 + below(p, 4);
+
+	*layout = DRM_METAINFER_LAYOUT_PLAIN;
+	if (ndim == 4 && chance(p, 70))
+		*layout = pick_layout4(p);
+	return ndim;
+}
+
+static size_t gen_unary(struct proc *p, union op *o, uint32_t opc,
+			const struct bolist *bl,
+			struct drm_metainfer_tensor **ts)
+{
+	uint32_t ld[4], layout, lout, ndim = logical_ndim(p, &layout);
+	uint32_t din = pick_dtype(p, ALL), dout = din;
+
+	lout = layout;
+	small_shape(p, ndim, ld, 6);
+	switch (opc) {
+	case DRM_METAINFER_OP_COPY:
+		if (layout != DRM_METAINFER_LAYOUT_PLAIN)
+			lout = pick_layout4(p);
+		o->copy.input = tensor(p, bl, din, layout, ndim, ld);
+		o->copy.output = tensor(p, bl, dout, lout, ndim, ld);
+		ts[0] = &o->copy.input;
+		ts[1] = &o->copy.output;
+		return sizeof(o->copy);
+	case DRM_METAINFER_OP_RELU:
+	case DRM_METAINFER_OP_CLIP:
+		o->clip.min = dmin(din) + (int32_t)below(p, 4);
+		o->clip.max = opc == DRM_METAINFER_OP_CLIP ?
+				      dmax(din) - (int32_t)below(p, 4) : 0;
+		o->clip.input = tensor(p, bl, din, layout, ndim, ld);
+		o->clip.output = tensor(p, bl, dout, lout, ndim, ld);
+		ts[0] = &o->clip.input;
+		ts[1] = &o->clip.output;
+		return sizeof(o->clip);
+	default: /* REQUANTIZE */ {
+		uint32_t axis = below(p, ndim), shape_ax, n1 = 1;
+
+		dout = pick_dtype(p, ALL);
+		o->rq.input_zp = (int32_t)below(p, 8);
+		o->rq.axis = axis;
+		clamp_pair(p, dout, &o->rq.rq);
+		o->rq.input = tensor(p, bl, din, layout, ndim, ld);
+		o->rq.output = tensor(p, bl, dout, lout, ndim, ld);
+		shape_ax = o->rq.input.shape[axis];
+		if (chance(p, 50))
+			n1 = shape_ax;
+		o->rq.multiplier = tensor(p, bl, DRM_METAINFER_DTYPE_INT32,
+					  DRM_METAINFER_LAYOUT_PLAIN, 1, &n1);
+		o->rq.shift = tensor(p, bl, DRM_METAINFER_DTYPE_INT32,
+				     DRM_METAINFER_LAYOUT_PLAIN, 1, &n1);
+		ts[0] = &o->rq.input;
+		ts[1] = &o->rq.output;
+		ts[2] = &o->rq.multiplier;
+		ts[3] = &o->rq.shift;
+		return sizeof(o->rq);
+	}
+	}
+}
+
+static size_t gen_eltwise(struct proc *p, union op *o, uint32_t opc,
+			  const struct bolist *bl,
+			  struct drm_metainfer_tensor **ts)
+{
+	uint32_t ld[4], layout, ndim = logical_ndim(p, &layout);
+	uint32_t dout = pick_dtype(p, ALL);
+
+	small_shape(p, ndim, ld, 6);
+	o->elt.a_zp = (int32_t)below(p, 8);
+	o->elt.b_zp = (int32_t)below(p, 8);
+	o->elt.a_mult = (int32_t)below(p, 9) - 4;
+	o->elt.b_mult = opc == DRM_METAINFER_OP_MUL ? 0 : (int32_t)below(p, 9) - 4;
+	o->elt.shift = below(p, 63);
+	clamp_pair(p, dout, &o->elt.rq);
+	o->elt.a = tensor(p, bl, pick_dtype(p, ALL), layout, ndim, ld);
+	o->elt.b = tensor(p, bl, pick_dtype(p, ALL), layout, ndim, ld);
+	o->elt.output = tensor(p, bl, dout, layout, ndim, ld);
+	ts[0] = &o->elt.a;
+	ts[1] = &o->elt.b;
+	ts[2] = &o->elt.output;
+	return sizeof(o->elt);
+}
+
+static size_t gen_pool(struct proc *p, union op *o, uint32_t opc,
+		       const struct bolist *bl,
+		       struct drm_metainfer_tensor **ts)
+{
+	struct drm_metainfer_op_pool *q = &o->pool;
+	uint32_t ld[4], lo[4], layout = pick_layout4(p);
+	uint32_t dt = pick_dtype(p, ALL);
+
+	small_shape(p, 4, ld, 6);
+	ld[0] = 1 + below(p, 2);
+	q->kernel_h = 1 + below(p, ld[2] < 3 ? ld[2] : 3);
+	q->kernel_w = 1 + below(p, ld[3] < 3 ? ld[3] : 3);
+	q->stride_h = 1 + below(p, 2);
+	q->stride_w = 1 + below(p, 2);
+	q->pad_top = below(p, q->kernel_h);
+	q->pad_bottom = below(p, q->kernel_h);
+	q->pad_left = below(p, q->kernel_w);
+	q->pad_right = below(p, q->kernel_w);
+	if (opc == DRM_METAINFER_OP_AVGPOOL && chance(p, 50))
+		q->hdr.flags = DRM_METAINFER_OP_F_COUNT_PAD;
+	lo[0] = ld[0];
+	lo[1] = ld[1];
+	lo[2] = (ld[2] + q->pad_top + q->pad_bottom - q->kernel_h) / q->stride_h + 1;
+	lo[3] = (ld[3] + q->pad_left + q->pad_right - q->kernel_w) / q->stride_w + 1;
+	q->input = tensor(p, bl, dt, layout, 4, ld);
+	q->output = tensor(p, bl, dt, layout, 4, lo);
+	ts[0] = &q->input;
+	ts[1] = &q->output;
+	return sizeof(*q);
+}
+
+/* Multiplier and shift vectors (1 or @n elements) and the rq clamp. */
+static void gen_requant(struct proc *p, const struct bolist *bl, uint32_t n,
+			uint32_t dout, struct drm_metainfer_requant *rq,
+			struct drm_metainfer_tensor *mult,
+			struct drm_metainfer_tensor *shift)
+{
+	uint32_t len = chance(p, 50) ? n : 1;
+
+	clamp_pair(p, dout, rq);
+	*mult = tensor(p, bl, DRM_METAINFER_DTYPE_INT32,
+		       DRM_METAINFER_LAYOUT_PLAIN, 1, &len);
+	*shift = tensor(p, bl, DRM_METAINFER_DTYPE_INT32,
+			DRM_METAINFER_LAYOUT_PLAIN, 1, &len);
+}
+
+static size_t gen_gemm(struct proc *p, union op *o, const struct bolist *bl,
+		       struct drm_metainfer_tensor **ts)
+{
+	struct drm_metainfer_op_gemm *g = &o->gemm;
+	uint32_t m = 1 + below(p, 8), k = 1 + below(p, 8), n = 1 + below(p, 8);
+	uint32_t sa[4] = { m, k }, sb[4] = { k, n }, so[4] = { m, n };
+	uint32_t dout = DRM_METAINFER_DTYPE_INT32;
+	bool requant = chance(p, 50);
+
+	if (requant)
+		dout = pick_dtype(p, ALL);
+	g->a_zp = (int32_t)below(p, 4);
+	g->b_zp = (int32_t)below(p, 4);
+	g->a = tensor(p, bl, pick_dtype(p, ACT), 0, 2, sa);
+	g->b = tensor(p, bl, pick_dtype(p, ACT), 0, 2, sb);
+	g->output = tensor(p, bl, dout, 0, 2, so);
+	ts[0] = &g->a;
+	ts[1] = &g->b;
+	ts[2] = &g->output;
+	if (chance(p, 50)) {
+		g->hdr.flags |= DRM_METAINFER_OP_F_BIAS;
+		g->bias = tensor(p, bl, DRM_METAINFER_DTYPE_INT32, 0, 1, &n);
+		ts[3] = &g->bias;
+	}
+	if (requant) {
+		g->hdr.flags |= DRM_METAINFER_OP_F_REQUANT;
+		gen_requant(p, bl, n, dout, &g->rq, &g->multiplier, &g->shift);
+		ts[4] = &g->multiplier;
+		ts[5] = &g->shift;
+	}
+	return sizeof(*g);
+}
+
+static size_t gen_conv(struct proc *p, union op *o, const struct bolist *bl,
+		       struct drm_metainfer_tensor **ts)
+{
+	struct drm_metainfer_op_conv2d *c = &o->conv;
+	uint32_t layout = pick_layout4(p), ld[4], lw[4], lo[4];
+	uint32_t cin = 1 + below(p, 4), groups = 1, cout, kh, kw, eh, ew;
+	uint32_t dout = DRM_METAINFER_DTYPE_INT32;
+	bool requant = chance(p, 50);
+
+	if (chance(p, 30)) { /* depthwise */
+		groups = cin;
+		cout = cin * (1 + below(p, 2));
+	} else {
+		cout = 1 + below(p, 4);
+		if (cin % 2 == 0 && cout % 2 == 0 && chance(p, 30))
+			groups = 2;
+	}
+	ld[0] = 1 + below(p, 2);
+	ld[1] = cin;
+	ld[2] = 1 + below(p, 6);
+	ld[3] = 1 + below(p, 6);
+	c->stride_h = 1 + below(p, 2);
+	c->stride_w = 1 + below(p, 2);
+	c->dilation_h = 1 + below(p, 2);
+	c->dilation_w = 1 + below(p, 2);
+	c->pad_top = below(p, 2);
+	c->pad_bottom = below(p, 2);
+	c->pad_left = below(p, 2);
+	c->pad_right = below(p, 2);
+	c->groups = groups;
+	kh = 1 + below(p, 3);
+	kw = 1 + below(p, 3);
+	eh = c->dilation_h * (kh - 1) + 1;
+	ew = c->dilation_w * (kw - 1) + 1;
+	if (eh > ld[2] + c->pad_top + c->pad_bottom) {
+		kh = 1;
+		eh = 1;
+	}
+	if (ew > ld[3] + c->pad_left + c->pad_right) {
+		kw = 1;
+		ew = 1;
+	}
+	lw[0] = cout;
+	lw[1] = cin / groups;
+	lw[2] = kh;
+	lw[3] = kw;
+	lo[0] = ld[0];
+	lo[1] = cout;
+	lo[2] = (ld[2] + c->pad_top + c->pad_bottom - eh) / c->stride_h + 1;
+	lo[3] = (ld[3] + c->pad_left + c->pad_right - ew) / c->stride_w + 1;
+	if (requant)
+		dout = pick_dtype(p, ALL);
+	c->input_zp = (int32_t)below(p, 4);
+	c->weight_zp = (int32_t)below(p, 4);
+	c->input = tensor(p, bl, pick_dtype(p, ACT), layout, 4, ld);
+	c->weight = tensor(p, bl, pick_dtype(p, WGT), layout, 4, lw);
+	c->output = tensor(p, bl, dout, layout, 4, lo);
+	ts[0] = &c->input;
+	ts[1] = &c->weight;
+	ts[2] = &c->output;
+	if (chance(p, 50)) {
+		c->hdr.flags |= DRM_METAINFER_OP_F_BIAS;
+		c->bias = tensor(p, bl, DRM_METAINFER_DTYPE_INT32, 0, 1, &cout);
+		ts[3] = &c->bias;
+	}
+	if (requant) {
+		c->hdr.flags |= DRM_METAINFER_OP_F_REQUANT;
+		gen_requant(p, bl, cout, dout, &c->rq, &c->multiplier, &c->shift);
+		ts[4] = &c->multiplier;
+		ts[5] = &c->shift;
+	}
+	return sizeof(*c);
+}
+
+/*
+ * Append one op to @s: valid for the device most of the time, then with
+ * some probability mutated (a tensor, the header, a parameter word).
+ */
+static void gen_op(struct proc *p, struct mi_stream *s, const struct bolist *bl)
+{
+	struct drm_metainfer_tensor *ts[6] = { 0 };
+	union op o;
+	uint32_t opc;
+	size_t size;
+	int tries;
+
+	memset(&o, 0, sizeof(o));
+	for (tries = 0; tries < 8; tries++) {
+		opc = 1 + below(p, DRM_METAINFER_OP_COUNT - 1);
+		if ((p->op_mask & (1ull << opc)) || rare(p, 30))
+			break;
+	}
+	o.hdr.op = opc;
+	switch (opc) {
+	case DRM_METAINFER_OP_CONV2D:
+		size = gen_conv(p, &o, bl, ts);
+		break;
+	case DRM_METAINFER_OP_GEMM:
+		size = gen_gemm(p, &o, bl, ts);
+		break;
+	case DRM_METAINFER_OP_ADD:
+	case DRM_METAINFER_OP_MUL:
+		size = gen_eltwise(p, &o, opc, bl, ts);
+		break;
+	case DRM_METAINFER_OP_MAXPOOL:
+	case DRM_METAINFER_OP_AVGPOOL:
+		size = gen_pool(p, &o, opc, bl, ts);
+		break;
+	default:
+		size = gen_unary(p, &o, opc, bl, ts);
+		break;
+	}
+
+	if (chance(p, 30)) {
+		int n = 1 + (int)below(p, 2), i;
+
+		for (i = 0; i < n; i++) {
+			struct drm_metainfer_tensor *t = ts[below(p, 6)];
+			uint32_t *words = (uint32_t *)&o;
+			size_t nparam = (size - sizeof(o.hdr)) / 4;
+
+			switch (below(p, 6)) {
+			case 0:
+			case 1:
+			case 2:
+				if (t)
+					mutate_tensor(p, t, bl);
+				break;
+			case 3: /* a parameter word (before the tensors, mostly) */
+				words[4 + below(p, nparam < 16 ? nparam : 16)] =
+					interesting32(p);
+				break;
+			case 4:
+				o.hdr.flags ^= 1u << below(p, 4);
+				break;
+			default:
+				if (chance(p, 50))
+					o.hdr.pad = 1;
+				else
+					o.hdr.op = below(p, DRM_METAINFER_OP_COUNT + 2);
+				break;
+			}
+		}
+	}
+	if (rare(p, 20)) {
+		/* a tensor broadcast over 2^30+ elements: aborted by the timeout */
+		struct drm_metainfer_tensor *t = ts[0];
+
+		if (t && t->ndim == 4 && opc == DRM_METAINFER_OP_COPY) {
+			o.copy.output.shape[0] = o.copy.input.shape[0] = 1 << 15;
+			o.copy.output.shape[1] = o.copy.input.shape[1] = 1 << 15;
+			o.copy.input.stride[0] = o.copy.output.stride[0] = 0;
+			o.copy.input.stride[1] = o.copy.output.stride[1] = 0;
+			o.copy.input.stride[2] = o.copy.output.stride[2] = 0;
+			o.copy.input.stride[3] = o.copy.output.stride[3] = 1;
+		}
+	}
+	mi_stream_add(s, &o, size);
+	if (o.hdr.op < DRM_METAINFER_OP_COUNT && op_size[o.hdr.op] &&
+	    rare(p, 20)) /* a wrong op size */
+		((struct drm_metainfer_op_header *)(s->buf + s->len - size))->size += 8;
+}
+
+/* ---------------------------------------------------------------- calls */
+
+/* Mutate the @size word of a MetaInfer argument struct now and then. */
+static void mutate_size(struct proc *p, struct call *c, size_t kernel_size,
+			size_t ver0)
+{
+	uint32_t *size = (uint32_t *)c->arg;
+
+	*size = (uint32_t)kernel_size;
+	if (!chance(p, 6))
+		return;
+	switch (below(p, 5)) {
+	case 0:
+		*size = (uint32_t)ver0 - 4 * (1 + below(p, 2));
+		break;
+	case 1:
+		*size = 4097 + below(p, 64);
+		break;
+	case 2: /* larger, zero tail: accepted */
+		*size = (uint32_t)kernel_size + 8 * (1 + below(p, 4));
+		break;
+	case 3: /* larger, non-zero tail: -E2BIG */
+		*size = (uint32_t)kernel_size + 8;
+		c->arg[kernel_size + below(p, 8)] = 1 + below(p, 255);
+		break;
+	default:
+		*size = (uint32_t)ver0;
+		break;
+	}
+}
+
+static void prep_get_param(struct proc *p, struct call *c)
+{
+	struct drm_metainfer_get_param *a = (void *)c->arg;
+	static char blob[128];
+
+	c->kind = C_GET_PARAM;
+	c->req = DRM_IOCTL_METAINFER_GET_PARAM;
+	a->param = chance(p, 90) ? below(p, 17) : interesting32(p);
+	if (a->param == DRM_METAINFER_PARAM_MACS_PER_CYCLE)
+		a->index = below(p, 6);
+	if (a->param == DRM_METAINFER_PARAM_NAME ||
+	    a->param == DRM_METAINFER_PARAM_BACKEND || rare(p, 40)) {
+		a->data_ptr = (uintptr_t)blob;
+		a->data_size = below(p, sizeof(blob));
+		if (rare(p, 50))
+			a->data_ptr = 16; /* -EFAULT */
+	}
+	if (rare(p, 30))
+		a->flags = 1u << below(p, 32);
+	if (rare(p, 20))
+		a->pad = 1;
+	if (rare(p, 20))
+		a->index = interesting32(p);
+	mutate_size(p, c, sizeof(*a), DRM_METAINFER_GET_PARAM_SIZE_VER0);
+}
+
+static void prep_bo_info(struct proc *p, struct call *c)
+{
+	struct drm_metainfer_bo_info *a = (void *)c->arg;
+	uint64_t size;
+
+	c->kind = C_BO_INFO;
+	c->req = DRM_IOCTL_METAINFER_BO_INFO;
+	a->handle = pick_bo(p, c->fi, &size);
+	if (rare(p, 30))
+		a->flags = 1;
+	if (rare(p, 20))
+		a->pad = 1;
+	mutate_size(p, c, sizeof(*a), DRM_METAINFER_BO_INFO_SIZE_VER0);
+}
+
+static void prep_ctx_create(struct proc *p, struct call *c)
+{
+	struct drm_metainfer_ctx_create *a = (void *)c->arg;
+
+	c->kind = C_CTX_CREATE;
+	c->req = DRM_IOCTL_METAINFER_CTX_CREATE;
+	c->ctx_slot = (int)below(p, NCTX);
+	a->queue = chance(p, 92) ? below(p, (uint32_t)p->nqueues) :
+				   (uint32_t)p->nqueues + below(p, 8);
+	a->priority = chance(p, 95) ? below(p, 3) : interesting32(p);
+	if (rare(p, 30))
+		a->flags = 1u << below(p, 32);
+	if (rare(p, 20))
+		a->pad = 1;
+	mutate_size(p, c, sizeof(*a), DRM_METAINFER_CTX_CREATE_SIZE_VER0);
+}
+
+static void prep_wait(struct proc *p, struct call *c)
+{
+	struct drm_metainfer_wait *a = (void *)c->arg;
+	struct file *f = &p->f[c->fi];
+
+	c->kind = C_WAIT;
+	c->req = DRM_IOCTL_METAINFER_WAIT;
+	if (f->njob && chance(p, 85)) {
+		struct job *j = &f->job[below(p, f->njob < NJOB ? f->njob : NJOB)];
+
+		a->ctx_id = j->ctx;
+		a->seqno = j->seqno;
+	} else {
+		a->ctx_id = pick_ctx(p, c->fi);
+		a->seqno = chance(p, 50) ? 0 : 1 + below(p, 4) + (rare(p, 300) ? 1u << 30 : 0);
+	}
+	/* past (poll), or at most 30 ms away: every wait is bounded */
+	a->timeout_ns = chance(p, 50) ? mi_now_ns() - 1 :
+			mi_deadline_ms(below(p, 30));
+	if (rare(p, 20))
+		a->flags = 1;
+	if (rare(p, 20))
+		a->pad = 1;
+	mutate_size(p, c, sizeof(*a), DRM_METAINFER_WAIT_SIZE_VER0);
+}
+
+static void prep_counters(struct proc *p, struct call *c)
+{
+	struct drm_metainfer_get_counters *a = (void *)c->arg;
+
+	c->kind = C_GET_COUNTERS;
+	c->req = DRM_IOCTL_METAINFER_GET_COUNTERS;
+	if (chance(p, 40)) {
+		a->flags = DRM_METAINFER_COUNTERS_CTX;
+		a->ctx_id = pick_ctx(p, c->fi);
+	}
+	if (rare(p, 40))
+		a->ctx_id = 1 + below(p, 4);
+	if (rare(p, 30))
+		a->flags |= 1u << below(p, 32);
+	if (rare(p, 20))
+		a->pad = 1;
+	mutate_size(p, c, sizeof(*a), DRM_METAINFER_GET_COUNTERS_SIZE_VER0);
+}
+
+static void prep_submit(struct proc *p, struct call *c)
+{
+	struct drm_metainfer_submit *a = (void *)c->arg;
+	struct file *f = &p->f[c->fi];
+	struct bolist bl;
+	uint32_t i, nops;
+
+	c->kind = C_SUBMIT;
+	c->req = DRM_IOCTL_METAINFER_SUBMIT;
+	a->ctx_id = pick_ctx(p, c->fi);
+
+	bl.n = 1 + below(p, 4);
+	for (i = 0; i < bl.n; i++) {
+		int s = live_bo(p, f);
+
+		/* mostly the file's own buffers: a bad handle stops the rest */
+		if (s >= 0 && chance(p, 90)) {
+			c->handles[i] = f->bo[s].handle;
+			bl.size[i] = f->bo[s].size;
+		} else {
+			c->handles[i] = pick_bo(p, c->fi, &bl.size[i]);
+		}
+		if (!bl.size[i])
+			bl.size[i] = 4096;
+	}
+	a->bo_count = bl.n;
+	a->bo_handles = (uintptr_t)c->handles;
+
+	mi_stream_init(&c->stream);
+	c->has_stream = true;
+	nops = 1 + below(p, 3);
+	for (i = 0; i < nops; i++)
+		gen_op(p, &c->stream, &bl);
+	mi_stream_finish(&c->stream);
+	a->cmds = (uintptr_t)c->stream.buf;
+	a->cmds_size = (uint32_t)c->stream.len;
+	if (chance(p, 6)) {
+		struct drm_metainfer_stream_header *h = (void *)c->stream.buf;
+
+		switch (below(p, 7)) {
+		case 0: h->magic ^= 1u << below(p, 32); break;
+		case 1: h->version = interesting32(p); break;
+		case 2: h->op_count += chance(p, 50) ? 1 : -1; break;
+		case 3: h->flags = 1; break;
+		case 4: a->cmds_size -= 1 + below(p, 16); break;
+		case 5: a->cmds_size = chance(p, 50) ? 0 : DRM_METAINFER_MAX_CMDS_SIZE + 1; break;
+		default: a->cmds = chance(p, 50) ? 0 : 4096; break;
+		}
+	}
+
+	/* in-fences */
+	if (chance(p, 35)) {
+		uint32_t n = 1 + below(p, 3);
+
+		for (i = 0; i < n; i++) {
+			int s = pick_sync_slot(p, f);
+			uint32_t r = below(p, 100);
+
+			memset(&c->syncs[i], 0, sizeof(c->syncs[i]));
+			if (r < 80 && s >= 0) {
+				c->syncs[i].handle = f->sync[s].handle;
+				c->syncs[i].point = f->sync[s].point;
+			} else if (r < 88 && (s = pick_sync_slot(p, other(p, c->fi))) >= 0) {
+				c->syncs[i].handle = other(p, c->fi)->sync[s].handle;
+			} else if (r < 94) {
+				c->syncs[i].handle = stale_pick(p, f->stale_sync,
+								f->nstale_sync);
+			} else {
+				c->syncs[i].handle = (uint32_t)rnd(p);
+			}
+			if (rare(p, 30))
+				c->syncs[i].flags = 1;
+			if (rare(p, 30))
+				c->syncs[i].point += 1 + below(p, 3);
+		}
+		a->in_sync_count = n;
+		a->in_syncs = (uintptr_t)c->syncs;
+	}
+	/* out-fence */
+	c->sync_slot = -1;
+	if (chance(p, 50)) {
+		int s = pick_sync_slot(p, f);
+
+		if (s >= 0) {
+			c->sync_slot = s;
+			a->out_sync = f->sync[s].handle;
+			if (f->sync[s].point || chance(p, 20)) {
+				c->out_point = f->sync[s].point + 1;
+				a->out_point = c->out_point;
+			}
+		}
+	}
+	if (chance(p, 12)) {
+		a->flags = DRM_METAINFER_SUBMIT_VALIDATE_ONLY;
+		c->validate = true;
+	}
+	if (chance(p, 6)) {
+		switch (below(p, 8)) {
+		case 0: a->flags |= 1u << (1 + below(p, 31)); break;
+		case 1: a->pad = 1; break;
+		case 2: a->bo_count = DRM_METAINFER_MAX_BOS + 1; break;
+		case 3: a->bo_count = 0; break;
+		case 4: a->in_sync_count = DRM_METAINFER_MAX_SYNCS + 1; break;
+		case 5: a->bo_handles = 8; break;
+		case 6: a->in_syncs = 8; a->in_sync_count = 1; break;
+		default: a->out_sync = (uint32_t)rnd(p); break;
+		}
+	}
+	mutate_size(p, c, sizeof(*a), DRM_METAINFER_SUBMIT_SIZE_VER0);
+}
+
+/* Bookkeeping after a MetaInfer call returned @ret. */
+static void finish(struct proc *p, struct call *c, int ret)
+{
+	struct file *f = &p->f[c->fi];
+
+	if (c->has_stream)
+		mi_stream_free(&c->stream);
+	if (ret)
+		return;
+	switch (c->kind) {
+	case C_CTX_CREATE: {
+		struct drm_metainfer_ctx_create *a = (void *)c->arg;
+		uint32_t old = f->ctx[c->ctx_slot];
+
+		if (old) {
+			struct drm_metainfer_ctx_destroy d = {
+				.size = sizeof(d), .ctx_id = old };
+
+			if (!core_ioctl(p, C_CTX_DESTROY, f->fd,
+					DRM_IOCTL_METAINFER_CTX_DESTROY, &d))
+				stale_push(f->stale_ctx, &f->nstale_ctx, old);
+		}
+		f->ctx[c->ctx_slot] = a->ctx_id;
+		break;
+	}
+	case C_SUBMIT: {
+		struct drm_metainfer_submit *a = (void *)c->arg;
+
+		if (c->validate)
+			break;
+		f->job[f->njob % NJOB].ctx = a->ctx_id;
+		f->job[f->njob % NJOB].seqno = a->seqno;
+		f->njob++;
+		__atomic_fetch_add(&sh->jobs_run, 1, __ATOMIC_RELAXED);
+		if (c->sync_slot >= 0 && a->out_sync == f->sync[c->sync_slot].handle) {
+			f->sync[c->sync_slot].kind = S_FENCED;
+			f->sync[c->sync_slot].point = c->out_point;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+typedef void (*prep_fn)(struct proc *, struct call *);
+
+static const prep_fn uring_preps[] = {
+	prep_get_param, prep_bo_info, prep_ctx_create, prep_submit,
+	prep_submit,	prep_wait,    prep_counters,
+};
+
+static struct call calls[8];
+
+/* One MetaInfer ioctl, prepared by @prep, on file @fi. */
+static void do_mi_ioctl(struct proc *p, prep_fn prep, int fi)
+{
+	struct call *c = &calls[0];
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->fi = fi;
+	prep(p, c);
+	ret = mi_ioctl(p->f[fi].fd, c->req, c->arg);
+	count(p, c->kind, ret);
+	trace(p, c->kind, ret);
+	finish(p, c, ret);
+}
+
+/*
+ * 1..6 MetaInfer commands as IORING_OP_URING_CMD in one io_uring_enter(),
+ * then every completion (each must come: the waits are bounded).
+ */
+static void do_uring(struct proc *p, int fi)
+{
+	int n = 1 + (int)below(p, 6), i, got = 0, submitted;
+
+	if (!p->ring_ok)
+		return;
+	for (i = 0; i < n; i++) {
+		struct call *c = &calls[i];
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+		struct drm_metainfer_uring_cmd cmd = { 0 };
+
+		memset(c, 0, sizeof(*c));
+		c->fi = fi;
+		uring_preps[below(p, sizeof(uring_preps) / sizeof(uring_preps[0]))](p, c);
+		cmd.arg_ptr = (uintptr_t)c->arg;
+		if (rare(p, 30))
+			cmd.flags = 1;
+		if (rare(p, 20))
+			cmd.pad = 1;
+		if (rare(p, 20))
+			cmd.arg_ptr = 16;
+		io_uring_prep_rw(IORING_OP_URING_CMD, sqe, p->f[fi].fd, NULL, 0, 0);
+		sqe->cmd_op = rare(p, 40) ? (uint32_t)DRM_IOCTL_GEM_CLOSE :
+			      rare(p, 20) ? (uint32_t)rnd(p) : (uint32_t)c->req;
+		memcpy(sqe->cmd, &cmd, sizeof(cmd));
+		sqe->user_data = (uint64_t)i;
+	}
+	submitted = io_uring_submit(&p->ring);
+	if (submitted < 0)
+		submitted = 0;
+	while (got < submitted) {
+		struct io_uring_cqe *cqe;
+		int ret = io_uring_wait_cqe(&p->ring, &cqe);
+
+		if (ret == -EINTR)
+			continue;
+		if (ret)
+			break;
+		if (cqe->user_data < (uint64_t)n) {
+			struct call *c = &calls[cqe->user_data];
+
+			count(p, C_URING_CMD, cqe->res);
+			trace(p, C_URING_CMD, cqe->res);
+			finish(p, c, cqe->res);
+			c->has_stream = false;
+		}
+		io_uring_cqe_seen(&p->ring, cqe);
+		got++;
+	}
+	for (i = 0; i < n; i++)
+		if (calls[i].has_stream)
+			mi_stream_free(&calls[i].stream);
+}
+
+/* Fill the first bytes of a buffer with random data (the ops compute it). */
+static void fill_bo(struct proc *p, int fd, uint32_t handle)
+{
+	uint64_t size, i;
+	uint8_t *m = mi_bo_map(fd, handle, &size);
+
+	if (!m)
+		return;
+	for (i = 0; i < size && i < 4096; i += 8) {
+		uint64_t v = rnd(p);
+
+		memcpy(m + i, &v, 8);
+	}
+	munmap(m, size);
+}
+
+static void do_bo_create(struct proc *p, int fi)
+{
+	struct file *f = &p->f[fi];
+	static const uint64_t sizes[] = { 64, 4096, 16384, 65536, 1 << 20 };
+	struct drm_metainfer_bo_create a;
+	int slot = (int)below(p, NBO), ret;
+	uint8_t buf[64] = { 0 };
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.bo_size = 1 + below(p, sizes[below(p, 5)]);
+	if (rare(p, 40))
+		a.bo_size = chance(p, 50) ? 0 : interesting64(p) | (1ull << 60);
+	if (rare(p, 30))
+		a.flags = 1u << below(p, 32);
+	if (rare(p, 20))
+		a.pad = 1;
+	if (rare(p, 30)) { /* a size past the struct with a non-zero tail */
+		memcpy(buf, &a, sizeof(a));
+		buf[sizeof(a) + 3] = 7;
+		((struct drm_metainfer_bo_create *)buf)->size = sizeof(a) + 8;
+		ret = core_ioctl(p, C_BO_CREATE, f->fd,
+				 DRM_IOCTL_METAINFER_BO_CREATE, buf);
+		return;
+	}
+	ret = core_ioctl(p, C_BO_CREATE, f->fd, DRM_IOCTL_METAINFER_BO_CREATE, &a);
+	if (ret)
+		return;
+	if (f->bo[slot].handle) {
+		struct drm_gem_close cl = { .handle = f->bo[slot].handle };
+
+		if (!core_ioctl(p, C_GEM_CLOSE, f->fd, DRM_IOCTL_GEM_CLOSE, &cl))
+			stale_push(f->stale_bo, &f->nstale_bo, cl.handle);
+	}
+	f->bo[slot].handle = a.handle;
+	f->bo[slot].size = a.bo_size;
+	if (chance(p, 40))
+		fill_bo(p, f->fd, a.handle);
+}
+
+static void do_gem_close(struct proc *p, int fi)
+{
+	struct file *f = &p->f[fi];
+	uint64_t size;
+	struct drm_gem_close cl = { .handle = pick_bo(p, fi, &size) };
+	int i;
+
+	if (core_ioctl(p, C_GEM_CLOSE, f->fd, DRM_IOCTL_GEM_CLOSE, &cl))
+		return;
+	for (i = 0; i < NBO; i++)
+		if (f->bo[i].handle == cl.handle)
+			f->bo[i].handle = 0;
+	stale_push(f->stale_bo, &f->nstale_bo, cl.handle);
+}
+
+static void do_ctx_destroy(struct proc *p, int fi)
+{
+	struct file *f = &p->f[fi];
+	struct drm_metainfer_ctx_destroy d;
+	int i, ret;
+
+	memset(&d, 0, sizeof(d));
+	d.size = sizeof(d);
+	d.ctx_id = pick_ctx(p, fi);
+	if (rare(p, 30))
+		d.flags = 1;
+	if (rare(p, 20))
+		d.size = DRM_METAINFER_CTX_DESTROY_SIZE_VER0 - 4;
+	ret = core_ioctl(p, C_CTX_DESTROY, f->fd, DRM_IOCTL_METAINFER_CTX_DESTROY, &d);
+	if (ret)
+		return;
+	for (i = 0; i < NCTX; i++)
+		if (f->ctx[i] == d.ctx_id)
+			f->ctx[i] = 0;
+	stale_push(f->stale_ctx, &f->nstale_ctx, d.ctx_id);
+}
+
+static void do_prime(struct proc *p, int fi)
+{
+	struct file *f = &p->f[fi];
+	int slot = (int)below(p, NDMABUF);
+	uint64_t size;
+
+	if (chance(p, 50) || p->dmabuf[slot] < 0) {
+		struct drm_prime_handle e = { .handle = pick_bo(p, fi, &size),
+					      .flags = DRM_CLOEXEC | DRM_RDWR };
+
+		if (rare(p, 50))
+			e.flags |= 1u << (3 + below(p, 20));
+		if (core_ioctl(p, C_PRIME_EXPORT, f->fd,
+			       DRM_IOCTL_PRIME_HANDLE_TO_FD, &e))
+			return;
+		if (p->dmabuf[slot] >= 0)
+			close(p->dmabuf[slot]);
+		p->dmabuf[slot] = e.fd;
+	} else {
+		/* into either file: the same file gives the handle back */
+		int to = (int)below(p, 2), s = (int)below(p, NBO);
+		struct file *t = &p->f[to];
+		struct drm_prime_handle im = { .fd = p->dmabuf[slot] };
+		off_t len;
+
+		if (chance(p, 10))
+			im.fd = chance(p, 50) ? -1 : t->fd; /* not a dma-buf */
+		if (core_ioctl(p, C_PRIME_IMPORT, t->fd,
+			       DRM_IOCTL_PRIME_FD_TO_HANDLE, &im))
+			return;
+		len = lseek(im.fd, 0, SEEK_END);
+		for (int i = 0; i < NBO; i++)
+			if (t->bo[i].handle == im.handle)
+				return;
+		if (t->bo[s].handle) {
+			struct drm_gem_close cl = { .handle = t->bo[s].handle };
+
+			if (!core_ioctl(p, C_GEM_CLOSE, t->fd, DRM_IOCTL_GEM_CLOSE, &cl))
+				stale_push(t->stale_bo, &t->nstale_bo, cl.handle);
+		}
+		t->bo[s].handle = im.handle;
+		t->bo[s].size = len > 0 ? (uint64_t)len : 0;
+	}
+}
+
+static void sync_destroy_slot(struct proc *p, struct file *f, int s)
+{
+	struct drm_syncobj_destroy d = { .handle = f->sync[s].handle };
+
+	if (!core_ioctl(p, C_SYNCOBJ_DESTROY, f->fd, DRM_IOCTL_SYNCOBJ_DESTROY, &d))
+		stale_push(f->stale_sync, &f->nstale_sync, d.handle);
+	memset(&f->sync[s], 0, sizeof(f->sync[s]));
+}
+
+static void do_syncobj(struct proc *p, int fi)
+{
+	struct file *f = &p->f[fi];
+	int s = (int)below(p, NSYNC), ret;
+	uint32_t r = below(p, 100);
+
+	if (r < 45) { /* create, signalled or empty */
+		struct drm_syncobj_create c = { 0 };
+
+		if (chance(p, 50))
+			c.flags = DRM_SYNCOBJ_CREATE_SIGNALED;
+		if (rare(p, 60))
+			c.flags |= 1u << (1 + below(p, 31));
+		if (core_ioctl(p, C_SYNCOBJ_CREATE, f->fd, DRM_IOCTL_SYNCOBJ_CREATE, &c))
+			return;
+		if (f->sync[s].handle)
+			sync_destroy_slot(p, f, s);
+		f->sync[s].handle = c.handle;
+		f->sync[s].kind = c.flags ? S_SIGNALLED : S_EMPTY;
+	} else if (r < 60) { /* destroy: own, stale or the other file's */
+		struct drm_syncobj_destroy d = { 0 };
+
+		if (f->sync[s].handle && chance(p, 70)) {
+			sync_destroy_slot(p, f, s);
+			return;
+		}
+		d.handle = chance(p, 50) ? stale_pick(p, f->stale_sync, f->nstale_sync) :
+					   (uint32_t)rnd(p);
+		if (rare(p, 100))
+			d.pad = 1;
+		core_ioctl(p, C_SYNCOBJ_DESTROY, f->fd, DRM_IOCTL_SYNCOBJ_DESTROY, &d);
+	} else if (r < 85) { /* export to the other file */
+		struct drm_syncobj_handle e = { 0 }, im = { 0 };
+		struct file *t = other(p, fi);
+		int ts = (int)below(p, NSYNC);
+
+		s = pick_sync_slot(p, f);
+		e.handle = s >= 0 && chance(p, 90) ? f->sync[s].handle : (uint32_t)rnd(p);
+		if (rare(p, 50))
+			e.flags = 1u << (2 + below(p, 30));
+		if (core_ioctl(p, C_SYNCOBJ_EXPORT, f->fd,
+			       DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &e))
+			return;
+		im.fd = e.fd;
+		if (chance(p, 10))
+			im.fd = -1;
+		ret = core_ioctl(p, C_SYNCOBJ_IMPORT, t->fd,
+				 DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE, &im);
+		close(e.fd);
+		if (ret)
+			return;
+		if (t->sync[ts].handle)
+			sync_destroy_slot(p, t, ts);
+		if (s >= 0)
+			t->sync[ts] = f->sync[s];
+		t->sync[ts].handle = im.handle;
+	} else if (p->sw_tl >= 0) {
+		/* a sw_sync fence: signalled later, or never (until exit) */
+		struct sw_sync_create_fence_data d = { 0 };
+		struct drm_syncobj_handle im = { 0 };
+
+		if (chance(p, 30)) {
+			uint32_t inc = 1 + below(p, 2);
+
+			ioctl(p->sw_tl, SW_SYNC_IOC_INC, &inc);
+			return;
+		}
+		d.value = ++p->sw_next + (chance(p, 30) ? 1000000 : 0);
+		strcpy(d.name, "uapi-fuzz");
+		if (ioctl(p->sw_tl, SW_SYNC_IOC_CREATE_FENCE, &d))
+			return;
+		__atomic_fetch_add(&sh->sw_fences, 1, __ATOMIC_RELAXED);
+		if (!f->sync[s].handle || f->sync[s].point) {
+			close(d.fence);
+			return;
+		}
+		im.fd = d.fence;
+		im.handle = f->sync[s].handle;
+		im.flags = DRM_SYNCOBJ_FD_TO_HANDLE_FLAGS_IMPORT_SYNC_FILE;
+		if (!core_ioctl(p, C_SYNCOBJ_IMPORT, f->fd,
+				DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE, &im))
+			f->sync[s].kind = S_FENCED;
+		close(d.fence);
+	}
+}
+
+static void do_knob(struct proc *p)
+{
+	static const char *const knobs[] = { "fail_hang", "fail_dma" };
+
+	if (!mi_sim_knob(opt_sim_id, knobs[below(p, 2)], 1))
+		__atomic_fetch_add(&sh->knobs, 1, __ATOMIC_RELAXED);
+}
+
+/* One step: a call chosen by weight, on one of the two files. */
+static void step(struct proc *p)
+{
+	int fi = chance(p, 75) ? 0 : 1;
+	uint32_t r = below(p, 1000);
+
+	if (p->lost && !reopen(p, -1)) {
+		usleep(20000);
+		return;
+	}
+	if (r < 40)
+		do_mi_ioctl(p, prep_get_param, fi);
+	else if (r < 130)
+		do_bo_create(p, fi);
+	else if (r < 170)
+		do_mi_ioctl(p, prep_bo_info, fi);
+	else if (r < 200)
+		do_gem_close(p, fi);
+	else if (r < 260)
+		do_mi_ioctl(p, prep_ctx_create, fi);
+	else if (r < 280)
+		do_ctx_destroy(p, fi);
+	else if (r < 560)
+		do_mi_ioctl(p, prep_submit, fi);
+	else if (r < 660)
+		do_mi_ioctl(p, prep_wait, fi);
+	else if (r < 690)
+		do_mi_ioctl(p, prep_counters, fi);
+	else if (r < 780)
+		do_uring(p, fi);
+	else if (r < 840)
+		do_prime(p, fi);
+	else if (r < 990)
+		do_syncobj(p, fi);
+	else if (r < 996)
+		reopen(p, fi);
+	else
+		do_knob(p);
+}
+
+/* Drop CAP_SYS_NICE: HIGH priority contexts then fail with -EACCES. */
+static void drop_sys_nice(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return;
+	d[CAP_SYS_NICE / 32].effective &= ~(1u << (CAP_SYS_NICE % 32));
+	syscall(SYS_capset, &h, d);
+}
+
+static int child(int slot, unsigned int gen)
+{
+	struct proc p;
+	int i;
+
+	memset(&p, 0, sizeof(p));
+	p.slot = slot;
+	p.rng = opt_seed * 0x9e3779b97f4a7c15ull + (uint64_t)slot * 1000003 +
+		gen * 7919 + 1;
+	p.f[0].fd = p.f[1].fd = -1;
+	for (i = 0; i < NDMABUF; i++)
+		p.dmabuf[i] = -1;
+	/* sw_sync first: its fences signal when it closes, after the DRM fds */
+	p.sw_tl = open(SW_SYNC_PATH, O_RDWR | O_CLOEXEC);
+	if (slot == 1)
+		drop_sys_nice();
+	p.ring_ok = io_uring_queue_init(32, &p.ring, 0) == 0;
+	if (!reopen(&p, -1))
+		p.lost = true;
+	for (p.step = sh->done[slot]; p.step < opt_iters; p.step++) {
+		if (sh->deadline_ns && mi_now_ns() > sh->deadline_ns)
+			break;
+		step(&p);
+		sh->done[slot] = p.step + 1;
+		__atomic_fetch_add(&sh->steps, 1, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- parent */
+
+static pid_t pids[MAX_PROCS];
+static unsigned int gens[MAX_PROCS];
+
+static pid_t spawn(int slot)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(child(slot, gens[slot]));
+	return pid;
+}
+
+static int sim_create(const char *pers)
+{
+	int ret = mi_sim_new(opt_sim_id, pers, NULL);
+
+	if (ret)
+		fprintf(stderr, "uapi-fuzz: cannot create sim device %u (%s): %s\n",
+			opt_sim_id, pers, strerror(-ret));
+	return ret;
+}
+
+static void usage(void)
+{
+	printf("Usage: uapi-fuzz [options]\n"
+	       "  -s, --seed N         PRNG seed (default 1)\n"
+	       "  -p, --procs N        processes (default 4, at most %d)\n"
+	       "  -n, --iters M        steps per process (default 500)\n"
+	       "  -t, --time SEC       stop after SEC seconds (default: no limit)\n"
+	       "  -i, --sim-id ID      metainfer_sim device id to create (default 40)\n"
+	       "  -P, --personality P  its personality (default ethos-u55-high)\n"
+	       "  -k, --kills N        processes killed and respawned mid-run (default: procs)\n"
+	       "      --no-del         do not remove and re-create the device mid-run\n"
+	       "      --trace          print every call\n"
+	       "Run as root in the test VM (tools/vm/vmrun) with metainfer_sim loaded.\n",
+	       MAX_PROCS);
+}
+
+static void print_report(double secs, int kills, int dels)
+{
+	int k, e;
+
+	printf("uapi-fuzz: seed %llu, %d processes x %llu steps (%llu run), "
+	       "%d kills, %d del_device, %.1f s\n",
+	       (unsigned long long)opt_seed, opt_procs,
+	       (unsigned long long)opt_iters, (unsigned long long)sh->steps,
+	       kills, dels, secs);
+	printf("uapi-fuzz: %llu jobs queued, %llu reopens, %llu fault knobs, "
+	       "%llu sw_sync fences\n",
+	       (unsigned long long)sh->jobs_run, (unsigned long long)sh->reopens,
+	       (unsigned long long)sh->knobs, (unsigned long long)sh->sw_fences);
+	printf("%-16s %9s %9s  %s\n", "call", "accepted", "rejected",
+	       "rejections by errno");
+	for (k = 0; k < C_COUNT; k++) {
+		char errs[512] = "";
+		size_t len = 0;
+
+		for (e = 1; e < MAX_ERRNO; e++) {
+			const char *name;
+
+			if (!sh->err[k][e])
+				continue;
+			name = strerrorname_np(e);
+			len += snprintf(errs + len, sizeof(errs) - len, "%s%s %llu",
+					len ? ", " : "", name ? name : "?",
+					(unsigned long long)sh->err[k][e]);
+			if (len >= sizeof(errs))
+				break;
+		}
+		printf("%-16s %9llu %9llu  %s\n", call_name[k],
+		       (unsigned long long)sh->acc[k],
+		       (unsigned long long)sh->rej[k], errs);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "seed", required_argument, 0, 's' },
+		{ "procs", required_argument, 0, 'p' },
+		{ "iters", required_argument, 0, 'n' },
+		{ "time", required_argument, 0, 't' },
+		{ "sim-id", required_argument, 0, 'i' },
+		{ "personality", required_argument, 0, 'P' },
+		{ "kills", required_argument, 0, 'k' },
+		{ "no-del", no_argument, 0, 'D' },
+		{ "trace", no_argument, 0, 'T' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 }
+	};
+	uint64_t prng, total, next_kill = 0, del_at;
+	int c, i, kills = 0, dels = 0, alive, failed = 0, kills_left;
+	int64_t t0, hard_deadline;
+	const char *pers2;
+
+	while ((c = getopt_long(argc, argv, "s:p:n:t:i:P:k:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': opt_seed = strtoull(optarg, NULL, 0); break;
+		case 'p': opt_procs = atoi(optarg); break;
+		case 'n': opt_iters = strtoull(optarg, NULL, 0); break;
+		case 't': opt_time = atoi(optarg); break;
+		case 'i': opt_sim_id = (unsigned int)atoi(optarg); break;
+		case 'P': opt_pers = optarg; break;
+		case 'k': opt_kills = atoi(optarg); break;
+		case 'D': opt_del = 0; break;
+		case 'T': opt_trace = 1; break;
+		case 'h': usage(); return 0;
+		default: usage(); return 2;
+		}
+	}
+	if (opt_procs < 1 || opt_procs > MAX_PROCS || !opt_iters || opt_time < 0) {
+		fprintf(stderr, "uapi-fuzz: --procs must be 1..%d, --iters >= 1, --time >= 0\n",
+			MAX_PROCS);
+		return 2;
+	}
+	if (opt_kills < 0)
+		opt_kills = opt_procs;
+	if (!mi_sim_present()) {
+		fprintf(stderr, "uapi-fuzz: %s missing: load metainfer_sim (run in tools/vm/vmrun)\n",
+			MI_SIM_BUS);
+		return 1;
+	}
+	if (mi_sim_minor(opt_sim_id) >= 0) {
+		fprintf(stderr, "uapi-fuzz: sim device %u exists already; pick another --sim-id\n",
+			opt_sim_id);
+		return 1;
+	}
+	if (sim_create(opt_pers))
+		return 1;
+	pers2 = strcmp(opt_pers, "dsp-nchw") ? "dsp-nchw" : "ethos-u55-high";
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED) {
+		perror("uapi-fuzz: mmap");
+		return 1;
+	}
+	memset(sh, 0, sizeof(*sh));
+	t0 = mi_now_ns();
+	if (opt_time)
+		sh->deadline_ns = t0 + (int64_t)opt_time * 1000000000LL;
+	/* generous: a stuck process is a finding, not a slow one */
+	hard_deadline = t0 + (int64_t)(opt_time ? opt_time + 120 : 1800) * 1000000000LL;
+
+	/* The parent's plan (kill points, removal point) comes from the seed. */
+	prng = opt_seed ^ 0x5bd1e995u;
+	total = opt_iters * (uint64_t)opt_procs;
+	del_at = opt_del ? total / 3 + mi_rand(&prng) % (total / 3 + 1) : ~0ull;
+	kills_left = opt_kills;
+	if (kills_left)
+		next_kill = mi_rand(&prng) % (total / (kills_left + 1) + 1) + 1;
+
+	for (i = 0; i < opt_procs; i++)
+		pids[i] = spawn(i);
+	signal(SIGPIPE, SIG_IGN);
+
+	for (;;) {
+		int st;
+		pid_t pid;
+		uint64_t steps = __atomic_load_n(&sh->steps, __ATOMIC_RELAXED);
+
+		while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+			for (i = 0; i < opt_procs; i++)
+				if (pids[i] == pid)
+					break;
+			if (i == opt_procs)
+				continue;
+			if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && gens[i] & 0x80000000u) {
+				/* ours: respawn where it was */
+				gens[i] = (gens[i] & 0x7fffffffu) + 1;
+				pids[i] = spawn(i);
+				continue;
+			}
+			if (WIFSIGNALED(st)) {
+				fprintf(stderr, "uapi-fuzz: process %d died of signal %d (%s) at step %llu\n",
+					i, WTERMSIG(st), strsignal(WTERMSIG(st)),
+					(unsigned long long)sh->done[i]);
+				failed = 1;
+			} else if (WEXITSTATUS(st)) {
+				fprintf(stderr, "uapi-fuzz: process %d exited with %d\n", i,
+					WEXITSTATUS(st));
+				failed = 1;
+			}
+			pids[i] = 0;
+		}
+		alive = 0;
+		for (i = 0; i < opt_procs; i++)
+			alive += pids[i] > 0;
+		if (!alive)
+			break;
+
+		if (kills_left && steps >= next_kill) {
+			int v = (int)(mi_rand(&prng) % (uint64_t)opt_procs);
+
+			if (pids[v] > 0 && sh->done[v] < opt_iters &&
+			    !(gens[v] & 0x80000000u)) {
+				gens[v] |= 0x80000000u;
+				kill(pids[v], SIGKILL);
+				kills++;
+			}
+			kills_left--;
+			next_kill = steps + mi_rand(&prng) % (total / (opt_kills + 1) + 1) + 1;
+		}
+		if (steps >= del_at) {
+			/* remove the device under the processes, then bring it back */
+			int ret = mi_sim_del(opt_sim_id);
+
+			if (ret) {
+				fprintf(stderr, "uapi-fuzz: del_device %u: %s\n",
+					opt_sim_id, strerror(-ret));
+				failed = 1;
+			} else {
+				dels++;
+				usleep(50000 + (useconds_t)(mi_rand(&prng) % 150000));
+				if (sim_create(pers2))
+					failed = 1;
+			}
+			del_at = ~0ull;
+		}
+		if (mi_now_ns() > hard_deadline) {
+			fprintf(stderr, "uapi-fuzz: processes still running %d s after the deadline:\n",
+				opt_time ? 120 : 1800);
+			for (i = 0; i < opt_procs; i++) {
+				char path[64], buf[4096];
+				int n;
+
+				if (pids[i] <= 0)
+					continue;
+				snprintf(path, sizeof(path), "/proc/%d/stack", pids[i]);
+				n = mi_read_file(path, buf, sizeof(buf));
+				fprintf(stderr, "uapi-fuzz: process %d (pid %d) at step %llu, kernel stack:\n%s\n",
+					i, pids[i], (unsigned long long)sh->done[i],
+					n > 0 ? buf : "(unreadable)");
+				kill(pids[i], SIGKILL);
+			}
+			failed = 1;
+			hard_deadline = INT64_MAX;
+		}
+		usleep(5000);
+	}
+
+	print_report((mi_now_ns() - t0) / 1e9, kills, dels);
+	for (c = 0; c < C_COUNT; c++) {
+		if (!sh->acc[c]) {
+			fprintf(stderr, "uapi-fuzz: FAIL: %s was never accepted\n", call_name[c]);
+			failed = 1;
+		}
+		if (!sh->rej[c]) {
+			fprintf(stderr, "uapi-fuzz: FAIL: %s was never rejected\n", call_name[c]);
+			failed = 1;
+		}
+	}
+	c = mi_sim_del(opt_sim_id);
+	if (c) {
+		fprintf(stderr, "uapi-fuzz: removing sim device %u at the end: %s\n",
+			opt_sim_id, strerror(-c));
+		failed = 1;
+	}
+	printf("uapi-fuzz: %s\n", failed ? "FAIL" : "ok");
+	return failed;
+}

@@ -25,6 +25,7 @@
 #include <getopt.h>
 #include <liburing.h>
 #include <linux/capability.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +86,7 @@ struct shared {
 	uint64_t err[C_COUNT][MAX_ERRNO];
 	uint64_t steps;		  /* all processes together */
 	uint64_t done[MAX_PROCS]; /* steps finished per process slot */
-	uint64_t jobs_run, reopens, knobs, sw_fences;
+	uint64_t jobs_run, reopens, knobs, sw_fences, map_touches, map_faults;
 	int64_t deadline_ns;	  /* 0: none */
 };
 
@@ -151,6 +152,8 @@ struct proc {
 	int sw_tl; /* sw_sync timeline, -1 if none */
 	uint32_t sw_next;
 	int dmabuf[NDMABUF];
+	uint8_t *map; /* a mapping kept across closes and device removal */
+	uint64_t map_size;
 	uint64_t op_mask, dtype_mask, layout_mask, nqueues;
 };
 
@@ -935,18 +938,20 @@ static void gen_op(struct proc *p, struct mi_stream *s, const struct bolist *bl)
 			uint32_t *words = (uint32_t *)&o;
 			size_t nparam = (size - sizeof(o.hdr)) / 4;
 
-			switch (below(p, 6)) {
+			switch (below(p, 8)) {
 			case 0:
 			case 1:
 			case 2:
+			case 3:
+			case 4:
 				if (t)
 					mutate_tensor(p, t, bl);
 				break;
-			case 3: /* a parameter word (before the tensors, mostly) */
+			case 5: /* a parameter word (before the tensors, mostly) */
 				words[4 + below(p, nparam < 16 ? nparam : 16)] =
 					interesting32(p);
 				break;
-			case 4:
+			case 6:
 				o.hdr.flags ^= 1u << below(p, 4);
 				break;
 			default:
@@ -1362,7 +1367,45 @@ static void fill_bo(struct proc *p, int fd, uint32_t handle)
 
 		memcpy(m + i, &v, 8);
 	}
+	if (!p->map && chance(p, 20)) {
+		p->map = m;
+		p->map_size = size;
+		return;
+	}
 	munmap(m, size);
+}
+
+static sigjmp_buf bus_jmp;
+static volatile sig_atomic_t in_touch;
+
+static void on_sigbus(int sig)
+{
+	if (in_touch)
+		siglongjmp(bus_jmp, 1);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/*
+ * Write to the kept mapping (its buffer's handle may be closed, its file
+ * closed, its device removed); SIGBUS is an answer, not a crash.
+ */
+static void do_touch(struct proc *p)
+{
+	if (!p->map)
+		return;
+	in_touch = 1;
+	if (!sigsetjmp(bus_jmp, 1)) {
+		p->map[below(p, (uint32_t)p->map_size)] ^= 0x5a;
+		__atomic_fetch_add(&sh->map_touches, 1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_fetch_add(&sh->map_faults, 1, __ATOMIC_RELAXED);
+	}
+	in_touch = 0;
+	if (chance(p, 10)) {
+		munmap(p->map, p->map_size);
+		p->map = NULL;
+	}
 }
 
 static void do_bo_create(struct proc *p, int fi)
@@ -1622,9 +1665,11 @@ static void step(struct proc *p)
 		do_uring(p, fi);
 	else if (r < 840)
 		do_prime(p, fi);
-	else if (r < 990)
+	else if (r < 986)
 		do_syncobj(p, fi);
-	else if (r < 996)
+	else if (r < 992)
+		do_touch(p);
+	else if (r < 997)
 		reopen(p, fi);
 	else
 		do_knob(p);
@@ -1656,6 +1701,7 @@ static int child(int slot, unsigned int gen)
 		p.dmabuf[i] = -1;
 	/* sw_sync first: its fences signal when it closes, after the DRM fds */
 	p.sw_tl = open(SW_SYNC_PATH, O_RDWR | O_CLOEXEC);
+	signal(SIGBUS, on_sigbus);
 	if (slot == 1)
 		drop_sys_nice();
 	p.ring_ok = io_uring_queue_init(32, &p.ring, 0) == 0;
@@ -1721,9 +1767,11 @@ static void print_report(double secs, int kills, int dels)
 	       (unsigned long long)opt_iters, (unsigned long long)sh->steps,
 	       kills, dels, secs);
 	printf("uapi-fuzz: %llu jobs queued, %llu reopens, %llu fault knobs, "
-	       "%llu sw_sync fences\n",
+	       "%llu sw_sync fences, %llu/%llu kept-mapping writes faulted\n",
 	       (unsigned long long)sh->jobs_run, (unsigned long long)sh->reopens,
-	       (unsigned long long)sh->knobs, (unsigned long long)sh->sw_fences);
+	       (unsigned long long)sh->knobs, (unsigned long long)sh->sw_fences,
+	       (unsigned long long)sh->map_faults,
+	       (unsigned long long)(sh->map_touches + sh->map_faults));
 	printf("%-16s %9s %9s  %s\n", "call", "accepted", "rejected",
 	       "rejections by errno");
 	for (k = 0; k < C_COUNT; k++) {

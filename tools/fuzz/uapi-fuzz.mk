@@ -8,7 +8,7 @@
 
 UFUZZ := $(O)/tools/uapi-fuzz
 UFUZZ_SEED ?= 1
-UFUZZ_FLAGS ?= --seed $(UFUZZ_SEED) --procs 4 --iters 400 --time 75
+UFUZZ_FLAGS ?= --seed $(UFUZZ_SEED) --procs 4 --iters 2500 --time 90
 
 $(UFUZZ): tools/fuzz/uapi-fuzz.c $(ST_LIB_OBJS) $(ST_HDRS)
 	@mkdir -p $(@D)

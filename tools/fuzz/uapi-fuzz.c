@@ -48,6 +48,10 @@ struct sw_sync_create_fence_data {
 #define SW_SYNC_IOC_CREATE_FENCE _IOWR('W', 0, struct sw_sync_create_fence_data)
 #define SW_SYNC_IOC_INC _IOW('W', 1, __u32)
 #define SW_SYNC_PATH "/sys/kernel/debug/sync/sw_sync"
+/* a fence this far ahead signals only when the parent releases them all */
+#define SW_NEVER 1000000u
+
+static int sw_timeline = -1; /* the parent's, shared by the processes */
 
 enum call_kind {
 	C_GET_PARAM,
@@ -87,6 +91,8 @@ struct shared {
 	uint64_t steps;		  /* all processes together */
 	uint64_t done[MAX_PROCS]; /* steps finished per process slot */
 	uint64_t jobs_run, reopens, knobs, sw_fences, map_touches, map_faults;
+	uint64_t sw_value;	  /* the shared sw_sync timeline's value */
+	uint64_t releases;	  /* times the parent signalled every fence */
 	int64_t deadline_ns;	  /* 0: none */
 };
 
@@ -150,7 +156,6 @@ struct proc {
 	struct io_uring ring;
 	bool ring_ok;
 	int sw_tl; /* sw_sync timeline, -1 if none */
-	uint32_t sw_next;
 	int dmabuf[NDMABUF];
 	uint8_t *map; /* a mapping kept across closes and device removal */
 	uint64_t map_size;
@@ -1606,7 +1611,9 @@ static void do_syncobj(struct proc *p, int fi)
 			ioctl(p->sw_tl, SW_SYNC_IOC_INC, &inc);
 			return;
 		}
-		d.value = ++p->sw_next + (chance(p, 30) ? 1000000 : 0);
+		/* the parent moves the timeline on by 1 a second */
+		d.value = __atomic_load_n(&sh->sw_value, __ATOMIC_RELAXED) + 1 +
+			  (chance(p, 30) ? SW_NEVER : below(p, 3));
 		strcpy(d.name, "uapi-fuzz");
 		if (ioctl(p->sw_tl, SW_SYNC_IOC_CREATE_FENCE, &d))
 			return;
@@ -1699,8 +1706,7 @@ static int child(int slot, unsigned int gen)
 	p.f[0].fd = p.f[1].fd = -1;
 	for (i = 0; i < NDMABUF; i++)
 		p.dmabuf[i] = -1;
-	/* sw_sync first: its fences signal when it closes, after the DRM fds */
-	p.sw_tl = open(SW_SYNC_PATH, O_RDWR | O_CLOEXEC);
+	p.sw_tl = sw_timeline;
 	signal(SIGBUS, on_sigbus);
 	if (slot == 1)
 		drop_sys_nice();
@@ -1767,9 +1773,11 @@ static void print_report(double secs, int kills, int dels)
 	       (unsigned long long)opt_iters, (unsigned long long)sh->steps,
 	       kills, dels, secs);
 	printf("uapi-fuzz: %llu jobs queued, %llu reopens, %llu fault knobs, "
-	       "%llu sw_sync fences, %llu/%llu kept-mapping writes faulted\n",
+	       "%llu sw_sync fences (all signalled %llu times), "
+	       "%llu/%llu kept-mapping writes faulted\n",
 	       (unsigned long long)sh->jobs_run, (unsigned long long)sh->reopens,
 	       (unsigned long long)sh->knobs, (unsigned long long)sh->sw_fences,
+	       (unsigned long long)sh->releases,
 	       (unsigned long long)sh->map_faults,
 	       (unsigned long long)(sh->map_touches + sh->map_faults));
 	printf("%-16s %9s %9s  %s\n", "call", "accepted", "rejected",
@@ -1813,7 +1821,9 @@ int main(int argc, char **argv)
 	};
 	uint64_t prng, total, next_kill = 0, del_at;
 	int c, i, kills = 0, dels = 0, alive, failed = 0, kills_left;
-	int64_t t0, hard_deadline;
+	int64_t t0, hard_deadline, last_report, last_tick, last_progress;
+	uint64_t last_steps = 0;
+	bool released_end = false;
 	const char *pers2;
 
 	while ((c = getopt_long(argc, argv, "s:p:n:t:i:P:k:h", lo, NULL)) != -1) {
@@ -1859,7 +1869,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memset(sh, 0, sizeof(*sh));
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/*
+	 * One sw_sync timeline for all (debug kernels; Debian's has none).
+	 * A job waiting on a fence that never signals makes a close of its
+	 * file, and CTX_DESTROY, wait for it (6.1's drm_sched waits for a
+	 * killed job's dependencies), so the parent, not the process, owns the
+	 * timeline and signals everything when the processes stop making
+	 * progress and at the end.
+	 */
+	sw_timeline = open(SW_SYNC_PATH, O_RDWR | O_CLOEXEC);
 	t0 = mi_now_ns();
+	last_report = last_tick = last_progress = t0;
 	if (opt_time)
 		sh->deadline_ns = t0 + (int64_t)opt_time * 1000000000LL;
 	/* generous: a stuck process is a finding, not a slow one */
@@ -1939,6 +1960,45 @@ int main(int argc, char **argv)
 					failed = 1;
 			}
 			del_at = ~0ull;
+		}
+		if (sw_timeline >= 0) {
+			int64_t now = mi_now_ns();
+			bool end = true;
+			uint32_t inc = 0;
+
+			for (i = 0; i < opt_procs; i++)
+				if (pids[i] > 0 && sh->done[i] < opt_iters)
+					end = false;
+			if (sh->deadline_ns && now > sh->deadline_ns)
+				end = true;
+			if (steps != last_steps) {
+				last_steps = steps;
+				last_progress = now;
+			}
+			if (now - last_tick > 1000000000LL) {
+				inc = 1;
+				last_tick = now;
+			}
+			if ((end && !released_end) ||
+			    now - last_progress > 15000000000LL) {
+				if (!end)
+					fprintf(stderr, "uapi-fuzz: no step for 15 s: signalling every sw_sync fence\n");
+				released_end = end;
+				inc = 2 * SW_NEVER;
+				last_progress = now;
+				sh->releases++;
+			}
+			if (inc && !ioctl(sw_timeline, SW_SYNC_IOC_INC, &inc))
+				__atomic_fetch_add(&sh->sw_value, inc, __ATOMIC_RELAXED);
+		}
+		if (mi_now_ns() - last_report > 30000000000LL) {
+			/* a line now and then: a slow run is told from a stuck one */
+			last_report = mi_now_ns();
+			fprintf(stderr, "uapi-fuzz: %llu steps after %.0f s:",
+				(unsigned long long)steps, (last_report - t0) / 1e9);
+			for (i = 0; i < opt_procs; i++)
+				fprintf(stderr, " %llu", (unsigned long long)sh->done[i]);
+			fprintf(stderr, "\n");
 		}
 		if (mi_now_ns() > hard_deadline) {
 			fprintf(stderr, "uapi-fuzz: processes still running %d s after the deadline:\n",

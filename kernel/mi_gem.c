@@ -7,6 +7,8 @@
  * (debugfs "bo_count") so leaks are visible.
  */
 
+#include <linux/dma-buf.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_prime.h>
@@ -17,6 +19,9 @@
 #include "mi_trace.h"
 
 unsigned long mi_max_bo_size = 1UL << 30;
+
+/* dma_buf_vmap() of imported buffers */
+MODULE_IMPORT_NS(DMA_BUF);
 
 static void mi_bo_count(struct mi_bo *bo)
 {
@@ -29,13 +34,39 @@ static void mi_bo_count(struct mi_bo *bo)
 	trace_bo_create(mdev->minor, bo->id, bo->base.base.size);
 }
 
+/*
+ * An imported buffer is mapped through its dma-buf directly, not through
+ * drm_gem_shmem_vmap(): that takes the importer's shmem vmap_lock and then,
+ * when the exporter is another shmem device (another metainfer device),
+ * the exporter's vmap_lock of the same lock class under it, which lockdep
+ * reports as recursive locking.  bo->map_lock serializes the mapping.
+ */
+static int mi_bo_map_pages(struct mi_bo *bo)
+{
+	struct drm_gem_object *obj = &bo->base.base;
+
+	if (obj->import_attach)
+		return dma_buf_vmap(obj->import_attach->dmabuf, &bo->map);
+	return drm_gem_shmem_vmap(&bo->base, &bo->map);
+}
+
+static void mi_bo_unmap_pages(struct mi_bo *bo)
+{
+	struct drm_gem_object *obj = &bo->base.base;
+
+	if (obj->import_attach)
+		dma_buf_vunmap(obj->import_attach->dmabuf, &bo->map);
+	else
+		drm_gem_shmem_vunmap(&bo->base, &bo->map);
+}
+
 static void mi_gem_free(struct drm_gem_object *obj)
 {
 	struct mi_bo *bo = container_of(obj, struct mi_bo, base.base);
 	struct mi_device *mdev = bo->mdev;
 
 	if (bo->mapped)
-		drm_gem_shmem_vunmap(&bo->base, &bo->map);
+		mi_bo_unmap_pages(bo);
 	mutex_destroy(&bo->map_lock);
 	if (bo->counted) {
 		trace_bo_destroy(mdev->minor, bo->id, obj->size);
@@ -116,9 +147,9 @@ int mi_bo_vmap(struct drm_gem_object *obj, void **vaddr)
 
 	mutex_lock(&bo->map_lock);
 	if (!bo->mapped) {
-		ret = drm_gem_shmem_vmap(&bo->base, &bo->map);
+		ret = mi_bo_map_pages(bo);
 		if (!ret && bo->map.is_iomem) {
-			drm_gem_shmem_vunmap(&bo->base, &bo->map);
+			mi_bo_unmap_pages(bo);
 			ret = -EINVAL;
 		}
 		bo->mapped = !ret;

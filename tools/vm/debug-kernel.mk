@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# The debug kernel stage: tools/vm/build-debug-kernel builds a small 6.1
+# kernel with KASAN, lockdep, UBSAN, kmemleak, hung-task detection and
+# fault injection from Debian's linux-source (cached under
+# $(KDEBUG_DIR), rebuilt only when the source package, the config fragment
+# or the compiler changes); the project's modules are built against it out
+# of tree (a copy of the sources in $(KDEBUG_EXT), so the in-tree build for
+# the installed kernel stays as it is).  check-kernel-debug boots it and
+# runs tools/vm/debug-checks: the selftests (fault tests included), the
+# uapi fuzzer, then a kmemleak scan; vmrun fails the run on any KASAN,
+# lockdep, UBSAN, hung-task or WARN/BUG report.
+
+KDEBUG_DIR := $(O)/kdebug
+KDEBUG := $(KDEBUG_DIR)/current
+KDEBUG_EXT := $(KDEBUG_DIR)/ext
+KDEBUG_MEM ?= 2048
+# KASAN and lockdep slow the guest down a few times over
+KDEBUG_JOB_TIMEOUT_MS ?= 5000
+UFUZZ_DEBUG_FLAGS ?= --seed $(UFUZZ_SEED) --procs 4 --iters 400 --time 150
+
+.PHONY: kernel-debug modules-debug check-kernel-debug
+kernel-debug: | $(O)
+	@tools/vm/build-debug-kernel -j$$(nproc) $(KDEBUG_DIR) >/dev/null
+
+modules-debug: kernel-debug
+	@rm -rf $(KDEBUG_EXT) && mkdir -p $(KDEBUG_EXT)
+	@find Kbuild kernel uapi \( -name '*.[ch]' -o -name Kbuild \) \
+		-not -path '*/tests/*' | tar -cf - -T - | tar -xf - -C $(KDEBUG_EXT)
+	@set -o pipefail; \
+	$(MAKE) --no-print-directory -C $(KDEBUG) M=$(abspath $(KDEBUG_EXT)) W=1 \
+		modules 2>&1 | tee $(KDEBUG_DIR)/modules.log; \
+	if grep -qi "warning" $(KDEBUG_DIR)/modules.log; then \
+		echo "modules-debug: compiler warnings (W=1), see $(KDEBUG_DIR)/modules.log" >&2; exit 1; fi
+
+check-kernel-debug: modules-debug selftests $(UFUZZ)
+	tools/vm/vmrun -t 1500 -m $(KDEBUG_MEM) --hung-task 120 \
+		--image $(KDEBUG)/arch/x86/boot/bzImage --moddir $$(echo $(KDEBUG)/modinst/lib/modules/*) \
+		-M '$(KDEBUG_EXT)/kernel/metainfer.ko:job_timeout_ms=$(KDEBUG_JOB_TIMEOUT_MS)' \
+		-M $(KDEBUG_EXT)/kernel/sim/metainfer_sim.ko \
+		-e MI_KO_DIR=$(abspath $(KDEBUG_EXT))/kernel \
+		-- tools/vm/debug-checks $(ST_O) $(UFUZZ) $(UFUZZ_DEBUG_FLAGS)
+
+# Not in CHECKS yet: in three runs here it found a real leak once
+# (kmemleak: a SUBMIT's hardware fence and its scheduler fence, one
+# reference to the finished fence never dropped) and its bpftool
+# tracepoint step failed twice; and on a fresh machine the kernel build
+# alone takes ~12 minutes.  Run it by hand until both are fixed.

@@ -10,8 +10,10 @@
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 LIB_SRCS := $(wildcard lib/*.c lib/ops/*.c lib/cpu/*.c)
 LIB_OBJS := $(patsubst %.c,$(O)/%.o,$(LIB_SRCS)) $(O)/gen/onnx.pb-c.o
-LIB_CFLAGS := $(CFLAGS_COMMON) -pthread
-LIB_LDLIBS := -lprotobuf-c -lm -pthread
+LIB_CFLAGS := $(CFLAGS_COMMON) -pthread \
+	$(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm)
+# libdrm and liburing: lib/device (accelerators through their render nodes)
+LIB_LDLIBS := -lprotobuf-c -lm -pthread -ldrm -luring
 LIB_A := $(O)/libmetainfer.a
 LIB_SO := $(O)/libmetainfer.so
 
@@ -26,7 +28,7 @@ $(O)/gen/onnx.pb-c.o: $(O)/gen/onnx.pb-c.c $(O)/gen/onnx.pb-c.h
 
 $(O)/lib/onnx_load.o: $(O)/gen/onnx.pb-c.h
 
-$(O)/lib/%.o: lib/%.c $(wildcard lib/*.h lib/ops/*.h lib/cpu/*.h lib/include/metainfer/*.h)
+$(O)/lib/%.o: lib/%.c $(wildcard lib/*.h lib/ops/*.h lib/cpu/*.h lib/device/*.h lib/include/metainfer/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 

@@ -12,12 +12,14 @@ KVER_MM := $(shell echo '$(KVER)' | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')
 ST_TARBALL ?= $(firstword $(wildcard /usr/src/linux-source-$(KVER_MM).tar.xz) \
 	$(wildcard /usr/src/linux-source-*.tar.xz))
 ST_HARNESS := $(ST_O)/include/kselftest_harness.h
-ST_CFLAGS := $(CFLAGS_COMMON) -I$(ST_O)/include -Iselftests \
+ST_CFLAGS := $(CFLAGS_COMMON) -I$(ST_O)/include -Iselftests -Ilib/device \
 	$(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm) \
 	-Wno-missing-field-initializers -pthread
-ST_LIB_SRCS := selftests/mi_test_lib.c selftests/mi_ref.c
-ST_LIB_OBJS := $(patsubst selftests/%.c,$(ST_O)/%.o,$(ST_LIB_SRCS))
-ST_HDRS := $(wildcard selftests/*.h) uapi/drm/metainfer_accel.h
+# The userspace reference of the command stream lives in lib/device (the
+# library checks accelerator results with the same one).
+ST_LIB_SRCS := selftests/mi_test_lib.c lib/device/mi_ref.c
+ST_LIB_OBJS := $(ST_O)/mi_test_lib.o $(ST_O)/mi_ref.o
+ST_HDRS := $(wildcard selftests/*.h) lib/device/mi_ref.h uapi/drm/metainfer_accel.h
 ST_TESTS := $(patsubst selftests/%.c,$(ST_O)/%,$(wildcard selftests/*_test.c))
 ST_BENCH := $(ST_O)/mi_bench
 ACCEL_DEMO := $(O)/tools/accel-demo
@@ -42,6 +44,10 @@ $(ST_HARNESS):
 	@rmdir $(ST_O)/include.tmp
 
 $(ST_O)/%.o: selftests/%.c $(ST_HDRS) | $(ST_HARNESS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ST_CFLAGS) -c $< -o $@
+
+$(ST_O)/mi_ref.o: lib/device/mi_ref.c $(ST_HDRS) | $(ST_HARNESS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ST_CFLAGS) -c $< -o $@
 

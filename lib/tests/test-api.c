@@ -137,7 +137,7 @@ static void test_errors(void)
 	CHECK(r == -EINVAL && !m, "unknown flag: %d", r);
 	CHECK(strstr(mi_last_error(), "flags"), "message: %s", mi_last_error());
 	o.flags = 0;
-	o.reserved[2] = 1;
+	o.reserved[1] = 1;
 	r = mi_model_load(p, &o, &m);
 	CHECK(r == -EINVAL, "reserved: %d", r);
 	path_of(p, sizeof(p), "no-such-model.onnx");

@@ -609,6 +609,13 @@ struct drm_metainfer_uring_cmd {
 #define DRM_METAINFER_OP_AVGPOOL 8
 #define DRM_METAINFER_OP_REQUANTIZE 9
 #define DRM_METAINFER_OP_COPY 10
+/*
+ * DRM_METAINFER_OP_LUT (11): struct drm_metainfer_op_lut.  Defined here so
+ * that userspace and the reference can be written against it; a kernel
+ * accepts it once DRM_METAINFER_OP_COUNT covers it and a backend
+ * advertises bit 11 in PARAM_OP_MASK.
+ */
+#define DRM_METAINFER_OP_LUT 11
 #define DRM_METAINFER_OP_COUNT 11
 
 /* Op header flags */
@@ -913,6 +920,28 @@ struct drm_metainfer_op_copy {
 	/** @input: source */
 	struct drm_metainfer_tensor input;
 	/** @output: destination */
+	struct drm_metainfer_tensor output;
+};
+
+/**
+ * struct drm_metainfer_op_lut - element-wise table lookup
+ *
+ * A 256-entry table maps every 8-bit input value to an output value: the
+ * quantized form of a non-linear activation (Sigmoid, HardSwish, SiLU,
+ * Tanh, GELU, ...), as the table-lookup units of real NPUs do.  @input is
+ * int8 or uint8; @table is PLAIN, ndim 1, shape [256], of @output's dtype
+ * (int8 or uint8); @input and @output have the same layout and logical
+ * shape.  out = table[x - dtype_min(@input.dtype)] (index 0 is the
+ * smallest input value: -128 for int8, 0 for uint8).
+ */
+struct drm_metainfer_op_lut {
+	/** @hdr: op %DRM_METAINFER_OP_LUT, flags 0 */
+	struct drm_metainfer_op_header hdr;
+	/** @table: the 256 output values */
+	struct drm_metainfer_tensor table;
+	/** @input: source */
+	struct drm_metainfer_tensor input;
+	/** @output: result */
 	struct drm_metainfer_tensor output;
 };
 

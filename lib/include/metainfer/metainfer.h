@@ -69,7 +69,9 @@ struct mi_model;
 #define MI_MODEL_PROFILE_CPU	(1u << 7) /* MI_MODEL_PROFILE on the process CPU clock */
 #define MI_MODEL_NO_MERGE	(1u << 8) /* no node merges (1x1 + depthwise, SE
 					   * fold): one profile entry per node */
-#define MI_MODEL_FLAGS_MASK	0x1ffu
+#define MI_MODEL_NO_URING	(1u << 9) /* accelerator jobs through ioctls, not
+					   * io_uring (Since METAINFER_0.4) */
+#define MI_MODEL_FLAGS_MASK	0x3ffu
 
 /* mi_model_opts.isa: the widest instruction set the CPU kernels may use. */
 enum mi_isa_cap {
@@ -85,7 +87,11 @@ struct mi_model_opts {
 	uint64_t max_tensor_bytes; /* 0 = default limit (4 GiB) */
 	int32_t isa;		/* enum mi_isa_cap; above the CPU's -> -EOPNOTSUPP */
 	int32_t reserved32;	/* must be zero */
-	uint64_t reserved[3];	/* must be zero */
+	/* Devices the model may run on (Since METAINFER_0.4): names as
+	 * mi_device_info() gives them, comma-separated, or "all"; NULL or
+	 * "cpu" = the CPU only.  The CPU is always one of them. */
+	const char *devices;
+	uint64_t reserved[2];	/* must be zero */
 };
 
 /*
@@ -261,6 +267,62 @@ struct mi_plan_candidate {
 
 int mi_plan_candidates(struct mi_model *model, const char *node,
 		       const struct mi_plan_candidate **cands);
+
+/*
+ * Devices (Documentation/devices.rst).  Device 0 is the CPU; every
+ * MetaInfer accelerator (a render node whose DRM driver is "metainfer")
+ * follows.  Strings stay valid for the life of the process.  Since
+ * METAINFER_0.4.
+ */
+struct mi_device_info {
+	const char *name;	/* "cpu", "npu0", ...: what opts.devices takes */
+	const char *driver;	/* "cpu", "metainfer" */
+	const char *backend;	/* the kernel backend ("sim"), "" */
+	const char *node;	/* "/dev/dri/renderD128", "" for the CPU */
+	const char *kind;	/* "cpu", "npu" */
+	const char *personality; /* the chip's name (PARAM_NAME), CPU model */
+	uint64_t fw_version;
+	uint64_t op_mask;	/* bit DRM_METAINFER_OP_x (uapi) */
+	uint64_t dtype_mask;	/* bit DRM_METAINFER_DTYPE_x */
+	uint64_t layout_mask;	/* bit DRM_METAINFER_LAYOUT_x */
+	uint32_t preferred_layout;
+	uint32_t num_queues;
+	uint64_t macs_per_cycle;
+	uint64_t clock_khz;
+	uint64_t sram_bytes;
+	uint64_t dma_bw;	/* bytes/s */
+	uint64_t dma_burst;
+	int64_t temperature_mc;	/* INT64_MIN: no sensor */
+	int64_t power_mw;	/* INT64_MIN: no sensor */
+	int32_t up;		/* 0: marked down after a fault */
+	int32_t reserved;
+};
+
+/* Number of devices (>= 1), or -errno. */
+int mi_device_count(void);
+int mi_device_info(int index, struct mi_device_info *info);
+
+/*
+ * Per device a model ran on, since load or the last reset: device time
+ * (busy ns from job completions for accelerators, wall for the CPU), jobs,
+ * jobs that failed and reran on the CPU, and bytes moved to and from the
+ * device.  Index 0 .. mi_model_device_count()-1; 0 is the CPU.
+ */
+struct mi_device_stats {
+	const char *device;
+	uint64_t busy_ns;
+	uint64_t jobs;
+	uint64_t faults;
+	uint64_t bytes_in;
+	uint64_t bytes_out;
+	uint64_t nodes;		/* nodes of the plan placed on it */
+	uint64_t reserved[3];
+};
+
+int mi_model_device_count(const struct mi_model *model);
+int mi_model_device_stats(const struct mi_model *model, int index,
+			  struct mi_device_stats *st);
+void mi_model_device_stats_reset(struct mi_model *model);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * Userspace reference of the MetaInfer command stream.  Follows the
  * "Integer arithmetic" section and the op descriptions of
@@ -540,6 +540,24 @@ static int ref_copy(const struct drm_metainfer_op_copy *op,
 	return 0;
 }
 
+static int ref_lut(const struct drm_metainfer_op_lut *op,
+		   struct mi_ref_buf *bufs, unsigned int nbufs)
+{
+	struct rt tab, x, y;
+	uint32_t i[4];
+
+	if (rt_init(&tab, &op->table, bufs, nbufs) ||
+	    rt_init(&x, &op->input, bufs, nbufs) ||
+	    rt_init(&y, &op->output, bufs, nbufs))
+		return -EINVAL;
+	if (!tab.used || tab.shape[0] != 256 || !x.used || !y.used)
+		return -EINVAL;
+	FOR_EACH_INDEX(x.shape, i)
+		rt_set(&y, i, rt_get1(&tab, (uint32_t)(rt_get(&x, i) -
+					 mi_ref_dtype_min(x.d->dtype))));
+	return 0;
+}
+
 int mi_ref_run(const void *cmds, size_t cmds_size, struct mi_ref_buf *bufs,
 	       unsigned int nbufs)
 {
@@ -587,6 +605,9 @@ int mi_ref_run(const void *cmds, size_t cmds_size, struct mi_ref_buf *bufs,
 			break;
 		case DRM_METAINFER_OP_COPY:
 			ret = ref_copy(op, bufs, nbufs);
+			break;
+		case DRM_METAINFER_OP_LUT:
+			ret = ref_lut(op, bufs, nbufs);
 			break;
 		default:
 			return -EINVAL;

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only */
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * Userspace reference of the MetaInfer command stream, written from the
  * arithmetic documented in uapi/drm/metainfer_accel.h (not from the kernel

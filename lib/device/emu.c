@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/*
+ * An emulated accelerator: the uapi's command stream run on the CPU by
+ * the userspace reference (mi_ref.c), bit for bit what a MetaInfer device
+ * computes.  It lets placement, lowering and the fallback paths be tested
+ * on a host without the kernel modules; it is added only on request
+ * (mi_dev_emu_add), never by the scan.  Jobs run synchronously in
+ * submit(), after their in-fences signalled; busy_ns is the wall time of
+ * the reference.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "device/device-impl.h"
+#include "device/mi_ref.h"
+#include "internal.h"
+
+struct emu {
+	int fail_err;
+	int fail_count;
+	bool lost;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void emu_destroy(struct mi_dev *d)
+{
+	free(d->priv);
+	free(d);
+}
+
+static int emu_bo_alloc(struct mi_dev *d, size_t size, struct mi_dev_bo **bop)
+{
+	struct mi_dev_bo *bo = calloc(1, sizeof(*bo));
+
+	if (!bo || !(bo->map = calloc(1, size ? size : 1))) {
+		free(bo);
+		return mi_set_error(-ENOMEM, "%s: no memory for a %zu-byte buffer",
+				    d->name, size);
+	}
+	bo->dev = d;
+	bo->size = size;
+	bo->prime_fd = -1;
+	*bop = bo;
+	return 0;
+}
+
+static void emu_bo_free(struct mi_dev_bo *bo)
+{
+	free(bo->map);
+	free(bo);
+}
+
+/* Wait until every sync_file fd signalled (POLLIN), at most 10 s. */
+static int wait_fences(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+		int r = poll(&p, 1, 10000);
+
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (r < 0 || (p.revents & (POLLERR | POLLNVAL)))
+			return -EIO;
+	}
+	return 0;
+}
+
+static int emu_submit(struct mi_dev *d, struct mi_dev_job *const *jobs, int n)
+{
+	struct emu *e = d->priv;
+
+	for (int j = 0; j < n; j++) {
+		struct mi_dev_job *job = jobs[j];
+		struct mi_ref_buf bufs[DRM_METAINFER_MAX_BOS];
+		uint64_t t0;
+
+		if (job->nbos > DRM_METAINFER_MAX_BOS)
+			return mi_set_error(-EINVAL, "%s: %d buffers in a job",
+					    d->name, job->nbos);
+		if (e->lost)
+			return mi_set_error(-ENODEV, "%s: device lost", d->name);
+		job->busy_ns = 0;
+		job->status = wait_fences(job->in_fences, job->nin_fences);
+		if (job->status)
+			continue;
+		if (e->fail_count > 0) {
+			e->fail_count--;
+			job->status = e->fail_err;
+			if (e->fail_err == -ENODEV)
+				e->lost = true;
+			continue;
+		}
+		for (int i = 0; i < job->nbos; i++) {
+			bufs[i].data = job->bos[i]->map;
+			bufs[i].size = job->bos[i]->size;
+		}
+		t0 = now_ns();
+		job->status = mi_ref_run(job->cmds, job->cmds_size, bufs,
+					 job->nbos);
+		job->busy_ns = now_ns() - t0;
+	}
+	return 0;
+}
+
+static int emu_wait(struct mi_dev *d, struct mi_dev_job *job, int64_t timeout_ns)
+{
+	return 0; /* finished in submit */
+}
+
+static void emu_job_release(struct mi_dev *d, struct mi_dev_job *job)
+{
+}
+
+static int emu_alive(struct mi_dev *d)
+{
+	struct emu *e = d->priv;
+
+	return !e->lost;
+}
+
+static const struct mi_dev_ops emu_ops = {
+	.destroy = emu_destroy,
+	.bo_alloc = emu_bo_alloc,
+	.bo_free = emu_bo_free,
+	.submit = emu_submit,
+	.wait = emu_wait,
+	.job_release = emu_job_release,
+	.alive = emu_alive,
+};
+
+int mi_dev_emu_add(const char *name, const struct mi_dev_caps *caps,
+		   struct mi_dev **devp)
+{
+	struct mi_dev *d;
+	int ret;
+
+	if (!name || !*name || strlen(name) >= sizeof(d->name))
+		return mi_set_error(-EINVAL, "emulated device: bad name");
+	if (mi_dev_find(name))
+		return mi_set_error(-EEXIST, "emulated device: '%s' exists", name);
+	d = calloc(1, sizeof(*d));
+	if (!d || !(d->priv = calloc(1, sizeof(struct emu)))) {
+		free(d);
+		return -ENOMEM;
+	}
+	d->ops = &emu_ops;
+	d->kind = MI_DEV_EMU;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	snprintf(d->driver, sizeof(d->driver), "emulation");
+	snprintf(d->personality, sizeof(d->personality), "uapi reference");
+	d->caps = *caps;
+	if (!d->caps.num_queues)
+		d->caps.num_queues = 1;
+	ret = mi_dev_register(d);
+	if (ret) {
+		emu_destroy(d);
+		return ret;
+	}
+	if (devp)
+		*devp = d;
+	return 0;
+}
+
+int mi_dev_emu_inject(struct mi_dev *d, int err, int count)
+{
+	struct emu *e;
+
+	if (d->kind != MI_DEV_EMU)
+		return mi_set_error(-EINVAL, "%s: not an emulated device", d->name);
+	e = d->priv;
+	e->fail_err = err;
+	e->fail_count = count;
+	if (!count)
+		e->lost = false;
+	return 0;
+}

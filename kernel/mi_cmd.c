@@ -37,6 +37,7 @@ static const u32 mi_op_size[DRM_METAINFER_OP_COUNT] = {
 	[DRM_METAINFER_OP_REQUANTIZE] =
 		sizeof(struct drm_metainfer_op_requantize),
 	[DRM_METAINFER_OP_COPY] = sizeof(struct drm_metainfer_op_copy),
+	[DRM_METAINFER_OP_LUT] = sizeof(struct drm_metainfer_op_lut),
 };
 
 /* Parsing state of one job. */
@@ -594,6 +595,57 @@ static int mi_op_copy(struct mi_cmd_ctx *mc, struct mi_op *op)
 	return 0;
 }
 
+/* The byte ranges of @a and @b share a byte of one buffer. */
+static bool mi_tensors_overlap(const struct mi_tensor *a,
+			       const struct mi_tensor *b)
+{
+	u64 a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+
+	/* data still holds the byte offset here; offset + span fits (checked) */
+	return a->bo_index == b->bo_index && a0 < b0 + b->span &&
+	       b0 < a0 + a->span;
+}
+
+static int mi_op_lut(struct mi_cmd_ctx *mc, struct mi_op *op)
+{
+	const struct drm_metainfer_op_lut *l = &op->u.lut;
+	const struct mi_tensor *in = &op->t[MI_T_IN0];
+	const struct mi_tensor *tab = &op->t[MI_T_IN1];
+	const struct mi_tensor *out = &op->t[MI_T_OUT];
+	u32 u8s = BIT(DRM_METAINFER_DTYPE_INT8) | BIT(DRM_METAINFER_DTYPE_UINT8);
+	int ret;
+
+	if (op->flags) {
+		mi_cmd_dbg(mc, "lut: flags not zero\n");
+		return -EINVAL;
+	}
+	ret = mi_tensor_use(mc, op, MI_T_IN0, &l->input, u8s, "input");
+	if (!ret)
+		ret = mi_tensor_use(mc, op, MI_T_IN1, &l->table, u8s, "table");
+	if (!ret)
+		ret = mi_tensor_use(mc, op, MI_T_OUT, &l->output, u8s,
+				    "output");
+	if (ret)
+		return ret;
+	if (tab->layout != DRM_METAINFER_LAYOUT_PLAIN || tab->ndim != 1 ||
+	    tab->elems != 256 || tab->dtype != out->dtype) {
+		mi_cmd_dbg(mc, "lut: table must be PLAIN [256] of the output dtype\n");
+		return -EINVAL;
+	}
+	if (in->layout != out->layout || in->ndim != out->ndim ||
+	    !mi_same_dims(in, out)) {
+		mi_cmd_dbg(mc, "lut: input/output shape or layout differ\n");
+		return -EINVAL;
+	}
+	if (mi_tensors_overlap(tab, out)) {
+		mi_cmd_dbg(mc, "lut: table overlaps the output\n");
+		return -EINVAL;
+	}
+	op->out_min = mi_dtype_min(out->dtype);
+	op->out_max = mi_dtype_max(out->dtype);
+	return 0;
+}
+
 static int mi_op_check(struct mi_cmd_ctx *mc, struct mi_op *op)
 {
 	struct mi_device *mdev = mc->mdev;
@@ -630,6 +682,9 @@ static int mi_op_check(struct mi_cmd_ctx *mc, struct mi_op *op)
 		break;
 	case DRM_METAINFER_OP_COPY:
 		ret = mi_op_copy(mc, op);
+		break;
+	case DRM_METAINFER_OP_LUT:
+		ret = mi_op_lut(mc, op);
 		break;
 	default:
 		ret = -EINVAL;

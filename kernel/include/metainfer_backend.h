@@ -70,6 +70,7 @@ struct mi_backend_caps {
  *   ADD, MUL:   IN0=a IN1=b OUT
  *   RELU, CLIP, MAXPOOL, AVGPOOL, COPY: IN0 OUT
  *   REQUANTIZE: IN0 OUT MULT SHIFT
+ *   LUT:        IN0=input IN1=table OUT
  * &mi_op.tensor_mask has bit (1 << slot) for every slot in use.
  */
 #define MI_T_IN0 0
@@ -150,6 +151,7 @@ struct mi_op {
 		struct drm_metainfer_op_pool pool;
 		struct drm_metainfer_op_requantize requantize;
 		struct drm_metainfer_op_copy copy;
+		struct drm_metainfer_op_lut lut;
 	} u;
 };
 

@@ -13,6 +13,7 @@
 #include <linux/atomic.h>
 #include <linux/platform_device.h>
 #include <linux/overflow.h>
+#include <linux/bitmap.h>
 
 #include <metainfer_backend.h>
 
@@ -29,6 +30,8 @@
 #define MI_SIM_HYSTERESIS_MC 5000
 /* jobs with at most this many inner-loop operations are computed inline */
 #define MI_SIM_INLINE_WORK 4096
+/* words of a bitmap with one bit per op of a job */
+#define MI_SIM_CASC_WORDS BITS_TO_LONGS(DRM_METAINFER_MAX_OPS)
 /* scheduled busy segments kept for the thermal model */
 #define MI_SIM_MAX_SEGS (MI_SIM_MAX_QUEUES + 2)
 
@@ -84,6 +87,9 @@ struct mi_sim_personality {
  * @in_bytes: activation bytes read
  * @w_bytes: weight/bias/requant-parameter bytes read (conv2d and gemm)
  * @out_bytes: bytes written
+ * @in_sram: part of @in_bytes read from on-chip SRAM (an intermediate
+ *	the previous op of the job kept there), not over DMA
+ * @out_sram: part of @out_bytes kept in SRAM for the next op, not written
  * @depthwise: a depthwise convolution
  * @layout_sensitive: the op's speed depends on the activation layout
  * @layout: the activation layout
@@ -94,6 +100,8 @@ struct mi_sim_opcost {
 	u64 in_bytes;
 	u64 w_bytes;
 	u64 out_bytes;
+	u64 in_sram;
+	u64 out_sram;
 	bool depthwise;
 	bool layout_sensitive;
 	u32 layout;
@@ -148,6 +156,8 @@ struct mi_sim_dev;
  * @t_run: when run_job() was called, ktime ns
  * @status: status to complete the job with
  * @stats: statistics to report with it
+ * @casc: bit k: op k's output may stay in SRAM (mi_sim_cascade_scan())
+ * @kept: bytes the job kept in SRAM (for &mi_sim_status.sram_kept)
  * @work: computes the job
  * @timer: completes the job when its modelled time has passed
  */
@@ -160,6 +170,8 @@ struct mi_sim_queue {
 	s64 t_run;
 	int status;
 	struct mi_job_stats stats;
+	unsigned long casc[MI_SIM_CASC_WORDS];
+	u64 kept;
 	struct work_struct work;
 	struct hrtimer timer;
 };
@@ -182,6 +194,8 @@ struct mi_sim_queue {
  * @macs: MACs of the completed jobs
  * @dma_in: bytes read by the completed jobs
  * @dma_out: bytes written by the completed jobs
+ * @sram_kept: bytes of intermediates the completed jobs kept in SRAM
+ *	(each saved one write and one read over DMA)
  * @energy_uj: energy of the scheduled jobs, µJ
  * @last_job_ns: modelled time of the last scheduled job
  * @max_wall_ns: longest wall-clock time from run_job() to completion
@@ -203,6 +217,7 @@ struct mi_sim_status {
 	u64 macs;
 	u64 dma_in;
 	u64 dma_out;
+	u64 sram_kept;
 	u64 energy_uj;
 	u64 last_job_ns;
 	u64 max_wall_ns;
@@ -270,6 +285,9 @@ ssize_t mi_sim_pers_show(const struct mi_sim_personality *p, char *buf);
 u64 mi_sim_muldiv(u64 a, u64 b, u64 c);
 u64 mi_sim_op_time(const struct mi_sim_personality *p, u64 clock_hz,
 		   const struct mi_sim_opcost *c, struct mi_sim_opbreak *b);
+u64 mi_sim_job_time(const struct mi_sim_personality *p, u64 clock_hz,
+		    const struct mi_op *ops, u32 n, const unsigned long *casc,
+		    struct mi_job_stats *js, u64 *work, u64 *sram_kept);
 u32 mi_sim_exp_neg(u64 x_q16);
 s64 mi_sim_thermal_at(const struct mi_sim_personality *p, s64 temp_mc,
 		      u32 power_mw, u64 dt_ns);
@@ -278,6 +296,8 @@ u32 mi_sim_power_mw(const struct mi_sim_personality *p, u64 work, u64 busy_ns);
 /* mi_sim_exec.c */
 int mi_sim_exec_op(const struct mi_op *op, const bool *abort);
 void mi_sim_op_cost(const struct mi_op *op, struct mi_sim_opcost *c);
+void mi_sim_cascade_scan(const struct mi_op *ops, u32 n, unsigned long *ok);
+u64 mi_sim_cascade_bytes(const struct mi_op *op, const struct mi_tensor *t);
 
 /* mi_sim_engine.c */
 int mi_sim_engine_init(struct mi_sim_dev *sdev);

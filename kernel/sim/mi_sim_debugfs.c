@@ -44,6 +44,7 @@ static int mi_sim_state_show(struct seq_file *m, void *unused)
 	seq_printf(m, "macs=%llu\n", st.macs);
 	seq_printf(m, "dma_in_bytes=%llu\n", st.dma_in);
 	seq_printf(m, "dma_out_bytes=%llu\n", st.dma_out);
+	seq_printf(m, "sram_kept_bytes=%llu\n", st.sram_kept);
 	seq_printf(m, "energy_uj=%llu\n", st.energy_uj);
 	seq_printf(m, "last_job_ns=%llu\n", st.last_job_ns);
 	seq_printf(m, "max_wall_ns=%llu\n", st.max_wall_ns);

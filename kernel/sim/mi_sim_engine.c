@@ -107,34 +107,6 @@ static void mi_sim_add_seg(struct mi_sim_dev *sdev, s64 start, s64 end,
 	sdev->nsegs++;
 }
 
-/* Sum the modelled cost of a job's ops at @clock_hz. */
-static u64 mi_sim_job_time(const struct mi_sim_personality *p, u64 clock_hz,
-			   const struct mi_job_desc *d, struct mi_job_stats *js,
-			   u64 *work)
-{
-	struct mi_sim_opcost c;
-	struct mi_sim_opbreak b;
-	u64 total = p->launch_ns, t;
-	u32 i;
-
-	memset(js, 0, sizeof(*js));
-	*work = 0;
-	for (i = 0; i < d->op_count; i++) {
-		mi_sim_op_cost(&d->ops[i], &c);
-		t = mi_sim_op_time(p, clock_hz, &c, &b);
-		/* ktime arithmetic below must not overflow */
-		total = min_t(u64, mi_sim_sat_add(total, t), S64_MAX / 4);
-		*work += c.work;
-		js->macs += d->ops[i].macs;
-		js->dma_bytes_in += c.in_bytes + c.w_bytes + b.refetch_bytes +
-				    b.layout_bytes / 2;
-		js->dma_bytes_out += c.out_bytes + b.layout_bytes / 2;
-		js->stall_ns += t - min(t, b.compute_ns);
-	}
-	js->busy_ns = total;
-	return total;
-}
-
 static void mi_sim_work(struct work_struct *work)
 {
 	struct mi_sim_queue *q = container_of(work, struct mi_sim_queue, work);
@@ -143,7 +115,7 @@ static void mi_sim_work(struct work_struct *work)
 	bool fail_dma = atomic_dec_if_positive(&sdev->fail_dma) >= 0;
 	struct mi_job_stats js;
 	s64 now, start, end;
-	u64 total, work_ops, clock;
+	u64 total, work_ops, clock, kept;
 	int status = 0, ret;
 	u32 i, power;
 	s64 temp;
@@ -160,6 +132,8 @@ static void mi_sim_work(struct work_struct *work)
 	}
 	if (fail_dma)
 		status = -EIO;
+	/* which intermediates may stay on chip (structure only, no lock) */
+	mi_sim_cascade_scan(d->ops, d->op_count, q->casc);
 
 	/* 2. The modelled time on this chip. */
 	spin_lock_bh(&sdev->lock);
@@ -177,7 +151,8 @@ static void mi_sim_work(struct work_struct *work)
 	temp = mi_sim_temp_at(sdev, start, true, NULL);
 	mi_sim_throttle_update(sdev, temp, true);
 	clock = max_t(u64, sdev->pers.clock_hz >> sdev->level, 1);
-	total = mi_sim_job_time(&sdev->pers, clock, d, &js, &work_ops);
+	total = mi_sim_job_time(&sdev->pers, clock, d->ops, d->op_count,
+				q->casc, &js, &work_ops, &kept);
 	power = mi_sim_power_mw(&sdev->pers, work_ops, total);
 	end = start + total;
 	mi_sim_add_seg(sdev, start, end, power);
@@ -185,6 +160,7 @@ static void mi_sim_work(struct work_struct *work)
 
 	q->status = status;
 	q->stats = js;
+	q->kept = kept;
 	q->state = MI_SIM_Q_TIMER;
 	sdev->st.model_ns += total;
 	sdev->st.last_job_ns = total;
@@ -225,6 +201,7 @@ static enum hrtimer_restart mi_sim_timer_fn(struct hrtimer *timer)
 	sdev->st.macs += js.macs;
 	sdev->st.dma_in += js.dma_bytes_in;
 	sdev->st.dma_out += js.dma_bytes_out;
+	sdev->st.sram_kept += q->kept;
 	spin_unlock(&sdev->lock);
 
 	mi_job_done(job, status, &js);

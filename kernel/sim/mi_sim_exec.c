@@ -16,6 +16,7 @@
 #include <linux/kernel.h>
 #include <linux/sched.h>
 #include <linux/math64.h>
+#include <linux/bitmap.h>
 
 #include "mi_sim.h"
 
@@ -315,6 +316,15 @@ static s64 mi_sim_copy_elt(const struct mi_op *op, const u32 *p, u32 unused)
 	return mi_tensor_get(&op->t[MI_T_IN0], mi_sim_idx(&op->t[MI_T_IN0], p));
 }
 
+static s64 mi_sim_lut_elt(const struct mi_op *op, const u32 *p, u32 unused)
+{
+	const struct mi_tensor *x = &op->t[MI_T_IN0];
+	const struct mi_tensor *tab = &op->t[MI_T_IN1];
+	s64 i = mi_tensor_get(x, mi_sim_idx(x, p)) - mi_dtype_min(x->dtype);
+
+	return mi_tensor_get(tab, (u64)i * tab->lstride[3]);
+}
+
 static s64 mi_sim_requant_elt(const struct mi_op *op, const u32 *p, u32 cd)
 {
 	const struct drm_metainfer_op_requantize *r = &op->u.requantize;
@@ -487,6 +497,14 @@ int mi_sim_exec_op(const struct mi_op *op, const bool *abort)
 		return mi_sim_pool(op, &ctx);
 	case DRM_METAINFER_OP_REQUANTIZE:
 		return mi_sim_requantize(op, &ctx);
+	case DRM_METAINFER_OP_LUT:
+		/* 8-bit input: index x - dtype_min is 0..255 */
+		if (!mi_sim_has(op, MI_T_IN1) || op->t[MI_T_IN0].esize != 1 ||
+		    op->t[MI_T_IN1].elems != 256 ||
+		    op->t[MI_T_IN1].dim[3] != 256 ||
+		    !mi_sim_bcast_ok(&op->t[MI_T_IN0], y))
+			return -EINVAL;
+		return mi_sim_foreach(op, &ctx, mi_sim_lut_elt, 0);
 	}
 	return -EOPNOTSUPP;
 }
@@ -549,7 +567,121 @@ void mi_sim_op_cost(const struct mi_op *op, struct mi_sim_opcost *c)
 	case DRM_METAINFER_OP_COPY:
 		c->work = 0; /* a pure DMA transfer */
 		break;
+	case DRM_METAINFER_OP_LUT:
+		/* one lookup per element; the table is read like an input */
+		c->in_bytes += mi_sim_tbytes(op, MI_T_IN1);
+		break;
 	}
 	if (c->layout == DRM_METAINFER_LAYOUT_PLAIN)
 		c->layout_sensitive = false;
+}
+
+/*
+ * Slots of @op whose bytes the timing model counts as activation input
+ * (in_bytes): the ones an on-chip intermediate may feed.  Weights, gemm's
+ * b, bias and requantization/table parameters are not among them.
+ */
+static u32 mi_sim_act_slots(const struct mi_op *op)
+{
+	switch (op->op) {
+	case DRM_METAINFER_OP_ADD:
+	case DRM_METAINFER_OP_MUL:
+		return BIT(MI_T_IN0) | BIT(MI_T_IN1);
+	}
+	return BIT(MI_T_IN0);
+}
+
+static bool mi_sim_same_view(const struct mi_tensor *a,
+			     const struct mi_tensor *b)
+{
+	return a->bo_index == b->bo_index && a->data == b->data &&
+	       a->dtype == b->dtype && a->layout == b->layout &&
+	       a->ndim == b->ndim && !memcmp(a->shape, b->shape,
+					     sizeof(a->shape)) &&
+	       !memcmp(a->stride, b->stride, sizeof(a->stride));
+}
+
+static bool mi_sim_overlap(const struct mi_tensor *a, const struct mi_tensor *b)
+{
+	const u8 *a0 = a->data, *b0 = b->data;
+
+	return a->bo_index == b->bo_index && a0 < b0 + b->span &&
+	       b0 < a0 + a->span;
+}
+
+/* Does an input of @op other than exact views of @t touch @t's bytes? */
+static bool mi_sim_reads_other(const struct mi_op *op, const struct mi_tensor *t,
+			       bool allow_same)
+{
+	u32 act = mi_sim_act_slots(op), slot;
+
+	for (slot = 0; slot < MI_T_COUNT; slot++) {
+		if (slot == MI_T_OUT || !mi_sim_has(op, slot) ||
+		    !mi_sim_overlap(&op->t[slot], t))
+			continue;
+		if (allow_same && (act & BIT(slot)) &&
+		    mi_sim_same_view(&op->t[slot], t))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+/**
+ * mi_sim_cascade_scan() - which op outputs may stay in SRAM
+ * @ops: the job's ops
+ * @n: number of ops
+ * @ok: bitmap of at least @n bits, filled in
+ *
+ * Sets bit k when the output of op k is an intermediate that the next op
+ * alone consumes (Documentation/sim.rst, "On-chip intermediates"): op k+1
+ * reads exactly that view through an activation input, no other input of
+ * op k+1 and no input of a later op touches its bytes.  Whether it then
+ * fits in SRAM is for the timing model (mi_sim_job_time()) to decide.
+ */
+void mi_sim_cascade_scan(const struct mi_op *ops, u32 n, unsigned long *ok)
+{
+	const struct mi_tensor *t;
+	u32 k, j, slot, act;
+	bool fed;
+
+	bitmap_zero(ok, n);
+	for (k = 0; k + 1 < n; k++) {
+		if (!mi_sim_has(&ops[k], MI_T_OUT))
+			continue;
+		t = &ops[k].t[MI_T_OUT];
+		act = mi_sim_act_slots(&ops[k + 1]);
+		fed = false;
+		for (slot = 0; slot < MI_T_COUNT; slot++)
+			if ((act & BIT(slot)) && mi_sim_has(&ops[k + 1], slot) &&
+			    mi_sim_same_view(&ops[k + 1].t[slot], t))
+				fed = true;
+		if (!fed || mi_sim_reads_other(&ops[k + 1], t, true))
+			continue;
+		for (j = k + 2; j < n; j++)
+			if (mi_sim_reads_other(&ops[j], t, false))
+				break;
+		if (j == n)
+			__set_bit(k, ok);
+	}
+}
+
+/**
+ * mi_sim_cascade_bytes() - bytes of @op's activation inputs that are
+ * exact views of @t (what it reads from SRAM when @t stays on chip)
+ * @op: the consumer
+ * @t: the producer's output
+ *
+ * Return: the bytes, as the timing model counts them (elements x size).
+ */
+u64 mi_sim_cascade_bytes(const struct mi_op *op, const struct mi_tensor *t)
+{
+	u32 act = mi_sim_act_slots(op), slot;
+	u64 b = 0;
+
+	for (slot = 0; slot < MI_T_COUNT; slot++)
+		if ((act & BIT(slot)) && mi_sim_has(op, slot) &&
+		    mi_sim_same_view(&op->t[slot], t))
+			b += mi_sim_tbytes(op, slot);
+	return b;
 }

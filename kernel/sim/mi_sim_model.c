@@ -8,6 +8,7 @@
 #include <linux/kernel.h>
 #include <linux/math64.h>
 #include <linux/overflow.h>
+#include <linux/bitmap.h>
 
 #include "mi_sim.h"
 
@@ -83,7 +84,8 @@ static u32 mi_sim_macs_per_cycle(const struct mi_sim_personality *p, u32 esize)
  *   compute = work / (macs_per_cycle[esize] * clock) * 100 / dw_eff_pct
  *             (the last factor for depthwise convolutions only; a
  *             macs_per_cycle of 0 counts as 1),
- *   dma     = (in + weights + out) bytes / dma_bw, rounded up to bursts,
+ *   dma     = (in + weights + out - in_sram - out_sram) bytes / dma_bw,
+ *             rounded up to bursts (on-chip intermediates move no bytes),
  *   tiling  = (ceil(ws / sram) - 1) * min(in, weights) bytes / dma_bw
  *             when the working set ws = in + weights + out exceeds SRAM
  *             (ops with weights only; streaming ops need no re-fetch),
@@ -109,8 +111,9 @@ u64 mi_sim_op_time(const struct mi_sim_personality *p, u64 clock_hz,
 	}
 	io = mi_sim_sat_add(mi_sim_sat_add(c->in_bytes, c->w_bytes),
 			    c->out_bytes);
-	b->dma_ns = mi_sim_dma_ns(p, io);
 	ws = io;
+	b->dma_ns = mi_sim_dma_ns(p, io - min(io, mi_sim_sat_add(c->in_sram,
+								c->out_sram)));
 	if (c->w_bytes && ws > p->sram_bytes && p->sram_bytes) {
 		tiles = div64_u64(ws + p->sram_bytes - 1, p->sram_bytes);
 		b->refetch_bytes = mi_sim_muldiv(
@@ -125,6 +128,77 @@ u64 mi_sim_op_time(const struct mi_sim_personality *p, u64 clock_hz,
 	t = max(b->compute_ns, b->dma_ns);
 	t = mi_sim_sat_add(t, b->tiling_ns);
 	return mi_sim_sat_add(t, b->layout_ns);
+}
+
+/* Working set of an op: every tensor it touches, as the model counts them. */
+static u64 mi_sim_ws(const struct mi_sim_opcost *c)
+{
+	return mi_sim_sat_add(mi_sim_sat_add(c->in_bytes, c->w_bytes),
+			      c->out_bytes);
+}
+
+/**
+ * mi_sim_job_time() - modelled time and statistics of a whole job
+ * @p: personality
+ * @clock_hz: current (possibly throttled) core clock
+ * @ops: the job's ops
+ * @n: number of ops
+ * @casc: from mi_sim_cascade_scan(): op outputs that qualify to stay on chip
+ * @js: filled with the job's statistics
+ * @work: filled with the sum of the ops' work (for the power model)
+ * @sram_kept: filled with the bytes of intermediates kept in SRAM
+ *
+ * T = launch_ns + sum of the ops' times.  The output of op k stays in
+ * SRAM (no DMA out for op k, no DMA in for op k+1) when it qualifies and
+ * the working sets of both op k and op k+1 fit in SRAM:
+ * in + weights + out <= sram_bytes for each (Documentation/sim.rst,
+ * "On-chip intermediates").
+ *
+ * Return: T in nanoseconds (saturating, at most S64_MAX / 4).
+ */
+u64 mi_sim_job_time(const struct mi_sim_personality *p, u64 clock_hz,
+		    const struct mi_op *ops, u32 n, const unsigned long *casc,
+		    struct mi_job_stats *js, u64 *work, u64 *sram_kept)
+{
+	struct mi_sim_opcost c, next;
+	struct mi_sim_opbreak b;
+	u64 total = p->launch_ns, t, in_c = 0;
+	bool keep;
+	u32 i;
+
+	memset(js, 0, sizeof(*js));
+	*work = 0;
+	*sram_kept = 0;
+	if (n)
+		mi_sim_op_cost(&ops[0], &next);
+	for (i = 0; i < n; i++) {
+		c = next;
+		keep = false;
+		if (i + 1 < n) {
+			mi_sim_op_cost(&ops[i + 1], &next);
+			keep = test_bit(i, casc) &&
+			       mi_sim_ws(&c) <= p->sram_bytes &&
+			       mi_sim_ws(&next) <= p->sram_bytes;
+		}
+		c.in_sram = min(in_c, c.in_bytes);
+		c.out_sram = keep ? c.out_bytes : 0;
+		in_c = keep ? mi_sim_cascade_bytes(&ops[i + 1],
+						   &ops[i].t[MI_T_OUT]) :
+			      0;
+		t = mi_sim_op_time(p, clock_hz, &c, &b);
+		/* ktime arithmetic in the engine must not overflow */
+		total = min_t(u64, mi_sim_sat_add(total, t), S64_MAX / 4);
+		*work = mi_sim_sat_add(*work, c.work);
+		*sram_kept = mi_sim_sat_add(*sram_kept, c.out_sram);
+		js->macs += ops[i].macs;
+		js->dma_bytes_in += c.in_bytes - c.in_sram + c.w_bytes +
+				    b.refetch_bytes + b.layout_bytes / 2;
+		js->dma_bytes_out += c.out_bytes - c.out_sram +
+				     b.layout_bytes / 2;
+		js->stall_ns += t - min(t, b.compute_ns);
+	}
+	js->busy_ns = total;
+	return total;
 }
 
 /* 2^(-i/16) in Q16, i = 0..16 */

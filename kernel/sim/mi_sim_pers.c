@@ -147,7 +147,8 @@ static const struct mi_sim_personality mi_sim_presets[] = {
 		.dma_bw = 6400000000ULL,
 		.dma_burst = 64,
 		.layout = MI_SIM_NCHW,
-		.op_mask = MI_SIM_ALL_OPS,
+		/* no table-lookup unit: LUT falls back to the host */
+		.op_mask = MI_SIM_ALL_OPS & ~BIT(DRM_METAINFER_OP_LUT),
 		.queues = 2,
 		.dw_eff_pct = 100,
 		.rth_mc_per_w = 25000,

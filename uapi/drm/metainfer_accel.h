@@ -610,13 +610,14 @@ struct drm_metainfer_uring_cmd {
 #define DRM_METAINFER_OP_REQUANTIZE 9
 #define DRM_METAINFER_OP_COPY 10
 /*
- * DRM_METAINFER_OP_LUT (11): struct drm_metainfer_op_lut.  Defined here so
- * that userspace and the reference can be written against it; a kernel
- * accepts it once DRM_METAINFER_OP_COUNT covers it and a backend
- * advertises bit 11 in PARAM_OP_MASK.
+ * DRM_METAINFER_OP_LUT (11, struct drm_metainfer_op_lut): added after API
+ * version 1 without a version bump; like every op, a device runs it only
+ * if it advertises bit 11 in %DRM_METAINFER_PARAM_OP_MASK (a kernel that
+ * predates it rejects op 11 with -EINVAL).
  */
 #define DRM_METAINFER_OP_LUT 11
-#define DRM_METAINFER_OP_COUNT 11
+/* DRM_METAINFER_OP_COUNT - one more than the highest op number */
+#define DRM_METAINFER_OP_COUNT 12
 
 /* Op header flags */
 /** DRM_METAINFER_OP_F_BIAS - conv2d/gemm: the @bias tensor is used */
@@ -931,8 +932,11 @@ struct drm_metainfer_op_copy {
  * Tanh, GELU, ...), as the table-lookup units of real NPUs do.  @input is
  * int8 or uint8; @table is PLAIN, ndim 1, shape [256], of @output's dtype
  * (int8 or uint8); @input and @output have the same layout and logical
- * shape.  out = table[x - dtype_min(@input.dtype)] (index 0 is the
- * smallest input value: -128 for int8, 0 for uint8).
+ * shape (and @ndim).  out = table[x - dtype_min(@input.dtype)] (index 0
+ * is the smallest input value: -128 for int8, 0 for uint8).  @table may
+ * be strided; its bytes must not overlap @output's in the same buffer.
+ * Errors: -EINVAL for anything else; -EOPNOTSUPP on a device without bit
+ * %DRM_METAINFER_OP_LUT in its op mask.
  */
 struct drm_metainfer_op_lut {
 	/** @hdr: op %DRM_METAINFER_OP_LUT, flags 0 */

@@ -51,6 +51,25 @@ typedef unsigned int drm_handle_t;
 #define check_mul_overflow(a, b, d) __builtin_mul_overflow(a, b, d)
 #define check_add_overflow(a, b, d) __builtin_add_overflow(a, b, d)
 
+#define BIT(n) (1UL << (n))
+#define BITS_PER_LONG (8 * sizeof(long))
+#define BITS_TO_LONGS(n) (((n) + BITS_PER_LONG - 1) / BITS_PER_LONG)
+
+static inline void bitmap_zero(unsigned long *b, unsigned int n)
+{
+	memset(b, 0, BITS_TO_LONGS(n) * sizeof(long));
+}
+
+static inline void __set_bit(unsigned int i, unsigned long *b)
+{
+	b[i / BITS_PER_LONG] |= 1UL << (i % BITS_PER_LONG);
+}
+
+static inline bool test_bit(unsigned int i, const unsigned long *b)
+{
+	return (b[i / BITS_PER_LONG] >> (i % BITS_PER_LONG)) & 1;
+}
+
 static inline u64 div64_u64(u64 a, u64 b)
 {
 	return a / b;

@@ -256,9 +256,19 @@ def case_copy():
     ret,got=run(10,0,lo,hi,[],[x,y])
     return ret,got,x.logical()
 
+def case_lut():
+    lay=random.choice([PLAIN,NCHW,NHWC]); xdt,ydt=random.choice([I8,U8]),random.choice([I8,U8])
+    shape=[random.randint(1,4) for _ in range(4 if lay else random.randint(1,4))]
+    x=T(0,xdt,lay,shape,random.random()<0.5); y=T(3,ydt,lay,shape,random.random()<0.5)
+    tab=T(1,ydt,PLAIN,[256],random.random()<0.5)
+    lo,hi=RNG[ydt]
+    ret,got=run(11,0,lo,hi,[],[x,tab,y])
+    # out = table[x - dtype_min(x)]
+    return ret,got,[tab.buf[(v-RNG[xdt][0])*tab.eff[0]] for v in x.logical()]
+
 HARNESS=sys.argv[1]
 random.seed(int(sys.argv[2]) if len(sys.argv)>2 else 1)
-cases=[case_conv,case_gemm,case_elt,case_clip,case_pool,case_requant,case_copy]
+cases=[case_conv,case_gemm,case_elt,case_clip,case_pool,case_requant,case_copy,case_lut]
 n=int(sys.argv[3]) if len(sys.argv)>3 else 400
 bad=0; done={}
 for i in range(n):

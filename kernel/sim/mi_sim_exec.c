@@ -636,7 +636,8 @@ static bool mi_sim_reads_other(const struct mi_op *op, const struct mi_tensor *t
  * Sets bit k when the output of op k is an intermediate that the next op
  * alone consumes (Documentation/sim.rst, "On-chip intermediates"): op k+1
  * reads exactly that view through an activation input, no other input of
- * op k+1 and no input of a later op touches its bytes.  Whether it then
+ * op k+1 and no input of a later op touches its bytes (up to an op that
+ * overwrites exactly that view, op k+1 included: in-place ops).  Whether it then
  * fits in SRAM is for the timing model (mi_sim_job_time()) to decide.
  */
 void mi_sim_cascade_scan(const struct mi_op *ops, u32 n, unsigned long *ok)
@@ -658,9 +659,16 @@ void mi_sim_cascade_scan(const struct mi_op *ops, u32 n, unsigned long *ok)
 				fed = true;
 		if (!fed || mi_sim_reads_other(&ops[k + 1], t, true))
 			continue;
-		for (j = k + 2; j < n; j++)
-			if (mi_sim_reads_other(&ops[j], t, false))
+		/* until an op overwrites exactly this view, nobody else reads it */
+		for (j = k + 1; j < n; j++) {
+			if (j > k + 1 && mi_sim_reads_other(&ops[j], t, false))
 				break;
+			if (mi_sim_has(&ops[j], MI_T_OUT) &&
+			    mi_sim_same_view(&ops[j].t[MI_T_OUT], t)) {
+				j = n;
+				break;
+			}
+		}
 		if (j == n)
 			__set_bit(k, ok);
 	}

@@ -123,6 +123,162 @@ static void ut_expect(bool ok, const char *what, double got, double want)
 	}
 }
 
+/* A resolved tensor of buffer @bo at byte @off (no memory behind it). */
+static struct mi_tensor ut_t(u32 bo, u64 off, u32 dtype, u32 layout, u32 ndim,
+			     u32 s0, u32 s1, u32 s2, u32 s3)
+{
+	struct mi_tensor t = { 0 };
+	u32 sh[4] = { s0, s1, s2, s3 };
+
+	t.bo_index = bo;
+	t.dtype = dtype;
+	t.layout = layout;
+	t.ndim = ndim;
+	memcpy(t.shape, sh, sizeof(sh));
+	ut_resolve(&t);
+	t.data = (void *)(uintptr_t)(0x100000 * (bo + 1) + off);
+	t.span = t.elems * t.esize;
+	return t;
+}
+
+#define NHWC_I8(bo, off, h, w, c)                                       \
+	ut_t(bo, off, DRM_METAINFER_DTYPE_INT8, DRM_METAINFER_LAYOUT_NHWC, 4, \
+	     1, h, w, c)
+#define VEC_I32(bo, off, n) \
+	ut_t(bo, off, DRM_METAINFER_DTYPE_INT32, DRM_METAINFER_LAYOUT_PLAIN, 1, n, 0, 0, 0)
+
+/* 3x3 conv, 16 -> 16 channels, 16x16 int8 NHWC, requantized per tensor. */
+static void ut_conv(struct mi_op *op, struct mi_tensor in, u64 w_off,
+		    struct mi_tensor out)
+{
+	memset(op, 0, sizeof(*op));
+	op->op = DRM_METAINFER_OP_CONV2D;
+	op->flags = DRM_METAINFER_OP_F_REQUANT;
+	op->u.conv2d.groups = 1;
+	op->t[MI_T_IN0] = in;
+	op->t[MI_T_IN1] = ut_t(1, w_off, DRM_METAINFER_DTYPE_INT8,
+			       DRM_METAINFER_LAYOUT_NHWC, 4, 16, 3, 3, 16);
+	op->t[MI_T_MULT] = VEC_I32(1, w_off + 4096, 1);
+	op->t[MI_T_SHIFT] = VEC_I32(1, w_off + 4100, 1);
+	op->t[MI_T_OUT] = out;
+	op->tensor_mask = BIT(MI_T_IN0) | BIT(MI_T_IN1) | BIT(MI_T_OUT) |
+			  BIT(MI_T_MULT) | BIT(MI_T_SHIFT);
+	op->macs = 16 * 16 * 16 * 16 * 9;
+}
+
+static void ut_relu(struct mi_op *op, struct mi_tensor in,
+		    struct mi_tensor out)
+{
+	memset(op, 0, sizeof(*op));
+	op->op = DRM_METAINFER_OP_RELU;
+	op->t[MI_T_IN0] = in;
+	op->t[MI_T_OUT] = out;
+	op->tensor_mask = BIT(MI_T_IN0) | BIT(MI_T_OUT);
+}
+
+static void ut_expect(bool ok, const char *what, double got, double want);
+
+/*
+ * On-chip intermediates (Documentation/sim.rst), hand-computed for
+ * conv -> relu -> conv on 16x16x16 int8 tensors (4096 bytes each; conv
+ * weights 2304 + 8 bytes of requant parameters; 589824 MACs per conv) at
+ * 256 MACs/cycle, 500 MHz, 0.5 GB/s, bursts of 128 bytes, no launch cost:
+ *   conv alone:    ws = 4096 + 2312 + 4096 = 10504; dma 83 bursts =
+ *                  10624 B = 21248 ns > compute 4608 ns
+ *   relu alone:    dma 8192 B = 16384 ns
+ *   conv, out kept in SRAM / conv, in from SRAM: dma 6408 -> 51 bursts =
+ *                  6528 B = 13056 ns;  relu, both on chip: compute 32 ns
+ */
+static void ut_cascade(const struct mi_sim_personality *p0)
+{
+	struct mi_sim_personality p = *p0;
+	unsigned long casc[MI_SIM_CASC_WORDS];
+	struct mi_tensor x = NHWC_I8(0, 0, 16, 16, 16);
+	struct mi_tensor y1 = NHWC_I8(2, 0, 16, 16, 16);
+	struct mi_tensor y2 = NHWC_I8(2, 8192, 16, 16, 16);
+	struct mi_tensor z = NHWC_I8(2, 16384, 16, 16, 16);
+	struct mi_job_stats js;
+	static struct mi_op ops[4];
+	u64 t, work, kept;
+	u32 i;
+
+	p.launch_ns = 0;
+	ut_conv(&ops[0], x, 0, y1);
+	ut_relu(&ops[1], y1, y2);
+	ut_conv(&ops[2], y2, 8192, z);
+	mi_sim_cascade_scan(ops, 3, casc);
+	ut_expect(test_bit(0, casc) && test_bit(1, casc) && !test_bit(2, casc),
+		  "chain qualifies", casc[0], 3);
+
+	/* one job, SRAM = the conv's working set exactly: both stay on chip */
+	p.sram_bytes = 10504;
+	t = mi_sim_job_time(&p, p.clock_hz, ops, 3, casc, &js, &work, &kept);
+	ut_expect(t == 13056 + 32 + 13056, "cascaded job time", t, 26144);
+	ut_expect(js.busy_ns == t, "busy", js.busy_ns, t);
+	ut_expect(js.dma_bytes_in == 6408 + 2312, "cascaded dma in",
+		  js.dma_bytes_in, 8720);
+	ut_expect(js.dma_bytes_out == 4096, "cascaded dma out",
+		  js.dma_bytes_out, 4096);
+	ut_expect(kept == 8192, "kept in SRAM", kept, 8192);
+	ut_expect(js.stall_ns == (13056 - 4608) * 2, "cascaded stall",
+		  js.stall_ns, (13056 - 4608) * 2);
+
+	/* the same ops as three jobs: everything over DMA */
+	for (t = 0, i = 0; i < 3; i++) {
+		struct mi_job_stats j1;
+
+		mi_sim_cascade_scan(&ops[i], 1, casc);
+		t += mi_sim_job_time(&p, p.clock_hz, &ops[i], 1, casc, &j1,
+				     &work, &kept);
+		ut_expect(kept == 0, "single op keeps nothing", kept, 0);
+	}
+	ut_expect(t == 21248 + 16384 + 21248, "three jobs", t, 58880);
+
+	/* one byte less SRAM: nothing stays on chip, the convs tile
+	 * (2 tiles: re-fetch min(4096, 2312) = 2312 -> 19 bursts = 4864 ns)
+	 */
+	p.sram_bytes = 10503;
+	mi_sim_cascade_scan(ops, 3, casc);
+	t = mi_sim_job_time(&p, p.clock_hz, ops, 3, casc, &js, &work, &kept);
+	ut_expect(kept == 0, "just over SRAM keeps nothing", kept, 0);
+	ut_expect(t == 2 * (21248 + 4864) + 16384, "just over SRAM time", t,
+		  68608);
+	ut_expect(js.dma_bytes_in == 6408 * 2 + 4096 + 2 * 2312 &&
+			  js.dma_bytes_out == 3 * 4096,
+		  "just over SRAM dma", js.dma_bytes_in, 21524);
+
+	/* a later op reading the intermediate keeps it in memory */
+	p.sram_bytes = 1 << 20;
+	ut_relu(&ops[3], y1, x);
+	mi_sim_cascade_scan(ops, 4, casc);
+	ut_expect(!test_bit(0, casc) && test_bit(1, casc), "later reader",
+		  casc[0], 2);
+	/* ... so does an overlapping view read later (part of y2) */
+	ut_relu(&ops[3], NHWC_I8(2, 8192 + 4095, 1, 1, 1),
+		NHWC_I8(0, 0, 1, 1, 1));
+	mi_sim_cascade_scan(ops, 4, casc);
+	ut_expect(test_bit(0, casc) && !test_bit(1, casc), "overlap read later",
+		  casc[0], 1);
+	/* a different view of the same bytes is not the intermediate */
+	ut_relu(&ops[1], NHWC_I8(2, 0, 16, 16, 8),
+		NHWC_I8(2, 8192, 16, 16, 8));
+	mi_sim_cascade_scan(ops, 2, casc);
+	ut_expect(!test_bit(0, casc), "other view", casc[0], 0);
+	/* in place (relu y1 -> y1) still feeds the next op from SRAM */
+	ut_relu(&ops[1], y1, y1);
+	ut_conv(&ops[2], y1, 8192, z);
+	mi_sim_cascade_scan(ops, 3, casc);
+	ut_expect(test_bit(0, casc) && test_bit(1, casc), "in place", casc[0],
+		  3);
+	/* gemm's b (a weight operand) is not fed from SRAM */
+	ops[1].op = DRM_METAINFER_OP_GEMM;
+	ops[1].t[MI_T_IN1] = y1;
+	ops[1].t[MI_T_IN0] = x;
+	ops[1].tensor_mask |= BIT(MI_T_IN1);
+	mi_sim_cascade_scan(ops, 2, casc);
+	ut_expect(!test_bit(0, casc), "gemm weight operand", casc[0], 0);
+}
+
 static int ut_model(void)
 {
 	struct mi_sim_personality p = {
@@ -225,6 +381,7 @@ static int ut_model(void)
 	ut_expect(mi_sim_muldiv(1ULL << 62, 1000, 1ULL << 40) == 4194304000ULL,
 		  "muldiv", 0, 0);
 	ut_expect(mi_sim_muldiv(5, 7, 0) == U64_MAX, "muldiv by 0", 0, 0);
+	ut_cascade(&p);
 	printf("model: %d failure(s)\n", fails);
 	return fails ? 1 : 0;
 }

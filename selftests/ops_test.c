@@ -531,8 +531,43 @@ static void gen_copy(struct gen *g, struct mi_stream *s)
 	mi_stream_add(s, &op, sizeof(op));
 }
 
+/*
+ * LUT: int8/uint8 in any layout (dense or strided) through a random
+ * table (dense or strided, in buffer 1) to int8/uint8.
+ */
+static void gen_lut(struct gen *g, struct mi_stream *s, uint8_t **img)
+{
+	static const uint32_t u8s[] = { I8, U8 };
+	struct drm_metainfer_op_lut op;
+	uint32_t in_dt = u8s[rnd(g, 0, 1)], out_dt = u8s[rnd(g, 0, 1)], i;
+	uint32_t tshape[1] = { 256 };
+
+	memset(&op, 0, sizeof(op));
+	op.hdr.op = DRM_METAINFER_OP_LUT;
+	if (rnd(g, 0, 1)) {
+		uint32_t lay = rnd(g, 0, 1) ? NCHW : NHWC;
+		uint32_t n = rnd(g, 1, 2), c = rnd(g, 1, 9), h = rnd(g, 1, 9), w = rnd(g, 1, 9);
+
+		op.input = act(g, 0, in_dt, lay, n, c, h, w, rnd(g, 0, 1));
+		op.output = act(g, 2, out_dt, lay, n, c, h, w, rnd(g, 0, 1));
+	} else {
+		uint32_t shape[4], nd = rand_shape(g, shape);
+
+		op.input = mk(g, 0, in_dt, PLAIN, nd, shape, rnd(g, 0, 1));
+		op.output = mk(g, 2, out_dt, PLAIN, nd, shape, rnd(g, 0, 1));
+	}
+	op.table = mk(g, 1, out_dt, PLAIN, 1, tshape, rnd(g, 0, 1));
+	/* every entry distinct from its neighbours: an off-by-one shows */
+	for (i = 0; i < 256; i++) {
+		uint64_t st = op.table.stride[0] ? op.table.stride[0] : 1;
+
+		img[1][op.table.offset + i * st] = (uint8_t)(i * 37 + rnd(g, 1, 36));
+	}
+	mi_stream_add(s, &op, sizeof(op));
+}
+
 enum gen_kind { G_CONV, G_GEMM, G_ADD, G_MUL, G_RELU, G_CLIP, G_MAXPOOL,
-		G_AVGPOOL, G_REQUANTIZE, G_COPY };
+		G_AVGPOOL, G_REQUANTIZE, G_COPY, G_LUT };
 
 static void run_cases(struct __test_metadata *_metadata, int fd, uint32_t ctx,
 		      const char *variant, const char *test, enum gen_kind kind)
@@ -580,6 +615,9 @@ static void run_cases(struct __test_metadata *_metadata, int fd, uint32_t ctx,
 		case G_COPY:
 			gen_copy(&g, &s);
 			break;
+		case G_LUT:
+			gen_lut(&g, &s, b.map);
+			break;
 		}
 		ASSERT_EQ(0, g.overflow);
 		run_and_compare(_metadata, fd, ctx, &b, &s, seed, test);
@@ -607,6 +645,36 @@ OPS_TEST(maxpool_matches_reference, G_MAXPOOL)
 OPS_TEST(avgpool_matches_reference, G_AVGPOOL)
 OPS_TEST(requantize_matches_reference, G_REQUANTIZE)
 OPS_TEST(copy_matches_reference, G_COPY)
+
+/* Devices that advertise LUT match the reference; the others refuse it. */
+TEST_F_TIMEOUT(dev, lut_matches_reference, 120)
+{
+	uint64_t ops = 0;
+
+	ASSERT_EQ(0, mi_get_param(self->fd, DRM_METAINFER_PARAM_OP_MASK, 0, &ops));
+	if (!(ops & (1ull << DRM_METAINFER_OP_LUT))) {
+		uint64_t seed = case_seed(variant->pers, "lut", 0);
+		struct gen g = { .rng = seed };
+		struct mi_stream s;
+		struct bufs b;
+		uint64_t seq;
+
+		memset(&b, 0, sizeof(b));
+		ASSERT_EQ(0, bufs_init(self->fd, &b, &g.rng));
+		mi_stream_init(&s);
+		gen_lut(&g, &s, b.map);
+		mi_stream_finish(&s);
+		EXPECT_EQ(-EOPNOTSUPP, mi_submit(self->fd, self->ctx, b.h, NBOS,
+						 s.buf, s.len, &seq));
+		mi_stream_free(&s);
+		bufs_fini(&b);
+		for (int i = 0; i < NBOS; i++)
+			mi_bo_close(self->fd, b.h[i]);
+		return;
+	}
+	run_cases(_metadata, self->fd, self->ctx, variant->pers,
+		  "lut_matches_reference", G_LUT);
+}
 
 /*
  * A chain in one job: each op reads the previous op's output (conv ->

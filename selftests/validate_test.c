@@ -206,6 +206,19 @@ static struct drm_metainfer_op_requantize base_requantize(void)
 	return op;
 }
 
+/* 100 int8 through a [256] int8 table (in buffer 1) to 100 int8. */
+static struct drm_metainfer_op_lut base_lut(void)
+{
+	struct drm_metainfer_op_lut op;
+
+	memset(&op, 0, sizeof(op));
+	op.hdr.op = DRM_METAINFER_OP_LUT;
+	op.input = T1(0, I8, 0, 100);
+	op.table = T1(1, I8, 0, 256);
+	op.output = T1(2, I8, 0, 100);
+	return op;
+}
+
 /* One test: build base op @base, apply @mutate, expect @expect. */
 #define OP_TEST(name, type, base, expect, mutate)                             \
 	TEST_F(dev, name)                                                     \
@@ -547,6 +560,73 @@ RQ_TEST(requantize_axis_out_of_range, -EINVAL, op.axis = 4)
 RQ_TEST(requantize_multiplier_count, -EINVAL, op.multiplier.shape[0] = 3)
 RQ_TEST(requantize_shape_mismatch, -EINVAL, op.output.shape[3] = 1)
 RQ_TEST(requantize_multiplier_not_int32, -EINVAL, op.multiplier.dtype = I16)
+
+/*
+ * LUT, one field per test.  A device that does not advertise the op
+ * (dsp-nchw) rejects every well-framed LUT with -EOPNOTSUPP before
+ * looking at it: that is what sends userspace to its CPU fallback.
+ */
+#define LUT_TEST(name, expect, mutate)                                       \
+	TEST_F(dev, name)                                                    \
+	{                                                                    \
+		struct drm_metainfer_op_lut op = base_lut();                 \
+		uint64_t ops = 0;                                            \
+		mutate;                                                      \
+		ASSERT_EQ(0, mi_get_param(self->fd,                          \
+					  DRM_METAINFER_PARAM_OP_MASK, 0,    \
+					  &ops));                            \
+		ASSERT_EQ((ops >> DRM_METAINFER_OP_LUT) & 1 ? (expect) :     \
+							      -EOPNOTSUPP,   \
+			  submit_one(self->fd, self->ctx, &op, sizeof(op))); \
+	}
+
+LUT_TEST(lut_valid, 0, )
+LUT_TEST(lut_uint8_valid, 0, op.input.dtype = U8; op.table.dtype = U8;
+	 op.output.dtype = U8)
+LUT_TEST(lut_int8_to_uint8_valid, 0, op.table.dtype = U8; op.output.dtype = U8)
+LUT_TEST(lut_nhwc_valid, 0, op.input = T4(0, I8, NHWC, 0, 1, 5, 5, 4);
+	 op.output = T4(2, I8, NHWC, 0, 1, 5, 5, 4))
+LUT_TEST(lut_strided_table_valid, 0, op.table.stride[0] = 3)
+LUT_TEST(lut_table_next_to_output_valid, 0, op.table = T1(2, I8, 100, 256))
+LUT_TEST(lut_flags, -EINVAL, op.hdr.flags = DRM_METAINFER_OP_F_BIAS)
+LUT_TEST(lut_header_pad, -EINVAL, op.hdr.pad = 1)
+LUT_TEST(lut_input_int16, -EINVAL, op.input.dtype = I16)
+LUT_TEST(lut_input_int32, -EINVAL, op.input.dtype = I32)
+LUT_TEST(lut_output_int16, -EINVAL, op.output.dtype = I16; op.table.dtype = I16)
+LUT_TEST(lut_table_dtype_not_output, -EINVAL, op.table.dtype = U8)
+LUT_TEST(lut_table_255, -EINVAL, op.table.shape[0] = 255)
+LUT_TEST(lut_table_257, -EINVAL, op.table.shape[0] = 257)
+LUT_TEST(lut_table_2d, -EINVAL, op.table = T2(1, I8, 0, 16, 16))
+LUT_TEST(lut_table_4d_nchw, -EINVAL, op.table = T4(1, I8, NCHW, 0, 1, 1, 16, 16))
+LUT_TEST(lut_table_missing, -EINVAL, memset(&op.table, 0, sizeof(op.table)))
+LUT_TEST(lut_table_past_end, -EINVAL, op.table.offset = BO_SIZE - 255)
+LUT_TEST(lut_table_bo_index, -EINVAL, op.table.bo_index = NBOS)
+LUT_TEST(lut_table_overlaps_output, -EINVAL, op.table = T1(2, I8, 99, 256))
+LUT_TEST(lut_input_past_end, -EINVAL, op.input.offset = BO_SIZE - 99)
+LUT_TEST(lut_output_past_end, -EINVAL, op.output.offset = BO_SIZE - 99;
+	 op.table = T1(1, I8, 0, 256))
+LUT_TEST(lut_shape_mismatch, -EINVAL, op.output.shape[0] = 99)
+LUT_TEST(lut_ndim_mismatch, -EINVAL, op.output = T2(2, I8, 0, 10, 10))
+LUT_TEST(lut_layout_mismatch, -EINVAL, op.input = T4(0, I8, NCHW, 0, 1, 4, 5, 5);
+	 op.output = T4(2, I8, NHWC, 0, 1, 5, 5, 4))
+
+/* The op's size is exact: shorter or longer (even with a zero tail) fails. */
+TEST_F(dev, lut_size_short)
+{
+	struct drm_metainfer_op_lut op = base_lut();
+
+	ASSERT_EQ(-EINVAL, submit_one(self->fd, self->ctx, &op, sizeof(op) - 8));
+}
+
+TEST_F(dev, lut_size_long)
+{
+	struct {
+		struct drm_metainfer_op_lut op;
+		uint64_t tail;
+	} big = { .op = base_lut() };
+
+	ASSERT_EQ(-EINVAL, submit_one(self->fd, self->ctx, &big, sizeof(big)));
+}
 
 /* Syncobjs and VALIDATE_ONLY --------------------------------------------- */
 

@@ -37,6 +37,7 @@ static uint32_t pick_dtype(struct proc *p, uint32_t allowed)
 #define WGT ((1u << DRM_METAINFER_DTYPE_INT8) | (1u << DRM_METAINFER_DTYPE_INT16))
 #define ALL (ACT | (1u << DRM_METAINFER_DTYPE_INT32))
 #define I32 (1u << DRM_METAINFER_DTYPE_INT32)
+#define B8 ((1u << DRM_METAINFER_DTYPE_INT8) | (1u << DRM_METAINFER_DTYPE_UINT8))
 
 static uint32_t pick_layout4(struct proc *p)
 {
@@ -167,6 +168,7 @@ union op {
 	struct drm_metainfer_op_pool pool;
 	struct drm_metainfer_op_requantize rq;
 	struct drm_metainfer_op_copy copy;
+	struct drm_metainfer_op_lut lut;
 };
 
 static const size_t op_size[DRM_METAINFER_OP_COUNT] = {
@@ -180,6 +182,7 @@ static const size_t op_size[DRM_METAINFER_OP_COUNT] = {
 	[DRM_METAINFER_OP_AVGPOOL] = sizeof(struct drm_metainfer_op_pool),
 	[DRM_METAINFER_OP_REQUANTIZE] = sizeof(struct drm_metainfer_op_requantize),
 	[DRM_METAINFER_OP_COPY] = sizeof(struct drm_metainfer_op_copy),
+	[DRM_METAINFER_OP_LUT] = sizeof(struct drm_metainfer_op_lut),
 };
 
 static int32_t dmin(uint32_t d)
@@ -249,6 +252,20 @@ static size_t gen_unary(struct proc *p, union op *o, uint32_t opc,
 		ts[0] = &o->clip.input;
 		ts[1] = &o->clip.output;
 		return sizeof(o->clip);
+	case DRM_METAINFER_OP_LUT: {
+		uint32_t n256 = 256;
+
+		din = pick_dtype(p, B8);
+		dout = pick_dtype(p, B8);
+		o->lut.input = tensor(p, bl, din, layout, ndim, ld);
+		o->lut.output = tensor(p, bl, dout, lout, ndim, ld);
+		o->lut.table = tensor(p, bl, dout, DRM_METAINFER_LAYOUT_PLAIN,
+				      1, &n256);
+		ts[0] = &o->lut.input;
+		ts[1] = &o->lut.output;
+		ts[2] = &o->lut.table;
+		return sizeof(o->lut);
+	}
 	default: /* REQUANTIZE */ {
 		uint32_t axis = below(p, ndim), shape_ax, n1 = 1;
 

@@ -75,8 +75,9 @@ static int read_pers(int id, struct pers *p)
 	return ret ? -EIO : 0;
 }
 
+/* sin/sout: bytes of in/out that are on-chip intermediates (no DMA) */
 struct cost {
-	unsigned long long work, in, w, out;
+	unsigned long long work, in, w, out, sin, sout;
 	int esize, depthwise, layout_sensitive, layout;
 };
 
@@ -110,7 +111,7 @@ static void model_op(const struct pers *p, const struct cost *c,
 			  ((unsigned __int128)rate * p->clock_hz);
 	if (c->depthwise)
 		compute = compute * 100 / p->dw_eff_pct;
-	dma = dma_ns(p, io);
+	dma = dma_ns(p, io - c->sin - c->sout);
 	if (c->w && io > (unsigned long long)p->sram_bytes) {
 		unsigned long long tiles =
 			(io + p->sram_bytes - 1) / p->sram_bytes;
@@ -125,8 +126,8 @@ static void model_op(const struct pers *p, const struct cost *c,
 	t = (compute > dma ? compute : dma) + tiling + layout;
 	e->busy += t;
 	e->stall += t - (compute < t ? compute : t);
-	e->in += c->in + c->w + refetch + lb / 2;
-	e->out += c->out + lb / 2;
+	e->in += c->in - c->sin + c->w + refetch + lb / 2;
+	e->out += c->out - c->sout + lb / 2;
 }
 
 /* ---- jobs ---- */
@@ -166,6 +167,30 @@ static void dev_close(struct dev *d)
 	}
 	d->map = NULL;
 	d->fd = -1;
+}
+
+/* Submit a stream on a fresh context, wait; return the status, ctx counters. */
+static int run_stream(struct dev *d, uint32_t queue, struct mi_stream *s,
+		      int64_t *status, struct drm_metainfer_get_counters *c)
+{
+	uint64_t seq;
+	uint32_t ctx;
+	void *cmds;
+	int ret;
+
+	ret = mi_ctx_create(d->fd, queue, DRM_METAINFER_PRIORITY_NORMAL, &ctx);
+	if (ret)
+		return ret;
+	cmds = mi_stream_finish(s);
+	ret = mi_submit(d->fd, ctx, &d->bo, 1, cmds, s->len, &seq);
+	if (!ret)
+		ret = mi_wait(d->fd, ctx, seq, 30000, status);
+	if (!ret && c) {
+		memset(c, 0, sizeof(*c));
+		ret = mi_counters(d->fd, ctx, c);
+	}
+	mi_ctx_destroy(d->fd, ctx);
+	return ret;
 }
 
 /* Submit one op on a fresh context, wait; return the status, ctx counters. */
@@ -345,6 +370,240 @@ static void test_timing(int id, const char *name)
 			   .layout = p.layout };
 	model_op(&p, &k, &e);
 	check_model("depthwise", &e, &c);
+	dev_close(&d);
+}
+
+static long long sim_state(int id, const char *key);
+
+/* ---- on-chip intermediates (Documentation/sim.rst) ---- */
+
+#define CX 0		/* conv input, 16x16x16 int8 */
+#define CW1 65536	/* conv 1 weights (2304), multiplier, shift */
+#define CY1 131072	/* conv 1 output = relu input */
+#define CY2 196608	/* relu output = conv 2 input */
+#define CW2 262144	/* conv 2 weights, multiplier, shift */
+#define CZ 327680	/* conv 2 output */
+
+/* 3x3 conv, pad 1, 16 -> 16 channels, 16x16, int8 -> int8 (requantized) */
+static struct drm_metainfer_op_conv2d casc_conv(uint32_t lay, uint64_t in,
+						uint64_t w, uint64_t out)
+{
+	struct drm_metainfer_op_conv2d op = conv_op(lay, 16, 16, 16, 1);
+	uint32_t one = 1;
+
+	op.hdr.flags = DRM_METAINFER_OP_F_REQUANT;
+	op.input.offset = in;
+	op.weight.offset = w;
+	op.output.offset = out;
+	op.output.dtype = DRM_METAINFER_DTYPE_INT8;
+	op.multiplier = mi_tensor(0, DRM_METAINFER_DTYPE_INT32,
+				  DRM_METAINFER_LAYOUT_PLAIN, w + 4096, 1, &one);
+	op.shift = mi_tensor(0, DRM_METAINFER_DTYPE_INT32,
+			     DRM_METAINFER_LAYOUT_PLAIN, w + 4100, 1, &one);
+	op.rq.act_min = -128;
+	op.rq.act_max = 127;
+	return op;
+}
+
+static struct drm_metainfer_op_clip casc_relu(uint32_t lay, uint64_t in,
+					      uint64_t out)
+{
+	struct drm_metainfer_op_clip op = { 0 };
+	uint32_t nchw[4] = { 1, 16, 16, 16 };
+
+	op.hdr.op = DRM_METAINFER_OP_RELU;
+	op.input = mi_tensor(0, DRM_METAINFER_DTYPE_INT8, lay, in, 4, nchw);
+	op.output = mi_tensor(0, DRM_METAINFER_DTYPE_INT8, lay, out, 4, nchw);
+	return op;
+}
+
+/* The model's cost of the two convs and the relu (sin/sout set later). */
+static const struct cost casc_conv_cost = { .work = 16ull * 16 * 16 * 16 * 9,
+					    .in = 4096,
+					    .w = 2304 + 8,
+					    .out = 4096,
+					    .esize = 1,
+					    .layout_sensitive = 1 };
+static const struct cost casc_relu_cost = { .work = 4096,
+					    .in = 4096,
+					    .out = 4096,
+					    .esize = 1 };
+
+/*
+ * Run conv -> relu -> conv as ops [first, last] of one job; compare the
+ * context's counters with the model, where @keep says which of the two
+ * intermediates the formula keeps on chip (bit 0: conv 1's output, bit 1:
+ * the relu's).  Adds the counters to @sum.
+ */
+static int casc_job(struct dev *d, const struct pers *p, int first, int last,
+		    int keep, const char *what, struct expect *sum)
+{
+	struct drm_metainfer_op_conv2d c1 = casc_conv(p->layout, CX, CW1, CY1);
+	struct drm_metainfer_op_clip r = casc_relu(p->layout, CY1, CY2);
+	struct drm_metainfer_op_conv2d c2 = casc_conv(p->layout, CY2, CW2, CZ);
+	struct drm_metainfer_get_counters c;
+	struct mi_stream s;
+	struct expect e = { .busy = (unsigned long long)p->launch_ns };
+	struct cost k;
+	int64_t st = -1;
+	int ret;
+
+	mi_stream_init(&s);
+	if (first == 0) {
+		mi_stream_add(&s, &c1, sizeof(c1));
+		k = casc_conv_cost;
+		k.layout = p->layout;
+		k.sout = keep & 1 ? 4096 : 0;
+		model_op(p, &k, &e);
+	}
+	if (first <= 1 && last >= 1) {
+		mi_stream_add(&s, &r, sizeof(r));
+		k = casc_relu_cost;
+		k.sin = keep & 1 ? 4096 : 0;
+		k.sout = keep & 2 ? 4096 : 0;
+		model_op(p, &k, &e);
+	}
+	if (last == 2) {
+		mi_stream_add(&s, &c2, sizeof(c2));
+		k = casc_conv_cost;
+		k.layout = p->layout;
+		k.sin = keep & 2 ? 4096 : 0;
+		model_op(p, &k, &e);
+	}
+	ret = run_stream(d, 0, &s, &st, &c);
+	mi_stream_free(&s);
+	ok(!ret && st == 0, "%s: runs", what);
+	if (ret || st)
+		return -EIO;
+	check_model(what, &e, &c);
+	sum->busy += c.busy_ns;
+	sum->in += c.dma_bytes_in;
+	sum->out += c.dma_bytes_out;
+	return 0;
+}
+
+static void test_cascade(int id, const char *name)
+{
+	struct expect one = { 0 }, two = { 0 }, three = { 0 }, over = { 0 };
+	char path[128], what[128], *z1 = NULL;
+	struct dev d = { .fd = -1 };
+	long long kept0, kept1, kept2;
+	long long sram0 = 0;
+	struct pers p;
+	int i;
+
+	if (dev_open(&d, id) || read_pers(id, &p)) {
+		ok(0, "%s: open device and read its personality", name);
+		dev_close(&d);
+		return;
+	}
+	/* requant: scale 2^-4 (M = 2^30, S = -3), per tensor */
+	for (i = 0; i < 2; i++) {
+		int32_t m = 1 << 30, sh = -3;
+
+		memcpy(d.map + (i ? CW2 : CW1) + 4096, &m, 4);
+		memcpy(d.map + (i ? CW2 : CW1) + 4100, &sh, 4);
+	}
+	kept0 = sim_state(id, "sram_kept_bytes");
+	/* one job: both intermediates stay on chip (ws 10504 <= SRAM) */
+	snprintf(what, sizeof(what), "%s: conv->relu->conv, one job", name);
+	if (casc_job(&d, &p, 0, 2, 3, what, &one))
+		goto out;
+	z1 = malloc(4096);
+	memcpy(z1, d.map + CZ, 4096);
+	memset(d.map + CZ, 0, 4096);
+	kept1 = sim_state(id, "sram_kept_bytes");
+	/* two jobs (conv->relu | conv): the relu's output goes to memory */
+	snprintf(what, sizeof(what), "%s: conv->relu | conv", name);
+	casc_job(&d, &p, 0, 1, 1, what, &two);
+	casc_job(&d, &p, 2, 2, 0, what, &two);
+	kept2 = sim_state(id, "sram_kept_bytes");
+	ok(!memcmp(z1, d.map + CZ, 4096),
+	   "%s: one job and two jobs compute the same output", name);
+	/* three jobs: every tensor over DMA */
+	snprintf(what, sizeof(what), "%s: conv | relu | conv", name);
+	for (i = 0; i < 3; i++)
+		casc_job(&d, &p, i, i, 0, what, &three);
+	ok(kept1 - kept0 == 8192 && kept2 - kept1 == 4096 &&
+		   sim_state(id, "sram_kept_bytes") == kept2,
+	   "%s: sram_kept_bytes grows by 8192, 4096, 0 (%lld, %lld, %lld)",
+	   name, kept1 - kept0, kept2 - kept1,
+	   sim_state(id, "sram_kept_bytes") - kept2);
+	/* exactly one intermediate (4096 B) written and read less per step */
+	ok(two.in - one.in == 4096 && two.out - one.out == 4096 &&
+		   three.in - two.in == 4096 && three.out - two.out == 4096,
+	   "%s: DMA in/out one job %llu/%llu, two %llu/%llu, three %llu/%llu",
+	   name, one.in, one.out, two.in, two.out, three.in, three.out);
+	ok(one.busy < two.busy && two.busy < three.busy,
+	   "%s: busy ns one job %llu < two jobs %llu < three jobs %llu", name,
+	   one.busy, two.busy, three.busy);
+
+	/* one byte less SRAM than the conv's working set: nothing stays */
+	snprintf(path, sizeof(path), SIMDEV "%d/personality", id);
+	sram0 = p.sram_bytes;
+	ok(!mi_write_file(path, "sram_bytes=10503"), "%s: sram_bytes=10503",
+	   name);
+	p.sram_bytes = 10503;
+	snprintf(what, sizeof(what), "%s: one job, SRAM 1 byte short", name);
+	casc_job(&d, &p, 0, 2, 0, what, &over);
+	ok(sim_state(id, "sram_kept_bytes") == kept2 &&
+		   over.out == three.out && over.busy > one.busy,
+	   "%s: just over SRAM spills: out %llu, busy %llu", name, over.out,
+	   over.busy);
+	snprintf(what, sizeof(what), "sram_bytes=%lld", sram0);
+	ok(!mi_write_file(path, what), "%s: restore sram_bytes", name);
+out:
+	free(z1);
+	dev_close(&d);
+}
+
+/* LUT: advertised by the Ethos-U presets, not by dsp-nchw; its timing. */
+static void test_lut(int id, const char *name, int has_lut)
+{
+	struct drm_metainfer_op_lut op = { 0 };
+	struct drm_metainfer_get_counters c;
+	uint32_t shape[1] = { 1000 }, t256[1] = { 256 };
+	struct dev d = { .fd = -1 };
+	uint64_t om = 0;
+	struct pers p;
+	struct expect e = { 0 };
+	struct cost k = { .work = 1000, .in = 1000 + 256, .out = 1000,
+			  .esize = 1 };
+	int64_t st = -1;
+	int ret, good = 1;
+
+	if (dev_open(&d, id) || read_pers(id, &p)) {
+		ok(0, "%s: open device", name);
+		dev_close(&d);
+		return;
+	}
+	mi_get_param(d.fd, DRM_METAINFER_PARAM_OP_MASK, 0, &om);
+	ok(!!(om & (1ull << DRM_METAINFER_OP_LUT)) == has_lut,
+	   "%s: OP_MASK %#llx %s LUT", name, (unsigned long long)om,
+	   has_lut ? "has" : "lacks");
+	op.hdr.op = DRM_METAINFER_OP_LUT;
+	op.input = mi_tensor(0, DRM_METAINFER_DTYPE_INT8,
+			     DRM_METAINFER_LAYOUT_PLAIN, 0, 1, shape);
+	op.table = mi_tensor(0, DRM_METAINFER_DTYPE_UINT8,
+			     DRM_METAINFER_LAYOUT_PLAIN, 4096, 1, t256);
+	op.output = mi_tensor(0, DRM_METAINFER_DTYPE_UINT8,
+			      DRM_METAINFER_LAYOUT_PLAIN, 8192, 1, shape);
+	for (int i = 0; i < 256; i++)
+		d.map[4096 + i] = (int8_t)(255 - i);
+	ret = run_op(&d, 0, &op, sizeof(op), &st, &c);
+	if (!has_lut) {
+		ok(ret == -EOPNOTSUPP, "%s: LUT refused: EOPNOTSUPP (%d)", name,
+		   ret);
+		dev_close(&d);
+		return;
+	}
+	for (int i = 0; i < 1000; i++)
+		good &= (uint8_t)d.map[8192 + i] ==
+			(uint8_t)(255 - (d.map[i] + 128));
+	ok(!ret && st == 0 && good, "%s: LUT result", name);
+	e.busy = p.launch_ns;
+	model_op(&p, &k, &e);
+	check_model(name, &e, &c);
 	dev_close(&d);
 }
 
@@ -595,6 +854,10 @@ int main(void)
 	test_control();
 	test_timing(0, "ethos-u55-high");
 	test_timing(1, "dsp-nchw");
+	test_lut(0, "ethos-u55-high", 1);
+	test_lut(1, "dsp-nchw", 0);
+	test_cascade(0, "ethos-u55-high");
+	test_cascade(1, "dsp-nchw");
 	test_thermal();
 	test_faults();
 	printf("1..%d\n# %d/%d passed\n", n_test, n_test - n_fail, n_test);

@@ -245,7 +245,7 @@ static void ut_cascade(const struct mi_sim_personality *p0)
 		  68608);
 	ut_expect(js.dma_bytes_in == 6408 * 2 + 4096 + 2 * 2312 &&
 			  js.dma_bytes_out == 3 * 4096,
-		  "just over SRAM dma", js.dma_bytes_in, 21524);
+		  "just over SRAM dma", js.dma_bytes_in, 21536);
 
 	/* a later op reading the intermediate keeps it in memory */
 	p.sram_bytes = 1 << 20;

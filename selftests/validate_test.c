@@ -589,7 +589,6 @@ LUT_TEST(lut_nhwc_valid, 0, op.input = T4(0, I8, NHWC, 0, 1, 5, 5, 4);
 LUT_TEST(lut_strided_table_valid, 0, op.table.stride[0] = 3)
 LUT_TEST(lut_table_next_to_output_valid, 0, op.table = T1(2, I8, 100, 256))
 LUT_TEST(lut_flags, -EINVAL, op.hdr.flags = DRM_METAINFER_OP_F_BIAS)
-LUT_TEST(lut_header_pad, -EINVAL, op.hdr.pad = 1)
 LUT_TEST(lut_input_int16, -EINVAL, op.input.dtype = I16)
 LUT_TEST(lut_input_int32, -EINVAL, op.input.dtype = I32)
 LUT_TEST(lut_output_int16, -EINVAL, op.output.dtype = I16; op.table.dtype = I16)
@@ -610,7 +609,19 @@ LUT_TEST(lut_ndim_mismatch, -EINVAL, op.output = T2(2, I8, 0, 10, 10))
 LUT_TEST(lut_layout_mismatch, -EINVAL, op.input = T4(0, I8, NCHW, 0, 1, 4, 5, 5);
 	 op.output = T4(2, I8, NHWC, 0, 1, 5, 5, 4))
 
-/* The op's size is exact: shorter or longer (even with a zero tail) fails. */
+/*
+ * Framing is checked before the op mask: on every device a bad header pad
+ * or size is -EINVAL, and the op's size is exact (shorter, or longer even
+ * with a zero tail, fails).
+ */
+TEST_F(dev, lut_header_pad)
+{
+	struct drm_metainfer_op_lut op = base_lut();
+
+	op.hdr.pad = 1;
+	ASSERT_EQ(-EINVAL, submit_one(self->fd, self->ctx, &op, sizeof(op)));
+}
+
 TEST_F(dev, lut_size_short)
 {
 	struct drm_metainfer_op_lut op = base_lut();

@@ -19,7 +19,7 @@
 
 #define MI_SIM_MAX_ID 1023
 /* bumped when the timing/thermal model changes (part of fw_version) */
-#define MI_SIM_MODEL_VERSION 1
+#define MI_SIM_MODEL_VERSION 2
 #define MI_SIM_MAX_QUEUES DRM_METAINFER_MAX_QUEUES
 #define MI_SIM_LAYOUT_NCHW DRM_METAINFER_LAYOUT_NCHW
 #define MI_SIM_LAYOUT_NHWC DRM_METAINFER_LAYOUT_NHWC

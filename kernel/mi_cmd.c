@@ -612,7 +612,8 @@ static int mi_op_lut(struct mi_cmd_ctx *mc, struct mi_op *op)
 	const struct mi_tensor *in = &op->t[MI_T_IN0];
 	const struct mi_tensor *tab = &op->t[MI_T_IN1];
 	const struct mi_tensor *out = &op->t[MI_T_OUT];
-	u32 u8s = BIT(DRM_METAINFER_DTYPE_INT8) | BIT(DRM_METAINFER_DTYPE_UINT8);
+	u32 u8s = BIT(DRM_METAINFER_DTYPE_INT8) |
+		  BIT(DRM_METAINFER_DTYPE_UINT8);
 	int ret;
 
 	if (op->flags) {
@@ -629,7 +630,7 @@ static int mi_op_lut(struct mi_cmd_ctx *mc, struct mi_op *op)
 		return ret;
 	if (tab->layout != DRM_METAINFER_LAYOUT_PLAIN || tab->ndim != 1 ||
 	    tab->elems != 256 || tab->dtype != out->dtype) {
-		mi_cmd_dbg(mc, "lut: table must be PLAIN [256] of the output dtype\n");
+		mi_cmd_dbg(mc, "lut: table not PLAIN [256] of output dtype\n");
 		return -EINVAL;
 	}
 	if (in->layout != out->layout || in->ndim != out->ndim ||

@@ -596,8 +596,8 @@ static bool mi_sim_same_view(const struct mi_tensor *a,
 {
 	return a->bo_index == b->bo_index && a->data == b->data &&
 	       a->dtype == b->dtype && a->layout == b->layout &&
-	       a->ndim == b->ndim && !memcmp(a->shape, b->shape,
-					     sizeof(a->shape)) &&
+	       a->ndim == b->ndim &&
+	       !memcmp(a->shape, b->shape, sizeof(a->shape)) &&
 	       !memcmp(a->stride, b->stride, sizeof(a->stride));
 }
 
@@ -610,8 +610,8 @@ static bool mi_sim_overlap(const struct mi_tensor *a, const struct mi_tensor *b)
 }
 
 /* Does an input of @op other than exact views of @t touch @t's bytes? */
-static bool mi_sim_reads_other(const struct mi_op *op, const struct mi_tensor *t,
-			       bool allow_same)
+static bool mi_sim_reads_other(const struct mi_op *op,
+			       const struct mi_tensor *t, bool allow_same)
 {
 	u32 act = mi_sim_act_slots(op), slot;
 
@@ -654,7 +654,8 @@ void mi_sim_cascade_scan(const struct mi_op *ops, u32 n, unsigned long *ok)
 		act = mi_sim_act_slots(&ops[k + 1]);
 		fed = false;
 		for (slot = 0; slot < MI_T_COUNT; slot++)
-			if ((act & BIT(slot)) && mi_sim_has(&ops[k + 1], slot) &&
+			if ((act & BIT(slot)) &&
+			    mi_sim_has(&ops[k + 1], slot) &&
 			    mi_sim_same_view(&ops[k + 1].t[slot], t))
 				fed = true;
 		if (!fed || mi_sim_reads_other(&ops[k + 1], t, true))

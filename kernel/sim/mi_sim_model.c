@@ -112,8 +112,8 @@ u64 mi_sim_op_time(const struct mi_sim_personality *p, u64 clock_hz,
 	io = mi_sim_sat_add(mi_sim_sat_add(c->in_bytes, c->w_bytes),
 			    c->out_bytes);
 	ws = io;
-	b->dma_ns = mi_sim_dma_ns(p, io - min(io, mi_sim_sat_add(c->in_sram,
-								c->out_sram)));
+	b->dma_ns = mi_sim_dma_ns(
+		p, io - min(io, mi_sim_sat_add(c->in_sram, c->out_sram)));
 	if (c->w_bytes && ws > p->sram_bytes && p->sram_bytes) {
 		tiles = div64_u64(ws + p->sram_bytes - 1, p->sram_bytes);
 		b->refetch_bytes = mi_sim_muldiv(
@@ -193,8 +193,8 @@ u64 mi_sim_job_time(const struct mi_sim_personality *p, u64 clock_hz,
 		js->macs += ops[i].macs;
 		js->dma_bytes_in += c.in_bytes - c.in_sram + c.w_bytes +
 				    b.refetch_bytes + b.layout_bytes / 2;
-		js->dma_bytes_out += c.out_bytes - c.out_sram +
-				     b.layout_bytes / 2;
+		js->dma_bytes_out +=
+			c.out_bytes - c.out_sram + b.layout_bytes / 2;
 		js->stall_ns += t - min(t, b.compute_ns);
 	}
 	js->busy_ns = total;

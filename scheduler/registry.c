@@ -23,7 +23,8 @@
  * A transition within flap_window_ns of the previous one is a flap
  * (counted, times kept).  With flap_limit flaps in the window the
  * dimension is damped: every run needed doubles per flap over the limit
- * (at most 8x) until the window holds no flap.
+ * (at most 8x) until a whole window passes without a flap or a sample
+ * toward the other state.
  *
  * Queue stability comes from the queue depths of the last 5 samples when
  * a sample carries the depth and not the dimension itself:
@@ -62,6 +63,7 @@ struct reg_dim {
 	int64_t last_transition;
 	uint32_t flaps;
 	int64_t flap_ts[4];	/* newest first */
+	int64_t last_odd;	/* last sample toward the other state */
 	bool damped;
 };
 
@@ -316,6 +318,16 @@ static uint32_t flaps_recent(const struct mi_registry_opts *o,
 	return n;
 }
 
+/* Flaps that count against the device: a damped dimension counts as
+ * flap_limit at least, for as long as it stays damped. */
+static uint32_t flaps_effective(const struct mi_registry_opts *o,
+				const struct reg_dim *dm, int64_t now)
+{
+	uint32_t n = flaps_recent(o, dm, now);
+
+	return dm->damped && n < o->flap_limit ? o->flap_limit : n;
+}
+
 /* Samples a run needs: doubled per flap over the limit while damped. */
 static uint32_t run_needed(const struct mi_registry_opts *o,
 			   const struct reg_dim *dm, uint32_t base, int64_t now)
@@ -324,7 +336,7 @@ static uint32_t run_needed(const struct mi_registry_opts *o,
 
 	if (!dm->damped)
 		return base;
-	over = flaps_recent(o, dm, now) + 1 - o->flap_limit;
+	over = flaps_effective(o, dm, now) + 1 - o->flap_limit;
 	if (over > 3)
 		over = 3;
 	return base << over;
@@ -411,7 +423,9 @@ static void dim_sample(struct mi_registry *reg, struct ev_batch *b, int dev,
 	dm->last_ts = now;
 	dm->nsamp++;
 	dm->present = true;
-	if (dm->damped && !flaps_recent(o, dm, now))
+	/* damping ends after a window without flaps or odd samples */
+	if (dm->damped && !flaps_recent(o, dm, now) &&
+	    now - dm->last_odd > o->flap_window_ns)
 		dm->damped = false;
 
 	/* credibility */
@@ -427,6 +441,7 @@ static void dim_sample(struct mi_registry *reg, struct ev_batch *b, int dev,
 			dm->confirmed += 0.2 * (v - dm->confirmed);
 			return;
 		}
+		dm->last_odd = now;
 		dm->run++;
 		dm->run_sum += v;
 		if (dm->run >= run_needed(o, dm, o->confirm_count, now))
@@ -435,6 +450,7 @@ static void dim_sample(struct mi_registry *reg, struct ev_batch *b, int dev,
 		return;
 	}
 	if (v >= o->recover_above) {
+		dm->last_odd = now;
 		dm->lvl_run = 0;
 		dm->run++;
 		dm->run_sum += v;
@@ -557,7 +573,7 @@ static double dev_reliability(const struct mi_registry_opts *o,
 	uint32_t flaps = 0;
 
 	for (int k = 0; k < MI_HEALTH_DIM_COUNT; k++)
-		flaps += flaps_recent(o, &d->dim[k], now);
+		flaps += flaps_effective(o, &d->dim[k], now);
 	return mi_clamp01(1.0 - fr) / (1.0 + o->flap_penalty * flaps);
 }
 

@@ -40,13 +40,14 @@ struct mi_solver {
 	/* [D] memory only some later layers can use (reservation) */
 	uint64_t *reserve;
 	/* [L] scratch assignment */
-	int32_t *tmp, *best;
+	int32_t *tmp, *best, *alt;
 	/* [D * D] effective transfer per byte and fixed cost */
 	double *xb, *xf;
 	double *scratch;	/* [L * D + L + 2 D] */
 	double *pm;		/* [L + 1] makespan of positions before i */
 	double *fin;		/* [L] finish times of the accepted plan */
 	double *price;		/* [D] memory price, ns per byte */
+	struct mi_knap { double dens; uint64_t mem; } *kn;	/* [L] */
 	uint32_t L, D;
 	uint64_t work;		/* layer timings computed (refine budget) */
 	uint64_t avail_mask;

@@ -97,10 +97,12 @@ int mi_solver_create(uint32_t max_layers, uint32_t max_devices,
 	s->pm = malloc((L + 1) * sizeof(double));
 	s->fin = malloc(L * sizeof(double));
 	s->price = malloc(D * sizeof(double));
+	s->kn = malloc(L * sizeof(*s->kn));
+	s->alt = malloc(L * sizeof(int32_t));
 	if (!s->lat || !s->rank || !s->order || !s->succ_off || !s->succ || !s->finish ||
 	    !s->dev_free || !s->mem_used || !s->mem_cap || !s->cand ||
 	    !s->reserve || !s->tmp || !s->best || !s->xb || !s->xf ||
-	    !s->scratch || !s->pm || !s->fin || !s->price) {
+	    !s->scratch || !s->pm || !s->fin || !s->price || !s->kn || !s->alt) {
 		mi_solver_destroy(s);
 		return mi_set_error(-ENOMEM, "solver: out of memory");
 	}
@@ -131,6 +133,8 @@ void mi_solver_destroy(struct mi_solver *s)
 	free(s->pm);
 	free(s->fin);
 	free(s->price);
+	free(s->kn);
+	free(s->alt);
 	free(s);
 }
 
@@ -479,6 +483,87 @@ static void place(struct mi_solver *s, const struct mi_sched_problem *p,
 		s->reserve[d] -= need;
 }
 
+#define PRICE_ROUNDS 2
+#define PRICE_PASSES 8
+
+static int cmp_knap(const void *a, const void *b)
+{
+	const struct mi_knap *x = a, *y = b;
+
+	return x->dens > y->dens ? -1 : x->dens < y->dens;
+}
+
+/*
+ * Memory prices (part of stage 1): a device whose memory cannot hold
+ * every layer that would run faster there gets a price per byte, the
+ * marginal value density of a fractional knapsack: layers by time saved
+ * per byte (against their best other candidate), filled to the device's
+ * free memory; the first that does not fit sets the price.  The list
+ * stage adds price x bytes to a layer's cost there, so scarce memory
+ * goes to the layers that gain most from it instead of the first ones
+ * in the order.
+ */
+static void memory_prices(struct mi_solver *s, const struct mi_sched_problem *p)
+{
+	uint32_t L = s->L, D = s->D;
+	double *next = s->scratch + (size_t)L * D;	/* [D] */
+
+	for (uint32_t d = 0; d < D; d++)
+		s->price[d] = 0;
+	for (int round = 0; round < PRICE_ROUNDS; round++) {
+		bool changed = false;
+
+		for (uint32_t d = 0; d < D; d++) {
+			uint64_t want = 0, room, fill = 0;
+			uint32_t n = 0;
+
+			next[d] = 0;
+			if (!(s->avail_mask >> d & 1) || s->reserve[d] >= s->mem_cap[d])
+				continue;
+			room = s->mem_cap[d] - s->reserve[d];
+			for (uint32_t l = 0; l < L; l++) {
+				uint64_t m = s->cand[l], other = m & ~(1ull << d);
+				double ref = DBL_MAX, save;
+
+				if (!(m >> d & 1) || !other)
+					continue;	/* not here, or reserved */
+				/* the best alternative, at its own price */
+				for (; other; other &= other - 1) {
+					int e = __builtin_ctzll(other);
+					double t = s->lat[l * D + e] +
+						   s->price[e] * (double)p->mem_bytes[l * D + e];
+
+					if (t < ref)
+						ref = t;
+				}
+				save = ref - s->lat[l * D + d];
+				if (save <= 0)
+					continue;
+				s->kn[n].mem = p->mem_bytes[l * D + d];
+				s->kn[n].dens = save / (double)(s->kn[n].mem + 1);
+				want += s->kn[n].mem;
+				n++;
+			}
+			if (want <= room)
+				continue;
+			qsort(s->kn, n, sizeof(*s->kn), cmp_knap);
+			for (uint32_t i = 0; i < n; i++) {
+				if (fill + s->kn[i].mem > room) {
+					next[d] = s->kn[i].dens;
+					break;
+				}
+				fill += s->kn[i].mem;
+			}
+		}
+		for (uint32_t d = 0; d < D; d++) {
+			changed |= next[d] != s->price[d];
+			s->price[d] = next[d];
+		}
+		if (!changed)
+			break;
+	}
+}
+
 /*
  * Stage 2, list assignment.  cas_w: NULL for HEFT (earliest finish
  * only).  Returns -ENOSPC when memory runs out for some layer.
@@ -486,12 +571,16 @@ static void place(struct mi_solver *s, const struct mi_sched_problem *p,
 static int list_assign(struct mi_solver *s, const struct mi_sched_problem *p,
 		       const struct mi_sched_dev_state *st,
 		       const struct mi_sched_base *base, bool cas, int32_t *a,
-		       double *cas_mean)
+		       double *cas_mean, double *denied)
 {
 	uint32_t D = s->D;
 	double *eft = s->scratch + (size_t)s->L * D;	/* [D] */
 	double *en = eft + D;				/* [D] */
 	double sum_cas = 0;
+
+	if (denied)
+		for (uint32_t d = 0; d < D; d++)
+			denied[d] = 0;
 
 	for (uint32_t d = 0; d < D; d++)
 		s->dev_free[d] = base_load(base, d);
@@ -500,14 +589,17 @@ static int list_assign(struct mi_solver *s, const struct mi_sched_problem *p,
 		const struct mi_sched_layer *ly = &p->layers[l];
 		double t0 = DBL_MAX, cmin = DBL_MAX, emin = DBL_MAX, best = -DBL_MAX;
 		uint64_t m = 0;
-		int bd = -1;
+		int bd = -1, full = -1;
 
 		for (uint64_t c = s->cand[l]; c; c &= c - 1) {
 			int d = __builtin_ctzll(c);
 			double ready = 0;
 
-			if (!has_room(s, p, l, d))
+			if (!has_room(s, p, l, d)) {
+				if (full < 0 || s->lat[l * D + d] < s->lat[l * D + full])
+					full = d;
 				continue;
+			}
 			m |= 1ull << d;
 			for (uint32_t j = 0; j < ly->n_preds; j++) {
 				uint32_t q = ly->preds[j];
@@ -521,6 +613,8 @@ static int list_assign(struct mi_solver *s, const struct mi_sched_problem *p,
 				t0 = ready;
 			eft[d] = (ready > s->dev_free[d] ? ready : s->dev_free[d]) +
 				 s->lat[l * D + d];
+			if (cas)
+				eft[d] += s->price[d] * (double)p->mem_bytes[l * D + d];
 			en[d] = s->lat[l * D + d] * p->power_w[l * D + d];
 			if (en[d] < emin)
 				emin = en[d];
@@ -556,7 +650,17 @@ static int list_assign(struct mi_solver *s, const struct mi_sched_problem *p,
 		}
 		if (cas)
 			sum_cas += best;
+		/* the fastest device was full: what its memory was worth here */
+		if (denied && full >= 0 && s->lat[l * D + full] < s->lat[l * D + bd]) {
+			double v = (s->lat[l * D + bd] - s->lat[l * D + full]) /
+				   (double)(p->mem_bytes[l * D + full] + 1);
+
+			if (v > denied[full])
+				denied[full] = v;
+		}
 		place(s, p, l, bd, a);
+		if (cas)	/* the price steers; the schedule keeps real times */
+			eft[bd] -= s->price[bd] * (double)p->mem_bytes[l * D + bd];
 		s->finish[l] = eft[bd];
 		s->dev_free[bd] = eft[bd];
 	}
@@ -658,6 +762,40 @@ static void side_costs(const struct mi_solver *s, const struct mi_sched_problem 
  * positions from the layer on, from the recorded state before it, and
  * stops as soon as its makespan alone cannot beat the best J.
  */
+/*
+ * For moving l to the full device d: the layer v on d whose move to
+ * another candidate e with room (counting the room l leaves behind)
+ * frees enough and costs the least latency.  False if none.
+ */
+static bool pick_evictee(const struct mi_solver *s,
+			 const struct mi_sched_problem *p, const int32_t *a,
+			 uint32_t l, int d, int *vp, int *ep)
+{
+	uint32_t D = s->D;
+	uint64_t need = p->mem_bytes[l * D + d];
+	uint64_t short_by = s->mem_used[d] + need - s->mem_cap[d];
+	double best = DBL_MAX;
+	int cur = a[l];
+
+	for (uint32_t v = 0; v < s->L; v++) {
+		if (v == l || a[v] != d || p->mem_bytes[v * D + d] < short_by)
+			continue;
+		for (uint64_t c = s->cand[v] & ~(1ull << d); c; c &= c - 1) {
+			int e = __builtin_ctzll(c);
+			uint64_t used = s->mem_used[e] -
+					(e == cur ? p->mem_bytes[l * D + cur] : 0);
+			double loss = s->lat[v * D + e] - s->lat[v * D + d];
+
+			if (used + p->mem_bytes[v * D + e] > s->mem_cap[e] || loss >= best)
+				continue;
+			best = loss;
+			*vp = (int)v;
+			*ep = e;
+		}
+	}
+	return best < DBL_MAX;
+}
+
 #define FINISH_SLACK 1.5
 
 static void refine(struct mi_solver *s, const struct mi_sched_problem *p,
@@ -699,17 +837,17 @@ static void refine(struct mi_solver *s, const struct mi_sched_problem *p,
 			int cur = a[l];
 			double best_J = J, best_en = en, best_un = un, start;
 			double cur_en = s->lat[l * D + cur] * p->power_w[l * D + cur];
-			int best_d = -1;
+			int best_d = -1, best_v = -1, best_e = -1;
+			uint32_t best_k = k;
 
 			for (uint64_t c = s->cand[l] & ~(1ull << cur); c; c &= c - 1) {
-				int d = __builtin_ctzll(c);
+				int d = __builtin_ctzll(c), v = -1, e = -1;
 				uint64_t need = p->mem_bytes[l * D + d];
 				double ready = 0, f, tms, ten, tun, tJ, lim;
-				const double *df = snap + (size_t)k * D;
+				uint32_t kk = k;
 
-				if (s->mem_used[d] + need > s->mem_cap[d] ||
-				    s->work > budget)
-					continue;
+				if (s->work > budget)
+					break;
 				/* where l itself would finish on d */
 				for (uint32_t j = 0; j < ly->n_preds; j++) {
 					uint32_t q = ly->preds[j];
@@ -719,20 +857,38 @@ static void refine(struct mi_solver *s, const struct mi_sched_problem *p,
 					if (t > ready)
 						ready = t;
 				}
-				f = (ready > df[d] ? ready : df[d]) + s->lat[l * D + d];
+				f = (ready > snap[(size_t)k * D + d] ? ready :
+				     snap[(size_t)k * D + d]) + s->lat[l * D + d];
 				ten = en + s->lat[l * D + d] * p->power_w[l * D + d] - cur_en;
 				if (f > s->fin[l] * FINISH_SLACK && !(w2 > 0 && ten < en))
 					continue;
 				tun = un + (st ? s->lat[l * D + d] * (1 - st[d].reliability) -
 					    s->lat[l * D + cur] * (1 - st[cur].reliability) : 0);
+				if (s->mem_used[d] + need > s->mem_cap[d]) {
+					/* no room: evict the layer there that loses
+					 * least by moving to a device with room */
+					if (!pick_evictee(s, p, a, l, d, &v, &e))
+						continue;
+					ten += s->lat[v * D + e] * p->power_w[v * D + e] -
+					       s->lat[v * D + d] * p->power_w[v * D + d];
+					if (st)
+						tun += s->lat[v * D + e] * (1 - st[e].reliability) -
+						       s->lat[v * D + d] * (1 - st[d].reliability);
+					if (pos[v] < kk)
+						kk = pos[v];
+				}
 				/* the makespan that would still beat best_J */
 				lim = (best_J - w2 * ten / en0 - w3 * tun / wsum) * ms0 / w1;
-				if (lim <= s->pm[k])
+				if (lim <= s->pm[kk])
 					continue;
-				memcpy(s->dev_free, df, D * sizeof(double));
+				memcpy(s->dev_free, snap + (size_t)kk * D, D * sizeof(double));
 				a[l] = d;
-				tms = retime(s, p, a, k, NULL, s->pm[k], lim);
+				if (v >= 0)
+					a[v] = e;
+				tms = retime(s, p, a, kk, NULL, s->pm[kk], lim);
 				a[l] = cur;
+				if (v >= 0)
+					a[v] = d;
 				if (tms >= lim)
 					continue;
 				tJ = w1 * tms / ms0 + w2 * ten / en0 + w3 * tun / wsum;
@@ -741,15 +897,23 @@ static void refine(struct mi_solver *s, const struct mi_sched_problem *p,
 					best_en = ten;
 					best_un = tun;
 					best_d = d;
+					best_v = v;
+					best_e = e;
+					best_k = kk;
 				}
 			}
 			if (best_d >= 0) {
 				s->mem_used[cur] -= p->mem_bytes[l * D + cur];
 				s->mem_used[best_d] += p->mem_bytes[l * D + best_d];
 				a[l] = best_d;
-				memcpy(s->dev_free, snap + (size_t)k * D, D * sizeof(double));
+				if (best_v >= 0) {
+					s->mem_used[best_d] -= p->mem_bytes[best_v * D + best_d];
+					s->mem_used[best_e] += p->mem_bytes[best_v * D + best_e];
+					a[best_v] = best_e;
+				}
+				memcpy(s->dev_free, snap + (size_t)best_k * D, D * sizeof(double));
 				memcpy(s->finish, s->fin, L * sizeof(double));
-				ms = retime(s, p, a, k, snap, s->pm[k], DBL_MAX);
+				ms = retime(s, p, a, best_k, snap, s->pm[best_k], DBL_MAX);
 				en = best_en;
 				un = best_un;
 				J = best_J;
@@ -793,6 +957,68 @@ static void refine(struct mi_solver *s, const struct mi_sched_problem *p,
 	}
 }
 
+static void reset_memory(struct mi_solver *s, const struct mi_sched_problem *p)
+{
+	for (uint32_t d = 0; d < s->D; d++) {
+		s->mem_used[d] = 0;
+		s->reserve[d] = 0;
+	}
+	for (uint32_t l = 0; l < s->L; l++)
+		if (!(s->cand[l] & (s->cand[l] - 1))) {
+			int d = __builtin_ctzll(s->cand[l]);
+
+			s->reserve[d] += p->mem_bytes[l * s->D + d];
+		}
+}
+
+/*
+ * The list stage under memory prices, repeated while it had to deny a
+ * layer its fastest device for lack of memory: that device's price rises
+ * to what its memory was worth to the denied layer, and the pass runs
+ * again (PRICE_PASSES at most).  The best makespan wins; s->tmp and
+ * s->mem_used hold it afterwards.
+ */
+static int price_loop(struct mi_solver *s, const struct mi_sched_problem *p,
+		      const struct mi_sched_dev_state *st,
+		      const struct mi_sched_base *base, double *cas)
+{
+	double *denied = s->pm;		/* [D]: free until refinement */
+	double best = DBL_MAX, c;
+	bool found = false;
+
+	for (int it = 0; it < PRICE_PASSES; it++) {
+		bool any = false;
+		double ms;
+
+		if (it)
+			reset_memory(s, p);
+		if (list_assign(s, p, st, base, true, s->tmp, &c, denied))
+			break;
+		ms = mi_solver_makespan(s, p, base, s->tmp);
+		if (ms < best) {
+			best = ms;
+			*cas = c;
+			memcpy(s->alt, s->tmp, s->L * sizeof(int32_t));
+			found = true;
+		}
+		for (uint32_t d = 0; d < s->D; d++)
+			if (denied[d] > s->price[d]) {
+				s->price[d] = denied[d];
+				any = true;
+			}
+		if (!any)
+			break;
+	}
+	if (!found)
+		return -ENOSPC;
+	memcpy(s->tmp, s->alt, s->L * sizeof(int32_t));
+	for (uint32_t d = 0; d < s->D; d++)
+		s->mem_used[d] = 0;
+	for (uint32_t l = 0; l < s->L; l++)
+		s->mem_used[s->tmp[l]] += p->mem_bytes[l * s->D + s->tmp[l]];
+	return 0;
+}
+
 int mi_solver_solve(struct mi_solver *s, const struct mi_sched_problem *p,
 		    const struct mi_sched_dev_state *st,
 		    const struct mi_sched_base *base,
@@ -807,7 +1033,8 @@ int mi_solver_solve(struct mi_solver *s, const struct mi_sched_problem *p,
 	ret = mi_solver_prepare(s, p, st, base);
 	if (ret)
 		return ret;
-	ret = list_assign(s, p, st, base, true, s->tmp, &cas);
+	memory_prices(s, p);
+	ret = price_loop(s, p, st, base, &cas);
 	if (ret) {
 		ret = memory_first(s, p, s->tmp);
 		if (ret)
@@ -837,7 +1064,7 @@ int mi_sched_heft(struct mi_solver *s, const struct mi_sched_problem *p,
 	ret = mi_solver_prepare(s, p, st, NULL);
 	if (ret)
 		return ret;
-	ret = list_assign(s, p, st, NULL, false, s->tmp, NULL);
+	ret = list_assign(s, p, st, NULL, false, s->tmp, NULL, NULL);
 	if (ret) {
 		ret = memory_first(s, p, s->tmp);
 		if (ret)

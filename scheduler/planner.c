@@ -156,6 +156,41 @@ int mi_planner_update(struct mi_planner *pl, bool force)
 	return 1;
 }
 
+int mi_planner_adjust(struct mi_planner *pl, uint32_t *moved)
+{
+	uint32_t D = pl->max_d, total = 0;
+	int ret;
+
+	if (pl->reg) {
+		ret = mi_registry_solver_state(pl->reg, pl->st, D);
+		if (ret)
+			return ret;
+	} else {
+		mi_sched_dev_state_nominal(pl->st, D);
+	}
+	memset(pl->load, 0, sizeof(pl->load));
+	memset(pl->mem, 0, sizeof(pl->mem));
+	for (uint32_t i = 0; i < pl->n_models; i++) {
+		struct mi_sched_model *m = &pl->models[i];
+		const struct mi_sched_problem *p = m->problem;
+		struct mi_sched_base base = { pl->load, pl->mem };
+
+		ret = mi_solver_adjust(pl->solver, p, pl->st, &base, &m->plan);
+		if (ret)
+			return ret;
+		total += m->plan.moved;
+		for (uint32_t l = 0; l < p->n_layers; l++) {
+			int d = m->device[l];
+
+			pl->load[d] += m->streams * pl->solver->lat[l * D + d];
+			pl->mem[d] += p->mem_bytes[l * D + d];
+		}
+	}
+	if (moved)
+		*moved = total;
+	return 0;
+}
+
 uint64_t mi_planner_replans(struct mi_planner *pl)
 {
 	return pl->replans;

@@ -348,6 +348,10 @@ int mi_planner_create(struct mi_registry *reg, const struct mi_sched_opts *o,
 void mi_planner_destroy(struct mi_planner *pl);
 /* Solve now if a change is pending (or force); 1 if it re-planned. */
 int mi_planner_update(struct mi_planner *pl, bool force);
+/* The last-moment adjustment of every model's placement with the
+ * registry's state now (mi_solver_adjust), just before running: cheap
+ * (one pass), never past a hard limit; *moved: layers moved. */
+int mi_planner_adjust(struct mi_planner *pl, uint32_t *moved);
 /* Re-plans so far (the first solve included). */
 uint64_t mi_planner_replans(struct mi_planner *pl);
 

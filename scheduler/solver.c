@@ -5,20 +5,25 @@
  *  1. Feasible device sets.  Per layer a bit mask of the devices that
  *     are available, support it and have room for it at all; memory that
  *     layers with a single candidate need is reserved on that device, so
- *     the greedy stage cannot starve them.  An empty mask is -ENOSPC.
+ *     the later stages cannot starve them.  An empty mask is -ENOSPC.
+ *     Memory prices: a device whose memory cannot hold every layer that
+ *     runs faster there gets a price per byte (memory_prices()).
  *  2. Layer assignment.  Layers in upward-rank order (the critical path
- *     first, a topological order); for each, every candidate with room
+ *     first; a topological order); for each, every candidate with room
  *     gets the composite score
  *         CAS = w1 (1 - nl) + w2 (1 - ne) + w3 reliability
- *     where nl = 1 - c_min / c_d over the candidates' finish-time
- *     increments c_d (device queue, input transfers, latency) and ne the
- *     same over the layer's energy (power x latency: a slow low-power
- *     device does not save energy); the best CAS wins (ties: lower
- *     device index).  Then refine_passes sweeps move single layers of
- *     the critical path to another candidate when the plan's objective
+ *     where 1 - nl = c_min / c_d over the candidates' finish-time
+ *     increments c_d (device queue, input transfers, latency, memory
+ *     price x bytes) and 1 - ne the same over the layer's energy (power
+ *     x latency: a slow low-power device does not save energy); the best
+ *     CAS wins (ties: lower device index).  The pass repeats with higher
+ *     prices while it had to deny a layer its fastest device
+ *     (price_loop()).  Then refinement (refine()) walks the critical
+ *     path and moves single layers, or a layer plus one it evicts from a
+ *     full device, when the plan's objective
  *         J = w1 makespan / makespan0 + w2 energy / energy0
  *             + w3 (1 - latency-weighted reliability)
- *     drops; each trial re-times only the layers after the moved one.
+ *     drops; its work is bounded (refine_work x layers re-timed).
  *  3. Last-moment adjustment (mi_solver_adjust): the plan against the
  *     latest state, layer by layer: off unavailable devices (failover),
  *     off much slower ones (adjust_margin), never past a hard limit.
@@ -27,7 +32,8 @@
  * exhaustive search): devices run their layers one at a time in rank
  * order; a layer starts when its device is free and all inputs arrived.
  * The workspace is allocated once (mi_solver_create); a solve does not
- * allocate.
+ * allocate unless a problem has more than 8 inputs per layer on average.
+ * Everything is deterministic: no randomness, ties broken by index.
  */
 #include <errno.h>
 #include <float.h>
@@ -483,6 +489,8 @@ static void place(struct mi_solver *s, const struct mi_sched_problem *p,
 		s->reserve[d] -= need;
 }
 
+/* price rounds (each device priced at its alternatives' prices) and list
+ * passes under rising prices */
 #define PRICE_ROUNDS 2
 #define PRICE_PASSES 8
 
@@ -796,6 +804,10 @@ static bool pick_evictee(const struct mi_solver *s,
 	return best < DBL_MAX;
 }
 
+/* Refinement tries a device only if the layer itself would finish there
+ * no later than 1.5x its current finish (or, with w2, saves energy):
+ * moves that slow the layer more rarely shorten the critical path, and
+ * skipping them halves the work. */
 #define FINISH_SLACK 1.5
 
 static void refine(struct mi_solver *s, const struct mi_sched_problem *p,

@@ -427,8 +427,27 @@ static void test_placement(void)
 	CHECK(on0_after < on0 / 2, "%d of %d layers still on the throttled device",
 	      on0_after, on0);
 
-	/* device loss: everything re-placed, nothing on the lost device */
+	/* the last-moment adjustment keeps a fresh plan as it is */
+	{
+		uint32_t moved = 99;
+
+		CHECK(mi_planner_adjust(pl, &moved) == 0 && moved == 0,
+		      "adjust moved %u right after a solve", moved);
+	}
+	/* device loss: the adjustment moves the lost device's layers at
+	 * once, then the re-plan; nothing stays on the lost device */
 	mi_registry_device_lost(reg, 1, t);
+	{
+		uint32_t moved = 0, on1 = 0;
+
+		for (int l = 0; l < 40; l++)
+			on1 += g.device[l] == 1;
+		CHECK(on1 > 0, "nothing on npu1 to fail over");
+		CHECK(mi_planner_adjust(pl, &moved) == 0 && moved >= on1,
+		      "failover moved %u of %u", moved, on1);
+		for (int l = 0; l < 40; l++)
+			CHECK(g.device[l] != 1, "layer %d left on the lost device", l);
+	}
 	CHECK(mi_planner_update(pl, false) == 1, "no re-plan after loss");
 	for (int l = 0; l < 40; l++)
 		CHECK(g.device[l] >= 0 && g.device[l] != 1 && g.lat[l * 4 + g.device[l]] >= 0,

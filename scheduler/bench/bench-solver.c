@@ -7,7 +7,7 @@
  * makespan and energy of CAS against ONNX Runtime-style greedy and HEFT
  * on the same pool, and against exhaustive search on small cases.
  *
- *   bench-solver [-n SOLVES] [-p POOL] [-r REFINE_PASSES]
+ *   bench-solver [-n SOLVES] [-p POOL] [-r REFINE_PASSES] [-w REFINE_WORK]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +44,7 @@ static double pct(const double *v, size_t n, double q)
 }
 
 struct quality {
-	double ms[4], en[4];	/* cas, greedy, heft, exhaustive */
+	double ms[4], en[4];	/* cas, greedy, heft, cas latency-only */
 	int n;
 };
 
@@ -55,13 +55,18 @@ static int timing(uint32_t L, uint32_t D, int solves, int pool, double tight)
 	struct gen_problem *g = calloc(pool, sizeof(*g));
 	double *t = malloc(solves * sizeof(double));
 	double *c = malloc(solves * sizeof(double));
-	struct mi_solver *s;
+	struct mi_sched_opts lo = bench_opts;
+	struct mi_solver *s, *sl;
 	struct quality q = { .n = 0 };
 	int ret;
 
 	if (!g || !t || !c)
 		return -ENOMEM;
+	lo.w_latency = 1;
+	lo.w_power = lo.w_reliability = 0;
 	ret = mi_solver_create(L, D, &bench_opts, &s);
+	if (!ret)
+		ret = mi_solver_create(L, D, &lo, &sl);
 	if (ret)
 		return ret;
 	for (int i = 0; i < pool; i++)
@@ -104,20 +109,25 @@ static int timing(uint32_t L, uint32_t D, int solves, int pool, double tight)
 		if (mi_sched_heft(s, &g[i].p, NULL, &pl))
 			return -EIO;
 		q.ms[2] += pl.makespan_ns, q.en[2] += pl.energy_j;
+		if (mi_solver_solve(sl, &g[i].p, NULL, NULL, &pl))
+			return -EIO;
+		q.ms[3] += pl.makespan_ns, q.en[3] += pl.energy_j;
 		q.n++;
 	}
-	printf("%4ux%-3u %7d  %7.1f %7.1f %8.1f  %7.1f %7.1f %8.1f   %7.3f %7.3f %7.3f   %6.4f %6.4f %6.4f\n",
+	printf("%4ux%-3u %7d  %7.1f %7.1f %8.1f  %7.1f %7.1f %8.1f   %7.3f %7.3f %7.3f %7.3f   %6.4f %6.4f %6.4f %6.4f\n",
 	       L, D, solves, pct(t, solves, 0.5) / 1e3, pct(t, solves, 0.99) / 1e3,
 	       t[solves - 1] / 1e3, pct(c, solves, 0.5) / 1e3,
 	       pct(c, solves, 0.99) / 1e3, c[solves - 1] / 1e3,
 	       q.ms[0] / q.n / 1e6, q.ms[1] / q.n / 1e6,
-	       q.ms[2] / q.n / 1e6, q.en[0] / q.n, q.en[1] / q.n, q.en[2] / q.n);
+	       q.ms[2] / q.n / 1e6, q.ms[3] / q.n / 1e6, q.en[0] / q.n,
+	       q.en[1] / q.n, q.en[2] / q.n, q.en[3] / q.n);
 	for (int i = 0; i < pool; i++)
 		gen_problem_free(&g[i]);
 	free(g);
 	free(t);
 	free(c);
 	mi_solver_destroy(s);
+	mi_solver_destroy(sl);
 	return 0;
 }
 
@@ -181,15 +191,17 @@ int main(int argc, char **argv)
 	int solves = 10000, pool = 100, c;
 	struct mi_sched_opts lat_only = { .w_latency = 1, .refine_passes = 2 };
 
-	while ((c = getopt(argc, argv, "n:p:r:")) != -1) {
+	while ((c = getopt(argc, argv, "n:p:r:w:")) != -1) {
 		if (c == 'n')
 			solves = atoi(optarg);
 		else if (c == 'p')
 			pool = atoi(optarg);
 		else if (c == 'r')
 			bench_opts.refine_passes = atoi(optarg);
+		else if (c == 'w')
+			bench_opts.refine_work = atoi(optarg);
 		else {
-			fprintf(stderr, "usage: bench-solver [-n SOLVES] [-p POOL] [-r REFINE_PASSES]\n");
+			fprintf(stderr, "usage: bench-solver [-n SOLVES] [-p POOL] [-r REFINE_PASSES] [-w REFINE_WORK]\n");
 			return 2;
 		}
 	}
@@ -200,10 +212,11 @@ int main(int argc, char **argv)
 	printf("solver: solve time (us; wall clock, then the thread's CPU time, which leaves out\n"
 	       "preemption on a busy host) over random problems, CAS default weights\n"
 	       "(0.7/0.15/0.15, %u refine passes); mean makespan (ms) and energy (J) per\n"
-	       "problem by the problem's own cost model\n", bench_opts.refine_passes);
-	printf("%-8s %7s  %7s %7s %8s  %7s %7s %8s   %7s %7s %7s   %6s %6s %6s\n", "LxD",
+	       "problem by the problem's own cost model (CASlat: latency-only weights)\n",
+	       bench_opts.refine_passes);
+	printf("%-8s %7s  %7s %7s %8s  %7s %7s %8s   %7s %7s %7s %7s   %6s %6s %6s %6s\n", "LxD",
 	       "solves", "P50", "P99", "max", "cpuP50", "cpuP99", "cpu max",
-	       "ms CAS", "greedy", "HEFT", "J CAS", "greedy", "HEFT");
+	       "ms CAS", "greedy", "HEFT", "CASlat", "J CAS", "greedy", "HEFT", "CASlat");
 	if (timing(10, 10, solves, pool, 0.6) || timing(100, 10, solves, pool, 0.6) ||
 	    timing(500, 20, solves, pool, 0.6)) {
 		fprintf(stderr, "bench-solver: %s\n", mi_last_error());

@@ -34,6 +34,8 @@ $(O)/scheduler/bench/%: scheduler/bench/%.c $(SCHED_A) $(LIB_A) $(SCHED_HDRS)
 
 ALL += $(SCHED_A) $(SCHED_TESTS) $(SCHED_BENCH)
 
+CHECKS += check-scheduler
+
 .PHONY: check-scheduler bench-live bench-live-solver
 check-scheduler: $(SCHED_TESTS)
 	@set -e; for t in $(SCHED_TESTS); do echo "--- $$t"; $$t; done

@@ -103,8 +103,8 @@ void mi_planner_destroy(struct mi_planner *pl)
 {
 	if (!pl)
 		return;
-	/* registry subscriptions cannot be dropped: the registry must not
-	 * outlive the planner with events still coming (documented) */
+	if (pl->reg)
+		mi_registry_unsubscribe(pl->reg, planner_event, pl);
 	mi_solver_destroy(pl->solver);
 	pthread_mutex_destroy(&pl->lock);
 	free(pl);

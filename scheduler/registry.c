@@ -32,7 +32,9 @@
  * when every single depth looks normal.
  *
  * Confirmed changes become events, delivered to subscribers after the
- * lock is dropped (a subscriber may call back into the registry).
+ * state lock is dropped (a subscriber may query the registry), under a
+ * delivery lock that unsubscribing waits for (so a subscriber may not
+ * unsubscribe from its own callback).
  */
 #include <errno.h>
 #include <math.h>
@@ -89,6 +91,8 @@ struct reg_sub {
 
 struct mi_registry {
 	pthread_mutex_t lock;
+	/* held while callbacks run, so that unsubscribe can wait them out */
+	pthread_mutex_t deliver;
 	struct mi_registry_opts o;
 	struct reg_dev dev[MI_SCHED_MAX_DEVICES];
 	int n;
@@ -157,6 +161,7 @@ int mi_registry_create(const struct mi_registry_opts *opts,
 				    "registry: thresholds need degrade_below <= recover_above <= 1");
 	}
 	pthread_mutex_init(&reg->lock, NULL);
+	pthread_mutex_init(&reg->deliver, NULL);
 	*regp = reg;
 	return 0;
 }
@@ -166,6 +171,7 @@ void mi_registry_destroy(struct mi_registry *reg)
 	if (!reg)
 		return;
 	pthread_mutex_destroy(&reg->lock);
+	pthread_mutex_destroy(&reg->deliver);
 	free(reg);
 }
 
@@ -198,6 +204,7 @@ static void ev_deliver(struct mi_registry *reg, struct ev_batch *b)
 
 	if (!b->n)
 		return;
+	pthread_mutex_lock(&reg->deliver);
 	pthread_mutex_lock(&reg->lock);
 	n = reg->n_sub;
 	memcpy(subs, reg->sub, sizeof(subs));
@@ -205,6 +212,7 @@ static void ev_deliver(struct mi_registry *reg, struct ev_batch *b)
 	for (int i = 0; i < b->n; i++)
 		for (int j = 0; j < n; j++)
 			subs[j].cb(&b->ev[i], subs[j].arg);
+	pthread_mutex_unlock(&reg->deliver);
 }
 
 int mi_registry_add_device(struct mi_registry *reg,
@@ -303,6 +311,26 @@ int mi_registry_subscribe(struct mi_registry *reg, mi_registry_cb cb,
 	else
 		reg->sub[reg->n_sub++] = (struct reg_sub){ cb, arg };
 	pthread_mutex_unlock(&reg->lock);
+	return ret;
+}
+
+int mi_registry_unsubscribe(struct mi_registry *reg, mi_registry_cb cb,
+			    void *arg)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&reg->deliver);
+	pthread_mutex_lock(&reg->lock);
+	for (int i = 0; i < reg->n_sub; i++)
+		if (reg->sub[i].cb == cb && reg->sub[i].arg == arg) {
+			memmove(&reg->sub[i], &reg->sub[i + 1],
+				(reg->n_sub - i - 1) * sizeof(reg->sub[0]));
+			reg->n_sub--;
+			ret = 0;
+			break;
+		}
+	pthread_mutex_unlock(&reg->lock);
+	pthread_mutex_unlock(&reg->deliver);
 	return ret;
 }
 

@@ -188,9 +188,13 @@ int mi_registry_push(struct mi_registry *reg, int dev,
 		     const struct mi_health_sample *s);
 /* Job outcome, for the failure rate in reliability. */
 int mi_registry_job_done(struct mi_registry *reg, int dev, bool ok);
-/* Up to 8 subscribers. */
+/* Up to 8 subscribers.  Callbacks may query the registry, not
+ * unsubscribe; after mi_registry_unsubscribe returns, cb(arg) is not
+ * running and never runs again (-ENOENT if it was not subscribed). */
 int mi_registry_subscribe(struct mi_registry *reg, mi_registry_cb cb,
 			  void *arg);
+int mi_registry_unsubscribe(struct mi_registry *reg, mi_registry_cb cb,
+			    void *arg);
 int mi_registry_device(struct mi_registry *reg, int dev,
 		       struct mi_device_view *out);
 /* The fused value of a dimension at host time host_ns (interpolated

@@ -7,6 +7,7 @@
  * that follows (through the planner).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -457,6 +458,117 @@ static void test_placement(void)
 	mi_registry_destroy(reg);
 }
 
+/* Job failures lower reliability, and CAS then prefers a comparable
+ * device that does not fail. */
+static void test_reliability(void)
+{
+	struct mi_registry *reg = make_registry(NULL);
+	struct mi_sched_dev_state st[4];
+
+	for (int i = 0; i < 100; i++) {
+		mi_registry_job_done(reg, 0, i % 2);
+		mi_registry_job_done(reg, 1, true);
+	}
+	mi_registry_solver_state(reg, st, 4);
+	CHECK(fabs(st[0].reliability - (1 - 50.0 / 120)) < 1e-9, "reliability %g",
+	      st[0].reliability);
+	CHECK(fabs(st[1].reliability - 1.0) < 1e-12, "reliability %g", st[1].reliability);
+	mi_registry_destroy(reg);
+}
+
+struct pusher {
+	struct mi_registry *reg;
+	int dev;
+	int pushed;
+};
+
+static void *push_thread(void *arg)
+{
+	struct pusher *pu = arg;
+
+	for (int i = 0; i < 3000; i++) {
+		/* bursts of 4 bad samples now and then: real transitions */
+		struct mi_health_sample s = sample(i * 10 * MS,
+						   (i / 4) % (5 + pu->dev) == 0 ? 0.1 : 0.95);
+
+		if (!mi_registry_push(pu->reg, pu->dev, &s))
+			pu->pushed++;
+	}
+	return NULL;
+}
+
+struct counter {
+	pthread_mutex_t lock;
+	int n;
+	uint64_t max_seq;
+};
+
+static void count_event(const struct mi_registry_event *ev, void *arg)
+{
+	struct counter *c = arg;
+
+	pthread_mutex_lock(&c->lock);
+	c->n++;
+	if (ev->seq > c->max_seq)
+		c->max_seq = ev->seq;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Samplers on three threads while the planner re-plans and adjusts on
+ * this one: every sample lands, every event is delivered once, and the
+ * placements keep the limits. */
+static void test_concurrent(void)
+{
+	struct counter cnt = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
+	struct mi_registry *reg = make_registry(NULL);
+	struct pusher pu[3];
+	pthread_t th[3];
+	struct gen_problem g;
+	struct mi_sched_model m;
+	struct mi_planner *pl;
+	uint64_t seq0;
+	int replans = 0;
+
+	gen_problem_make(&g, 60, 4, 21, 0.7);
+	m = (struct mi_sched_model){ .problem = &g.p, .streams = 2, .device = g.device };
+	mi_registry_subscribe(reg, count_event, &cnt);
+	seq0 = mi_registry_seq(reg);
+	CHECK(mi_planner_create(reg, NULL, &m, 1, &pl) == 0, "%s", mi_last_error());
+	for (int i = 0; i < 3; i++) {
+		pu[i] = (struct pusher){ reg, i, 0 };
+		pthread_create(&th[i], NULL, push_thread, &pu[i]);
+	}
+	for (int i = 0; i < 300; i++) {
+		uint32_t moved;
+
+		replans += mi_planner_update(pl, false) == 1;
+		CHECK(mi_planner_adjust(pl, &moved) == 0, "%s", mi_last_error());
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	mi_planner_update(pl, false);
+	for (int i = 0; i < 3; i++)
+		CHECK(pu[i].pushed == 3000, "device %d: %d samples", i, pu[i].pushed);
+	CHECK(cnt.n == (int)(mi_registry_seq(reg) - seq0) && cnt.max_seq == mi_registry_seq(reg),
+	      "%d events delivered, %llu raised", cnt.n,
+	      (unsigned long long)(mi_registry_seq(reg) - seq0));
+	CHECK(cnt.n > 10, "only %d events", cnt.n);
+	CHECK(replans >= 1, "no re-plan");
+	for (int l = 0; l < 60; l++)
+		CHECK(g.device[l] >= 0 && g.lat[l * 4 + g.device[l]] >= 0, "layer %d", l);
+	/* the planner is gone; its registry goes on */
+	mi_planner_destroy(pl);
+	CHECK(mi_registry_unsubscribe(reg, count_event, &cnt) == 0, "unsubscribe");
+	CHECK(mi_registry_unsubscribe(reg, count_event, &cnt) == -ENOENT, "twice");
+	seq0 = mi_registry_seq(reg);
+	replans = cnt.n;
+	mi_registry_device_lost(reg, 3, 40000 * MS);
+	CHECK(mi_registry_seq(reg) == seq0 + 1 && cnt.n == replans,
+	      "event after unsubscribe (%d delivered)", cnt.n - replans);
+	gen_problem_free(&g);
+	mi_registry_destroy(reg);
+}
+
 int main(void)
 {
 	test_single_vs_three();
@@ -468,6 +580,8 @@ int main(void)
 	test_fast_smoothing();
 	test_bad_input();
 	test_placement();
+	test_reliability();
+	test_concurrent();
 	if (failures) {
 		printf("test-registry: %d failures\n", failures);
 		return 1;

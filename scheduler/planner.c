@@ -56,8 +56,8 @@ int mi_planner_create(struct mi_registry *reg, const struct mi_sched_opts *o,
 		ret = mi_sched_problem_check(p);
 		if (ret)
 			return ret;
-		if (!models[i].device || !models[i].streams)
-			return mi_set_error(-EINVAL, "planner: model %u needs a placement array and >= 1 stream",
+		if (!models[i].device)
+			return mi_set_error(-EINVAL, "planner: model %u needs a placement array",
 					    i);
 		if (i && p->n_devices != models[0].problem->n_devices)
 			return mi_set_error(-EINVAL, "planner: model %u has %u devices, model 0 %u",
@@ -148,7 +148,7 @@ int mi_planner_update(struct mi_planner *pl, bool force)
 		for (uint32_t l = 0; l < p->n_layers; l++) {
 			int d = m->device[l];
 
-			pl->load[d] += m->streams * pl->solver->lat[l * D + d];
+			pl->load[d] += pl->solver->S * pl->solver->lat[l * D + d];
 			pl->mem[d] += p->mem_bytes[l * D + d];
 		}
 	}
@@ -182,7 +182,7 @@ int mi_planner_adjust(struct mi_planner *pl, uint32_t *moved)
 		for (uint32_t l = 0; l < p->n_layers; l++) {
 			int d = m->device[l];
 
-			pl->load[d] += m->streams * pl->solver->lat[l * D + d];
+			pl->load[d] += pl->solver->S * pl->solver->lat[l * D + d];
 			pl->mem[d] += p->mem_bytes[l * D + d];
 		}
 	}

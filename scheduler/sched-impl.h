@@ -49,6 +49,7 @@ struct mi_solver {
 	double *price;		/* [D] memory price, ns per byte */
 	struct mi_knap { double dens; uint64_t mem; } *kn;	/* [L] */
 	uint32_t L, D;
+	double S;		/* streams: a layer holds its device S x lat */
 	uint64_t work;		/* layer timings computed (refine budget) */
 	uint64_t avail_mask;
 };

@@ -229,11 +229,15 @@ struct mi_sched_device {
  * each device runs its layers one at a time in priority order (upward
  * rank); a layer starts when its device is free and every input has
  * arrived; an input from another device costs xfer_fixed_ns[a][b] +
- * out_bytes * xfer_ns_per_byte[a][b].  Makespan = last finish.
- * Energy = sum of lat * power.
+ * out_bytes * xfer_ns_per_byte[a][b].  With S streams of the model, a
+ * layer's output is ready lat after its start, but its device stays busy
+ * S x lat (every stream's instance of it runs there).  Makespan = last
+ * finish (one inference's latency under S streams).  Energy = sum of
+ * lat * power (one inference).
  */
 struct mi_sched_problem {
 	uint32_t n_layers, n_devices;
+	uint32_t streams;		/* concurrent streams; 0 means 1 */
 	const struct mi_sched_layer *layers;
 	const struct mi_sched_device *devices;
 	const double *lat_ns;		/* [L * D] predicted latency */
@@ -331,8 +335,7 @@ int mi_sched_exhaustive(struct mi_solver *s, const struct mi_sched_problem *p,
 /* ==== several models, re-planning on registry events ================= */
 
 struct mi_sched_model {
-	const struct mi_sched_problem *problem;
-	uint32_t streams;	/* concurrent streams of this model (>= 1) */
+	const struct mi_sched_problem *problem;	/* its streams included */
 	int32_t *device;	/* [n_layers]: the current placement */
 	struct mi_sched_plan plan;
 };

@@ -224,6 +224,7 @@ int mi_solver_prepare(struct mi_solver *s, const struct mi_sched_problem *p,
 				    L, D, s->max_l, s->max_d);
 	s->L = L;
 	s->D = D;
+	s->S = p->streams > 1 ? p->streams : 1;
 	s->avail_mask = 0;
 	for (uint32_t d = 0; d < D; d++) {
 		const struct mi_sched_dev_state *sd = st ? &st[d] : NULL;
@@ -380,9 +381,10 @@ static double retime(struct mi_solver *s, const struct mi_sched_problem *p,
 			if (t > ready)
 				ready = t;
 		}
-		f = (ready > s->dev_free[d] ? ready : s->dev_free[d]) + s->lat[l * D + d];
+		ready = ready > s->dev_free[d] ? ready : s->dev_free[d];
+		f = ready + s->lat[l * D + d];
 		s->finish[l] = f;
-		s->dev_free[d] = f;
+		s->dev_free[d] = ready + s->S * s->lat[l * D + d];
 		if (f > ms) {
 			ms = f;
 			if (ms >= limit)
@@ -670,7 +672,7 @@ static int list_assign(struct mi_solver *s, const struct mi_sched_problem *p,
 		if (cas)	/* the price steers; the schedule keeps real times */
 			eft[bd] -= s->price[bd] * (double)p->mem_bytes[l * D + bd];
 		s->finish[l] = eft[bd];
-		s->dev_free[bd] = eft[bd];
+		s->dev_free[bd] = eft[bd] + (s->S - 1) * s->lat[l * D + bd];
 	}
 	if (cas_mean)
 		*cas_mean = sum_cas / s->L;
@@ -1173,7 +1175,7 @@ int mi_solver_adjust(struct mi_solver *s, const struct mi_sched_problem *p,
 			moved++;
 		}
 		s->finish[l] = best;
-		s->dev_free[bd] = best;
+		s->dev_free[bd] = best + (s->S - 1) * s->lat[l * D + bd];
 	}
 	ret = mi_solver_check_limits(s, p, base, a);
 	if (ret)

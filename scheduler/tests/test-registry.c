@@ -405,7 +405,7 @@ static void test_placement(void)
 	}
 	for (int d = 0; d < 3; d++)
 		g.devices[d].mem_bytes = 64ull << 30;
-	m = (struct mi_sched_model){ .problem = &g.p, .streams = 1, .device = g.device };
+	m = (struct mi_sched_model){ .problem = &g.p, .device = g.device };
 	CHECK(mi_planner_create(reg, NULL, &m, 1, &pl) == 0, "planner: %s", mi_last_error());
 	CHECK(mi_planner_update(pl, false) == 1, "first plan");
 	memcpy(before, g.device, sizeof(before));
@@ -530,7 +530,8 @@ static void test_concurrent(void)
 	int replans = 0;
 
 	gen_problem_make(&g, 60, 4, 21, 0.7);
-	m = (struct mi_sched_model){ .problem = &g.p, .streams = 2, .device = g.device };
+	g.p.streams = 2;
+	m = (struct mi_sched_model){ .problem = &g.p, .device = g.device };
 	mi_registry_subscribe(reg, count_event, &cnt);
 	seq0 = mi_registry_seq(reg);
 	CHECK(mi_planner_create(reg, NULL, &m, 1, &pl) == 0, "%s", mi_last_error());

@@ -248,6 +248,60 @@ static void test_adjust(void)
 	gen_problem_free(&g);
 }
 
+/*
+ * Streams: a chain on two identical accelerators and a slow CPU.  One
+ * stream stays on one accelerator (a transfer only costs); eight
+ * streams keep a device busy 8x each layer, so the plan spreads over
+ * both and beats the single-device plan under the same load.
+ */
+static void test_streams(void)
+{
+	struct mi_solver *s;
+	struct gen_problem g;
+	struct mi_sched_plan pl;
+	int32_t one[20];
+	int used[3] = { 0 };
+
+	gen_problem_make(&g, 20, 3, 5, 1.0);
+	for (uint32_t l = 0; l < 20; l++) {
+		g.layers[l].n_preds = l > 0;
+		g.preds[l] = l - 1;
+		g.layers[l].preds = &g.preds[l];
+		g.lat[l * 3 + 0] = g.lat[l * 3 + 1] = 10e3;
+		g.lat[l * 3 + 2] = 100e3;
+	}
+	for (int i = 0; i < 9; i++)
+		g.xb[i] = 0, g.xf[i] = i % 4 ? 1e3 : 0;
+	for (int d = 0; d < 3; d++)
+		g.devices[d].mem_bytes = 64ull << 30;
+	mi_solver_create(20, 3, NULL, &s);
+	pl = gen_plan(&g);
+	CHECK(mi_solver_solve(s, &g.p, NULL, NULL, &pl) == 0, "%s", mi_last_error());
+	for (int l = 0; l < 20; l++)
+		used[g.device[l]]++;
+	CHECK(used[0] == 20 || used[1] == 20, "one stream split %d/%d/%d",
+	      used[0], used[1], used[2]);
+	g.p.streams = 8;
+	CHECK(mi_solver_solve(s, &g.p, NULL, NULL, &pl) == 0, "%s", mi_last_error());
+	memset(used, 0, sizeof(used));
+	for (int l = 0; l < 20; l++)
+		used[g.device[l]]++;
+	CHECK(used[0] >= 5 && used[1] >= 5, "eight streams on %d/%d/%d",
+	      used[0], used[1], used[2]);
+	{
+		double ms = pl.makespan_ns;
+		struct mi_sched_plan p1 = { .n_layers = 20, .device = one };
+
+		for (int l = 0; l < 20; l++)
+			one[l] = 0;
+		CHECK(mi_sched_evaluate(s, &g.p, NULL, NULL, &p1) == 0, "%s", mi_last_error());
+		CHECK(ms < 0.75 * p1.makespan_ns, "spread %g vs one device %g", ms,
+		      p1.makespan_ns);
+	}
+	mi_solver_destroy(s);
+	gen_problem_free(&g);
+}
+
 /* Two models, three streams of the first: the second sees the first's
  * memory and load, and both keep the limits together. */
 static void test_multi_model(void)
@@ -261,8 +315,9 @@ static void test_multi_model(void)
 	gen_problem_make(&g2, 30, 6, 12, 0.5);
 	/* the second model's devices are the first's */
 	memcpy(g2.devices, g1.devices, 6 * sizeof(*g1.devices));
-	m[0] = (struct mi_sched_model){ .problem = &g1.p, .streams = 3, .device = g1.device };
-	m[1] = (struct mi_sched_model){ .problem = &g2.p, .streams = 1, .device = g2.device };
+	g1.p.streams = 3;
+	m[0] = (struct mi_sched_model){ .problem = &g1.p, .device = g1.device };
+	m[1] = (struct mi_sched_model){ .problem = &g2.p, .device = g2.device };
 	CHECK(mi_planner_create(NULL, NULL, m, 2, &pl) == 0, "%s", mi_last_error());
 	CHECK(mi_planner_update(pl, false) == 1, "%s", mi_last_error());
 	CHECK(mi_planner_update(pl, false) == 0, "re-planned without a change");
@@ -407,6 +462,7 @@ int main(void)
 	test_failover();
 	test_adjust();
 	test_multi_model();
+	test_streams();
 	test_gap();
 	test_determinism();
 	test_bad_input();

@@ -47,6 +47,7 @@ struct mi_solver {
 	double *pm;		/* [L + 1] makespan of positions before i */
 	double *fin;		/* [L] finish times of the accepted plan */
 	double *price;		/* [D] memory price, ns per byte */
+	double *denied;		/* [D] what a denied layer valued memory at */
 	struct mi_knap { double dens; uint64_t mem; } *kn;	/* [L] */
 	uint32_t L, D;
 	double S;		/* streams: a layer holds its device S x lat */

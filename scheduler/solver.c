@@ -105,10 +105,11 @@ int mi_solver_create(uint32_t max_layers, uint32_t max_devices,
 	s->price = malloc(D * sizeof(double));
 	s->kn = malloc(L * sizeof(*s->kn));
 	s->alt = malloc(L * sizeof(int32_t));
+	s->denied = malloc(D * sizeof(double));
 	if (!s->lat || !s->rank || !s->order || !s->succ_off || !s->succ || !s->finish ||
 	    !s->dev_free || !s->mem_used || !s->mem_cap || !s->cand ||
 	    !s->reserve || !s->tmp || !s->best || !s->xb || !s->xf ||
-	    !s->scratch || !s->pm || !s->fin || !s->price || !s->kn || !s->alt) {
+	    !s->scratch || !s->pm || !s->fin || !s->price || !s->kn || !s->alt || !s->denied) {
 		mi_solver_destroy(s);
 		return mi_set_error(-ENOMEM, "solver: out of memory");
 	}
@@ -141,6 +142,7 @@ void mi_solver_destroy(struct mi_solver *s)
 	free(s->price);
 	free(s->kn);
 	free(s->alt);
+	free(s->denied);
 	free(s);
 }
 
@@ -996,7 +998,7 @@ static int price_loop(struct mi_solver *s, const struct mi_sched_problem *p,
 		      const struct mi_sched_dev_state *st,
 		      const struct mi_sched_base *base, double *cas)
 {
-	double *denied = s->pm;		/* [D]: free until refinement */
+	double *denied = s->denied;
 	double best = DBL_MAX, c;
 	bool found = false;
 

@@ -140,6 +140,17 @@ static void test_hard_limits(void)
 	}
 	/* the CPU holds everything: every problem has a placement */
 	CHECK(solved == 300, "%d of 300 solved", solved);
+	/* fewer layers than devices */
+	for (int i = 0; i < 30; i++) {
+		struct gen_problem g;
+		struct mi_sched_plan pl;
+
+		gen_problem_make(&g, 1 + i % 3, 10 + i % 3, 400 + i, 0.5);
+		pl = gen_plan(&g);
+		CHECK(mi_solver_solve(s, &g.p, NULL, NULL, &pl) == 0, "%s", mi_last_error());
+		CHECK(limits_ok(&g.p, g.device, NULL, NULL), "tiny problem %d", i);
+		gen_problem_free(&g);
+	}
 	mi_solver_destroy(s);
 }
 

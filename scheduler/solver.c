@@ -224,6 +224,15 @@ int mi_solver_prepare(struct mi_solver *s, const struct mi_sched_problem *p,
 	if (L > s->max_l || D > s->max_d)
 		return mi_set_error(-E2BIG, "solver: problem %ux%u exceeds the workspace %ux%u",
 				    L, D, s->max_l, s->max_d);
+	for (uint32_t d = 0; st && d < D; d++)
+		if (!(st[d].slowdown >= 0 && st[d].slowdown < 1e12) ||
+		    !(st[d].xfer_slowdown >= 0 && st[d].xfer_slowdown < 1e12) ||
+		    !(st[d].mem_fraction >= 0 && st[d].mem_fraction <= 1) ||
+		    !(st[d].reliability >= 0 && st[d].reliability <= 1))
+			return mi_set_error(-EINVAL,
+					    "solver: device %u state out of range (slowdown %g, transfer %g, memory %g, reliability %g)",
+					    d, st[d].slowdown, st[d].xfer_slowdown,
+					    st[d].mem_fraction, st[d].reliability);
 	s->L = L;
 	s->D = D;
 	s->S = p->streams > 1 ? p->streams : 1;

@@ -58,7 +58,7 @@ static int timing(uint32_t L, uint32_t D, int solves, int pool, double tight)
 	struct mi_sched_opts lo = bench_opts;
 	struct mi_solver *s, *sl;
 	struct quality q = { .n = 0 };
-	int ret;
+	int ret, preempted = 0;
 
 	if (!g || !t || !c)
 		return -ENOMEM;
@@ -94,6 +94,9 @@ static int timing(uint32_t L, uint32_t D, int solves, int pool, double tight)
 		if (ret)
 			return ret;
 	}
+	/* solves that lost the CPU: wall clock over CPU time by > 20 us */
+	for (int i = 0; i < solves; i++)
+		preempted += t[i] - c[i] > 20e3;
 	qsort(t, solves, sizeof(double), cmp_d);
 	qsort(c, solves, sizeof(double), cmp_d);
 	/* quality on the pool: makespan / energy per method */
@@ -114,11 +117,11 @@ static int timing(uint32_t L, uint32_t D, int solves, int pool, double tight)
 		q.ms[3] += pl.makespan_ns, q.en[3] += pl.energy_j;
 		q.n++;
 	}
-	printf("%4ux%-3u %7d  %7.1f %7.1f %8.1f  %7.1f %7.1f %8.1f   %7.3f %7.3f %7.3f %7.3f   %6.4f %6.4f %6.4f %6.4f\n",
+	printf("%4ux%-3u %7d  %7.1f %7.1f %8.1f  %7.1f %7.1f %8.1f %5.1f%%   %7.3f %7.3f %7.3f %7.3f   %6.4f %6.4f %6.4f %6.4f\n",
 	       L, D, solves, pct(t, solves, 0.5) / 1e3, pct(t, solves, 0.99) / 1e3,
 	       t[solves - 1] / 1e3, pct(c, solves, 0.5) / 1e3,
 	       pct(c, solves, 0.99) / 1e3, c[solves - 1] / 1e3,
-	       q.ms[0] / q.n / 1e6, q.ms[1] / q.n / 1e6,
+	       100.0 * preempted / solves, q.ms[0] / q.n / 1e6, q.ms[1] / q.n / 1e6,
 	       q.ms[2] / q.n / 1e6, q.ms[3] / q.n / 1e6, q.en[0] / q.n,
 	       q.en[1] / q.n, q.en[2] / q.n, q.en[3] / q.n);
 	for (int i = 0; i < pool; i++)
@@ -210,12 +213,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("solver: solve time (us; wall clock, then the thread's CPU time, which leaves out\n"
-	       "preemption on a busy host) over random problems, CAS default weights\n"
+	       "preemption on a busy host; preem: share of solves whose wall clock exceeds\n"
+	       "their CPU time by > 20 us) over random problems, CAS default weights\n"
 	       "(0.7/0.15/0.15, %u refine passes); mean makespan (ms) and energy (J) per\n"
 	       "problem by the problem's own cost model (CASlat: latency-only weights)\n",
 	       bench_opts.refine_passes);
-	printf("%-8s %7s  %7s %7s %8s  %7s %7s %8s   %7s %7s %7s %7s   %6s %6s %6s %6s\n", "LxD",
-	       "solves", "P50", "P99", "max", "cpuP50", "cpuP99", "cpu max",
+	printf("%-8s %7s  %7s %7s %8s  %7s %7s %8s %6s   %7s %7s %7s %7s   %6s %6s %6s %6s\n", "LxD",
+	       "solves", "P50", "P99", "max", "cpuP50", "cpuP99", "cpu max", "preem",
 	       "ms CAS", "greedy", "HEFT", "CASlat", "J CAS", "greedy", "HEFT", "CASlat");
 	if (timing(10, 10, solves, pool, 0.6) || timing(100, 10, solves, pool, 0.6) ||
 	    timing(500, 20, solves, pool, 0.6)) {

@@ -448,6 +448,12 @@ static void test_bad_input(void)
 	mi_sched_dev_state_nominal(st, 3);
 	st[2].available = false;
 	CHECK(mi_solver_solve(s, &g.p, st, NULL, &pl) == -ENOSPC, "only on a lost device");
+	mi_sched_dev_state_nominal(st, 3);
+	st[1].reliability = NAN;
+	CHECK(mi_solver_solve(s, &g.p, st, NULL, &pl) == -EINVAL, "NaN reliability");
+	st[1].reliability = 1;
+	st[0].mem_fraction = 1.5;
+	CHECK(mi_solver_solve(s, &g.p, st, NULL, &pl) == -EINVAL, "memory share 1.5");
 	g.lat[4 * 3 + 2] = NAN;
 	CHECK(mi_solver_solve(s, &g.p, NULL, NULL, &pl) == -EINVAL, "NaN latency");
 	g.lat[4 * 3 + 2] = 5e3;

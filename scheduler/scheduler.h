@@ -220,7 +220,6 @@ struct mi_sched_layer {
 
 struct mi_sched_device {
 	uint64_t mem_bytes;	/* memory limit for this problem */
-	double idle_w;		/* power while idle (energy accounting) */
 };
 
 /*

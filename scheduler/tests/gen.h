@@ -113,7 +113,6 @@ static inline int gen_problem_make(struct gen_problem *g, uint32_t L,
 	for (uint32_t d = 0; d < D; d++) {
 		g->devices[d].mem_bytes = d == D - 1 ? (64ull << 30) :
 			(uint64_t)(total_mem * mem_tight * (0.375 + 0.625 * gen_unif(&s)));
-		g->devices[d].idle_w = d == D - 1 ? 5.0 : 0.5;
 	}
 	for (uint32_t a = 0; a < D; a++)
 		for (uint32_t b = 0; b < D; b++) {

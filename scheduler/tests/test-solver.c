@@ -67,7 +67,7 @@ static void test_cost_model(void)
 	struct mi_sched_layer layers[3] = {
 		{ .out_bytes = 1000 }, { pa, 1, 1000 }, { pb, 1, 1000 },
 	};
-	struct mi_sched_device dev[2] = { { 1 << 20, 0 }, { 1 << 20, 0 } };
+	struct mi_sched_device dev[2] = { { 1 << 20 }, { 1 << 20 } };
 	double lat[6] = { 10e3, 20e3, 30e3, 5e3, 10e3, 40e3 };
 	double pw[6] = { 1, 2, 1, 2, 1, 2 };
 	uint64_t mem[6] = { 1, 1, 1, 1, 1, 1 };

@@ -152,7 +152,7 @@ struct mi_device_view {
 };
 
 enum mi_registry_event_type {
-	MI_REG_EV_DEGRADED,	/* a dimension's degradation confirmed */
+	MI_REG_EV_DEGRADED,	/* degradation (or a new degraded level) confirmed */
 	MI_REG_EV_RECOVERED,	/* its recovery confirmed (hysteresis) */
 	MI_REG_EV_DAMPED,	/* a dimension flaps: damping on */
 	MI_REG_EV_DEVICE_ADDED,

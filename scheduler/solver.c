@@ -586,8 +586,10 @@ static void memory_prices(struct mi_solver *s, const struct mi_sched_problem *p)
 }
 
 /*
- * Stage 2, list assignment.  cas_w: NULL for HEFT (earliest finish
- * only).  Returns -ENOSPC when memory runs out for some layer.
+ * Stage 2, list assignment: by CAS (with memory prices), or for HEFT
+ * (cas false) by earliest finish alone.  denied (may be NULL) receives
+ * per device what its memory was worth to a layer it could not take.
+ * Returns -ENOSPC when memory runs out for some layer.
  */
 static int list_assign(struct mi_solver *s, const struct mi_sched_problem *p,
 		       const struct mi_sched_dev_state *st,

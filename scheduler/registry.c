@@ -77,10 +77,10 @@ struct reg_dev {
 	double period_ns;
 	int64_t last_host;
 	struct mi_clock_fit clock;
-	struct reg_dim dim[MI_HEALTH_DIM_COUNT];
+	struct reg_dim dim[MI_REG_NDIM];
 	double qd[QWIN];
 	uint32_t qn, qpos;
-	double raw[MI_RAW_COUNT];
+	double raw[MI_REG_RAW_COUNT];
 	uint32_t raw_present;
 };
 
@@ -108,19 +108,19 @@ struct ev_batch {
 };
 
 static const char *const dim_names[] = {
-	[MI_HEALTH_COMPUTE] = "compute",
-	[MI_HEALTH_MEMORY] = "memory",
-	[MI_HEALTH_BANDWIDTH] = "bandwidth",
-	[MI_HEALTH_THERMAL] = "thermal",
-	[MI_HEALTH_POWER] = "power",
-	[MI_HEALTH_QUEUE] = "queue",
+	[MI_REG_COMPUTE] = "compute",
+	[MI_REG_MEMORY] = "memory",
+	[MI_REG_BANDWIDTH] = "bandwidth",
+	[MI_REG_THERMAL] = "thermal",
+	[MI_REG_POWER] = "power",
+	[MI_REG_QUEUE] = "queue",
 };
-_Static_assert(sizeof(dim_names) / sizeof(dim_names[0]) == MI_HEALTH_DIM_COUNT,
+_Static_assert(sizeof(dim_names) / sizeof(dim_names[0]) == MI_REG_NDIM,
 	       "every health dimension has a name");
 
-const char *mi_health_dim_name(enum mi_health_dim d)
+const char *mi_reg_dim_name(enum mi_reg_dim d)
 {
-	return (unsigned)d < MI_HEALTH_DIM_COUNT ? dim_names[d] : "?";
+	return (unsigned)d < MI_REG_NDIM ? dim_names[d] : "?";
 }
 
 static void opts_defaults(struct mi_registry_opts *o)
@@ -234,7 +234,7 @@ int mi_registry_add_device(struct mi_registry *reg,
 	snprintf(d->name, sizeof(d->name), "%s", info->name);
 	snprintf(d->klass, sizeof(d->klass), "%s", info->klass);
 	mi_clock_fit_init(&d->clock);
-	for (int k = 0; k < MI_HEALTH_DIM_COUNT; k++)
+	for (int k = 0; k < MI_REG_NDIM; k++)
 		d->dim[k].confirmed = 1.0;
 	if (id)
 		*id = reg->n;
@@ -524,10 +524,10 @@ static double queue_stability(const struct reg_dev *d, double k)
 }
 
 int mi_registry_push(struct mi_registry *reg, int dev,
-		     const struct mi_health_sample *s)
+		     const struct mi_reg_sample *s)
 {
 	struct ev_batch b = { .n = 0 };
-	double val[MI_HEALTH_DIM_COUNT];
+	double val[MI_REG_NDIM];
 	uint32_t present;
 	struct reg_dev *d;
 	int64_t now;
@@ -535,14 +535,14 @@ int mi_registry_push(struct mi_registry *reg, int dev,
 
 	if (!s)
 		return mi_set_error(-EINVAL, "registry: no sample");
-	if (s->present >> MI_HEALTH_DIM_COUNT || s->raw_present >> MI_RAW_COUNT)
+	if (s->present >> MI_REG_NDIM || s->raw_present >> MI_REG_RAW_COUNT)
 		return mi_set_error(-EINVAL, "registry: unknown bits in a sample's present masks");
-	for (int k = 0; k < MI_HEALTH_DIM_COUNT; k++)
+	for (int k = 0; k < MI_REG_NDIM; k++)
 		if (s->present & (1u << k) &&
 		    !(s->value[k] >= 0.0 && s->value[k] <= 1.0))
 			return mi_set_error(-EINVAL, "registry: %s value %g outside [0, 1]",
 					    dim_names[k], s->value[k]);
-	for (int r = 0; r < MI_RAW_COUNT; r++)
+	for (int r = 0; r < MI_REG_RAW_COUNT; r++)
 		if (s->raw_present & (1u << r) && !isfinite(s->raw[r]))
 			return mi_set_error(-EINVAL, "registry: raw value %d not finite", r);
 
@@ -571,21 +571,21 @@ int mi_registry_push(struct mi_registry *reg, int dev,
 
 	present = s->present;
 	memcpy(val, s->value, sizeof(val));
-	for (int r = 0; r < MI_RAW_COUNT; r++)
+	for (int r = 0; r < MI_REG_RAW_COUNT; r++)
 		if (s->raw_present & (1u << r))
 			d->raw[r] = s->raw[r];
 	d->raw_present |= s->raw_present;
-	if (s->raw_present & (1u << MI_RAW_QUEUE_DEPTH)) {
-		d->qd[d->qpos] = s->raw[MI_RAW_QUEUE_DEPTH];
+	if (s->raw_present & (1u << MI_REG_RAW_QUEUE_DEPTH)) {
+		d->qd[d->qpos] = s->raw[MI_REG_RAW_QUEUE_DEPTH];
 		d->qpos = (d->qpos + 1) % QWIN;
 		if (d->qn < QWIN)
 			d->qn++;
-		if (d->qn == QWIN && !(present & (1u << MI_HEALTH_QUEUE))) {
-			val[MI_HEALTH_QUEUE] = queue_stability(d, reg->o.queue_k);
-			present |= 1u << MI_HEALTH_QUEUE;
+		if (d->qn == QWIN && !(present & (1u << MI_REG_QUEUE))) {
+			val[MI_REG_QUEUE] = queue_stability(d, reg->o.queue_k);
+			present |= 1u << MI_REG_QUEUE;
 		}
 	}
-	for (int k = 0; k < MI_HEALTH_DIM_COUNT; k++)
+	for (int k = 0; k < MI_REG_NDIM; k++)
 		if (present & (1u << k))
 			dim_sample(reg, &b, dev, k, val[k], now);
 out:
@@ -600,7 +600,7 @@ static double dev_reliability(const struct mi_registry_opts *o,
 	double fr = (double)d->failures / ((double)d->jobs + o->fail_prior_jobs);
 	uint32_t flaps = 0;
 
-	for (int k = 0; k < MI_HEALTH_DIM_COUNT; k++)
+	for (int k = 0; k < MI_REG_NDIM; k++)
 		flaps += flaps_effective(o, &d->dim[k], now);
 	return mi_clamp01(1.0 - fr) / (1.0 + o->flap_penalty * flaps);
 }
@@ -625,7 +625,7 @@ int mi_registry_device(struct mi_registry *reg, int dev,
 	out->failures = d->failures;
 	out->period_ns = d->period_ns;
 	out->fast = d->samples > 1 && d->period_ns < (double)reg->o.fast_period_ns;
-	for (int k = 0; k < MI_HEALTH_DIM_COUNT; k++) {
+	for (int k = 0; k < MI_REG_NDIM; k++) {
 		const struct reg_dim *dm = &d->dim[k];
 		struct mi_dim_view *v = &out->dim[k];
 
@@ -650,14 +650,14 @@ out:
 	return ret;
 }
 
-int mi_registry_fused(struct mi_registry *reg, int dev, enum mi_health_dim k,
+int mi_registry_fused(struct mi_registry *reg, int dev, enum mi_reg_dim k,
 		      int64_t host_ns, double *value)
 {
 	const struct reg_dim *dm;
 	const struct reg_dev *d;
 	int ret;
 
-	if ((unsigned)k >= MI_HEALTH_DIM_COUNT)
+	if ((unsigned)k >= MI_REG_NDIM)
 		return mi_set_error(-EINVAL, "registry: no health dimension %d", k);
 	pthread_mutex_lock(&reg->lock);
 	ret = dev_check(reg, dev);
@@ -726,8 +726,8 @@ void mi_sched_dev_state_nominal(struct mi_sched_dev_state *st, uint32_t n)
 int mi_registry_solver_state(struct mi_registry *reg,
 			     struct mi_sched_dev_state *st, uint32_t n)
 {
-	static const int slow_dims[] = { MI_HEALTH_COMPUTE, MI_HEALTH_THERMAL,
-					 MI_HEALTH_POWER };
+	static const int slow_dims[] = { MI_REG_COMPUTE, MI_REG_THERMAL,
+					 MI_REG_POWER };
 	int ret = 0;
 
 	pthread_mutex_lock(&reg->lock);
@@ -750,14 +750,14 @@ int mi_registry_solver_state(struct mi_registry *reg,
 				st[i].slowdown = fmax(st[i].slowdown, f);
 			}
 		}
-		dm = &d->dim[MI_HEALTH_BANDWIDTH];
+		dm = &d->dim[MI_REG_BANDWIDTH];
 		if (dm->present && dm->state == MI_DIM_DEGRADED)
 			st[i].xfer_slowdown = 1.0 / fmax(0.05, dm->confirmed);
-		dm = &d->dim[MI_HEALTH_MEMORY];
+		dm = &d->dim[MI_REG_MEMORY];
 		if (dm->present && dm->state == MI_DIM_DEGRADED)
 			st[i].mem_fraction = fmax(0.01, dm->confirmed);
 		st[i].reliability = dev_reliability(&reg->o, d, d->last_host);
-		dm = &d->dim[MI_HEALTH_QUEUE];
+		dm = &d->dim[MI_REG_QUEUE];
 		if (dm->present && dm->state == MI_DIM_DEGRADED)
 			st[i].reliability *= dm->confirmed;
 	}

@@ -59,27 +59,31 @@ double mi_clock_drift_ppm(const struct mi_clock_fit *c);
 
 /* ==== health samples ================================================= */
 
-/* The six standard dimensions, each in [0, 1], 1 = healthy (bandwidth:
- * 1 - saturation). */
-enum mi_health_dim {
-	MI_HEALTH_COMPUTE,	/* compute readiness */
-	MI_HEALTH_MEMORY,	/* memory availability */
-	MI_HEALTH_BANDWIDTH,	/* 1 - bandwidth saturation */
-	MI_HEALTH_THERMAL,	/* thermal headroom */
-	MI_HEALTH_POWER,	/* power budget */
-	MI_HEALTH_QUEUE,	/* queue stability */
-	MI_HEALTH_DIM_COUNT
+/*
+ * The six standard dimensions, each in [0, 1], 1 = healthy, in the order
+ * of lib/health's vectors.  One difference: lib/health reports bandwidth
+ * saturation (1 = saturated); the registry takes bandwidth headroom,
+ * 1 - saturation, so that every dimension degrades downwards.
+ */
+enum mi_reg_dim {
+	MI_REG_COMPUTE,		/* compute readiness */
+	MI_REG_MEMORY,		/* memory availability */
+	MI_REG_BANDWIDTH,	/* 1 - bandwidth saturation */
+	MI_REG_THERMAL,		/* thermal headroom */
+	MI_REG_POWER,		/* power budget */
+	MI_REG_QUEUE,		/* queue stability */
+	MI_REG_NDIM
 };
 
-const char *mi_health_dim_name(enum mi_health_dim d);
+const char *mi_reg_dim_name(enum mi_reg_dim d);
 
 /* Raw values that travel with a sample. */
-enum mi_health_raw {
-	MI_RAW_QUEUE_DEPTH,	/* jobs queued: queue stability comes from it */
-	MI_RAW_TEMP_MC,		/* milli-degrees C */
-	MI_RAW_POWER_MW,
-	MI_RAW_MEM_FREE_BYTES,
-	MI_RAW_COUNT
+enum mi_reg_raw {
+	MI_REG_RAW_QUEUE_DEPTH,	/* jobs queued: queue stability comes from it */
+	MI_REG_RAW_TEMP_MC,	/* milli-degrees C */
+	MI_REG_RAW_POWER_MW,
+	MI_REG_RAW_MEM_FREE_BYTES,
+	MI_REG_RAW_COUNT
 };
 
 /*
@@ -87,12 +91,12 @@ enum mi_health_raw {
  * present (raw_present) is set; an absent one stays absent all the way to
  * the solver, never 0.  ts_ns is in the device's clock.
  */
-struct mi_health_sample {
+struct mi_reg_sample {
 	int64_t ts_ns;
 	uint32_t present;		/* bit d: value[d] is valid */
 	uint32_t raw_present;		/* bit r: raw[r] is valid */
-	double value[MI_HEALTH_DIM_COUNT];
-	double raw[MI_RAW_COUNT];
+	double value[MI_REG_NDIM];
+	double raw[MI_REG_RAW_COUNT];
 };
 
 /* ==== the registry =================================================== */
@@ -144,8 +148,8 @@ struct mi_device_view {
 	uint64_t samples, jobs, failures;
 	double period_ns;	/* mean reporting interval (EWMA) */
 	bool fast;		/* smoothed (else interpolated) */
-	struct mi_dim_view dim[MI_HEALTH_DIM_COUNT];
-	double raw[MI_RAW_COUNT];
+	struct mi_dim_view dim[MI_REG_NDIM];
+	double raw[MI_REG_RAW_COUNT];
 	uint32_t raw_present;
 	double reliability;	/* [0, 1] from failure rate and flaps */
 	struct mi_clock_fit clock;
@@ -162,7 +166,7 @@ enum mi_registry_event_type {
 struct mi_registry_event {
 	enum mi_registry_event_type type;
 	int device;
-	int dim;		/* enum mi_health_dim, -1 for device events */
+	int dim;		/* enum mi_reg_dim, -1 for device events */
 	double value;		/* the confirmed value */
 	int64_t host_ns;
 	uint64_t seq;		/* registry-wide, from 1 */
@@ -185,7 +189,7 @@ int mi_registry_clock_pair(struct mi_registry *reg, int dev, int64_t dev_ns,
 /* One sample; events it confirms go to subscribers before it returns
  * (called without the registry's lock held). */
 int mi_registry_push(struct mi_registry *reg, int dev,
-		     const struct mi_health_sample *s);
+		     const struct mi_reg_sample *s);
 /* Job outcome, for the failure rate in reliability. */
 int mi_registry_job_done(struct mi_registry *reg, int dev, bool ok);
 /* Up to 8 subscribers.  Callbacks may query the registry, not
@@ -200,7 +204,7 @@ int mi_registry_device(struct mi_registry *reg, int dev,
 /* The fused value of a dimension at host time host_ns (interpolated
  * between samples for a slow reporter, smoothed for a fast one);
  * -ENODATA when the dimension is absent. */
-int mi_registry_fused(struct mi_registry *reg, int dev, enum mi_health_dim d,
+int mi_registry_fused(struct mi_registry *reg, int dev, enum mi_reg_dim d,
 		      int64_t host_ns, double *value);
 int mi_registry_count(struct mi_registry *reg);
 uint64_t mi_registry_seq(struct mi_registry *reg);

@@ -56,12 +56,12 @@ static int count_events(const struct ev_log *lg, enum mi_registry_event_type t,
 	return n;
 }
 
-static struct mi_health_sample sample(int64_t ts, double compute)
+static struct mi_reg_sample sample(int64_t ts, double compute)
 {
-	struct mi_health_sample s = { .ts_ns = ts };
+	struct mi_reg_sample s = { .ts_ns = ts };
 
-	s.present = 1u << MI_HEALTH_COMPUTE;
-	s.value[MI_HEALTH_COMPUTE] = compute;
+	s.present = 1u << MI_REG_COMPUTE;
+	s.value[MI_REG_COMPUTE] = compute;
 	return s;
 }
 
@@ -90,7 +90,7 @@ static struct mi_registry *make_registry(struct ev_log *lg)
 static void round_at(struct mi_registry *reg, int64_t t, int dev, double v)
 {
 	for (int d = 0; d < 4; d++) {
-		struct mi_health_sample s = sample(t, d == dev ? v : 0.95);
+		struct mi_reg_sample s = sample(t, d == dev ? v : 0.95);
 
 		if (mi_registry_push(reg, d, &s))
 			printf("push: %s\n", mi_last_error());
@@ -114,7 +114,7 @@ static void test_single_vs_three(void)
 	round_at(reg, t += 100 * MS, -1, 0);
 	mi_registry_device(reg, 0, &v);
 	CHECK(lg.n == base, "one odd sample raised %d events", lg.n - base);
-	CHECK(v.dim[MI_HEALTH_COMPUTE].state == MI_DIM_OK, "state changed");
+	CHECK(v.dim[MI_REG_COMPUTE].state == MI_DIM_OK, "state changed");
 	mi_registry_solver_state(reg, st, 4);
 	CHECK(st[0].slowdown == 1.0, "slowdown %g after one sample", st[0].slowdown);
 
@@ -123,8 +123,8 @@ static void test_single_vs_three(void)
 	round_at(reg, t += 100 * MS, 0, 0.1);
 	CHECK(lg.n == base, "two odd samples raised %d events", lg.n - base);
 	mi_registry_device(reg, 0, &v);
-	CHECK(v.dim[MI_HEALTH_COMPUTE].anomalous_run == 2, "run %u",
-	      v.dim[MI_HEALTH_COMPUTE].anomalous_run);
+	CHECK(v.dim[MI_REG_COMPUTE].anomalous_run == 2, "run %u",
+	      v.dim[MI_REG_COMPUTE].anomalous_run);
 	/* the third confirms */
 	round_at(reg, t += 100 * MS, 0, 0.1);
 	CHECK(count_events(&lg, MI_REG_EV_DEGRADED, 0) == 1, "%d degraded events",
@@ -137,7 +137,7 @@ static void test_single_vs_three(void)
 	for (int i = 0; i < 20; i++)
 		round_at(reg, t += 100 * MS, 0, 0.6);
 	mi_registry_device(reg, 0, &v);
-	CHECK(v.dim[MI_HEALTH_COMPUTE].state == MI_DIM_DEGRADED, "recovered at 0.6");
+	CHECK(v.dim[MI_REG_COMPUTE].state == MI_DIM_DEGRADED, "recovered at 0.6");
 	/* four good samples are not enough, five are */
 	for (int i = 0; i < 4; i++)
 		round_at(reg, t += 100 * MS, 0, 0.9);
@@ -161,7 +161,7 @@ static void test_peers(void)
 		round_at(reg, t += 100 * MS, -1, 0);
 	for (int i = 0; i < 6; i++) {
 		for (int d = 0; d < 3; d++) {
-			struct mi_health_sample s = sample(t, 0.3);
+			struct mi_reg_sample s = sample(t, 0.3);
 
 			mi_registry_push(reg, d, &s);
 		}
@@ -172,7 +172,7 @@ static void test_peers(void)
 	      count_events(&lg, MI_REG_EV_DEGRADED, -1));
 	/* the CPU has no peer: the threshold alone decides */
 	for (int i = 0; i < 3; i++) {
-		struct mi_health_sample s = sample(t += 100 * MS, 0.3);
+		struct mi_reg_sample s = sample(t += 100 * MS, 0.3);
 
 		mi_registry_push(reg, 3, &s);
 	}
@@ -201,18 +201,18 @@ static void test_flapping(void)
 	CHECK(count_events(&lg, MI_REG_EV_DAMPED, 1) == 1, "damped %d times",
 	      count_events(&lg, MI_REG_EV_DAMPED, 1));
 	CHECK(transitions <= 5, "%d transitions of a flapping sensor", transitions);
-	CHECK(v.dim[MI_HEALTH_COMPUTE].damped, "not damped");
-	CHECK(v.dim[MI_HEALTH_COMPUTE].flaps >= 3, "%u flaps recorded",
-	      v.dim[MI_HEALTH_COMPUTE].flaps);
-	CHECK(v.dim[MI_HEALTH_COMPUTE].last_flap_ns[0] > 0 &&
-	      v.dim[MI_HEALTH_COMPUTE].last_flap_ns[0] <= t, "last flap time %lld",
-	      (long long)v.dim[MI_HEALTH_COMPUTE].last_flap_ns[0]);
+	CHECK(v.dim[MI_REG_COMPUTE].damped, "not damped");
+	CHECK(v.dim[MI_REG_COMPUTE].flaps >= 3, "%u flaps recorded",
+	      v.dim[MI_REG_COMPUTE].flaps);
+	CHECK(v.dim[MI_REG_COMPUTE].last_flap_ns[0] > 0 &&
+	      v.dim[MI_REG_COMPUTE].last_flap_ns[0] <= t, "last flap time %lld",
+	      (long long)v.dim[MI_REG_COMPUTE].last_flap_ns[0]);
 	CHECK(v.reliability < 1.0, "reliability %g ignores flaps", v.reliability);
 	/* a quiet flap window ends the damping */
 	for (int i = 0; i < 320; i++)
 		round_at(reg, t += 100 * MS, 1, 0.95);
 	mi_registry_device(reg, 1, &v);
-	CHECK(!v.dim[MI_HEALTH_COMPUTE].damped, "still damped after a quiet window");
+	CHECK(!v.dim[MI_REG_COMPUTE].damped, "still damped after a quiet window");
 	mi_registry_destroy(reg);
 }
 
@@ -224,18 +224,18 @@ static void test_absent(void)
 	double x;
 
 	for (int i = 0; i < 10; i++) {
-		struct mi_health_sample s = sample(i * 100 * MS, 0.9);
+		struct mi_reg_sample s = sample(i * 100 * MS, 0.9);
 
 		mi_registry_push(reg, 0, &s);
 	}
 	mi_registry_device(reg, 0, &v);
-	CHECK(v.dim[MI_HEALTH_COMPUTE].present, "compute absent");
-	for (int k = 1; k < MI_HEALTH_DIM_COUNT; k++) {
-		CHECK(!v.dim[k].present, "%s present", mi_health_dim_name(k));
+	CHECK(v.dim[MI_REG_COMPUTE].present, "compute absent");
+	for (int k = 1; k < MI_REG_NDIM; k++) {
+		CHECK(!v.dim[k].present, "%s present", mi_reg_dim_name(k));
 		CHECK(mi_registry_fused(reg, 0, k, 500 * MS, &x) == -ENODATA,
-		      "%s fused without data", mi_health_dim_name(k));
+		      "%s fused without data", mi_reg_dim_name(k));
 	}
-	CHECK(!(v.raw_present & (1u << MI_RAW_TEMP_MC)), "temperature present");
+	CHECK(!(v.raw_present & (1u << MI_REG_RAW_TEMP_MC)), "temperature present");
 	mi_registry_solver_state(reg, st, 4);
 	/* an absent memory sensor is not "no memory" */
 	CHECK(st[0].mem_fraction == 1.0 && st[0].slowdown == 1.0,
@@ -253,31 +253,31 @@ static void test_queue(void)
 	int64_t t = 0;
 
 	for (int i = 0; i < 4; i++) {
-		struct mi_health_sample s = { .ts_ns = t += 100 * MS };
+		struct mi_reg_sample s = { .ts_ns = t += 100 * MS };
 
-		s.raw_present = 1u << MI_RAW_QUEUE_DEPTH;
-		s.raw[MI_RAW_QUEUE_DEPTH] = steady[i];
+		s.raw_present = 1u << MI_REG_RAW_QUEUE_DEPTH;
+		s.raw[MI_REG_RAW_QUEUE_DEPTH] = steady[i];
 		mi_registry_push(reg, 3, &s);
 	}
 	mi_registry_device(reg, 3, &v);
-	CHECK(!v.dim[MI_HEALTH_QUEUE].present, "stability from 4 depths");
+	CHECK(!v.dim[MI_REG_QUEUE].present, "stability from 4 depths");
 	for (int r = 0; r < 3; r++)
 		for (int i = 0; i < 5; i++) {
-			struct mi_health_sample s = { .ts_ns = t += 100 * MS };
+			struct mi_reg_sample s = { .ts_ns = t += 100 * MS };
 
-			s.raw_present = 1u << MI_RAW_QUEUE_DEPTH;
-			s.raw[MI_RAW_QUEUE_DEPTH] = r ? stall[i] : steady[(i + 4) % 5];
+			s.raw_present = 1u << MI_REG_RAW_QUEUE_DEPTH;
+			s.raw[MI_REG_RAW_QUEUE_DEPTH] = r ? stall[i] : steady[(i + 4) % 5];
 			mi_registry_push(reg, 3, &s);
 			if (!r && i == 0) {
 				double q;
 
-				mi_registry_fused(reg, 3, MI_HEALTH_QUEUE, t, &q);
+				mi_registry_fused(reg, 3, MI_REG_QUEUE, t, &q);
 				CHECK(fabs(q - 1.0) < 1e-12, "steady queue stability %g", q);
 			}
 		}
 	mi_registry_device(reg, 3, &v);
 	/* every depth "normal" (<= 10), the variance still shows */
-	CHECK(v.dim[MI_HEALTH_QUEUE].present, "no queue stability");
+	CHECK(v.dim[MI_REG_QUEUE].present, "no queue stability");
 	CHECK(count_events(&lg, MI_REG_EV_DEGRADED, 3) >= 1, "intermittent stall unseen");
 	mi_registry_destroy(reg);
 }
@@ -323,14 +323,14 @@ static void test_clock(void)
 	 * interpolates between its samples */
 	for (int i = 0; i < 3; i++) {
 		int64_t host = 20000 * MS + i * 1000 * MS;
-		struct mi_health_sample s = sample((int64_t)((host - off) * (1 + drift)),
+		struct mi_reg_sample s = sample((int64_t)((host - off) * (1 + drift)),
 						   i == 2 ? 0.4 : 0.8);
 
 		mi_registry_push(reg, 1, &s);
 	}
 	mi_registry_device(reg, 1, &v);
 	CHECK(!v.fast, "1 s reporter smoothed");
-	CHECK(mi_registry_fused(reg, 1, MI_HEALTH_COMPUTE, 21500 * MS, &x) == 0 &&
+	CHECK(mi_registry_fused(reg, 1, MI_REG_COMPUTE, 21500 * MS, &x) == 0 &&
 	      fabs(x - 0.6) < 1e-3, "interpolated %g at the midpoint, want 0.6", x);
 	mi_registry_destroy(reg);
 }
@@ -342,13 +342,13 @@ static void test_fast_smoothing(void)
 	double x;
 
 	for (int i = 0; i < 50; i++) {
-		struct mi_health_sample s = sample(i * 10 * MS, i == 49 ? 0.2 : 0.9);
+		struct mi_reg_sample s = sample(i * 10 * MS, i == 49 ? 0.2 : 0.9);
 
 		mi_registry_push(reg, 2, &s);
 	}
 	mi_registry_device(reg, 2, &v);
 	CHECK(v.fast, "10 ms reporter not smoothed");
-	mi_registry_fused(reg, 2, MI_HEALTH_COMPUTE, 490 * MS, &x);
+	mi_registry_fused(reg, 2, MI_REG_COMPUTE, 490 * MS, &x);
 	/* one spike moves a 300 ms average by 1 - e^(-10/300) of it */
 	CHECK(fabs(x - (0.9 - 0.7 * (1 - exp(-10.0 / 300)))) < 1e-6, "fused %g", x);
 	mi_registry_destroy(reg);
@@ -357,7 +357,7 @@ static void test_fast_smoothing(void)
 static void test_bad_input(void)
 {
 	struct mi_registry *reg = make_registry(NULL);
-	struct mi_health_sample s = sample(100 * MS, 1.5);
+	struct mi_reg_sample s = sample(100 * MS, 1.5);
 	struct mi_registry_opts o = { .degrade_below = 0.8, .recover_above = 0.6 };
 	struct mi_registry *r2;
 
@@ -488,7 +488,7 @@ static void *push_thread(void *arg)
 
 	for (int i = 0; i < 3000; i++) {
 		/* bursts of 4 bad samples now and then: real transitions */
-		struct mi_health_sample s = sample(i * 10 * MS,
+		struct mi_reg_sample s = sample(i * 10 * MS,
 						   (i / 4) % (5 + pu->dev) == 0 ? 0.1 : 0.95);
 
 		if (!mi_registry_push(pu->reg, pu->dev, &s))

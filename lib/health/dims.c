@@ -175,7 +175,7 @@ void mi_health_print(FILE *f, const struct mi_health_vec *v, bool json)
 	fprintf(f, ",\"raw\":{");
 	for (i = 0; i < MI_HEALTH_RAW_COUNT; i++)
 		if (v->raw_present & (1ull << i))
-			fprintf(f, "%s\"%s\":%.6g",
+			fprintf(f, "%s\"%s\":%.10g",
 				(v->raw_present & ((1ull << i) - 1)) ? "," : "",
 				mi_health_raw_names[i], v->raw[i]);
 	fprintf(f, "}}\n");

@@ -3,8 +3,9 @@
 # libmetainfer.a through an extra prerequisite of $(LIB_A), as
 # lib/plan/plan.mk does.
 #
-#   make check-health      host part: planted /proc and /sys trees (~1 s)
+#   make check-health      host part: planted /proc and /sys trees (~1.3 s)
 #   make check-health-vm   test VM: a sim chip heated, hung and removed
+#                          (~50 s under TCG, boot included)
 
 HEALTH_SRCS := $(wildcard lib/health/*.c)
 HEALTH_OBJS := $(patsubst %.c,$(O)/%.o,$(HEALTH_SRCS))
@@ -29,7 +30,8 @@ $(HEALTH_VM_TEST): lib/health/tests/test-health-vm.c selftests/mi_test_lib.c $(L
 		lib/health/tests/test-health-vm.c selftests/mi_test_lib.c -o $@ \
 		$(LIB_A) $(LIB_LDLIBS)
 
-ALL += $(HEALTH_TEST)
+ALL += $(HEALTH_TEST) $(HEALTH_VM_TEST)
+CHECKS += check-health check-health-vm
 
 .PHONY: check-health check-health-vm
 check-health: $(HEALTH_TEST) $(O)/metainfer

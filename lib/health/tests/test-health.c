@@ -526,10 +526,10 @@ static void test_sampler(void)
 	   mi_last_error());
 	mi_health_set_period(h, 5);
 	mi_health_start(h);
-	usleep(100000);
+	usleep(200000);
 	mi_health_destroy(h);
 	a = __atomic_load_n(&rounds, __ATOMIC_SEQ_CST);
-	ok(a - b >= 5, "restarted at 5 ms: %d more rounds; destroy joins", a - b);
+	ok(a - b >= 5, "restarted at 5 ms for 200 ms: %d more rounds; destroy joins", a - b);
 }
 
 int main(void)

@@ -104,22 +104,42 @@ static void read_personality(const struct mi_health_ctx *c, const char *node,
 	}
 }
 
-/* Clients of the node: files of any process whose fd links to it, one per
- * drm-client-id (dup()ed descriptors share one). */
-static void scan_fdinfo(const struct mi_health_ctx *c, const struct mi_dev *d,
-			struct mi_health_vec *v)
+/* The per-device client tally of one fdinfo scan. */
+#define FDINFO_MAX_IDS 256
+struct fd_tally {
+	uint64_t ids[FDINFO_MAX_IDS];
+	int nids;
+	double mem_kb;
+};
+
+static void tally_add(struct fd_tally *t, uint64_t id, double kib)
 {
-	uint64_t ids[256];
-	double mem = 0;
-	int nids = 0;
+	for (int i = 0; i < t->nids; i++)
+		if (t->ids[i] == id)
+			return; /* a dup()ed descriptor of a known file */
+	if (t->nids == FDINFO_MAX_IDS)
+		return;
+	t->ids[t->nids++] = id;
+	t->mem_kb += kib;
+}
+
+/*
+ * Clients of every accelerator's node in one walk of /proc/PID/fd: the
+ * files of any process whose descriptor links to the node, one per
+ * drm-client-id, and the drm-memory-system they hold.
+ */
+void mi_health_fdinfo_scan(const struct mi_health_ctx *c,
+			   struct mi_health_state *st, int n)
+{
+	struct fd_tally *t = calloc(n, sizeof(*t));
 	struct dirent *pe, *fe;
 	char path[600], link[128];
 	DIR *proc, *fds;
 
-	proc = opendir(c->proc_root);
-	if (!proc)
+	if (!t)
 		return;
-	while ((pe = readdir(proc))) {
+	proc = opendir(c->proc_root);
+	while (proc && (pe = readdir(proc))) {
 		if (!isdigit(pe->d_name[0]))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/fd", c->proc_root, pe->d_name);
@@ -128,20 +148,25 @@ static void scan_fdinfo(const struct mi_health_ctx *c, const struct mi_dev *d,
 			continue;
 		while ((fe = readdir(fds))) {
 			unsigned long long id = 0, kib = 0, x;
-			bool have_id = false, dup = false;
+			bool have_id = false;
 			char line[256];
-			ssize_t n;
+			ssize_t len;
+			int i;
 			FILE *f;
 
 			if (fe->d_name[0] == '.')
 				continue;
 			snprintf(path, sizeof(path), "%s/%s/fd/%s", c->proc_root,
 				 pe->d_name, fe->d_name);
-			n = readlink(path, link, sizeof(link) - 1);
-			if (n <= 0)
+			len = readlink(path, link, sizeof(link) - 1);
+			if (len <= 0)
 				continue;
-			link[n] = 0;
-			if (strcmp(link, d->node))
+			link[len] = 0;
+			for (i = 0; i < n; i++)
+				if (st[i].dev->kind != MI_DEV_CPU &&
+				    st[i].dev->node[0] && !strcmp(link, st[i].dev->node))
+					break;
+			if (i == n)
 				continue;
 			snprintf(path, sizeof(path), "%s/%s/fdinfo/%s",
 				 c->proc_root, pe->d_name, fe->d_name);
@@ -158,20 +183,19 @@ static void scan_fdinfo(const struct mi_health_ctx *c, const struct mi_dev *d,
 				}
 			}
 			fclose(f);
-			if (!have_id)
-				continue;
-			for (int i = 0; i < nids; i++)
-				dup |= ids[i] == id;
-			if (dup || nids == (int)(sizeof(ids) / sizeof(ids[0])))
-				continue;
-			ids[nids++] = id;
-			mem += kib;
+			if (have_id)
+				tally_add(&t[i], id, kib);
 		}
 		closedir(fds);
 	}
-	closedir(proc);
-	mi_hraw_set(v, MI_HRAW_CLIENTS, nids);
-	mi_hraw_set(v, MI_HRAW_CLIENT_MEM_KB, mem);
+	if (proc)
+		closedir(proc);
+	for (int i = 0; i < n; i++) {
+		st[i].fd_clients = t[i].nids;
+		st[i].fd_mem_kb = t[i].mem_kb;
+		st[i].fd_valid = proc != NULL;
+	}
+	free(t);
 }
 
 static void sensors(const struct mi_health_ctx *c, const struct mi_dev *d,
@@ -320,6 +344,8 @@ void mi_health_accel_sample(const struct mi_health_ctx *c,
 	}
 	mi_health_memory(c, v);
 	sensors(c, d, &k, have_k, v);
-	if (c->fdinfo && node_name(d))
-		scan_fdinfo(c, d, v);
+	if (s->fd_valid && node_name(d)) {
+		mi_hraw_set(v, MI_HRAW_CLIENTS, s->fd_clients);
+		mi_hraw_set(v, MI_HRAW_CLIENT_MEM_KB, s->fd_mem_kb);
+	}
 }

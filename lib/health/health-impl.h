@@ -22,6 +22,10 @@ struct mi_health_state {
 	bool have_rapl;
 	double qwin[MI_HEALTH_QUEUE_WINDOW];
 	int qn, qhead;
+	/* this round's fdinfo scan (mi_health_fdinfo_scan) */
+	bool fd_valid;
+	int fd_clients;
+	double fd_mem_kb;
 };
 
 struct mi_health_ctx {
@@ -66,6 +70,9 @@ void mi_health_queue(struct mi_health_state *s, double depth,
 /* cpu.c */
 void mi_health_cpu_sample(const struct mi_health_ctx *c,
 			  struct mi_health_state *s, struct mi_health_vec *v);
+/* accel.c: the fdinfo of every accelerator in st[0..n-1], one walk */
+void mi_health_fdinfo_scan(const struct mi_health_ctx *c,
+			   struct mi_health_state *st, int n);
 /* accel.c */
 void mi_health_accel_sample(const struct mi_health_ctx *c,
 			    struct mi_health_state *s, struct mi_health_vec *v);

@@ -19,7 +19,7 @@
 struct mi_health {
 	struct mi_health_ctx ctx;
 	char proc_root[256], sys_root[256];
-	int n;
+	int n, naccel;			/* devices, those with a node */
 	struct mi_health_state *st;
 	mi_health_cb cb;
 	void *cb_arg;
@@ -64,6 +64,8 @@ int mi_health_sample(struct mi_health *h, struct mi_health_vec *out)
 {
 	pthread_mutex_lock(&h->sample_lock);
 	h->seq++;
+	if (h->ctx.fdinfo && h->naccel)
+		mi_health_fdinfo_scan(&h->ctx, h->st, h->n);
 	for (int i = 0; i < h->n; i++)
 		sample_one(h, i, &h->round[i]);
 	pthread_mutex_lock(&h->ring_lock);
@@ -182,8 +184,10 @@ int mi_health_create(struct mi_dev *const *devs, int n,
 		mi_health_destroy(h);
 		return mi_set_error(-ENOMEM, "health: out of memory");
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		h->st[i].dev = devs[i];
+		h->naccel += devs[i]->kind != MI_DEV_CPU && devs[i]->node[0];
+	}
 	pthread_mutex_init(&h->sample_lock, NULL);
 	pthread_mutex_init(&h->ring_lock, NULL);
 	pthread_mutex_init(&h->lock, NULL);

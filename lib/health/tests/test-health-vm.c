@@ -19,6 +19,8 @@
  *   hang    fail_hang: the job times out, that interval's readiness is 0
  *   removed del_device with the file open: vectors say gone, no dimension
  *
+ * and checks that fdinfo sees this process as the node's client.
+ *
  * TAP output; exit 0 only if all passed.
  */
 #include <errno.h>
@@ -243,7 +245,7 @@ int main(int argc, char **argv)
 	int64_t st = 0;
 	int minor, ret, hang_zero = 0, gone = 0, gone_present = 0;
 	double t_max_hot = 0, t_max_load = 0;
-	int throttled = 0;
+	int throttled = 0, clients = 0, client_mem = 0;
 
 	if (!mi_sim_present()) {
 		printf("1..0 # SKIP metainfer_sim is not loaded\n");
@@ -315,6 +317,11 @@ int main(int argc, char **argv)
 			t_max_load = v->raw[MI_HRAW_TEMP_MC];
 		if (rec_phase[i] == P_HOT && v->raw[MI_HRAW_THROTTLE] > 0)
 			throttled++;
+		if (rec_phase[i] == P_IDLE && v->raw[MI_HRAW_CLIENTS] >= 1)
+			clients++;
+		if ((rec_phase[i] == P_LOAD || rec_phase[i] == P_HOT) &&
+		    v->raw[MI_HRAW_CLIENT_MEM_KB] >= 16)
+			client_mem++;
 	}
 	pthread_mutex_unlock(&rec_lock);
 
@@ -356,6 +363,9 @@ int main(int argc, char **argv)
 	   "hot: power budget shrinks with the thermal resistance (min %.2f -> %.2f)",
 	   s[P_LOAD][MI_HEALTH_POWER].min, s[P_HOT][MI_HEALTH_POWER].min);
 	ok(throttled > 0, "hot: the chip throttles (%d samples)", throttled);
+	ok(clients > 0 && client_mem > 0,
+	   "fdinfo: this process is a client (%d idle samples), its 16 KiB buffer "
+	   "counted under load (%d samples)", clients, client_mem);
 	ok(hang_zero > 0, "hang: the interval with the timeout has compute readiness 0");
 	ok(gone > 0 && gone_present == 0 && (last[0].flags & MI_HEALTH_F_GONE),
 	   "removed: %d vectors flagged gone, no dimension present", gone);

@@ -352,6 +352,7 @@ static void test_accel(void)
 	e->kind = MI_DEV_EMU;
 	e->index = 2;
 	snprintf(e->name, sizeof(e->name), "emu0");
+	snprintf(e->node, sizeof(e->node), "/dev/dri/renderD131");
 
 	put("/sys/class/drm/renderD130/device/personality",
 	    "name=ethos-u55-high\nclock_hz=500000000\nrth_mc_per_w=50000\n"
@@ -401,6 +402,8 @@ static void test_accel(void)
 	ok(v[0].raw[MI_HRAW_CLIENTS] == 2 &&
 		   v[0].raw[MI_HRAW_CLIENT_MEM_KB] == 3072,
 	   "fdinfo: 2 clients (a dup counts once), 3072 KiB");
+	ok(v[1].raw[MI_HRAW_CLIENTS] == 1 && v[1].raw[MI_HRAW_CLIENT_MEM_KB] == 4096,
+	   "fdinfo, same walk: the other node's one client, 4096 KiB");
 	ok(e->ops->counters == NULL && v[1].present == (1u << MI_HEALTH_MEMORY),
 	   "a device without counters or sensors: memory only, the rest absent");
 

@@ -8,4 +8,7 @@ int mi_cli_plan(int argc, char **argv, const char *prog);
 /* "native", "generic", "avx2", "avx512" -> enum mi_isa_cap */
 int mi_cli_parse_isa(const char *s, int *isa);
 
+/* metainfer health (health.c) */
+int mi_cli_health(int argc, char **argv, const char *prog);
+
 #endif /* MI_CLI_H */

@@ -172,6 +172,25 @@ int mi_dev_emu_add(const char *name, const struct mi_dev_caps *caps,
  * (-ETIMEDOUT, -EIO, -ENODEV: the device then stays lost), for tests of
  * the fallback paths.  count 0 stops it. */
 int mi_dev_emu_inject(struct mi_dev *d, int err, int count);
+/*
+ * Modelled time for an emulated device (emu_time.c): with a timing set,
+ * a job's busy_ns is the sim's documented model with these parameters
+ * (which need not match the advertised caps: the hidden parameters of
+ * a chip), not the wall time of the reference.  NULL: wall time again.
+ */
+struct mi_dev_emu_timing {
+	uint64_t clock_khz;
+	uint64_t macs_per_cycle;	/* int8; int16 half, int32 a quarter */
+	uint64_t dma_bw;		/* bytes per second */
+	uint64_t dma_burst;		/* bytes */
+	uint64_t sram_bytes;
+	uint64_t launch_ns;
+	uint32_t dw_eff_pct;		/* depthwise efficiency, 1..100 */
+	uint32_t preferred_layout;	/* DRM_METAINFER_LAYOUT_x */
+};
+int mi_dev_emu_set_timing(struct mi_dev *d, const struct mi_dev_emu_timing *t);
+uint64_t mi_dev_emu_time(const struct mi_dev_emu_timing *t, const void *cmds,
+			 size_t size);
 
 /* Down/up bookkeeping: a device that faulted is skipped by later
  * placements until mi_dev_up() sees it answer again (ops->alive). */

@@ -23,6 +23,8 @@ struct emu {
 	int fail_err;
 	int fail_count;
 	bool lost;
+	bool timed;			/* busy_ns from the model below */
+	struct mi_dev_emu_timing timing;
 };
 
 static uint64_t now_ns(void)
@@ -109,6 +111,9 @@ static int emu_submit(struct mi_dev *d, struct mi_dev_job *const *jobs, int n)
 		job->status = mi_ref_run(job->cmds, job->cmds_size, bufs,
 					 job->nbos);
 		job->busy_ns = now_ns() - t0;
+		if (e->timed && !job->status)
+			job->busy_ns = mi_dev_emu_time(&e->timing, job->cmds,
+						       job->cmds_size);
 	}
 	return 0;
 }
@@ -183,5 +188,18 @@ int mi_dev_emu_inject(struct mi_dev *d, int err, int count)
 	e->fail_count = count;
 	if (!count)
 		e->lost = false;
+	return 0;
+}
+
+int mi_dev_emu_set_timing(struct mi_dev *d, const struct mi_dev_emu_timing *t)
+{
+	struct emu *e;
+
+	if (d->kind != MI_DEV_EMU)
+		return mi_set_error(-EINVAL, "%s: not an emulated device", d->name);
+	e = d->priv;
+	e->timed = t != NULL;
+	if (t)
+		e->timing = *t;
 	return 0;
 }

@@ -552,8 +552,16 @@ static int model_of(struct fp_run *r, struct mi_fp_sample *s,
 	c->in = malloc(n * es);
 	if (!c->in)
 		return -ENOMEM;
-	for (size_t i = 0; i < n * es; i++)
-		((uint8_t *)c->in)[i] = (uint8_t)(i * 2654435761u >> 13) & 0x3f;
+	/* plain values (random bytes as floats would be denormals, which
+	 * slow some kernels down by orders of magnitude) */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h = (uint32_t)(i * 2654435761u) >> 16;
+
+		if (es == 4)
+			((float *)c->in)[i] = (h & 0xff) / 128.0f - 1.0f;
+		else
+			((uint8_t *)c->in)[i] = (uint8_t)h;
+	}
 	c->v.data = c->in;
 	c->v.nbytes = n * es;
 	*cp = c;

@@ -9,11 +9,12 @@
  * fell_back set and no timing: the runtime would run it on the CPU.
  * Devices have no kernel variants: the variant is "device".
  *
- * Probes: "bw" (COPY of x bytes: bytes moved per second), "gemm" (16 x
- * x x x GEMM, MAC/s: its drop is the SRAM knee, weights x^2 bytes),
- * "launch" (device ns of a one-element job), "submit" (its wall ns),
- * "dw" (depthwise / dense 3x3 MAC rate), "int8" (int8 / int16 GEMM rate,
- * 0 without int16).
+ * Probes time one more op (jobs of 1 and 1 + k ops, differenced, so the
+ * launch cancels): "bw" (COPY of x bytes: bytes moved per second; small
+ * copies show the burst), "gemm" (64 x x x x GEMM, MAC/s: its drop is
+ * the SRAM knee, weights x^2 bytes), "dw" (depthwise / dense 7x7 MAC
+ * rate), "int8" (int8 / int16 GEMM rate, 0 without int16); "launch" is
+ * the device ns of a one-element job, "submit" its wall ns.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -284,7 +285,7 @@ static bool caps_allow(const struct mi_dev_caps *c, int op,
 }
 
 /* One job: device ns (busy, or wall if none) and wall ns. */
-static int run_job(struct mi_dev *d, const struct stream *st, size_t cmds,
+static int run_job(struct mi_dev *d, const void *st, size_t cmds,
 		   struct mi_dev_bo *bo, double *dev_ns, double *wall_ns)
 {
 	struct mi_dev_bo *bos[1] = { bo };
@@ -483,10 +484,78 @@ static int dev_variants(struct fp_run *r, const struct mi_fp_sample *pt,
 	return 1;
 }
 
+/*
+ * Device time of one more op: jobs of 1 and 1 + k copies of s's op, the
+ * difference of their medians over k (the launch cancels out, so small
+ * ops show their own cost: bursts, compute).  0 with *fell_back when
+ * the device does not run the op.
+ */
+static int marginal(struct fp_run *r, struct mi_fp_sample *s, int k,
+		    double *t_op, bool *fell_back)
+{
+	struct stream st;
+	struct mi_dev_bo *bo;
+	uint64_t bytes;
+	size_t cmds, opsz;
+	uint8_t *buf;
+	double med[2];
+	int op, err = 0;
+
+	*t_op = 0;
+	*fell_back = false;
+	op = build(s, &st, &cmds, &bytes);
+	if (op < 0)
+		return mi_set_error(op, "fingerprint: no stream for %s", s->op);
+	if (!caps_allow(&r->d->caps, op, s)) {
+		*fell_back = true;
+		return 0;
+	}
+	opsz = cmds - sizeof(st.sh);
+	buf = malloc(sizeof(st.sh) + (size_t)(1 + k) * opsz);
+	if (!buf)
+		return -ENOMEM;
+	for (int i = 0; i <= k; i++)
+		memcpy(buf + sizeof(st.sh) + i * opsz, &st.u, opsz);
+	err = mi_dev_bo_alloc(r->d, bytes, &bo);
+	for (int j = 0; j < 2 && !err; j++) {
+		struct drm_metainfer_stream_header sh = st.sh;
+		double ns[5];
+		int n = 0;
+
+		sh.op_count = j ? 1 + k : 1;
+		memcpy(buf, &sh, sizeof(sh));
+		for (int i = 0; i < 4 && !err; i++) {
+			double t, w;
+
+			err = run_job(r->d, buf, sizeof(sh) + sh.op_count * opsz,
+				      bo, &t, &w);
+			if (!err && i)
+				ns[n++] = t;
+		}
+		if (!err) {
+			struct mi_fp_sample x = { 0 };
+
+			mi_fp_stats(ns, n, &x);
+			med[j] = x.median_ns;
+		}
+	}
+	if (!err)
+		mi_dev_bo_free(bo);
+	free(buf);
+	if (err == -EOPNOTSUPP) {
+		*fell_back = true;
+		return 0;
+	}
+	if (err)
+		return err;
+	*t_op = med[1] > med[0] ? (med[1] - med[0]) / k : 0;
+	return 0;
+}
+
 /* ---- probes ------------------------------------------------------------- */
-static const double dev_bw_sizes[] = { 64, 256, 1024, 4096, 16384, 65536,
-				       262144, 1048576 };
-static const double dev_gemm_sizes[] = { 64, 128, 256, 512, 1024 };
+static const double dev_bw_sizes[] = { 16, 64, 256, 1024, 4096, 16384,
+				       65536, 262144 };
+static const double dev_gemm_sizes[] = { 64, 128, 256, 512, 768 };
 
 static int dev_probe_point(struct fp_run *r, int i, char *name, double *x)
 {
@@ -529,29 +598,38 @@ static void pt(struct mi_fp_sample *s, int family, const char *op,
 static int dev_probe(struct fp_run *r, const char *name, double x, double *y)
 {
 	struct mi_fp_sample s, t;
-	double wall = 0;
+	double wall = 0, ts, tt;
+	bool fb, fb2;
 	int err;
 
 	*y = 0;
-	if (!strcmp(name, "bw") || !strcmp(name, "launch") ||
-	    !strcmp(name, "submit")) {
+	if (!strcmp(name, "launch") || !strcmp(name, "submit")) {
 		pt(&s, MI_FP_REORDER, "copy", "int8", "plain");
-		s.p[0] = x > 0 ? (int64_t)x : 1;
+		s.p[0] = 1;
 		err = dev_measure_wall(r, &s, &wall);
-		*y = !strcmp(name, "bw") ? s.rate :
-		     !strcmp(name, "launch") ? s.median_ns : wall;
+		*y = !strcmp(name, "launch") ? s.median_ns : wall;
+		return err;
+	}
+	if (!strcmp(name, "bw")) {
+		pt(&s, MI_FP_REORDER, "copy", "int8", "plain");
+		s.p[0] = (int64_t)x;
+		err = marginal(r, &s, 8, &ts, &fb);
+		*y = !err && ts > 0 ? 2 * x * 1e9 / ts : 0;
 		return err;
 	}
 	if (!strcmp(name, "gemm")) {
+		/* 64 x K=x x N=x: weights x^2 bytes cross the SRAM size */
 		pt(&s, MI_FP_GEMM, "gemm", "int8", "plain");
-		s.p[0] = 16;
+		s.p[0] = 64;
 		s.p[1] = s.p[2] = (int64_t)x;
-		err = dev_measure(r, &s);
-		*y = s.fell_back ? 0 : s.rate;
+		err = marginal(r, &s, 1, &ts, &fb);
+		*y = !err && ts > 0 ? s.work * 1e9 / ts : 0;
 		return err;
 	}
 	if (!strcmp(name, "dw")) {
-		int64_t p[MI_FP_NPARAM] = { 1, 16, 14, 14, 16, 3, 1, 1 };
+		/* 7x7: enough MACs per byte that the depthwise unit, not the
+		 * DMA, sets the time */
+		int64_t p[MI_FP_NPARAM] = { 1, 16, 14, 14, 16, 7, 1, 1 };
 
 		pt(&s, MI_FP_CONV, "conv2d", "int8", "NCHW");
 		memcpy(s.p, p, sizeof(p));
@@ -564,11 +642,11 @@ static int dev_probe(struct fp_run *r, const char *name, double x, double *y)
 		t = s;
 		snprintf(t.dtype, sizeof(t.dtype), "int8");
 	}
-	err = dev_measure(r, &s);
+	err = marginal(r, &s, 2, &ts, &fb);
 	if (!err)
-		err = dev_measure(r, &t);
-	if (!err && !s.fell_back && !t.fell_back && s.rate > 0)
-		*y = t.rate / s.rate;
+		err = marginal(r, &t, 2, &tt, &fb2);
+	if (!err && !fb && !fb2 && ts > 0 && tt > 0)
+		*y = (t.work / tt) / (s.work / ts);
 	return err;
 }
 

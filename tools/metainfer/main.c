@@ -51,6 +51,7 @@ static void usage_main(FILE *f)
 		"  plan MODEL.onnx      write the model's plan (kernel per node) as JSON,\n"
 		"                       or --explain it\n"
 		"  health               live health vectors of the devices (six dimensions)\n"
+		"  fingerprint          measure the devices into the fingerprint DB\n"
 		"  version              print the library version\n"
 		"\n"
 		"'%s <command> --help' describes a command's options.\n",
@@ -825,6 +826,8 @@ int main(int argc, char **argv)
 		return mi_trace_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "plan"))
 		return mi_cli_plan(argc - 1, argv + 1, prog);
+	if (!strcmp(cmd, "fingerprint"))
+		return mi_cli_fingerprint(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "health"))
 		return mi_cli_health(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "quantize")) {

@@ -12,8 +12,9 @@ LIB_SRCS := $(wildcard lib/*.c lib/ops/*.c lib/cpu/*.c)
 LIB_OBJS := $(patsubst %.c,$(O)/%.o,$(LIB_SRCS)) $(O)/gen/onnx.pb-c.o
 LIB_CFLAGS := $(CFLAGS_COMMON) -pthread \
 	$(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm)
-# libdrm and liburing: lib/device (accelerators through their render nodes)
-LIB_LDLIBS := -lprotobuf-c -lm -pthread -ldrm -luring
+# libdrm and liburing: lib/device (accelerators through their render nodes);
+# libsqlite3: lib/fingerprint (the fingerprint DB)
+LIB_LDLIBS := -lprotobuf-c -lm -pthread -ldrm -luring -lsqlite3
 LIB_A := $(O)/libmetainfer.a
 LIB_SO := $(O)/libmetainfer.so
 

@@ -2,7 +2,7 @@
 # lib/fingerprint: the micro-benchmark suite per device, its SQLite store,
 # the staleness check and the hardware embedding.  Objects go into
 # libmetainfer.a through an extra prerequisite of $(LIB_A), as
-# lib/plan/plan.mk does; everything linking the library needs libsqlite3.
+# lib/plan/plan.mk does (lib/lib.mk links libsqlite3 for it).
 #
 #   make check-fingerprint   host only: the CPU (tiny grid) and emulated
 #                            devices, DB round trip, incremental re-run,
@@ -10,7 +10,6 @@
 
 FP_SRCS := $(wildcard lib/fingerprint/*.c)
 FP_OBJS := $(patsubst %.c,$(O)/%.o,$(FP_SRCS))
-LIB_LDLIBS += -lsqlite3
 
 $(FP_OBJS): $(wildcard lib/fingerprint/*.h lib/device/*.h lib/cpu/*.h lib/*.h \
 	lib/include/metainfer/*.h) uapi/drm/metainfer_accel.h

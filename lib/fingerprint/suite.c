@@ -161,7 +161,7 @@ static void read_line(const char *path, char *buf, size_t len)
 
 static void clock_state(char *buf, size_t len)
 {
-	char gov[24], freq[24], load[64];
+	char gov[24], freq[24], load[16];
 
 	read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", gov,
 		  sizeof(gov));
@@ -169,7 +169,6 @@ static void clock_state(char *buf, size_t len)
 		  sizeof(freq));
 	read_line("/proc/loadavg", load, sizeof(load));
 	load[strcspn(load, " ")] = 0;
-	load[15] = 0;
 	snprintf(buf, len, "governor=%s freq_khz=%s load1=%s",
 		 gov[0] ? gov : "absent", freq[0] ? freq : "absent",
 		 load[0] ? load : "?");

@@ -55,6 +55,8 @@ struct fp_run {
 	int64_t dev;
 	int grid;
 	int threads;
+	bool sweep;		/* full grid, threads not given: also every
+				 * core (CPU) */
 	void *priv;		/* the backend's */
 };
 

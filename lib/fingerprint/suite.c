@@ -220,6 +220,7 @@ static int run_start(struct mi_fp_db *db, struct mi_dev *d,
 	r->d = d;
 	r->grid = o ? o->grid : MI_FP_GRID_FULL;
 	r->threads = o && o->threads > 0 ? o->threads : 1;
+	r->sweep = r->grid == MI_FP_GRID_FULL && !(o && o->threads > 0);
 	if (r->grid < MI_FP_GRID_FULL || r->grid > MI_FP_GRID_TINY)
 		return mi_set_error(-EINVAL, "fingerprint: bad grid %d", r->grid);
 	mi_fp_versions_of(d, o ? o->lib_version : NULL, &v);
@@ -271,7 +272,9 @@ int mi_fp_run(struct mi_fp_db *db, struct mi_dev *d,
 			nprobe++;
 	}
 	total = npts + nprobe;
-	if (r.threads == 1)
+	/* pinned only when every point runs on one thread: the thread pool
+	 * would inherit the mask */
+	if (r.threads == 1 && !r.sweep)
 		pinned = pin_self(&old);
 	if (o && o->progress)
 		o->progress(o->progress_arg, 0, total, 0, -1, "start");
@@ -379,7 +382,7 @@ int mi_fp_check(struct mi_fp_db *db, struct mi_dev *d,
 	r.db = db;
 	r.d = d;
 	r.grid = MI_FP_GRID_TINY; /* fewest runs: the check must be quick */
-	r.threads = 1;
+	r.threads = o && o->threads > 0 ? o->threads : 1;
 	mi_fp_versions_of(d, o ? o->lib_version : NULL, &v);
 	err = mi_fp_dev_row(db, d, &v, false, &r.dev, &changed);
 	if (err)

@@ -22,6 +22,7 @@
 
 #include "internal.h"
 #include "metainfer/metainfer.h"
+#include "cpu/cpu.h"
 #include "device/device.h"
 #include "fingerprint/fp-impl.h"
 
@@ -452,6 +453,15 @@ static int cpu_grid_fn(struct fp_run *r, struct mi_fp_sample *pts, int max)
 		}
 		n++;
 	}
+	/* the full grid without a thread count: every point on all cores too */
+	if (r->sweep && mi_cpu_ncores() > 1)
+		for (int i = 0, m = n; i < m; i++) {
+			if (n < max && i < max) {
+				pts[n] = pts[i];
+				pts[n].threads = mi_cpu_ncores();
+			}
+			n++;
+		}
 	return n;
 }
 

@@ -308,7 +308,8 @@ static int run_job(struct mi_dev *d, const void *st, size_t cmds,
 	return 0;
 }
 
-/* Host -> device: memcpy into the device buffer's CPU mapping. */
+/* Host -> device (h2d) or back (d2h): memcpy through the device
+ * buffer's CPU mapping, the way the executor moves tensors. */
 static int time_h2d(struct fp_run *r, struct mi_fp_sample *s)
 {
 	size_t n = s->p[0];
@@ -326,8 +327,11 @@ static int time_h2d(struct fp_run *r, struct mi_fp_sample *s)
 	for (int i = 0; i < warm + runs; i++) {
 		uint64_t t0 = mi_fp_now_ns();
 
-		memcpy(bo->map, src, n);
-		__asm__ volatile("" ::"r"(bo->map) : "memory");
+		if (!strcmp(s->op, "d2h"))
+			memcpy(src, bo->map, n);
+		else
+			memcpy(bo->map, src, n);
+		__asm__ volatile("" ::"r"(bo->map), "r"(src) : "memory");
 		if (i >= warm)
 			ns[i - warm] = (double)(mi_fp_now_ns() - t0);
 	}
@@ -431,7 +435,9 @@ static const struct dev_pt dev_grid[] = {
 	{ MI_FP_QUANT, "requantize", "int8", "plain", { 16384 }, MI_FP_GRID_TINY },
 	{ MI_FP_QUANT, "requantize", "int16", "plain", { 16384 }, MI_FP_GRID_FULL },
 	{ MI_FP_TRANSFER, "h2d", "uint8", "plain", { 65536 }, MI_FP_GRID_TINY },
+	{ MI_FP_TRANSFER, "d2h", "uint8", "plain", { 65536 }, MI_FP_GRID_TINY },
 	{ MI_FP_TRANSFER, "h2d", "uint8", "plain", { 1048576 }, MI_FP_GRID_QUICK },
+	{ MI_FP_TRANSFER, "d2h", "uint8", "plain", { 1048576 }, MI_FP_GRID_QUICK },
 };
 
 #define NDEV_PT (int)(sizeof(dev_grid) / sizeof(dev_grid[0]))

@@ -129,7 +129,8 @@ static int lock_take(const struct mi_fp_opts *o, int *fdp)
 	const char *path = o && o->lock_path ? o->lock_path :
 					       "/tmp/metainfer-fingerprint.lock";
 	int wait_ms = o && o->lock_wait_ms > 0 ? o->lock_wait_ms : 60000;
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	/* read-only suffices for flock, so another user can share the file */
+	int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
 
 	if (fd < 0)
 		return mi_set_error(-errno, "fingerprint lock %s: %s", path,

@@ -285,12 +285,12 @@ static bool caps_allow(const struct mi_dev_caps *c, int op,
 }
 
 /* One job: device ns (busy, or wall if none) and wall ns. */
-static int run_job(struct mi_dev *d, const void *st, size_t cmds,
-		   struct mi_dev_bo *bo, double *dev_ns, double *wall_ns)
+static int run_job2(struct mi_dev *d, const void *st, size_t cmds,
+		    struct mi_dev_bo *const *bos, int nbos, double *dev_ns,
+		    double *wall_ns)
 {
-	struct mi_dev_bo *bos[1] = { bo };
 	struct mi_dev_job job = { .cmds = st, .cmds_size = cmds, .bos = bos,
-				  .nbos = 1 };
+				  .nbos = nbos };
 	struct mi_dev_job *jp = &job;
 	uint64_t t0 = mi_fp_now_ns();
 	int err = d->ops->submit(d, &jp, 1);
@@ -306,6 +306,80 @@ static int run_job(struct mi_dev *d, const void *st, size_t cmds,
 		return job.status;
 	*dev_ns = job.busy_ns ? (double)job.busy_ns : *wall_ns;
 	return 0;
+}
+
+static int run_job(struct mi_dev *d, const void *st, size_t cmds,
+		   struct mi_dev_bo *bo, double *dev_ns, double *wall_ns)
+{
+	struct mi_dev_bo *bos[1] = { bo };
+
+	return run_job2(d, st, cmds, bos, 1, dev_ns, wall_ns);
+}
+
+/*
+ * Device to device ("from:SRC"): a buffer of SRC exported as a dma-buf,
+ * imported on this device, read by a COPY job into a buffer of its own
+ * (PRIME, no CPU in between).  Without PRIME on either side the point
+ * falls back: the runtime then goes through host memory (d2h + h2d).
+ */
+static int time_d2d(struct fp_run *r, struct mi_fp_sample *s)
+{
+	struct mi_dev *src = mi_dev_find(s->op + 5);
+	struct mi_dev_bo *sb = NULL, *ib = NULL, *lb = NULL, *bos[2];
+	struct {
+		struct drm_metainfer_stream_header sh;
+		struct drm_metainfer_op_copy c;
+	} st = { 0 };
+	uint32_t n[1] = { (uint32_t)s->p[0] };
+	double ns[32];
+	int warm, runs, k = 0, err;
+
+	s->fell_back = false;
+	s->work = 2.0 * s->p[0];
+	if (!src || !src->ops->bo_export || !r->d->ops->bo_import ||
+	    !(r->d->caps.op_mask & (1ull << DRM_METAINFER_OP_COPY))) {
+		s->fell_back = true;
+		return 0;
+	}
+	err = mi_dev_bo_alloc(src, s->p[0], &sb);
+	if (!err)
+		err = src->ops->bo_export(sb);
+	if (!err)
+		err = r->d->ops->bo_import(r->d, sb->prime_fd, s->p[0], &ib);
+	if (!err)
+		err = mi_dev_bo_alloc(r->d, s->p[0], &lb);
+	if (err)
+		goto out;
+	st.sh.magic = DRM_METAINFER_STREAM_MAGIC;
+	st.sh.version = DRM_METAINFER_STREAM_VERSION;
+	st.sh.op_count = 1;
+	st.c.hdr.op = DRM_METAINFER_OP_COPY;
+	st.c.hdr.size = sizeof(st.c);
+	st.c.input = (struct drm_metainfer_tensor){ .bo_index = 0,
+		.dtype = DRM_METAINFER_DTYPE_UINT8, .ndim = 1, .shape = { n[0] } };
+	st.c.output = st.c.input;
+	st.c.output.bo_index = 1;
+	bos[0] = ib;
+	bos[1] = lb;
+	mi_fp_runs(r->grid, &warm, &runs);
+	for (int i = 0; i < warm + runs && !err; i++) {
+		double t, w;
+
+		err = run_job2(r->d, &st, sizeof(st), bos, 2, &t, &w);
+		if (!err && i >= warm)
+			ns[k++] = t;
+	}
+	if (!err)
+		mi_fp_stats(ns, k, s);
+out:
+	mi_dev_bo_free(lb);
+	mi_dev_bo_free(ib);
+	mi_dev_bo_free(sb);
+	if (err == -EOPNOTSUPP) {
+		s->fell_back = true;
+		err = 0;
+	}
+	return err;
 }
 
 /* Host -> device (h2d) or back (d2h): memcpy through the device
@@ -353,6 +427,8 @@ static int dev_measure_wall(struct fp_run *r, struct mi_fp_sample *s,
 	int warm, runs, n = 0, op, err = 0;
 
 	s->fell_back = false;
+	if (s->family == MI_FP_TRANSFER && !strncmp(s->op, "from:", 5))
+		return time_d2d(r, s);
 	if (s->family == MI_FP_TRANSFER)
 		return time_h2d(r, s);
 	op = build(s, &st, &cmds, &bytes);
@@ -462,6 +538,23 @@ static int dev_grid_fn(struct fp_run *r, struct mi_fp_sample *pts, int max)
 		}
 		n++;
 	}
+	/* transfers from every other accelerator (PRIME) */
+	for (int i = 0; i < mi_dev_count(); i++) {
+		struct mi_dev *e = mi_dev_get(i);
+
+		if (!e || e == r->d || e->kind == MI_DEV_CPU)
+			continue;
+		if (n < max) {
+			memset(&pts[n], 0, sizeof(pts[n]));
+			pts[n].family = MI_FP_TRANSFER;
+			snprintf(pts[n].op, sizeof(pts[n].op), "from:%.18s", e->name);
+			snprintf(pts[n].dtype, sizeof(pts[n].dtype), "uint8");
+			snprintf(pts[n].layout, sizeof(pts[n].layout), "plain");
+			pts[n].p[0] = r->grid == MI_FP_GRID_TINY ? 65536 : 1048576;
+			pts[n].threads = 1;
+		}
+		n++;
+	}
 	return n;
 }
 
@@ -486,7 +579,9 @@ static int dev_check_points(struct fp_run *r, int *idx)
 static int dev_variants(struct fp_run *r, const struct mi_fp_sample *pt,
 			char (*names)[32], int max)
 {
-	snprintf(names[0], 32, "%s", pt->family == MI_FP_TRANSFER ? "host" : "device");
+	snprintf(names[0], 32, "%s",
+		 pt->family != MI_FP_TRANSFER ? "device" :
+		 !strncmp(pt->op, "from:", 5) ? "prime" : "host");
 	return 1;
 }
 

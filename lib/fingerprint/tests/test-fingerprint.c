@@ -315,6 +315,17 @@ static void test_embedding(void)
 		      ef[MI_FP_EMBED_FEEDBACK + 1] == 0,
 	      "feedback slots %g %g", ef[40], ef[41]);
 
+	/* transfers from another accelerator: emulated devices have no
+	 * PRIME, so the point is stored as fell back (through the host) */
+	{
+		struct mi_fp_sample x;
+
+		CHECK(mi_fp_lookup(db, b, MI_FP_TRANSFER, "from:emu-c", NULL,
+				   &x, 1) == 1 && x.fell_back &&
+			      !strcmp(x.variant, "prime"),
+		      "device-to-device row");
+	}
+
 	/* errors: never fingerprinted, short vector */
 	CHECK(mi_fp_embedding(db, never, NULL, 0, e2, MI_FP_EMBED_DIM) == -ENOENT,
 	      "embedding of an unknown device");

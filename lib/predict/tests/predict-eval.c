@@ -17,6 +17,7 @@
  *     --plans N        candidate plans per held-out model (default 6)
  *     --chips N        held-out sim personalities (default 50)
  *     --save FILE      write the predictor fitted on every model
+ *     --trees N --depth N --min-leaf N   tree parameters (150, 5, 8)
  *     --check          test mode: exit 1 when an assertion fails
  *
  * A model's family is its file name up to the first digit or '_'
@@ -75,6 +76,7 @@ static int ncdev;
 static struct mdata models[MAXM];
 static int nmodels;
 static uint64_t seed = 1;
+static struct mi_gbrt_params tree_params; /* --trees, --depth, --min-leaf */
 
 static double now_s(void)
 {
@@ -368,7 +370,7 @@ static int cpu_fold(const bool *fit, enum mode mode, struct score *sc,
 				}
 			}
 	if (mode == M_FULL && ns)
-		err = mi_pred_fit(&p, s, ns, NULL);
+		err = mi_pred_fit(&p, s, ns, &tree_params);
 	for (int d = 0; !err && d < ncdev; d++) {
 		if (mode == M_FULL) {
 			for (int i = 0; i < nref[d]; i++)
@@ -544,7 +546,7 @@ static int sim_eval(const bool *fit, int nchips, uint64_t chip_seed,
 		}
 	}
 	if (n)
-		err = mi_pred_fit(&p, s, n, NULL);
+		err = mi_pred_fit(&p, s, n, &tree_params);
 	for (int c = 0; !err && c < nchips; c++) {
 		struct mi_pred_simchip chip;
 		struct mi_pred_node rn[SIM_KMAX];
@@ -690,6 +692,9 @@ int main(int argc, char **argv)
 		{ "chips", required_argument, NULL, 'c' },
 		{ "save", required_argument, NULL, 's' },
 		{ "check", no_argument, NULL, 'C' },
+		{ "trees", required_argument, NULL, 'T' },
+		{ "depth", required_argument, NULL, 'H' },
+		{ "min-leaf", required_argument, NULL, 'L' },
 		{ 0 }
 	};
 	int isa[4] = { 1, 2, 3 }, nisa = 3, thr[4] = { 1, 2 }, nthr = 2;
@@ -711,6 +716,9 @@ int main(int argc, char **argv)
 		case 'c': nchips = atoi(optarg); break;
 		case 's': save = optarg; break;
 		case 'C': check = 1; break;
+		case 'T': tree_params.ntrees = atoi(optarg); break;
+		case 'H': tree_params.depth = atoi(optarg); break;
+		case 'L': tree_params.min_leaf = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: %s [--eval FAM,..] [--isa LIST] [--threads LIST] [--runs N] [--plans N] [--chips N] [--save FILE] [--check] MODEL.onnx...\n",
 				argv[0]);

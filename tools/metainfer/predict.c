@@ -47,12 +47,29 @@ static void dev_from_predictor(struct mi_predictor *p, struct mi_pred_dev *d)
 		*d = *k;
 }
 
+static void json_str(FILE *f, const char *key, const char *s)
+{
+	fprintf(f, "\"%s\": \"", key);
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	fputs("\", ", f);
+}
+
 static void print_json(FILE *f, const char *model, const char *plan,
 		       const char *pred, const struct mi_pred_graph *pg,
 		       const struct mi_pred_result *r)
 {
-	fprintf(f, "{\"model\": \"%s\", \"plan\": \"%s\", \"predictor\": \"%s\", \"nodes\": %d, \"latency_ms\": %.4f, \"devices\": [",
-		model, plan, pred, pg->n, r->total_ns / 1e6);
+	fputc('{', f);
+	json_str(f, "model", model);
+	json_str(f, "plan", plan);
+	json_str(f, "predictor", pred);
+	fprintf(f, "\"nodes\": %d, \"latency_ms\": %.4f, \"devices\": [",
+		pg->n, r->total_ns / 1e6);
 	for (int d = 0; d < r->ndevs; d++)
 		fprintf(f, "%s{\"name\": \"%s\", \"busy_ms\": %.4f, \"transfer_ms\": %.4f, \"jobs\": %d, \"peak_bytes\": %.0f, \"weight_bytes\": %.0f}",
 			d ? ", " : "", r->dev_name[d], r->busy_ns[d] / 1e6,

@@ -623,6 +623,66 @@ static int sim_eval(const bool *fit, int nchips, uint64_t chip_seed,
 	return err;
 }
 
+/* ---- plan cost on a hand-made graph ------------------------------------ */
+
+/*
+ * a (cpu) -> b (npu) -> c (npu) -> e (cpu);  a -> d (cpu) -> e.
+ * Roofline only, no launch: a = d = e = 1000 ns on the CPU; b, c = 4000
+ * ns on the npu, 1 MB across its 1 GB/s link = 1e6 ns each way.  b and c
+ * are one job; d overlaps with them; a's output lives on both devices.
+ */
+static void test_plan_cost(void)
+{
+	struct mi_pred_pnode v[5];
+	struct mi_pred_graph pg = { .n = 5, .v = v };
+	struct mi_pred_dev cpu = { .caps = { 1e9, 1e15, 0, 0 } },
+			   npu = { .caps = { 1e9, 1e15, 0, 1e9 } };
+	struct mi_pred_dev *dv[2] = { &cpu, &npu };
+	const char *names[2] = { "cpu", "npu0" }, *one[1] = { "cpu" };
+	static const char *const dev[5] = { "cpu", "npu0", "npu0", "cpu", "cpu" };
+	static const double macs[5] = { 1000, 4000, 4000, 1000, 1000 };
+	static int in[5][2] = { { -1, -1 }, { 0, -1 }, { 1, -1 }, { 0, -1 },
+				{ 2, 3 } };
+	static double inb[2] = { 1e6, 1e6 };
+	struct mi_pred_result r;
+	int err;
+
+	memset(v, 0, sizeof(v));
+	for (int k = 0; k < 5; k++) {
+		v[k].name = (char *)"n";
+		v[k].device = (char *)dev[k];
+		v[k].node.cls = MI_PC_ELTWISE;
+		v[k].node.macs = macs[k];
+		v[k].ninputs = 2;
+		v[k].inputs = in[k];
+		v[k].in_bytes = inb;
+		v[k].out_bytes = 1e6;
+	}
+	v[0].last_use = 3;
+	v[1].last_use = 2;
+	v[2].last_use = 4;
+	v[3].last_use = 4;
+	v[4].is_output = true;
+	err = mi_pred_plan(NULL, &pg, dv, names, 2, &r);
+	/* a ends 1001; b starts after a 1e6 ns transfer; c continues b's
+	 * job; e waits for c's result to come back */
+	CHECK(!err, "plan: %s", mi_last_error());
+	CHECK(r.jobs[1] == 1 && r.jobs[0] == 3, "jobs %d/%d", r.jobs[0],
+	      r.jobs[1]);
+	CHECK(fabs(r.total_ns - (1001 + 1e6 + 4001 + 4001 + 1e6 + 1001)) < 1,
+	      "critical path %.0f", r.total_ns);
+	CHECK(fabs(r.busy_ns[0] - 3003) < 1, "cpu busy %.0f", r.busy_ns[0]);
+	/* step 2: the npu holds a's copy, b's and c's outputs; step 3: the
+	 * cpu a, c's copy and d */
+	CHECK(fabs(r.peak_bytes[0] - 3e6) < 1 && fabs(r.peak_bytes[1] - 3e6) < 1,
+	      "peak %.0f / %.0f", r.peak_bytes[0], r.peak_bytes[1]);
+	err = mi_pred_plan(NULL, &pg, dv, one, 1, &r);
+	CHECK(err == -ENODEV && strstr(mi_last_error(), "npu0"),
+	      "a device not given: %d %s", err, mi_last_error());
+	if (!failures)
+		printf("plan cost: critical path, one job per accelerator run, overlap, transfers, peak memory ok\n");
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static double pct(int a, int b)
@@ -829,6 +889,8 @@ int main(int argc, char **argv)
 		mi_pred_fini(&a);
 		mi_pred_fini(&b);
 	}
+	if (check)
+		test_plan_cost();
 	if (check) {
 		double ef = cpu[M_FULL].logerr / cpu[M_FULL].node_n,
 		       er = cpu[M_ROOF].logerr / cpu[M_ROOF].node_n;

@@ -156,7 +156,7 @@ double mi_pred_node_ns_raw(const struct mi_predictor *p,
 /*
  * The calibration embedding from a device's reference measurements (at
  * most MI_PRED_REF_MAX are used): per op class the shrunk mean of
- * log(measured / roofline), and the overall mean.  Sets dev->nemb = 
+ * log(measured / roofline), and the overall mean.  Sets dev->nemb =
  * MI_PRED_CALIB_NEMB and dev->emb.  Other embeddings (a fingerprint's)
  * may be appended after it by the caller.
  */

@@ -30,6 +30,7 @@ int mi_quant_main(int argc, char **argv);
 #endif
 int mi_top_main(int argc, char **argv);
 int mi_trace_main(int argc, char **argv);
+int mi_cli_predict(int argc, char **argv, const char *prog);
 
 #define EXIT_USAGE 2
 
@@ -52,6 +53,7 @@ static void usage_main(FILE *f)
 		"                       or --explain it\n"
 		"  health               live health vectors of the devices (six dimensions)\n"
 		"  fingerprint          measure the devices into the fingerprint DB\n"
+		"  predict MODEL.onnx   predicted latency and peak memory of a plan\n"
 		"  version              print the library version\n"
 		"\n"
 		"'%s <command> --help' describes a command's options.\n",
@@ -830,6 +832,8 @@ int main(int argc, char **argv)
 		return mi_cli_fingerprint(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "health"))
 		return mi_cli_health(argc - 1, argv + 1, prog);
+	if (!strcmp(cmd, "predict"))
+		return mi_cli_predict(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "quantize")) {
 #ifdef MI_HAVE_QUANT_MAIN
 		return mi_quant_main(argc - 1, argv + 1);

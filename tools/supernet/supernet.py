@@ -288,9 +288,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--epochs", type=int, default=14)
-    ap.add_argument("--warmup", type=int, default=5,
-                    help="epochs of uniform sampling first (default 5)")
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=4,
+                    help="epochs of uniform sampling first (default 4)")
     ap.add_argument("--lat-weight", type=float, default=0.5,
                     help="weight of the expected-latency term (default 0.5)")
     ap.add_argument("--latency", default="",
@@ -389,8 +389,10 @@ def main():
                                               enumerate(choice))), 3)})
     default = [int(k) for k in net.alpha.argmax(1)]
     layers = []
+    inputs = ["stem.relu.out", "metainfer.switch.L0.merge.out", "pool.out"]
     for li, (name, ci, co, hw) in enumerate(LAYERS):
         layers.append({
+            "input": inputs[li],
             "name": name, "in_channels": ci, "out_channels": co,
             "height": hw, "width": hw, "variants": list(VARIANTS),
             "select": ["metainfer.switch.%s.%d" % (name, k)

@@ -13,6 +13,8 @@
 
 #include "internal.h"
 #include "cli.h"
+#include "device/device.h"
+#include "health/health.h"
 
 static void usage(FILE *f, const char *prog)
 {
@@ -25,7 +27,9 @@ static void usage(FILE *f, const char *prog)
 		"      --choose             let the meta-controller pick (then run)\n"
 		"      --health K=V,...     device health for --choose: compute, memory,\n"
 		"                           bandwidth, thermal, power, queue in [0, 1]\n"
-		"                           (absent: healthy)\n"
+		"                           (default: sampled live from --device, two\n"
+		"                           samples 100 ms apart; absent: healthy)\n"
+		"      --device NAME        device whose health --choose samples (cpu)\n"
 		"      --scale K=V,...      device cost per variant kind: std, dws, group\n"
 		"      --min-accuracy P     accuracy floor for --choose (percent)\n"
 		"      --budget-us U        latency budget for --choose\n"
@@ -89,6 +93,38 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+_Static_assert(MI_HEALTH_NDIM == 6, "mi_meta_device.health has 6 dims");
+
+/* The device's live health vector (lib/health): two rounds 100 ms
+ * apart, since rates need two samples. */
+static int sample_health(const char *name, struct mi_meta_device *dev)
+{
+	struct mi_dev *d = mi_dev_find(name);
+	struct mi_health_opts o = { .period_ms = 100, .no_fdinfo = true };
+	struct mi_health_vec v;
+	struct mi_health *h;
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+	if (!d) {
+		fprintf(stderr, "switch: no device '%s'\n", name);
+		return -ENOENT;
+	}
+	if (mi_health_create(&d, 1, &o, &h)) {
+		fprintf(stderr, "switch: %s\n", mi_last_error());
+		return -EIO;
+	}
+	mi_health_sample(h, NULL);
+	nanosleep(&ts, NULL);
+	mi_health_sample(h, &v);
+	mi_health_destroy(h);
+	for (int i = 0; i < MI_HEALTH_NDIM; i++)
+		dev->health[i] = v.v[i];
+	dev->health_present = v.present;
+	printf("health ");
+	mi_health_print(stdout, &v, false);
+	return 0;
+}
+
 static void list(struct mi_model *m)
 {
 	int nl = mi_model_switch_count(m), nc = mi_model_config_count(m);
@@ -125,6 +161,7 @@ int mi_cli_switch(int argc, char **argv, const char *prog)
 		{ "config", required_argument, NULL, 'c' },
 		{ "choose", no_argument, NULL, 'C' },
 		{ "health", required_argument, NULL, 'H' },
+		{ "device", required_argument, NULL, 'D' },
 		{ "scale", required_argument, NULL, 'S' },
 		{ "min-accuracy", required_argument, NULL, 'A' },
 		{ "budget-us", required_argument, NULL, 'B' },
@@ -139,6 +176,8 @@ int mi_cli_switch(int argc, char **argv, const char *prog)
 	struct mi_meta_device dev = { 0 };
 	struct mi_meta_goal goal = { 0 };
 	const char *cfg = NULL, *inpath = NULL, *outpath = NULL;
+	const char *devname = "cpu";
+	bool given_health = false;
 	int choice[MI_SWITCH_MAX_LAYERS], nl, bench = 0, opt, rc = 1;
 	bool choose = false, run = false;
 	struct mi_tensor x = { 0 };
@@ -159,7 +198,9 @@ int mi_cli_switch(int argc, char **argv, const char *prog)
 					prog, optarg);
 				return 2;
 			}
+			given_health = true;
 			break;
+		case 'D': devname = optarg; break;
 		case 'S':
 			if (parse_kv(optarg, kind_names, 3, dev.scale, NULL)) {
 				fprintf(stderr, "%s switch: bad --scale '%s'\n",
@@ -198,6 +239,8 @@ int mi_cli_switch(int argc, char **argv, const char *prog)
 	if (choose) {
 		struct mi_meta_result r;
 
+		if (!given_health && sample_health(devname, &dev))
+			goto out;
 		if (mi_meta_choose(m, &dev, &goal, choice, &r)) {
 			fprintf(stderr, "%s\n", mi_last_error());
 			goto out;

@@ -42,7 +42,11 @@ static double predict(const struct mi_switch *sw,
 		for (int j = 0; j < L->nvar; j++)
 			if (L->macs[j] > maxm)
 				maxm = L->macs[j];
-		total += L->lat_us[k] * scale / compute *
+		double lat = d && d->latency_us ?
+				     d->latency_us[l * MI_SWITCH_MAX_VARIANTS + k] :
+				     L->lat_us[k];
+
+		total += lat * scale / compute *
 			 (1 + (1 - thermal) * (maxm ? (double)L->macs[k] / maxm :
 						       1)) *
 			 (1 + bw);

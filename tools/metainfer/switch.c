@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "device/device.h"
 #include "health/health.h"
+#include "meta/meta-impl.h"
 
 static void usage(FILE *f, const char *prog)
 {
@@ -31,6 +32,8 @@ static void usage(FILE *f, const char *prog)
 		"                           samples 100 ms apart; absent: healthy)\n"
 		"      --device NAME        device whose health --choose samples (cpu)\n"
 		"      --scale K=V,...      device cost per variant kind: std, dws, group\n"
+		"      --latency FILE.json  the device's own latency table for --choose,\n"
+		"                           {\"layers\": [[std, dws, group], ...]} in us\n"
 		"      --min-accuracy P     accuracy floor for --choose (percent)\n"
 		"      --budget-us U        latency budget for --choose\n"
 		"  -i, --input FILE.npy     input (default: zeros of the declared shape,\n"
@@ -125,6 +128,53 @@ static int sample_health(const char *name, struct mi_meta_device *dev)
 	return 0;
 }
 
+/* {"layers": [[us per variant], ...]}, one row per switchable layer */
+static int read_latency(const char *path, const struct mi_model *m,
+			double *lat)
+{
+	const struct mi_mj *rows;
+	struct mi_mj root;
+	size_t len;
+	void *buf;
+	int pos, err = -EINVAL;
+
+	if (mi_read_file(path, 1 << 20, &buf, &len)) {
+		fprintf(stderr, "switch: cannot read %s\n", path);
+		return -EIO;
+	}
+	buf = realloc(buf, len + 1);
+	((char *)buf)[len] = 0;
+	if (mi_mj_parse(buf, &root, &pos)) {
+		fprintf(stderr, "switch: %s: malformed JSON at byte %d\n", path,
+			pos);
+		free(buf);
+		return -EINVAL;
+	}
+	rows = mi_mj_get(&root, "layers");
+	if (!rows || rows->type != MJ_ARR ||
+	    rows->n != mi_model_switch_count(m))
+		goto bad;
+	for (int l = 0; l < rows->n; l++) {
+		struct mi_switch_info in;
+
+		mi_model_switch_info(m, l, &in);
+		if (rows->v[l].type != MJ_ARR || rows->v[l].n != in.nvariants)
+			goto bad;
+		for (int k = 0; k < in.nvariants; k++)
+			lat[l * MI_SWITCH_MAX_VARIANTS + k] =
+				rows->v[l].v[k].num;
+	}
+	err = 0;
+bad:
+	if (err)
+		fprintf(stderr,
+			"switch: %s: \"layers\" needs one row of variant latencies per switchable layer\n",
+			path);
+	mi_mj_free(&root);
+	free(buf);
+	return err;
+}
+
 static void list(struct mi_model *m)
 {
 	int nl = mi_model_switch_count(m), nc = mi_model_config_count(m);
@@ -163,6 +213,7 @@ int mi_cli_switch(int argc, char **argv, const char *prog)
 		{ "health", required_argument, NULL, 'H' },
 		{ "device", required_argument, NULL, 'D' },
 		{ "scale", required_argument, NULL, 'S' },
+		{ "latency", required_argument, NULL, 'L' },
 		{ "min-accuracy", required_argument, NULL, 'A' },
 		{ "budget-us", required_argument, NULL, 'B' },
 		{ "input", required_argument, NULL, 'i' },
@@ -176,7 +227,8 @@ int mi_cli_switch(int argc, char **argv, const char *prog)
 	struct mi_meta_device dev = { 0 };
 	struct mi_meta_goal goal = { 0 };
 	const char *cfg = NULL, *inpath = NULL, *outpath = NULL;
-	const char *devname = "cpu";
+	const char *devname = "cpu", *latpath = NULL;
+	double lat[MI_SWITCH_MAX_LAYERS * MI_SWITCH_MAX_VARIANTS];
 	bool given_health = false;
 	int choice[MI_SWITCH_MAX_LAYERS], nl, bench = 0, opt, rc = 1;
 	bool choose = false, run = false;
@@ -201,6 +253,7 @@ int mi_cli_switch(int argc, char **argv, const char *prog)
 			given_health = true;
 			break;
 		case 'D': devname = optarg; break;
+		case 'L': latpath = optarg; break;
 		case 'S':
 			if (parse_kv(optarg, kind_names, 3, dev.scale, NULL)) {
 				fprintf(stderr, "%s switch: bad --scale '%s'\n",
@@ -241,6 +294,11 @@ int mi_cli_switch(int argc, char **argv, const char *prog)
 
 		if (!given_health && sample_health(devname, &dev))
 			goto out;
+		if (latpath) {
+			if (read_latency(latpath, m, lat))
+				goto out;
+			dev.latency_us = lat;
+		}
 		if (mi_meta_choose(m, &dev, &goal, choice, &r)) {
 			fprintf(stderr, "%s\n", mi_last_error());
 			goto out;

@@ -378,7 +378,8 @@ int mi_model_get_config(const struct mi_model *model, int *choice);
  * device's embedding (relative cost of each variant kind on it, 1 = as in
  * the model's table) and its health vector (lib/health's six dimensions,
  * in [0, 1], with a present mask; absent dimensions count as healthy).
- * Predicted latency per layer variant:
+ * Predicted latency per layer variant (lat from the device's table if
+ * it has one, else the model's):
  *   lat * scale[kind] / max(compute, 0.05)
  *       * (1 + (1 - thermal) * macs / max_macs_of_layer)
  *       * (1 + bandwidth saturation)
@@ -395,6 +396,10 @@ enum mi_meta_kind {
 };
 
 struct mi_meta_device {
+	/* this device's own latency table, us per layer and variant at
+	 * [layer * MI_SWITCH_MAX_VARIANTS + variant] (e.g. measured there
+	 * with supernet.py --measure-latency); NULL: the model's table */
+	const double *latency_us;
 	double scale[MI_META_KINDS];	/* 0 = 1 */
 	double health[6];	/* compute, memory, bandwidth, thermal,
 				 * power, queue (lib/health order) */

@@ -360,6 +360,31 @@ int main(int argc, char **argv)
 		       rh.predicted_us, cs[0], cs[1], cs[2], rs.accuracy,
 		       rs.predicted_us, ct[0], ct[1], ct[2], rt.accuracy,
 		       rt.predicted_us);
+		/* a device whose own table makes dws ten times slower */
+		{
+			double tab[MI_SWITCH_MAX_LAYERS * MI_SWITCH_MAX_VARIANTS];
+			struct mi_meta_device own = healthy;
+			struct mi_meta_goal fast = { 0 };
+			int co[3];
+
+			for (int l = 0; l < nl; l++)
+				for (int k = 0; k < 3; k++)
+					tab[l * MI_SWITCH_MAX_VARIANTS + k] =
+						info[l].latency_us[k] *
+						(k == MI_META_DWS ? 10 : 1);
+			own.latency_us = tab;
+			CHECK(!mi_meta_choose(m, &healthy, &fast, ch, &rh),
+			      "choose");
+			CHECK(!mi_meta_choose(m, &own, &fast, co, &rs),
+			      "choose");
+			CHECK(co[0] != MI_META_DWS && co[1] != MI_META_DWS &&
+			      co[2] != MI_META_DWS,
+			      "own table: %d%d%d has a dws layer", co[0], co[1],
+			      co[2]);
+			printf("ok   fastest: model's table -> %d%d%d (%.1f us); device table with dws x10 -> %d%d%d (%.1f us)\n",
+			       ch[0], ch[1], ch[2], rh.predicted_us, co[0],
+			       co[1], co[2], rs.predicted_us);
+		}
 		goal.latency_budget_us = 0;
 		goal.min_accuracy = 101;
 		CHECK(!mi_meta_choose(m, &healthy, &goal, ch, &rh) && !rh.fits,

@@ -132,6 +132,8 @@ struct mi_model {
 	struct mi_plan_ctx *plan_ctx;
 	struct mi_plan *plan;
 	struct mi_plan_cands *cands;
+	/* lib/meta/: switchable layers (NULL: none) */
+	struct mi_switch *sw;
 };
 
 /*
@@ -154,6 +156,14 @@ int mi_model_load_graph(const char *path, const struct mi_model_opts *opts,
  * shapes downstream of them stay unknown; the model cannot run. */
 int mi_model_load_inspect(const char *path, const struct mi_model_opts *opts,
 			  struct mi_model **modelp);
+/* ---- meta/switch.c -------------------------------------------------- */
+/* Read the "metainfer.switch" metadata of a loaded, normalized, not yet
+ * planned model (no metadata: 0, m->sw stays NULL). */
+int mi_switch_init(struct mi_model *m);
+/* After the first planning: every variant's channel counts agree. */
+int mi_switch_check(struct mi_model *m);
+void mi_switch_fini(struct mi_model *m);
+
 /* ---- error.c -------------------------------------------------------- */
 /* Set the thread's last error ("label: reason") and return err. */
 int mi_set_error(int err, const char *fmt, ...)

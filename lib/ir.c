@@ -95,6 +95,12 @@ void mi_graph_fini(struct mi_graph *g)
 	free(g->outputs);
 	free(g->order);
 	free(g->name);
+	for (int i = 0; i < g->nmeta; i++) {
+		free(g->meta_key[i]);
+		free(g->meta_value[i]);
+	}
+	free(g->meta_key);
+	free(g->meta_value);
 	memset(g, 0, sizeof(*g));
 }
 

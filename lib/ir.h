@@ -114,6 +114,9 @@ struct mi_graph {
 	char err_op[64]; /* op_type of the node the last error names, or "" */
 	const char *label; /* file name used as error prefix (not owned) */
 	bool allow_unknown_ops; /* loader keeps nodes without a def (info) */
+	/* ModelProto.metadata_props (owned copies) */
+	int nmeta;
+	char **meta_key, **meta_value;
 };
 
 /*

@@ -21,6 +21,7 @@ void mi_model_free(struct mi_model *m)
 	if (m->cpu_planned)
 		mi_cpu_plan_fini(&m->g);
 	mi_model_plan_fini(m);
+	mi_switch_fini(m);
 	mi_graph_fini(&m->g);
 	free(m->arena);
 	free(m->label);
@@ -145,10 +146,15 @@ static int model_open(const void *buf, size_t len, const char *path,
 	/* Graph outputs may have been renamed by passes: refresh. */
 	for (int i = 0; i < m->g.noutputs; i++)
 		fill_info(&m->out_info[i], &m->g.tensors[m->g.outputs[i]]);
+	err = mi_switch_init(m);
+	if (err)
+		goto err_free;
 	if (prepare) {
 		err = mi_model_prepare(m, NULL, NULL);
 		if (err == -EAGAIN) /* unknown input rank: plan at run time */
 			err = 0;
+		else if (!err)
+			err = mi_switch_check(m);
 		if (err)
 			goto err_free;
 	}

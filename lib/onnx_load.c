@@ -980,6 +980,29 @@ static Onnx__ModelProto *unpack_model(struct mi_graph *g, const void *buf,
 	return mp;
 }
 
+/* metadata_props, kept for lib/meta (switchable models). */
+static int load_metadata(struct mi_graph *g, const Onnx__ModelProto *mp)
+{
+	size_t n = mp->n_metadata_props;
+
+	if (!n)
+		return 0;
+	g->meta_key = calloc(n, sizeof(char *));
+	g->meta_value = calloc(n, sizeof(char *));
+	if (!g->meta_key || !g->meta_value)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
+
+		g->meta_key[i] = strdup(e->key ? e->key : "");
+		g->meta_value[i] = strdup(e->value ? e->value : "");
+		g->nmeta++;
+		if (!g->meta_key[i] || !g->meta_value[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Convert an unpacked model (consumed: raw tensor data is taken over). */
 static int load_model(struct mi_graph *g, Onnx__ModelProto *mp,
 		      const char *basedir)
@@ -999,6 +1022,8 @@ static int load_model(struct mi_graph *g, Onnx__ModelProto *mp,
 	err = load_opsets(g, mp);
 	if (!err)
 		err = load_graph(&c, mp->graph);
+	if (!err)
+		err = load_metadata(g, mp);
 	if (err == -ENOMEM && !g->err[0])
 		mi_graph_err(g, NULL, err, "out of memory");
 out:

@@ -36,7 +36,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -fPIC -D_GNU_SOURCE \
 # The fast CPU and int8 kernels (GCC vector extensions and builtins,
 # '#pragma GCC target') are linked uninstrumented from the normal gcc
 # build; the loader, graph code and reference ops are instrumented.
-FUZZ_CPU_OBJS := $(patsubst %.c,$(O)/%.o,$(wildcard lib/cpu/*.c lib/quant/*.c lib/plan/*.c))
+FUZZ_CPU_OBJS := $(patsubst %.c,$(O)/%.o,$(wildcard lib/cpu/*.c lib/quant/*.c lib/plan/*.c lib/meta/*.c))
 FUZZ_SRCS := $(filter-out lib/cpu/%,$(LIB_SRCS))
 FUZZ_OBJS := $(patsubst %.c,$(O)/fuzz/%.o,$(FUZZ_SRCS)) $(O)/fuzz/gen/onnx.pb-c.o \
 	$(FUZZ_CPU_OBJS)

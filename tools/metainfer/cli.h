@@ -14,4 +14,7 @@ int mi_cli_health(int argc, char **argv, const char *prog);
 /* metainfer fingerprint (fingerprint.c) */
 int mi_cli_fingerprint(int argc, char **argv, const char *prog);
 
+/* metainfer switch (switch.c) */
+int mi_cli_switch(int argc, char **argv, const char *prog);
+
 #endif /* MI_CLI_H */

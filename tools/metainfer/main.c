@@ -9,6 +9,7 @@
  *   metainfer trace [-- COMMAND]          job and sensor timeline (trace.c)
  *   metainfer plan MODEL.onnx [options]   write / explain the model's plan
  *   metainfer health [options]            live health vectors (health.c)
+ *   metainfer switch MODEL.onnx [options] switchable models (switch.c)
  *
  * Exit status: 0 success, 1 runtime failure (bad model, bad input), 2 usage.
  */
@@ -54,6 +55,7 @@ static void usage_main(FILE *f)
 		"  health               live health vectors of the devices (six dimensions)\n"
 		"  fingerprint          measure the devices into the fingerprint DB\n"
 		"  predict MODEL.onnx   predicted latency and peak memory of a plan\n"
+		"  switch MODEL.onnx    switchable layers: list, run or choose a configuration\n"
 		"  version              print the library version\n"
 		"\n"
 		"'%s <command> --help' describes a command's options.\n",
@@ -834,6 +836,8 @@ int main(int argc, char **argv)
 		return mi_cli_health(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "predict"))
 		return mi_cli_predict(argc - 1, argv + 1, prog);
+	if (!strcmp(cmd, "switch"))
+		return mi_cli_switch(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "quantize")) {
 #ifdef MI_HAVE_QUANT_MAIN
 		return mi_quant_main(argc - 1, argv + 1);

@@ -324,6 +324,106 @@ int mi_model_device_stats(const struct mi_model *model, int index,
 			  struct mi_device_stats *st);
 void mi_model_device_stats_reset(struct mi_model *model);
 
+/*
+ * Switchable models (Documentation/supernet.rst).  A model exported by
+ * tools/supernet/supernet.py holds several variants of some layers
+ * (standard, depthwise-separable, grouped + shuffle conv), each layer's
+ * output being the sum of its variants weighted by one-hot initializers;
+ * the metadata_props entry "metainfer.switch" describes them and the
+ * held-out accuracy of every configuration.  mi_model_set_config()
+ * activates one configuration between runs: every variant's weights stay
+ * resident, the unselected branches are pruned at plan time (not
+ * computed); NULL goes back to the full graph (every branch computed and
+ * weighted by the file's initializers).  Since METAINFER_0.4.
+ */
+#define MI_SWITCH_MAX_LAYERS	16
+#define MI_SWITCH_MAX_VARIANTS	8
+
+struct mi_switch_info {
+	const char *name;	/* layer name ("L0") */
+	int32_t nvariants;
+	int32_t current;	/* active variant, -1: the full graph */
+	int32_t in_channels;
+	int32_t out_channels;
+	const char *variants[MI_SWITCH_MAX_VARIANTS]; /* "std", "dws", ... */
+	uint64_t macs[MI_SWITCH_MAX_VARIANTS];	/* per variant, batch 1 */
+	double latency_us[MI_SWITCH_MAX_VARIANTS]; /* the model's table */
+};
+
+/* One configuration the model's metadata measured. */
+struct mi_switch_config {
+	int32_t choice[MI_SWITCH_MAX_LAYERS];	/* variant per layer */
+	double accuracy;	/* held-out accuracy, percent */
+	double latency_us;	/* sum of the layers' table entries */
+};
+
+/* Switchable layers (0: not a switchable model). */
+int mi_model_switch_count(const struct mi_model *model);
+int mi_model_switch_info(const struct mi_model *model, int layer,
+			 struct mi_switch_info *info);
+/* Configurations listed in the metadata (0 .. count-1). */
+int mi_model_config_count(const struct mi_model *model);
+int mi_model_config(const struct mi_model *model, int index,
+		    struct mi_switch_config *cfg);
+/* choice[mi_model_switch_count()] or NULL (full graph).  -ENOENT: not a
+ * switchable model; -EINVAL: a variant out of range (the model keeps the
+ * configuration it had). */
+int mi_model_set_config(struct mi_model *model, const int *choice);
+/* The active configuration; returns 1 when pruned, 0 for the full graph. */
+int mi_model_get_config(const struct mi_model *model, int *choice);
+
+/*
+ * Meta-controller: pick a configuration for one device.  Inputs: the
+ * model's per-configuration accuracy and latency tables (above), the
+ * device's embedding (relative cost of each variant kind on it, 1 = as in
+ * the model's table) and its health vector (lib/health's six dimensions,
+ * in [0, 1], with a present mask; absent dimensions count as healthy).
+ * Predicted latency per layer variant (lat from the device's table if
+ * it has one, else the model's):
+ *   lat * scale[kind] / max(compute, 0.05)
+ *       * (1 + (1 - thermal) * macs / max_macs_of_layer)
+ *       * (1 + bandwidth saturation)
+ * Goal: with latency_budget_us > 0, the most accurate configuration whose
+ * prediction fits the budget (the fastest if none does); otherwise the
+ * fastest; both among configurations at or above min_accuracy (if none
+ * is, the most accurate one).
+ */
+enum mi_meta_kind {
+	MI_META_STD = 0,	/* standard conv */
+	MI_META_DWS = 1,	/* depthwise-separable */
+	MI_META_GROUP = 2,	/* grouped conv + channel shuffle */
+	MI_META_KINDS,
+};
+
+struct mi_meta_device {
+	/* this device's own latency table, us per layer and variant at
+	 * [layer * MI_SWITCH_MAX_VARIANTS + variant] (e.g. measured there
+	 * with supernet.py --measure-latency); NULL: the model's table */
+	const double *latency_us;
+	double scale[MI_META_KINDS];	/* 0 = 1 */
+	double health[6];	/* compute, memory, bandwidth, thermal,
+				 * power, queue (lib/health order) */
+	uint32_t health_present; /* bit per dimension */
+	uint32_t reserved;
+};
+
+struct mi_meta_goal {
+	double min_accuracy;	/* percent; 0 = any */
+	double latency_budget_us; /* 0 = none: minimize latency */
+};
+
+struct mi_meta_result {
+	int32_t config;		/* index for mi_model_config() */
+	int32_t fits;		/* 1: meets the budget and the floor */
+	double predicted_us;
+	double accuracy;
+};
+
+int mi_meta_choose(const struct mi_model *model,
+		   const struct mi_meta_device *dev,
+		   const struct mi_meta_goal *goal, int *choice,
+		   struct mi_meta_result *res);
+
 #ifdef __cplusplus
 }
 #endif

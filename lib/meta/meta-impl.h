@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/meta private state: the switchable layers of a model (from its
+ * "metainfer.switch" metadata, Documentation/supernet.rst) and the small
+ * JSON reader that parses it.
+ */
+#ifndef MI_META_IMPL_H
+#define MI_META_IMPL_H
+
+#include <stdbool.h>
+
+#include "internal.h"
+
+enum { MJ_NULL, MJ_NUM, MJ_STR, MJ_ARR, MJ_OBJ };
+
+struct mi_mj {
+	int type;
+	double num;
+	char *str;
+	int n;
+	char **keys;		/* MJ_OBJ */
+	struct mi_mj *v;
+};
+
+int mi_mj_parse(const char *s, struct mi_mj *root, int *errpos);
+void mi_mj_free(struct mi_mj *v);
+const struct mi_mj *mi_mj_get(const struct mi_mj *o, const char *key);
+
+/* Where a layer's merged output is read: node, input slot. */
+struct mi_switch_use {
+	int node, slot;
+};
+
+struct mi_switch_layer {
+	char *name;
+	int nvar;
+	char *variants[MI_SWITCH_MAX_VARIANTS];
+	int in_ch, out_ch;
+	int in_t;				/* layer input tensor */
+	int sel_t[MI_SWITCH_MAX_VARIANTS];	/* one-hot initializers */
+	int mul_n[MI_SWITCH_MAX_VARIANTS];	/* Mul(branch, selector) */
+	int branch_t[MI_SWITCH_MAX_VARIANTS];	/* branch outputs */
+	int merge_n;				/* the Sum */
+	int out_t;				/* its output */
+	struct mi_switch_use *uses;
+	int nuses;
+	uint64_t macs[MI_SWITCH_MAX_VARIANTS];
+	double lat_us[MI_SWITCH_MAX_VARIANTS];
+	enum mi_meta_kind kind[MI_SWITCH_MAX_VARIANTS];
+};
+
+struct mi_switch {
+	int nlayers;
+	struct mi_switch_layer layers[MI_SWITCH_MAX_LAYERS];
+	int ncfg;
+	struct mi_switch_config *cfg;
+	bool pruned;
+	int cur[MI_SWITCH_MAX_LAYERS];
+	bool *dead0;		/* per node: dead in the full graph */
+	int nnodes;
+};
+
+#endif /* MI_META_IMPL_H */

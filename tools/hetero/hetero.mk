@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Heterogeneous execution end to end: quantized real models across the CPU
+# and three simulated chips, inside the test VM.
+#
+#   make hetero-models   export + quantize the four models (64x64 images)
+#   make check-hetero    tools/hetero/check-hetero in the VM
+#   make bench-hetero    modelled device time per model and device set
+#   make demo-hetero     the main job of `make demo`
+
+HETERO_CHECK := $(O)/tools/hetero-check
+HETERO_MODELS := $(O)/hetero/models
+HETERO_NETS := mobilenet_v2 resnet18 efficientnet_b0 transformer
+HETERO_INT8 := $(patsubst %,$(HETERO_MODELS)/%.int8.onnx,$(HETERO_NETS))
+
+$(HETERO_CHECK): tools/hetero/hetero-check.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOLS_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
+
+ALL += $(HETERO_CHECK)
+
+HETERO_FP32 := $(patsubst %,$(HETERO_MODELS)/%.onnx,$(HETERO_NETS))
+
+$(HETERO_FP32): $(HETERO_MODELS)/%.onnx:
+	@mkdir -p $(dir $@)
+	$(PYTHON) tools/models/export.py -q --out $(HETERO_MODELS) --only $* \
+		--size 64 --seq 32
+
+$(HETERO_INT8): $(HETERO_MODELS)/%.int8.onnx: $(HETERO_MODELS)/%.onnx $(O)/metainfer
+	$(O)/metainfer quantize $< --calib-random 16 -o $@
+
+.PHONY: hetero-models check-hetero bench-hetero demo-hetero
+hetero-models: $(HETERO_INT8)
+
+check-hetero: modules $(HETERO_CHECK) $(O)/metainfer $(HETERO_INT8)
+	tools/vm/vmrun -t 1500 $(ST_VMRUN_FLAGS) -- tools/hetero/check-hetero \
+		$(O) $(HETERO_MODELS)
+
+bench-hetero: modules $(HETERO_CHECK) $(O)/metainfer $(HETERO_INT8)
+	tools/vm/vmrun -t 1500 $(ST_VMRUN_FLAGS) -- tools/hetero/bench-hetero \
+		$(O) $(HETERO_MODELS)
+
+demo-hetero: modules $(HETERO_CHECK) $(O)/metainfer $(HETERO_MODELS)/mobilenet_v2.int8.onnx
+	@echo "== MobileNetV2 quantized on the host, run across the CPU and three simulated chips in the VM"
+	@tools/vm/vmrun -t 900 $(ST_VMRUN_FLAGS) -- tools/hetero/run-demo-hetero \
+		$(O) $(HETERO_MODELS)/mobilenet_v2.int8.onnx

@@ -132,6 +132,8 @@ struct mi_model {
 	struct mi_plan_ctx *plan_ctx;
 	struct mi_plan *plan;
 	struct mi_plan_cands *cands;
+	/* lib/plan/place-impl.h: the model's devices and device jobs */
+	struct mi_place *place;
 };
 
 /*
@@ -147,6 +149,8 @@ int mi_model_infer_shapes(struct mi_model *m, const int32_t *ndim,
 			  const int64_t *dims);
 /* Run every node once (inputs bound, model prepared). */
 int mi_model_exec(struct mi_model *m);
+/* Run node ni on the CPU now (its inputs computed): device fallback. */
+int mi_exec_node(struct mi_model *m, int ni);
 /* Load without preparing: for tools that inspect the graph (info). */
 int mi_model_load_graph(const char *path, const struct mi_model_opts *opts,
 			struct mi_model **modelp);

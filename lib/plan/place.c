@@ -451,3 +451,15 @@ void mi_place_print(struct mi_model *m, FILE *f)
 	fprintf(f, "  %d transfers, %llu bytes\n", ntr,
 		(unsigned long long)tbytes);
 }
+
+int mi_model_placement_write(struct mi_model *m, FILE *f)
+{
+	if (!m || !f)
+		return mi_set_error(-EINVAL, "mi_model_placement_write: bad arguments");
+	if (!m->place) {
+		fprintf(f, "devices: cpu\n");
+		return 0;
+	}
+	mi_place_print(m, f);
+	return ferror(f) ? -EIO : 0;
+}

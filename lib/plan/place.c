@@ -127,9 +127,12 @@ int mi_place_pin(struct mi_model *m, const int *pin, int n)
 	return 0;
 }
 
-/* The device a plan pins unit u to (slot + 1), 0 when none. */
+/* The device a plan pins unit u to (slot + 1), 0 when none: its anchor's,
+ * else the first pinned member's. */
 static int unit_pin(const struct mi_place *pl, const struct mi_qunit *u)
 {
+	if (u->anchor < pl->npin && pl->pin[u->anchor])
+		return pl->pin[u->anchor];
 	for (int k = 0; k < u->nmembers; k++)
 		if (u->members[k] < pl->npin && pl->pin[u->members[k]])
 			return pl->pin[u->members[k]];
@@ -234,15 +237,17 @@ static int choose(struct mi_model *m)
 		if (pin > 1) {
 			struct mi_dev *d = pl->devs[pin - 1];
 
+			bool ok = false;
+
 			why[0] = 0;
 			if (!mi_dev_up(d))
 				snprintf(why, sizeof(why), "it is down");
-			else if (!lowering->supported(g, q, &d->caps, why,
-						      sizeof(why)) && !why[0])
-				snprintf(why, sizeof(why), "unsupported");
 			else
-				why[0] = 0;
-			if (why[0])
+				ok = lowering->supported(g, q, &d->caps, why,
+							 sizeof(why));
+			if (!ok && !why[0])
+				snprintf(why, sizeof(why), "it cannot run it");
+			if (!ok)
 				return mi_graph_err(g, &g->nodes[q->anchor],
 					-EINVAL, "the plan puts it on %s, but %s",
 					d->name, why);

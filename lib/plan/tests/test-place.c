@@ -306,6 +306,18 @@ static void test_relu3(const char *path, struct mi_dev *e0, struct mi_dev *e1)
 		      mi_last_error());
 		CHECK(jobs_on(m, "emu0") == 0, "plan pinned to the cpu");
 		check_output(m, "plan on the cpu");
+		/* a device that cannot run the unit: rejected */
+		for (int i = 0; q && i < q->n; i++)
+			if (!strcmp(q->e[i].op, "Relu")) {
+				free(q->e[i].device);
+				q->e[i].device = strdup("emu1");
+			}
+		CHECK(q && mi_model_plan_apply(m, q) == -EINVAL &&
+		      strstr(mi_last_error(), "puts it on emu1") &&
+		      strstr(mi_last_error(), "no RELU"),
+		      "unsupported pin: %s", mi_last_error());
+		CHECK(jobs_on(m, "emu0") == 0, "old plan kept");
+		check_output(m, "after a rejected plan");
 		/* unknown device: rejected with one line */
 		for (int i = 0; q && i < q->n; i++)
 			if (!strcmp(q->e[i].op, "Relu")) {

@@ -392,6 +392,39 @@ static void test_split(const char *path)
 	mi_model_free(m);
 }
 
+/* The wait comes after CPU nodes of another branch ran (overlap), with
+ * and without the arena. */
+static void test_branch(const char *path)
+{
+	static const char *const modes[] = { "arena", "no arena" };
+
+	for (int k = 0; k < 2; k++) {
+		struct mi_model_opts o = { .nthreads = 1, .flags = k ?
+					   MI_MODEL_NO_ARENA : 0 };
+		struct mi_model *m = NULL;
+		struct mi_place_job *j;
+
+		CHECK(!mi_model_load(path, &o, &m) && !run(m, ref),
+		      "branch: cpu-only run");
+		mi_model_free(m);
+		o.devices = "emu0";
+		m = NULL;
+		CHECK(!mi_model_load(path, &o, &m), "branch: load");
+		if (!m)
+			return;
+		if (getenv("V"))
+			mi_place_print(m, stderr);
+		CHECK(jobs_on(m, "emu0") == 1, "branch (%s): one job", modes[k]);
+		j = &m->place->jobs[0];
+		CHECK(j->bound && j->pw > j->p0 + 1,
+		      "branch (%s): wait at %d after submit at %d", modes[k],
+		      j->pw, j->p0);
+		check_output(m, "branch");
+		check_output(m, "branch, second run");
+		mi_model_free(m);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct mi_dev_caps relu = {
@@ -423,6 +456,8 @@ int main(int argc, char **argv)
 	test_relu3(path, e0, e1);
 	snprintf(path, sizeof(path), "%s/split.onnx", argv[1]);
 	test_split(path);
+	snprintf(path, sizeof(path), "%s/branch.onnx", argv[1]);
+	test_branch(path);
 	printf("test-place: %s\n", failures ? "FAILED" : "ok");
 	return failures ? 1 : 0;
 }

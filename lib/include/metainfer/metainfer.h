@@ -215,7 +215,7 @@ struct mi_plan_info {
 struct mi_plan_node {
 	const char *name;	/* node name, "<op>#<index>" if it has none */
 	const char *op;
-	const char *device;	/* "cpu" */
+	const char *device;	/* "cpu", or an accelerator ("npu0") */
 	const char *variant;
 	const char *layout_in;	/* "NCHW", "NCHW16c", ... or "auto" */
 	const char *layout_out;

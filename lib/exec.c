@@ -17,6 +17,7 @@
 
 #include "internal.h"
 #include "cpu/cpu.h"
+#include "plan/place-impl.h"
 
 #define MI_ARENA_ALIGN 64
 
@@ -33,6 +34,7 @@ static void reset_plan(struct mi_model *m)
 		mi_cpu_plan_fini(g);
 		m->cpu_planned = false;
 	}
+	mi_devexec_unbind(m);
 	for (int i = 0; i < g->ntensors; i++) {
 		struct mi_tensor *t = &g->tensors[i];
 
@@ -216,6 +218,10 @@ static int plan_memory(struct mi_model *m)
 			pl[np].t = t;
 			pl[np].size = sz ? sz : MI_ARENA_ALIGN;
 			pl[np].first = root_first[t] < p ? root_first[t] : p;
+			/* written earlier by a device job (place-impl.h) */
+			if (m->place && m->place->nbound &&
+			    m->place->tfirst[t] < pl[np].first)
+				pl[np].first = m->place->tfirst[t];
 			pl[np].last = m->last_use[t] < p ? p : m->last_use[t];
 			np++;
 		}
@@ -472,6 +478,13 @@ int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 	err = infer_all(m, ndim, dims);
 	if (err)
 		return err;
+	/* devices: on the normalized graph, before CPU kernels fuse it */
+	err = mi_place_prepare(m);
+	if (err) {
+		if (!g->err[0])
+			mi_graph_err(g, NULL, err, "placement failed");
+		return err;
+	}
 	err = mi_cpu_plan(g, &co);
 	if (err) {
 		if (!g->err[0])
@@ -486,6 +499,8 @@ int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 	if (!(m->opts.flags & MI_MODEL_NO_ARENA))
 		mark_aliases(m);
 	err = compute_lifetimes(m);
+	if (!err)
+		err = mi_devexec_bind(m);
 	if (err)
 		return err;
 	if (!(m->opts.flags & MI_MODEL_NO_ARENA)) {
@@ -569,6 +584,11 @@ static int run_node(struct mi_model *m, struct mi_node *n, int ni)
 	return err;
 }
 
+int mi_exec_node(struct mi_model *m, int ni)
+{
+	return run_node(m, &m->g.nodes[ni], ni);
+}
+
 /* Node timestamps for MI_MODEL_PROFILE: the wall clock, or with
  * MI_MODEL_PROFILE_CPU the process's CPU clock (all threads together): on
  * a shared machine a preempted node then does not look slow, which makes
@@ -615,24 +635,33 @@ int mi_model_exec(struct mi_model *m)
 	struct mi_graph *g = &m->g;
 	bool prof = m->opts.flags & MI_MODEL_PROFILE;
 	bool cpu_clock = m->opts.flags & MI_MODEL_PROFILE_CPU;
-	uint64_t t0 = 0;
+	struct mi_place *pl = m->place && m->place->nbound ? m->place : NULL;
+	uint64_t t0 = 0, run0 = now_ns(false);
 	int err;
 
 	g->err[0] = 0;
 	g->err_op[0] = 0;
 	if (prof && (err = prof_reserve(m)))
 		return err;
+	mi_devexec_run_begin(m);
 	/* this thread waits for the pool's workers as this model says */
 	mi_pool_caller_spin(!(m->opts.flags & MI_MODEL_NO_SPIN));
 	for (int p = 0; p < g->norder; p++) {
 		int ni = g->order[p];
 		struct mi_node *n = &g->nodes[ni];
 
+		if (pl) {
+			err = mi_devexec_step(m, p);
+			if (err)
+				goto err_abort;
+			if (mi_devexec_skips(pl, ni))
+				continue;
+		}
 		if (prof)
 			t0 = now_ns(cpu_clock);
 		err = run_node(m, n, ni);
 		if (err)
-			return err;
+			goto err_abort;
 		if (prof) {
 			uint64_t dt = now_ns(cpu_clock) - t0;
 
@@ -656,8 +685,15 @@ int mi_model_exec(struct mi_model *m)
 				mi_tensor_free_data(t);
 		}
 	}
+	if (pl && (err = mi_devexec_step(m, g->norder)))
+		goto err_abort;
+	mi_devexec_run_end(m, now_ns(false) - run0);
 	m->runs++;
 	return 0;
+err_abort:
+	if (pl)
+		mi_devexec_abort(m);
+	return err;
 }
 
 int mi_model_profile_count(const struct mi_model *m)

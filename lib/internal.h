@@ -134,6 +134,8 @@ struct mi_model {
 	struct mi_plan_cands *cands;
 	/* lib/meta/: switchable layers (NULL: none) */
 	struct mi_switch *sw;
+	/* lib/plan/place-impl.h: the model's devices and device jobs */
+	struct mi_place *place;
 };
 
 /*
@@ -149,6 +151,8 @@ int mi_model_infer_shapes(struct mi_model *m, const int32_t *ndim,
 			  const int64_t *dims);
 /* Run every node once (inputs bound, model prepared). */
 int mi_model_exec(struct mi_model *m);
+/* Run node ni on the CPU now (its inputs computed): device fallback. */
+int mi_exec_node(struct mi_model *m, int ni);
 /* Load without preparing: for tools that inspect the graph (info). */
 int mi_model_load_graph(const char *path, const struct mi_model_opts *opts,
 			struct mi_model **modelp);

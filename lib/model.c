@@ -6,6 +6,7 @@
 
 #include "internal.h"
 #include "cpu/cpu.h"
+#include "plan/place-impl.h"
 
 static int model_error(struct mi_model *m, int err)
 {
@@ -20,6 +21,7 @@ void mi_model_free(struct mi_model *m)
 		return;
 	if (m->cpu_planned)
 		mi_cpu_plan_fini(&m->g);
+	mi_place_fini(m);
 	mi_model_plan_fini(m);
 	mi_switch_fini(m);
 	mi_graph_fini(&m->g);
@@ -124,6 +126,14 @@ static int model_open(const void *buf, size_t len, const char *path,
 	}
 	m->g.label = m->label;
 	m->g.allow_unknown_ops = allow_unknown;
+	m->opts.devices = NULL; /* the caller's string: parsed now */
+	err = mi_place_init(m, opts ? opts->devices : NULL);
+	if (err) {
+		mi_graph_fini(&m->g);
+		free(m->label);
+		free(m);
+		return err;
+	}
 	if (path)
 		err = mi_onnx_load_file(&m->g, path);
 	else

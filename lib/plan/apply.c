@@ -29,6 +29,7 @@
 #include "internal.h"
 #include "cpu/cpu.h"
 #include "plan/plan-impl.h"
+#include "plan/place-impl.h"
 
 /* ---- plan values ------------------------------------------------------- */
 int mi_plan_strv_add(char ***v, int *n, const char *s)
@@ -530,7 +531,7 @@ int mi_plan_readback(struct mi_model *m, struct mi_plan_rb *r, struct mi_plan **
 		mi_plan_layout_of(r, i, true, lo, sizeof(lo));
 		e->name = strdup(r->labels[i]);
 		e->op = strdup(g->nodes[i].op_type);
-		e->device = strdup("cpu");
+		e->device = strdup(mi_place_node_device(m, i));
 		e->variant = strdup(v);
 		e->lay_in = strdup(li);
 		e->lay_out = strdup(lo);
@@ -658,8 +659,8 @@ static int replan(struct mi_model *m)
 
 /* The plan's constraints per node, checked against the model. */
 static int build_req(struct mi_model *m, const struct mi_plan *p,
-		     char **labels, struct mi_plan_req **reqp, char *why,
-		     size_t wlen)
+		     char **labels, struct mi_plan_req **reqp, int *pins,
+		     char *why, size_t wlen)
 {
 	struct mi_graph *g = &m->g;
 	struct mi_plan_ctx *c = m->plan_ctx;
@@ -676,6 +677,8 @@ static int build_req(struct mi_model *m, const struct mi_plan *p,
 	for (int k = 0; k < p->n; k++) {
 		const struct mi_plan_entry *e = &p->e[k];
 		int i = mi_plan_label_find(labels, g->nnodes, e->name), prov;
+		int slot;
+		char dwhy[160];
 
 		if (i < 0 || !c->live[i])
 			BAD("node '%s': no such node in the model", e->name);
@@ -686,9 +689,11 @@ static int build_req(struct mi_model *m, const struct mi_plan *p,
 		if (e->op[0] && strcmp(e->op, g->nodes[i].op_type))
 			BAD("node '%s': the plan says op %s, the model has %s",
 			    e->name, e->op, g->nodes[i].op_type);
-		if (strcmp(e->device, "cpu"))
-			BAD("node '%s': unknown device '%s' (only \"cpu\")",
-			    e->name, e->device);
+		slot = mi_place_slot(m, e->device, dwhy, sizeof(dwhy));
+		if (slot < 0)
+			BAD("node '%s': %s", e->name, dwhy);
+		if (pins)
+			pins[i] = slot + 1;
 		prov = mi_plan_variant_prov(g->nodes[i].op_type, e->variant);
 		if (prov < 0)
 			BAD("node '%s': unknown variant '%s' for %s", e->name,
@@ -725,6 +730,8 @@ static int build_req(struct mi_model *m, const struct mi_plan *p,
 				    e->fused[f]);
 			seen[j] = 1;
 			req[i].fused[req[i].nfused++] = j;
+			if (pins)
+				pins[j] = pins[i];
 		}
 	}
 	for (int k = 0; k < p->nremoved; k++) {
@@ -858,7 +865,7 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 	struct mi_plan *copy = NULL, *got = NULL;
 	struct mi_plan_rb r;
 	char why[600];
-	int err, round;
+	int err, round, *pins = NULL, *old_pins = NULL;
 
 	if (!m || !plan)
 		return mi_set_error(-EINVAL, "mi_model_plan_apply: bad arguments");
@@ -896,9 +903,20 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 			"%s: the plan was made for ISA %s, the model uses %s",
 			m->label, plan->isa, mi_cpu_isa_name(c->isa));
 	}
+	pins = calloc(m->g.nnodes + 1, sizeof(*pins));
 	err = mi_plan_dup(plan, &copy);
+	if (!err && !pins)
+		err = -ENOMEM;
 	if (!err)
-		err = build_req(m, copy, r.labels, &req, why, sizeof(why));
+		err = build_req(m, copy, r.labels, &req, pins, why, sizeof(why));
+	if (!err && m->place) {
+		/* placement reads the pins while planning */
+		old_pins = m->place->pin;
+		m->place->pin = pins;
+		m->place->npin = m->g.nnodes;
+		pins = NULL;
+	}
+	free(pins);
 	mi_plan_rb_fini(&r);
 	if (err) {
 		mi_plan_free(copy);
@@ -937,10 +955,19 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 		c->req = old;
 		req_free(req, c->nnodes);
 		mi_plan_free(copy);
+		if (m->place) {
+			free(m->place->pin);
+			m->place->pin = old_pins;
+			old_pins = NULL;
+			if (!m->place->pin)
+				m->place->npin = 0;
+		}
 		replan(m);
+		free(old_pins);
 		return mi_set_error(err, "%s: %s", m->label, why);
 	}
 	req_free(old, c->nnodes);
+	free(old_pins);
 	mi_plan_free(m->plan);
 	m->plan = copy;
 	mi_plan_cands_free(m->cands);
@@ -955,6 +982,7 @@ int mi_model_plan_reset(struct mi_model *m)
 	if (!m || !m->plan_ctx)
 		return mi_set_error(-EINVAL, "mi_model_plan_reset: bad arguments");
 	set_req(m, NULL);
+	mi_place_pin(m, NULL, 0);
 	mi_plan_free(m->plan);
 	m->plan = NULL;
 	err = m->prepared ? replan(m) : 0;

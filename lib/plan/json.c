@@ -4,7 +4,7 @@
  *
  * The schema (Documentation/plan.rst) is one object:
  *
- *	{ "schema": "metainfer-plan/1", "model": ..., "fingerprint": "<hex>",
+ *	{ "schema": "metainfer-plan/2", "model": ..., "fingerprint": "<hex>",
  *	  "isa": ..., "threads": N,
  *	  "nodes": [ { "name", "op", "device", "variant", "layout_in",
  *		       "layout_out", "precision", "qparams"?, "threads"?,
@@ -555,12 +555,12 @@ static int map_plan(const struct jv *root, struct mi_plan *p, char *err,
 	if (!v || v->type != J_STR)
 		return perr(err, errlen, "plan: missing \"schema\" (expected \"%s\")",
 			    MI_PLAN_SCHEMA);
-	if (strcmp(v->str, MI_PLAN_SCHEMA)) {
+	if (strcmp(v->str, MI_PLAN_SCHEMA) && strcmp(v->str, MI_PLAN_SCHEMA_V1)) {
 		/* metainfer-plan/1 is the first schema: nothing older maps */
 		if (!strncmp(v->str, "metainfer-plan/", 15))
 			return perr(err, errlen,
-				    "plan: schema \"%.32s\" is not supported (this version reads %s only)",
-				    v->str, MI_PLAN_SCHEMA);
+				    "plan: schema \"%.32s\" is not supported (this version reads %s and %s)",
+				    v->str, MI_PLAN_SCHEMA, MI_PLAN_SCHEMA_V1);
 		return perr(err, errlen, "plan: not a MetaInfer plan (schema \"%.32s\")",
 			    v->str);
 	}
@@ -591,6 +591,14 @@ static int map_plan(const struct jv *root, struct mi_plan *p, char *err,
 		if (ret)
 			return ret;
 	}
+	/* /1 maps to /2 unchanged: it knew only the CPU */
+	if (!strcmp(member(root, "schema")->str, MI_PLAN_SCHEMA_V1))
+		for (int i = 0; i < p->n; i++)
+			if (strcmp(p->e[i].device, "cpu"))
+				return perr(err, errlen,
+					    "plan node '%.64s': device \"%.32s\" in a %s plan (it knows only \"cpu\")",
+					    p->e[i].name, p->e[i].device,
+					    MI_PLAN_SCHEMA_V1);
 	return get_strv(root, "removed", &p->removed, &p->nremoved, "plan", err,
 			errlen);
 }

@@ -12,7 +12,9 @@
 
 #include "metainfer/metainfer.h"
 
-#define MI_PLAN_SCHEMA "metainfer-plan/1"
+/* /2: device may name an accelerator; /1 plans (CPU only) still read */
+#define MI_PLAN_SCHEMA "metainfer-plan/2"
+#define MI_PLAN_SCHEMA_V1 "metainfer-plan/1"
 
 /* One node of the normalized graph as the plan runs it. */
 struct mi_plan_entry {

@@ -3,8 +3,13 @@
 #ifndef MI_CLI_H
 #define MI_CLI_H
 
+#include <stdio.h>
+
+struct mi_model;
+
 /* metainfer plan (plan.c) */
 int mi_cli_plan(int argc, char **argv, const char *prog);
+void mi_cli_device_stats(struct mi_model *m, FILE *f);
 /* "native", "generic", "avx2", "avx512" -> enum mi_isa_cap */
 int mi_cli_parse_isa(const char *s, int *isa);
 

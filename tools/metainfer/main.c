@@ -83,6 +83,11 @@ static void usage_run(FILE *f)
 		"      --no-normalize           skip the normalization passes\n"
 		"      --plan FILE.json         run the plan in FILE (metainfer plan);\n"
 		"                               its thread count unless --threads\n"
+		"      --devices LIST           run on these devices too (names as\n"
+		"                               metainfer devices prints them, or all)\n"
+		"                               and print per device busy time, jobs and\n"
+		"                               bytes moved\n"
+		"      --no-uring               accelerator jobs through ioctls\n"
 		"  -p, --profile[=N]            time every node over the timed runs and\n"
 		"                               print time per op type and the N slowest\n"
 		"                               nodes (default 15)\n"
@@ -362,6 +367,8 @@ static int cmd_run(int argc, char **argv)
 		{ "no-int8", no_argument, NULL, '8' },
 		{ "no-spin", no_argument, NULL, 'S' },
 		{ "profile-cpu", no_argument, NULL, 'C' },
+		{ "devices", required_argument, NULL, 'D' },
+		{ "no-uring", no_argument, NULL, 'U' },
 		{ 0 }
 	};
 	struct mi_model_opts mo = { 0 };
@@ -465,6 +472,12 @@ static int cmd_run(int argc, char **argv)
 			break;
 		case 'P':
 			plan_path = optarg;
+			break;
+		case 'D':
+			mo.devices = optarg;
+			break;
+		case 'U':
+			mo.flags |= MI_MODEL_NO_URING;
 			break;
 		case 'h':
 			usage_run(stdout);
@@ -644,6 +657,8 @@ static int cmd_run(int argc, char **argv)
 				   (lat[bench / 2 - 1] + lat[bench / 2]) / 2,
 		       lat[p90 < 0 ? 0 : p90], lat[0]);
 	}
+	if (mo.devices)
+		mi_cli_device_stats(m, stdout);
 	ret = 0;
 out:
 	for (int i = 0; i < nin && tens; i++)

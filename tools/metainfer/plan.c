@@ -31,6 +31,10 @@ static void usage_plan(FILE *f, const char *prog)
 		"                         explain what the model runs)\n"
 		"  -e, --explain          print per node the legal candidates and why\n"
 		"                         the plan takes the one it runs\n"
+		"      --devices LIST     place on these devices too (names as metainfer\n"
+		"                         devices prints them, or all) and print the\n"
+		"                         placement: per node device, jobs, transfers\n"
+		"                         (the JSON only with -o)\n"
 		"  -h, --help             this text\n",
 		prog, prog);
 }
@@ -89,6 +93,26 @@ static int explain(FILE *f, struct mi_model *m, const struct mi_plan *p)
 	return 0;
 }
 
+/* metainfer run --devices: what each device did. */
+void mi_cli_device_stats(struct mi_model *m, FILE *f)
+{
+	struct mi_device_stats st;
+
+	fprintf(f, "%-10s %12s %8s %7s %12s %12s %6s\n", "device", "busy_ms",
+		"jobs", "faults", "bytes_in", "bytes_out", "nodes");
+	for (int i = 0; i < mi_model_device_count(m); i++) {
+		if (mi_model_device_stats(m, i, &st))
+			continue;
+		fprintf(f, "%-10s %12.3f %8llu %7llu %12llu %12llu %6llu\n",
+			st.device, st.busy_ns / 1e6,
+			(unsigned long long)st.jobs,
+			(unsigned long long)st.faults,
+			(unsigned long long)st.bytes_in,
+			(unsigned long long)st.bytes_out,
+			(unsigned long long)st.nodes);
+	}
+}
+
 int mi_cli_plan(int argc, char **argv, const char *prog)
 {
 	static const struct option lopts[] = {
@@ -97,6 +121,7 @@ int mi_cli_plan(int argc, char **argv, const char *prog)
 		{ "isa", required_argument, NULL, 'I' },
 		{ "apply", required_argument, NULL, 'a' },
 		{ "explain", no_argument, NULL, 'e' },
+		{ "devices", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -137,6 +162,9 @@ int mi_cli_plan(int argc, char **argv, const char *prog)
 		case 'e':
 			do_explain = 1;
 			break;
+		case 'D':
+			mo.devices = optarg;
+			break;
 		case 'h':
 			usage_plan(stdout, prog);
 			return 0;
@@ -156,6 +184,13 @@ int mi_cli_plan(int argc, char **argv, const char *prog)
 	    mi_model_plan_get(m, &p)) {
 		fprintf(stderr, "%s: %s\n", prog, mi_last_error());
 		goto out;
+	}
+	if (mo.devices && !do_explain) {
+		mi_model_placement_write(m, stdout);
+		if (!out) {
+			ret = 0;
+			goto out;
+		}
 	}
 	f = out ? fopen(out, "w") : stdout;
 	if (!f) {

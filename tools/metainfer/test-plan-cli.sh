@@ -82,7 +82,7 @@ PYEOF
 }
 
 expect_ok "plan writes the default plan" "$MI" plan "$W/a.onnx" -t 1 -o "$W/a.json"
-if grep -q '"schema": "metainfer-plan/1"' "$W/a.json" && grep -q '"name": "conv1"' "$W/a.json"; then
+if grep -q '"schema": "metainfer-plan/2"' "$W/a.json" && grep -q '"name": "conv1"' "$W/a.json"; then
 	pass "the plan names its schema and the nodes"
 else
 	fail "plan file: $(head -c 300 "$W/a.json")"
@@ -129,6 +129,13 @@ edit missing "p['nodes'] = [n for n in p['nodes'] if n['name'] != 'conv2']"
 expect_err "a plan missing a node" "not in the plan" "$MI" run "$W/a.onnx" -q --plan "$W/missing.json"
 edit old "p['schema'] = 'metainfer-plan/0'"
 expect_err "an older schema" "schema \"metainfer-plan/0\" is not supported" "$MI" run "$W/a.onnx" -q --plan "$W/old.json"
+edit v1 "p['schema'] = 'metainfer-plan/1'"
+expect_ok "a metainfer-plan/1 plan" "$MI" run "$W/a.onnx" -q --plan "$W/v1.json"
+edit v1dev "p['schema'] = 'metainfer-plan/1'; p['nodes'][0]['device'] = 'npu0'"
+expect_err "a /1 plan naming an accelerator" "knows only" "$MI" run "$W/a.onnx" -q --plan "$W/v1dev.json"
+edit dev "p['nodes'][0]['device'] = 'npu9'"
+expect_err "an unknown device" "unknown device 'npu9'" "$MI" run "$W/a.onnx" -q --plan "$W/dev.json"
+expect_err "an unknown --devices entry" "no device 'npu9'" "$MI" run "$W/a.onnx" -q --devices npu9
 edit key "p['nodes'][0]['tile'] = 4"
 expect_err "an unknown key" "unknown key" "$MI" run "$W/a.onnx" -q --plan "$W/key.json"
 head -c 200 "$W/a.json" >"$W/trunc.json"

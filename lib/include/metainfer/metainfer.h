@@ -215,7 +215,7 @@ struct mi_plan_info {
 struct mi_plan_node {
 	const char *name;	/* node name, "<op>#<index>" if it has none */
 	const char *op;
-	const char *device;	/* "cpu" */
+	const char *device;	/* "cpu", or an accelerator ("npu0") */
 	const char *variant;
 	const char *layout_in;	/* "NCHW", "NCHW16c", ... or "auto" */
 	const char *layout_out;
@@ -323,6 +323,9 @@ int mi_model_device_count(const struct mi_model *model);
 int mi_model_device_stats(const struct mi_model *model, int index,
 			  struct mi_device_stats *st);
 void mi_model_device_stats_reset(struct mi_model *model);
+/* The model's placement as text: its devices, per node the device (and
+ * job), the jobs and the transfers between devices.  Since METAINFER_0.4. */
+int mi_model_placement_write(struct mi_model *model, FILE *f);
 
 /*
  * Switchable models (Documentation/supernet.rst).  A model exported by

@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device jobs in the executor (see place-impl.h for the model).
+ *
+ * Binding (once per set of input shapes) ties each lowered job to the
+ * planned graph: its skip set, its submit and wait positions, the arena
+ * lifetimes that make a CPU rerun at the wait position safe, and its
+ * buffers: constants (buffer 0) uploaded once, activations (buffer 1)
+ * mapped for the CPU.  A job that does not fit the planned graph (a CPU
+ * kernel keeps a tensor it needs in a blocked layout, a value it needs is
+ * made later, an intermediate it keeps on chip is read by a CPU node)
+ * stays unbound: its nodes run on the CPU.
+ *
+ * Running: at its submit position the job's inputs are copied into its
+ * activation buffer and the job is queued; at its wait position the CPU
+ * waits (bounded by the device's job timeout), then copies the outputs
+ * out.  A job that fails (time-out, DMA error, device lost) marks the
+ * device down, counts a fault and runs its skipped nodes on the CPU, so
+ * the inference still returns the right output; a device that is down is
+ * not used until mi_dev_up() sees it answer.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "plan/place-impl.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void job_unbind(struct mi_place_job *j)
+{
+	if (j->inflight) {
+		struct mi_dev *d = j->cbo ? j->cbo->dev : NULL;
+
+		if (d) {
+			d->ops->wait(d, &j->dj, -1);
+			d->ops->job_release(d, &j->dj);
+		}
+		j->inflight = false;
+	}
+	mi_dev_bo_free(j->cbo);
+	mi_dev_bo_free(j->abo);
+	j->cbo = j->abo = NULL;
+	j->bound = false;
+}
+
+void mi_devexec_unbind(struct mi_model *m)
+{
+	struct mi_place *pl = m->place;
+
+	if (!pl)
+		return;
+	for (int k = 0; k < pl->njobs; k++)
+		job_unbind(&pl->jobs[k]);
+	pl->nbound = 0;
+	for (int s = 0; s < pl->ndevs; s++)
+		pl->st[s].nodes = 0;
+}
+
+static bool in_list(const int *v, int n, int x)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static const struct mi_lower_tensor *lt_of(const struct mi_lower_job *lj,
+					   int t, int role)
+{
+	for (int i = 0; i < lj->nt; i++)
+		if (lj->t[i].graph_tensor == t && (int)lj->t[i].role == role)
+			return &lj->t[i];
+	return NULL;
+}
+
+struct bind_ctx {
+	struct mi_model *m;
+	int *lp;		/* per tensor: live producer node, -1 */
+};
+
+/* Is tensor t ready at position p0 of job k (for reading)? */
+static bool ready(struct bind_ctx *c, int k, int t, int p0)
+{
+	struct mi_place *pl = c->m->place;
+	struct mi_graph *g = &c->m->g;
+	int pr = c->lp[t], oj;
+
+	if (pr < 0)
+		return g->tensors[t].flags & (MI_TF_CONST | MI_TF_INPUT);
+	if (c->m->node_state[pr] == MI_NS_DYNAMIC)
+		return false;
+	oj = pl->node_job[pr];
+	if (oj == k)
+		return true;
+	if (oj >= 0 && pl->jobs[oj].bound)
+		return pl->jobs[oj].p0 < p0;
+	return c->m->pos_of[pr] < p0;
+}
+
+static bool dense(const struct mi_tensor *x, const struct mi_lower_tensor *lt)
+{
+	size_t b = (size_t)mi_tensor_numel(x) * mi_dtype_size(x->dtype);
+
+	return mi_dtype_size(x->dtype) == 1 && lt->bytes == b &&
+	       (!x->phys_bytes || x->phys_bytes == b);
+}
+
+/* Check job k against the graph and the other bound jobs; set p0/pw. */
+static bool job_fits(struct bind_ctx *c, int k)
+{
+	struct mi_model *m = c->m;
+	struct mi_place *pl = m->place;
+	struct mi_graph *g = &m->g;
+	struct mi_place_job *j = &pl->jobs[k];
+	int p0 = INT_MAX, pw = g->norder;
+
+	for (int p = 0; p < g->norder; p++)
+		if (pl->node_job[g->order[p]] == k && p < p0)
+			p0 = p;
+	if (p0 == INT_MAX)
+		return false;
+	j->p0 = p0;
+	for (int i = 0; i < j->lj->nt; i++) {
+		const struct mi_lower_tensor *lt = &j->lj->t[i];
+		const struct mi_tensor *x;
+
+		if (lt->role != MI_LT_INPUT && lt->role != MI_LT_OUTPUT)
+			continue;
+		if (lt->graph_tensor < 0 || lt->graph_tensor >= g->ntensors)
+			return false;
+		x = &g->tensors[lt->graph_tensor];
+		if (!dense(x, lt))
+			return false;
+		if (lt->role == MI_LT_INPUT &&
+		    !ready(c, k, lt->graph_tensor, p0))
+			return false;
+		if (lt->role == MI_LT_OUTPUT &&
+		    (c->lp[lt->graph_tensor] < 0 ||
+		     pl->node_job[c->lp[lt->graph_tensor]] != k))
+			return false;
+	}
+	for (int p = 0; p < g->norder; p++) {
+		int ni = g->order[p];
+		struct mi_node *n = &g->nodes[ni];
+		int oj = pl->node_job[ni];
+		bool skipped = oj >= 0 && pl->jobs[oj].bound;
+
+		for (int i = 0; i < n->ninputs; i++) {
+			int t = n->inputs[i];
+
+			if (t < 0)
+				continue;
+			if (oj == k) {
+				/* what a CPU rerun needs */
+				if (!ready(c, k, t, p0))
+					return false;
+				continue;
+			}
+			if (c->lp[t] < 0 || pl->node_job[c->lp[t]] != k)
+				continue;
+			/* read outside the job: must be an output of it */
+			if (!lt_of(j->lj, t, MI_LT_OUTPUT))
+				return false;
+			if (skipped && oj != k && pl->jobs[oj].p0 < pw)
+				pw = pl->jobs[oj].p0;
+			else if (!skipped && p < pw)
+				pw = p;
+		}
+	}
+	for (int i = 0; i < g->noutputs; i++) {
+		int t = g->outputs[i];
+
+		if (c->lp[t] >= 0 && pl->node_job[c->lp[t]] == k &&
+		    !lt_of(j->lj, t, MI_LT_OUTPUT))
+			return false;
+	}
+	if (pw < p0)
+		return false;
+	j->pw = pw;
+	return true;
+}
+
+/* Buffers of a bound job: constants uploaded now. */
+static int job_buffers(struct mi_model *m, struct mi_place_job *j)
+{
+	struct mi_dev *d = m->place->devs[j->slot];
+	int err;
+
+	err = mi_dev_bo_alloc(d, j->lj->const_bytes ? j->lj->const_bytes : 64,
+			      &j->cbo);
+	if (!err)
+		err = mi_dev_bo_alloc(d, j->lj->act_bytes ? j->lj->act_bytes : 64,
+				      &j->abo);
+	if (err)
+		return err;
+	for (int i = 0; i < j->lj->nt; i++) {
+		const struct mi_lower_tensor *lt = &j->lj->t[i];
+
+		if (lt->role != MI_LT_CONST || !lt->data)
+			continue;
+		if (lt->offset + lt->bytes > j->cbo->size)
+			return -EINVAL;
+		memcpy((char *)j->cbo->map + lt->offset, lt->data, lt->bytes);
+		m->place->st[j->slot].bytes_in += lt->bytes;
+	}
+	j->bos[0] = j->cbo;
+	j->bos[1] = j->abo;
+	return 0;
+}
+
+/* Lifetimes: everything the job's nodes touch lives over [p0, pw]. */
+static void extend_lifetimes(struct mi_model *m, int k)
+{
+	struct mi_place *pl = m->place;
+	struct mi_graph *g = &m->g;
+	struct mi_place_job *j = &pl->jobs[k];
+
+	for (int p = 0; p < g->norder; p++) {
+		struct mi_node *n = &g->nodes[g->order[p]];
+
+		if (pl->node_job[g->order[p]] != k)
+			continue;
+		for (int i = 0; i < n->ninputs; i++)
+			if (n->inputs[i] >= 0 && m->last_use[n->inputs[i]] < j->pw)
+				m->last_use[n->inputs[i]] = j->pw;
+		for (int o = 0; o < n->noutputs; o++) {
+			int t = n->outputs[o];
+
+			if (t < 0)
+				continue;
+			if (pl->tfirst[t] > j->p0)
+				pl->tfirst[t] = j->p0;
+			if (m->last_use[t] < j->pw)
+				m->last_use[t] = j->pw;
+		}
+	}
+}
+
+int mi_devexec_bind(struct mi_model *m)
+{
+	struct mi_place *pl = m->place;
+	struct mi_graph *g = &m->g;
+	struct bind_ctx c = { .m = m };
+	bool changed = true;
+	int err = 0, *nj, *tf;
+
+	if (!pl)
+		return 0;
+	mi_devexec_unbind(m);
+	nj = realloc(pl->node_job, (g->nnodes + 1) * sizeof(*nj));
+	if (nj)
+		pl->node_job = nj;
+	tf = realloc(pl->tfirst, (g->ntensors + 1) * sizeof(*tf));
+	if (tf)
+		pl->tfirst = tf;
+	c.lp = malloc((g->ntensors + 1) * sizeof(*c.lp));
+	if (!nj || !tf || !c.lp) {
+		free(c.lp);
+		return -ENOMEM;
+	}
+	pl->nnodes = g->nnodes;
+	pl->ntensors = g->ntensors;
+	for (int i = 0; i < g->nnodes; i++)
+		nj[i] = -1;
+	for (int i = 0; i < g->ntensors; i++) {
+		tf[i] = INT_MAX;
+		c.lp[i] = -1;
+	}
+	for (int p = 0; p < g->norder; p++) {
+		struct mi_node *n = &g->nodes[g->order[p]];
+
+		for (int o = 0; o < n->noutputs; o++)
+			if (n->outputs[o] >= 0)
+				c.lp[n->outputs[o]] = g->order[p];
+	}
+	/* skip sets: static live nodes all of whose outputs a job writes */
+	for (int k = 0; k < pl->njobs; k++) {
+		struct mi_place_job *j = &pl->jobs[k];
+
+		if (!j->lj)
+			continue;
+		j->bound = true;
+		for (int p = 0; p < g->norder; p++) {
+			int ni = g->order[p], no = 0;
+			struct mi_node *n = &g->nodes[ni];
+			bool all = n->noutputs > 0;
+
+			if (m->node_state[ni] != MI_NS_STATIC)
+				continue;
+			for (int o = 0; all && o < n->noutputs; o++) {
+				if (n->outputs[o] < 0)
+					continue;
+				all = in_list(j->prod, j->nprod, n->outputs[o]);
+				no++;
+			}
+			if (all && no)
+				nj[ni] = k;
+		}
+	}
+	while (changed) {
+		changed = false;
+		for (int k = 0; k < pl->njobs; k++)
+			if (pl->jobs[k].bound && !job_fits(&c, k)) {
+				pl->jobs[k].bound = false;
+				changed = true;
+			}
+	}
+	free(c.lp);
+	for (int k = 0; k < pl->njobs && !err; k++) {
+		struct mi_place_job *j = &pl->jobs[k];
+
+		if (!j->bound)
+			continue;
+		err = job_buffers(m, j);
+		if (err) {
+			job_unbind(j);
+			err = 0; /* its nodes run on the CPU */
+			continue;
+		}
+		extend_lifetimes(m, k);
+		pl->nbound++;
+	}
+	for (int p = 0; p < g->norder; p++)
+		pl->st[mi_place_node_job(m, g->order[p]) < 0 ? 0 :
+		       pl->jobs[nj[g->order[p]]].slot].nodes++;
+	return err;
+}
+
+/* Run job k's nodes on the CPU. */
+static int rerun(struct mi_model *m, int k)
+{
+	struct mi_place *pl = m->place;
+	struct mi_graph *g = &m->g;
+	uint64_t t0 = now_ns();
+	int err = 0;
+
+	for (int p = 0; p < g->norder && !err; p++)
+		if (pl->node_job[g->order[p]] == k)
+			err = mi_exec_node(m, g->order[p]);
+	pl->st[0].busy_ns += now_ns() - t0;
+	return err;
+}
+
+static int job_failed(struct mi_model *m, int k, int status)
+{
+	struct mi_place *pl = m->place;
+	struct mi_dev *d = pl->devs[pl->jobs[k].slot];
+
+	pl->st[pl->jobs[k].slot].faults++;
+	mi_dev_mark_down(d, status);
+	return rerun(m, k);
+}
+
+static int job_start(struct mi_model *m, int k)
+{
+	struct mi_place *pl = m->place;
+	struct mi_graph *g = &m->g;
+	struct mi_place_job *j = &pl->jobs[k];
+	struct mi_dev *d = pl->devs[j->slot];
+	struct mi_dev_job *dj = &j->dj, *djp = dj;
+	int err;
+
+	if (!mi_dev_up(d))
+		return rerun(m, k);
+	for (int i = 0; i < j->lj->nt; i++) {
+		const struct mi_lower_tensor *lt = &j->lj->t[i];
+		const struct mi_tensor *x;
+
+		if (lt->role != MI_LT_INPUT)
+			continue;
+		x = &g->tensors[lt->graph_tensor];
+		memcpy((char *)j->abo->map + lt->offset, x->data, lt->bytes);
+		pl->st[j->slot].bytes_in += lt->bytes;
+	}
+	memset(dj, 0, sizeof(*dj));
+	dj->cmds = j->lj->cmds;
+	dj->cmds_size = j->lj->cmds_size;
+	dj->bos = j->bos;
+	dj->nbos = 2;
+	dj->priority = DRM_METAINFER_PRIORITY_NORMAL;
+	err = d->ops->submit(d, &djp, 1);
+	if (err) {
+		mi_clear_error();
+		return job_failed(m, k, err);
+	}
+	j->inflight = true;
+	return 0;
+}
+
+static int job_finish(struct mi_model *m, int k)
+{
+	struct mi_place *pl = m->place;
+	struct mi_graph *g = &m->g;
+	struct mi_place_job *j = &pl->jobs[k];
+	struct mi_dev *d = pl->devs[j->slot];
+	int err;
+
+	j->inflight = false;
+	err = d->ops->wait(d, &j->dj, -1);
+	if (err == -ETIME)
+		j->dj.status = -ETIMEDOUT;
+	else if (err)
+		j->dj.status = err;
+	d->ops->job_release(d, &j->dj);
+	if (j->dj.status) {
+		mi_clear_error();
+		return job_failed(m, k, j->dj.status);
+	}
+	for (int i = 0; i < j->lj->nt; i++) {
+		const struct mi_lower_tensor *lt = &j->lj->t[i];
+		struct mi_tensor *x;
+
+		if (lt->role != MI_LT_OUTPUT)
+			continue;
+		x = &g->tensors[lt->graph_tensor];
+		if (!x->data && (err = mi_tensor_alloc(x)))
+			return mi_graph_err(g, NULL, err,
+				"cannot allocate output '%s'", x->name);
+		memcpy(x->data, (char *)j->abo->map + lt->offset, lt->bytes);
+		pl->st[j->slot].bytes_out += lt->bytes;
+	}
+	pl->st[j->slot].busy_ns += j->dj.busy_ns;
+	pl->st[j->slot].jobs++;
+	return 0;
+}
+
+int mi_devexec_step(struct mi_model *m, int p)
+{
+	struct mi_place *pl = m->place;
+	uint64_t t0 = now_ns();
+	int err = 0;
+
+	for (int k = 0; k < pl->njobs && !err; k++)
+		if (pl->jobs[k].bound && pl->jobs[k].inflight &&
+		    pl->jobs[k].pw <= p)
+			err = job_finish(m, k);
+	for (int k = 0; k < pl->njobs && !err; k++)
+		if (pl->jobs[k].bound && pl->jobs[k].p0 == p)
+			err = job_start(m, k);
+	pl->step_ns += now_ns() - t0;
+	return err;
+}
+
+void mi_devexec_abort(struct mi_model *m)
+{
+	struct mi_place *pl = m->place;
+
+	for (int k = 0; pl && k < pl->njobs; k++) {
+		struct mi_place_job *j = &pl->jobs[k];
+		struct mi_dev *d = pl->devs[j->slot];
+
+		if (!j->inflight)
+			continue;
+		d->ops->wait(d, &j->dj, -1);
+		d->ops->job_release(d, &j->dj);
+		j->inflight = false;
+	}
+}
+
+void mi_devexec_run_begin(struct mi_model *m)
+{
+	if (m->place) {
+		m->place->step_ns = 0;
+	}
+}
+
+/* The CPU's wall time of a run: all of it but the time spent in device
+ * steps (copies, submits, waits); CPU reruns in those steps count
+ * themselves.  For the CPU, jobs counts the runs. */
+void mi_devexec_run_end(struct mi_model *m, uint64_t wall_ns)
+{
+	struct mi_place *pl = m->place;
+
+	if (!pl)
+		return;
+	pl->st[0].busy_ns += wall_ns > pl->step_ns ? wall_ns - pl->step_ns : 0;
+	pl->st[0].jobs++;
+}
+
+/* ---- public API ------------------------------------------------------------ */
+int mi_model_device_count(const struct mi_model *m)
+{
+	if (!m)
+		return mi_set_error(-EINVAL, "mi_model_device_count: NULL model");
+	return m->place ? m->place->ndevs : 1;
+}
+
+int mi_model_device_stats(const struct mi_model *m, int index,
+			  struct mi_device_stats *st)
+{
+	const struct mi_place *pl;
+
+	if (!m || !st)
+		return mi_set_error(-EINVAL, "mi_model_device_stats: bad arguments");
+	pl = m->place;
+	if (!pl || index < 0 || index >= pl->ndevs)
+		return mi_set_error(-ENOENT, "mi_model_device_stats: no device %d",
+				    index);
+	memset(st, 0, sizeof(*st));
+	st->device = pl->devs[index]->name;
+	st->busy_ns = pl->st[index].busy_ns;
+	st->jobs = pl->st[index].jobs;
+	st->faults = pl->st[index].faults;
+	st->bytes_in = pl->st[index].bytes_in;
+	st->bytes_out = pl->st[index].bytes_out;
+	st->nodes = pl->st[index].nodes;
+	return 0;
+}
+
+void mi_model_device_stats_reset(struct mi_model *m)
+{
+	if (!m || !m->place)
+		return;
+	for (int s = 0; s < m->place->ndevs; s++) {
+		uint64_t nodes = m->place->st[s].nodes;
+
+		memset(&m->place->st[s], 0, sizeof(m->place->st[s]));
+		m->place->st[s].nodes = nodes;
+	}
+}

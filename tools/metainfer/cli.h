@@ -11,4 +11,7 @@ int mi_cli_parse_isa(const char *s, int *isa);
 /* metainfer health (health.c) */
 int mi_cli_health(int argc, char **argv, const char *prog);
 
+/* metainfer devices (devices.c) */
+int mi_cli_devices(int argc, char **argv, const char *prog);
+
 #endif /* MI_CLI_H */

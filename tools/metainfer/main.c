@@ -51,6 +51,7 @@ static void usage_main(FILE *f)
 		"  plan MODEL.onnx      write the model's plan (kernel per node) as JSON,\n"
 		"                       or --explain it\n"
 		"  health               live health vectors of the devices (six dimensions)\n"
+		"  devices              the CPU and the accelerators, with their capabilities\n"
 		"  version              print the library version\n"
 		"\n"
 		"'%s <command> --help' describes a command's options.\n",
@@ -827,6 +828,8 @@ int main(int argc, char **argv)
 		return mi_cli_plan(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "health"))
 		return mi_cli_health(argc - 1, argv + 1, prog);
+	if (!strcmp(cmd, "devices"))
+		return mi_cli_devices(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "quantize")) {
 #ifdef MI_HAVE_QUANT_MAIN
 		return mi_quant_main(argc - 1, argv + 1);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * MetaInfer accelerators: one device per render node whose DRM driver is
- * "metainfer" (libdrm), named npu0, npu1, ... in render-node order.
+ * "metainfer" (libdrm: drmGetDevices2, drmGetVersion), named npu0, npu1, ... in render-node order.
  *
  * Submission: io_uring IORING_OP_URING_CMD (liburing), one
  * io_uring_submit() per batch.  When the device advertises
@@ -17,6 +17,7 @@
  * SUBMIT takes syncobjs only.  CQEs of one ring may arrive for any job:
  * one waiter at a time reaps them (k->reaping) and marks their jobs done.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
@@ -737,6 +738,8 @@ int mi_kdev_scan(int (*add)(struct mi_dev *d))
 	char nodes[KDEV_NODES_MAX][64];
 	drmDevicePtr devs[KDEV_NODES_MAX];
 	int n, nn = 0, added = 0;
+	struct dirent *de;
+	DIR *dir;
 
 	n = drmGetDevices2(0, devs, KDEV_NODES_MAX);
 	for (int i = 0; i < n; i++) {
@@ -747,6 +750,26 @@ int mi_kdev_scan(int (*add)(struct mi_dev *d))
 	}
 	if (n > 0)
 		drmFreeDevices(devs, n);
+	/*
+	 * libdrm skips platform devices without a device-tree name
+	 * (OF_FULLNAME), such as metainfer_sim's: add the render nodes of
+	 * /dev/dri it did not list.
+	 */
+	dir = opendir("/dev/dri");
+	while (dir && (de = readdir(dir)) && nn < KDEV_NODES_MAX) {
+		char path[64];
+		bool listed = false;
+
+		if (strncmp(de->d_name, "renderD", 7))
+			continue;
+		snprintf(path, sizeof(path), "/dev/dri/%.40s", de->d_name);
+		for (int i = 0; i < nn; i++)
+			listed |= !strcmp(nodes[i], path);
+		if (!listed)
+			snprintf(nodes[nn++], sizeof(nodes[0]), "%s", path);
+	}
+	if (dir)
+		closedir(dir);
 	qsort(nodes, nn, sizeof(nodes[0]), cmp_node);
 	for (int i = 0; i < nn; i++) {
 		bool known = false;

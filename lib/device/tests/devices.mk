@@ -2,7 +2,8 @@
 # lib/device tests (included from lib/device/device.mk):
 #
 #   make check-devices-host  registry and public API, no kernel (~0.1 s)
-#   make check-devices       test VM: sim chips of two personalities through
+#   make check-devices       test VM (~30 s under TCG, boot included): sim
+#                            chips of two personalities through
 #                            io_uring and ioctls, PRIME, fences, faults
 #   make bench-devices       test VM: submission cost ioctl+WAIT vs io_uring
 
@@ -22,7 +23,7 @@ $(DEV_VM_TEST): lib/device/tests/test-devices-vm.c selftests/mi_test_lib.c $(LIB
 		$(LIB_A) $(LIB_LDLIBS)
 
 ALL += $(DEV_TEST) $(DEV_VM_TEST)
-CHECKS += check-devices-host
+CHECKS += check-devices-host check-devices
 
 .PHONY: check-devices-host check-devices bench-devices
 check-devices-host: $(DEV_TEST) $(O)/metainfer

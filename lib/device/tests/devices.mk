@@ -24,6 +24,7 @@ $(DEV_VM_TEST): lib/device/tests/test-devices-vm.c selftests/mi_test_lib.c $(LIB
 
 ALL += $(DEV_TEST) $(DEV_VM_TEST)
 CHECKS += check-devices-host check-devices
+BENCHES += bench-devices
 
 .PHONY: check-devices-host check-devices bench-devices
 check-devices-host: $(DEV_TEST) $(O)/metainfer

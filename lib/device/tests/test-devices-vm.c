@@ -164,6 +164,14 @@ static void check_prime_fence(struct mi_dev *a, struct mi_dev *b)
 	/* the CPU sees A's result through B's mapping of the same pages */
 	CHECK(!memcmp(bshared->map, asrc->map, 256));
 	CHECK(bshared->handle != 0 && bshared->map != shared->map);
+	{
+		struct mi_dev *cpu = mi_dev_get(0);
+		struct mi_dev_bo *cbo = NULL;
+
+		CHECK(!cpu->ops->bo_import(cpu, shared->prime_fd, BO_SIZE, &cbo));
+		CHECK(cbo && !memcmp(cbo->map, asrc->map, 256));
+		mi_dev_bo_free(cbo);
+	}
 	printf("prime %s -> %s, fence chained: %s\n", a->name, b->name,
 	       !memcmp(bdst->map, asrc->map, 256) ? "ok" : "WRONG");
 	a->ops->job_release(a, &ja);

@@ -207,6 +207,43 @@ static void check_fault(struct mi_dev *d, unsigned int id, const char *knob,
 	mi_dev_bo_free(bos[1]);
 }
 
+/* B waits for a job of A that fails: B's wait returns, bounded. */
+static void check_failed_fence(struct mi_dev *a, unsigned int id_a,
+			       struct mi_dev *b, struct mi_stream *s)
+{
+	struct mi_dev_bo *abos[2], *bbos[2];
+	struct mi_dev_job ja, jb, *jp;
+	int fence = -1;
+	int64_t t0 = mi_now_ns();
+
+	for (int i = 0; i < 2; i++) {
+		CHECK(!mi_dev_bo_alloc(a, BO_SIZE, &abos[i]));
+		CHECK(!mi_dev_bo_alloc(b, BO_SIZE, &bbos[i]));
+	}
+	CHECK(!mi_sim_knob(id_a, "fail_dma", 1));
+	ja = (struct mi_dev_job){ .cmds = s->buf, .cmds_size = s->len,
+				  .bos = abos, .nbos = 2 };
+	jp = &ja;
+	CHECK(!a->ops->submit(a, &jp, 1));
+	CHECK(!a->ops->job_fence(a, &ja, &fence));
+	jb = (struct mi_dev_job){ .cmds = s->buf, .cmds_size = s->len,
+				  .bos = bbos, .nbos = 2, .in_fences = &fence,
+				  .nin_fences = 1 };
+	jp = &jb;
+	CHECK(!b->ops->submit(b, &jp, 1));
+	CHECK(!b->ops->wait(b, &jb, -1));
+	CHECK(!a->ops->wait(a, &ja, -1) && ja.status == -EIO);
+	printf("%s waits for a failed job of %s: status %d after %.2f s\n",
+	       b->name, a->name, jb.status, (mi_now_ns() - t0) / 1e9);
+	a->ops->job_release(a, &ja);
+	b->ops->job_release(b, &jb);
+	close(fence);
+	for (int i = 0; i < 2; i++) {
+		mi_dev_bo_free(abos[i]);
+		mi_dev_bo_free(bbos[i]);
+	}
+}
+
 static void check_unplug(struct mi_dev *d, unsigned int id, struct mi_stream *s)
 {
 	struct mi_dev_bo *bos[2];
@@ -345,6 +382,7 @@ int main(int argc, char **argv)
 	}
 	check_fault(a, ID_A, "fail_dma", -EIO, &s);
 	check_fault(b, ID_B, "fail_hang", -ETIMEDOUT, &s);
+	check_failed_fence(a, ID_A, b, &s);
 	check_unplug(b, ID_B, &s);
 	mi_stream_free(&s);
 	mi_sim_del(ID_A);

@@ -7,12 +7,14 @@
  * job writes is imported by npu B (PRIME, no copy: B's job reads it, the
  * CPU reads B's mapping) and B's job waits for A's out-fence; fail_dma,
  * fail_hang and del_device give -EIO, -ETIMEDOUT, -ENODEV and alive() 0,
- * never a hang; `metainfer devices --json` lists the chips.
+ * never a hang; 4 threads share one ring; `metainfer devices --json`
+ * lists the chips.
  *
  * With --bench: CPU ns per job and jobs/s of a tiny job, ioctl SUBMIT +
  * WAIT one by one vs io_uring batches at queue depth 1, 8 and 64.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +246,78 @@ static void check_failed_fence(struct mi_dev *a, unsigned int id_a,
 	}
 }
 
+struct thr {
+	struct mi_dev *d;
+	int seed, bad;
+};
+
+/* 100 jobs of batches of 4 from each of 4 threads on one ring: every
+ * wait returns its own job, with the right output. */
+static void *thr_main(void *arg)
+{
+	struct thr *t = arg;
+	struct mi_dev_bo *src, *dst[4];
+	struct mi_stream s;
+
+	if (mi_dev_bo_alloc(t->d, BO_SIZE, &src)) {
+		t->bad++;
+		return NULL;
+	}
+	for (int i = 0; i < 4; i++)
+		if (mi_dev_bo_alloc(t->d, BO_SIZE, &dst[i]))
+			t->bad++;
+	mi_stream_init(&s);
+	mi_copy_job(&s, 64, 0, 0);
+	mi_stream_finish(&s);
+	for (int r = 0; r < 25; r++) {
+		struct mi_dev_job jobs[4], *jp[4];
+		struct mi_dev_bo *bos[4][2];
+
+		memset(src->map, t->seed * 31 + r, 64);
+		for (int i = 0; i < 4; i++) {
+			memset(dst[i]->map, 0, 64);
+			bos[i][0] = src;
+			bos[i][1] = dst[i];
+			jobs[i] = (struct mi_dev_job){ .cmds = s.buf,
+						       .cmds_size = s.len,
+						       .bos = bos[i], .nbos = 2,
+						       .queue = i & 1 };
+			jp[i] = &jobs[i];
+		}
+		if (t->d->ops->submit(t->d, jp, 4))
+			t->bad++;
+		for (int i = 3; i >= 0; i--) {
+			if (t->d->ops->wait(t->d, &jobs[i], -1) || jobs[i].status ||
+			    memcmp(dst[i]->map, src->map, 64))
+				t->bad++;
+			t->d->ops->job_release(t->d, &jobs[i]);
+		}
+	}
+	mi_stream_free(&s);
+	mi_dev_bo_free(src);
+	for (int i = 0; i < 4; i++)
+		mi_dev_bo_free(dst[i]);
+	return NULL;
+}
+
+static void check_threads(struct mi_dev *d)
+{
+	pthread_t th[4];
+	struct thr t[4];
+	int bad = 0;
+
+	for (int i = 0; i < 4; i++) {
+		t[i] = (struct thr){ .d = d, .seed = i + 1 };
+		pthread_create(&th[i], NULL, thr_main, &t[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		bad += t[i].bad;
+	}
+	CHECK(bad == 0);
+	printf("%s: 4 threads x 100 jobs on one ring: %d wrong\n", d->name, bad);
+}
+
 static void check_unplug(struct mi_dev *d, unsigned int id, struct mi_stream *s)
 {
 	struct mi_dev_bo *bos[2];
@@ -369,6 +443,7 @@ int main(int argc, char **argv)
 	check_compute(b, &s);
 	check_prime_fence(a, b);
 	check_prime_fence(b, a);
+	check_threads(a);
 	if (argc > 1) {
 		snprintf(cmd, sizeof(cmd),
 			 "%s devices --json | /usr/bin/python3 -c 'import json, sys; "

@@ -59,7 +59,8 @@ static int cpu_bo_import(struct mi_dev *d, int fd, size_t size,
 	struct mi_dev_bo *bo;
 
 	if (end < 0 || (size_t)end < size || !size)
-		return mi_set_error(-EINVAL, "cpu: dma-buf fd %d: %zu bytes wanted, %lld there",
+		return mi_set_error(-EINVAL,
+				    "cpu: dma-buf fd %d: %zu bytes wanted, %lld there",
 				    fd, size, (long long)end);
 	bo = calloc(1, sizeof(*bo));
 	if (!bo)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * MetaInfer accelerators: one device per render node whose DRM driver is
- * "metainfer" (libdrm: drmGetDevices2, drmGetVersion), named npu0, npu1, ... in render-node order.
+ * "metainfer" (libdrm: drmGetDevices2, drmGetVersion), named npu0, npu1,
+ * ... in render-node order.
  *
  * Submission: io_uring IORING_OP_URING_CMD (liburing), one
  * io_uring_submit() per batch.  When the device advertises

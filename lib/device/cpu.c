@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "device/device-impl.h"
 #include "internal.h"
@@ -36,10 +38,47 @@ static int cpu_bo_alloc(struct mi_dev *d, size_t size, struct mi_dev_bo **bop)
 	return 0;
 }
 
+/* bo->flags: the buffer maps a dma-buf (bo_import) */
+#define CPU_BO_DMABUF 1u
+
 static void cpu_bo_free(struct mi_dev_bo *bo)
 {
-	free(bo->map);
+	if (bo->flags & CPU_BO_DMABUF)
+		munmap(bo->map, bo->size);
+	else
+		free(bo->map);
 	free(bo);
+}
+
+/* A dma-buf of an accelerator read and written by the CPU in place: the
+ * dma-buf's own mmap, no copy. */
+static int cpu_bo_import(struct mi_dev *d, int fd, size_t size,
+			 struct mi_dev_bo **bop)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+	struct mi_dev_bo *bo;
+
+	if (end < 0 || (size_t)end < size || !size)
+		return mi_set_error(-EINVAL,
+				    "cpu: dma-buf fd %d: %zu bytes wanted, %lld there",
+				    fd, size, (long long)end);
+	bo = calloc(1, sizeof(*bo));
+	if (!bo)
+		return -ENOMEM;
+	bo->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (bo->map == MAP_FAILED) {
+		int err = -errno;
+
+		free(bo);
+		return mi_set_error(err, "cpu: mmap of dma-buf fd %d: %s", fd,
+				    strerror(-err));
+	}
+	bo->dev = d;
+	bo->size = size;
+	bo->flags = CPU_BO_DMABUF;
+	bo->prime_fd = -1;
+	*bop = bo;
+	return 0;
 }
 
 static int cpu_submit(struct mi_dev *d, struct mi_dev_job *const *jobs, int n)
@@ -61,6 +100,7 @@ static const struct mi_dev_ops cpu_ops = {
 	.destroy = cpu_destroy,
 	.bo_alloc = cpu_bo_alloc,
 	.bo_free = cpu_bo_free,
+	.bo_import = cpu_bo_import,
 	.submit = cpu_submit,
 	.wait = cpu_wait,
 	.job_release = cpu_job_release,

@@ -88,6 +88,7 @@ struct mi_dev_job {
 	int nin_fences;
 	uint32_t queue;		/* 0 .. caps.num_queues-1 */
 	uint32_t priority;	/* DRM_METAINFER_PRIORITY_x */
+	uint32_t flags;		/* MI_DEV_JOB_x */
 	/* filled by the device */
 	int status;		/* after wait: 0 or -errno (-ETIMEDOUT hang,
 				 * -EIO DMA error, -ENODEV device lost, ...) */
@@ -95,6 +96,10 @@ struct mi_dev_job {
 	uint64_t seq;		/* the device's id of the job */
 	void *priv;
 };
+
+/* mi_dev_job.flags: submit this job with the SUBMIT ioctl even when the
+ * device submits through io_uring (d->use_uring). */
+#define MI_DEV_JOB_NO_URING (1u << 0)
 
 /*
  * The ops table.  Members marked optional may be NULL; the rest must be

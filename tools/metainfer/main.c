@@ -56,6 +56,7 @@ static void usage_main(FILE *f)
 		"  fingerprint          measure the devices into the fingerprint DB\n"
 		"  predict MODEL.onnx   predicted latency and peak memory of a plan\n"
 		"  switch MODEL.onnx    switchable layers: list, run or choose a configuration\n"
+		"  devices              the CPU and the accelerators, with their capabilities\n"
 		"  version              print the library version\n"
 		"\n"
 		"'%s <command> --help' describes a command's options.\n",
@@ -853,6 +854,8 @@ int main(int argc, char **argv)
 		return mi_cli_predict(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "switch"))
 		return mi_cli_switch(argc - 1, argv + 1, prog);
+	if (!strcmp(cmd, "devices"))
+		return mi_cli_devices(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "quantize")) {
 #ifdef MI_HAVE_QUANT_MAIN
 		return mi_quant_main(argc - 1, argv + 1);

@@ -388,6 +388,8 @@ static int job_start(struct mi_model *m, int k)
 	dj->bos = j->bos;
 	dj->nbos = 2;
 	dj->priority = DRM_METAINFER_PRIORITY_NORMAL;
+	if (m->opts.flags & MI_MODEL_NO_URING)
+		dj->flags |= MI_DEV_JOB_NO_URING;
 	err = d->ops->submit(d, &djp, 1);
 	if (err) {
 		mi_clear_error();

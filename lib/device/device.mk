@@ -10,3 +10,5 @@ DEVICE_OBJS := $(patsubst %.c,$(O)/%.o,$(DEVICE_SRCS))
 $(DEVICE_OBJS): $(wildcard lib/device/*.h lib/*.h lib/include/metainfer/*.h) \
 	uapi/drm/metainfer_accel.h
 $(LIB_A): $(DEVICE_OBJS)
+
+-include lib/device/tests/lower.mk

@@ -33,6 +33,8 @@ struct qu_act {
 	int32_t zp;
 	int dtype;	/* MI_DT_INT8 / MI_DT_UINT8 */
 	bool is_const;	/* t holds constant bytes (a DQ of an initializer) */
+	bool f32;	/* t is an fp32 constant (a folded DQ): Add/Mul take
+			 * it as int32 at a scale lowering chooses */
 };
 
 struct qu_info {
@@ -43,7 +45,9 @@ struct qu_info {
 	struct qu_act out;
 	float lo, hi;		/* float clamp of a fused Relu/Clip */
 	/* conv / gemm: int8 weights, zero point, per output channel scales */
-	int w;			/* tensor of the int8 weights */
+	int w;			/* tensor of the weights (its dims) */
+	const int8_t *wq;	/* the int8 weights, as w is laid out */
+	int8_t *wown;		/* wq when recovered from folded fp32 */
 	int wzp;
 	float *wscale;		/* [noc], malloc'ed (qu_info_fini) */
 	int64_t noc;

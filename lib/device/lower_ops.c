@@ -187,7 +187,7 @@ static int lower_conv(struct lb *b, struct qu_info *qi)
 	wd = malloc(O * IG * KH * KW);
 	if (!wd)
 		return -ENOMEM;
-	const int8_t *ws = g->tensors[qi->w].data;
+	const int8_t *ws = qi->wq;
 
 	for (int64_t o = 0; o < O; o++)
 		for (int64_t i = 0; i < IG; i++)
@@ -257,7 +257,7 @@ static int lower_gemm(struct lb *b, struct qu_info *qi)
 	ai = lb_get(b, qi->in[0].t, DRM_METAINFER_LAYOUT_NCHW);
 	if (ai < 0)
 		return ai;
-	wti = lb_const(b, w->data, w->dims[0] * w->dims[1], DRM_METAINFER_DTYPE_INT8,
+	wti = lb_const(b, qi->wq, w->dims[0] * w->dims[1], DRM_METAINFER_DTYPE_INT8,
 		       DRM_METAINFER_LAYOUT_PLAIN, &wsh);
 	if (wti < 0)
 		return wti;
@@ -298,13 +298,20 @@ static int fit_shift(double r)
 	return k;
 }
 
-/* Operand i of an elementwise unit: its job tensor (a constant is
- * uploaded as stored, row-major). */
-static int operand(struct lb *b, const struct qu_act *a, uint32_t *l)
+/*
+ * Operand of an elementwise unit: its job tensor (a constant is uploaded
+ * as stored, row-major).  An fp32 constant (its DQ folded) becomes int32
+ * with zero point 0 at a scale fine enough that its rounding is far
+ * below an output step: sy / 256 for Add, max|c| / 2^20 for Mul (so
+ * that (a - za) * c * a_mult stays inside 64 bits).
+ */
+static int operand(struct lb *b, struct qu_act *a, const struct qu_info *qi,
+		   uint32_t *l)
 {
 	struct lb_shape sh;
 	const struct mi_tensor *t = &b->g->tensors[a->t];
-	int err;
+	int64_t n = mi_tensor_numel(t);
+	int err, ti;
 
 	if (!a->is_const)
 		return lb_get_any(b, a->t, l);
@@ -312,7 +319,30 @@ static int operand(struct lb *b, const struct qu_act *a, uint32_t *l)
 	if (err)
 		return err;
 	*l = sh.nd == 4 ? DRM_METAINFER_LAYOUT_NCHW : DRM_METAINFER_LAYOUT_PLAIN;
-	return lb_const(b, t->data, mi_tensor_numel(t), qu_drm_dtype(t->dtype), *l, &sh);
+	if (!a->f32)
+		return lb_const(b, t->data, n, qu_drm_dtype(t->dtype), *l, &sh);
+	const float *c = t->data;
+	int32_t *q = malloc(n * 4);
+	float mx = 0;
+
+	if (!q)
+		return -ENOMEM;
+	for (int64_t i = 0; i < n; i++)
+		mx = fabsf(c[i]) > mx ? fabsf(c[i]) : mx;
+	a->scale = qi->kind == QU_ADD ? qi->out.scale / 256 : mx > 0 ? mx / 1048576.0f : 1;
+	a->zp = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double v = nearbyint(c[i] / (double)a->scale);
+
+		if (!(fabs(v) < 2147483647.0)) {
+			free(q);
+			return -EOPNOTSUPP;
+		}
+		q[i] = (int32_t)v;
+	}
+	ti = lb_const(b, q, n * 4, DRM_METAINFER_DTYPE_INT32, *l, &sh);
+	free(q);
+	return ti;
 }
 
 static int lower_eltwise(struct lb *b, struct qu_info *qi)
@@ -327,8 +357,8 @@ static int lower_eltwise(struct lb *b, struct qu_info *qi)
 	err = lb_gshape(b, qi->out.t, &ysh);
 	if (err)
 		return err;
-	ai = operand(b, &qi->in[0], &la);
-	bi = ai >= 0 ? operand(b, &qi->in[1], &lbb) : ai;
+	ai = operand(b, &qi->in[0], qi, &la);
+	bi = ai >= 0 ? operand(b, &qi->in[1], qi, &lbb) : ai;
 	if (bi < 0)
 		return bi;
 	if (ysh.nd == 4)

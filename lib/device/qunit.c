@@ -92,6 +92,17 @@ static struct mi_node *operand(struct mi_graph *g, struct mi_node *n, int i,
 {
 	struct mi_node *dq = i < n->ninputs ? find_dq(g, n->inputs[i]) : NULL;
 
+	if (!dq && i < n->ninputs && n->inputs[i] >= 0 &&
+	    const_t(&g->tensors[n->inputs[i]]) &&
+	    g->tensors[n->inputs[i]].dtype == MI_DT_FLOAT &&
+	    (is_op(n, "Add") || is_op(n, "Mul"))) {
+		memset(a, 0, sizeof(*a));
+		a->t = n->inputs[i];
+		a->is_const = a->f32 = true;
+		a->scale = 1;
+		a->dtype = MI_DT_INT32;
+		return n;
+	}
 	if (!dq || !act_params(g, dq, dq->inputs[0], a))
 		return NULL;
 	if (!a->is_const && dq->dead)
@@ -163,8 +174,90 @@ static void qu_add_member(struct mi_qunit *u, const struct mi_node *n,
 	u->members[u->nmembers++] = idx;
 }
 
+/*
+ * Normalization constant-folds DQ(int8 w) into an fp32 constant and drops
+ * the int8 bytes.  Such a tensor holds q * s[c] exactly; with symmetric
+ * weights max|q| of a channel is qmax (127, or 63 for 7-bit weights), so
+ * s = max|w| / qmax and q = w / s recover them (as lib/quant does).
+ * Accepted only when every value lands on an integer in [-127, 127].
+ * Channel of element i: (i / inner) % noc.
+ */
+static bool recover_one(const struct mi_tensor *wt, int64_t noc, int64_t inner,
+			float qmax, struct qu_info *qi)
+{
+	int64_t n = mi_tensor_numel(wt), outer;
+	const float *w = wt->data;
+
+	qi->wscale = calloc(noc, sizeof(float));
+	qi->wown = malloc(n);
+	if (!qi->wscale || !qi->wown)
+		goto fail;
+	outer = n / (noc * inner);
+	for (int64_t o = 0, i = 0; o < outer; o++)
+		for (int64_t c = 0; c < noc; c++)
+			for (int64_t k = 0; k < inner; k++, i++) {
+				float a = fabsf(w[i]);
+
+				if (!isfinite(a))
+					goto fail;
+				qi->wscale[c] = a > qi->wscale[c] ? a : qi->wscale[c];
+			}
+	for (int64_t c = 0; c < noc; c++)
+		qi->wscale[c] = qi->wscale[c] > 0 ? qi->wscale[c] / qmax : 1.0f;
+	for (int64_t o = 0, i = 0; o < outer; o++)
+		for (int64_t c = 0; c < noc; c++)
+			for (int64_t k = 0; k < inner; k++, i++) {
+				float v = w[i] / qi->wscale[c], r = nearbyintf(v);
+
+				if (fabsf(v - r) > 1e-3f || r < -127 || r > 127)
+					goto fail;
+				qi->wown[i] = (int8_t)r;
+			}
+	qi->wq = qi->wown;
+	return true;
+fail:
+	free(qi->wscale);
+	free(qi->wown);
+	qi->wscale = NULL;
+	qi->wown = NULL;
+	return false;
+}
+
+static bool recover(struct mi_graph *g, int t, int axis, int64_t noc,
+		    struct qu_info *qi)
+{
+	const struct mi_tensor *wt = &g->tensors[t];
+	int64_t inner = 1, n = mi_tensor_numel(wt);
+	static const float qmax[2] = { 127.0f, 63.0f };
+
+	if (!const_t(wt) || wt->dtype != MI_DT_FLOAT || n <= 0 || noc <= 0)
+		return false;
+	for (int k = axis + 1; k < wt->ndim; k++)
+		inner *= wt->dims[k];
+	qi->w = t;
+	qi->wzp = 0;
+	qi->noc = noc;
+	for (int i = 0; i < 2; i++)
+		if (recover_one(wt, noc, inner, qmax[i], qi))
+			return true;
+	for (int i = 0; i < 2; i++)
+		if (recover_one(wt, 1, n, qmax[i], qi)) {
+			float s0 = qi->wscale[0], *sc = realloc(qi->wscale, noc * sizeof(float));
+
+			if (!sc)
+				return false;
+			for (int64_t c = 0; c < noc; c++)
+				sc[c] = s0;
+			qi->wscale = sc;
+			return true;
+		}
+	return false;
+}
+
 /* Weights (input wi) of a conv/gemm: int8 constant through a DQ with a
- * scalar zero point (all entries equal) and scales per axis `axis`. */
+ * scalar zero point (all entries equal) and scales per axis `axis`, or
+ * such a DQ folded to fp32 (then returns the weight tensor's node-less
+ * marker: the node itself). */
 static struct mi_node *weights(struct mi_graph *g, struct mi_node *n, int wi,
 			       int axis, int64_t noc, struct qu_info *qi)
 {
@@ -173,7 +266,7 @@ static struct mi_node *weights(struct mi_graph *g, struct mi_node *n, int wi,
 	int64_t ns;
 
 	if (!dq)
-		return NULL;
+		return wi < n->ninputs && recover(g, n->inputs[wi], axis, noc, qi) ? n : NULL;
 	w = mi_in(g, dq, 0);
 	s = mi_in(g, dq, 1);
 	z = mi_in(g, dq, 2);
@@ -196,6 +289,7 @@ static struct mi_node *weights(struct mi_graph *g, struct mi_node *n, int wi,
 			return NULL;
 	}
 	qi->w = dq->inputs[0];
+	qi->wq = w->data;
 	qi->noc = noc;
 	return dq;
 }
@@ -240,7 +334,9 @@ void qu_info_fini(struct qu_info *qi)
 {
 	free(qi->wscale);
 	free(qi->bscale);
+	free(qi->wown);
 	qi->wscale = qi->bscale = NULL;
+	qi->wown = NULL;
 }
 
 /*

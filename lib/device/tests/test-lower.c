@@ -355,8 +355,11 @@ static int run_hybrid(struct mi_graph *g, struct mi_qunit *units, int nu, struct
 			*nlowered += ncur;
 			(*njobs)++;
 			ncur = 0;
+			/* a DQ whose input stayed inside the job has no
+			 * reader outside it either */
 			for (int i = 0; i < npend && !err; i++)
-				err = run_node(g, pend[i]);
+				if (mi_in(g, &g->nodes[pend[i]], 0)->data)
+					err = run_node(g, pend[i]);
 			npend = 0;
 		}
 		if (ni >= 0 && !err)

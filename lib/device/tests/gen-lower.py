@@ -74,6 +74,14 @@ class B:
     def weights(self, shape, per_channel, axis=0):
         w = self.rng.randint(-127, 128, size=shape).astype(np.int8)
         noc = shape[axis]
+        # symmetric quantization: every channel (per tensor: the tensor)
+        # reaches +-127, as `metainfer quantize` writes them
+        wm = np.moveaxis(w, axis, 0).reshape(noc, -1) if per_channel else w.reshape(1, -1)
+        for row in wm:
+            row[self.rng.randint(0, row.size)] = 127 if self.rng.rand() < 0.5 else -127
+        w = np.moveaxis(wm.reshape(np.moveaxis(w, axis, 0).shape), 0, axis) \
+            if per_channel else wm.reshape(shape)
+        w = np.ascontiguousarray(w)
         s = self.rng.uniform(0.002, 0.03, size=noc if per_channel else 1).astype(np.float32)
         z = np.zeros(s.shape, np.int8)
         if not per_channel:

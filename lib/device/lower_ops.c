@@ -306,11 +306,11 @@ static int fit_shift(double r)
  * that (a - za) * c * a_mult stays inside 64 bits).
  */
 static int operand(struct lb *b, struct qu_act *a, const struct qu_info *qi,
-		   uint32_t *l)
+		   const struct lb_shape *ysh, uint32_t *l)
 {
 	struct lb_shape sh;
 	const struct mi_tensor *t = &b->g->tensors[a->t];
-	int64_t n = mi_tensor_numel(t);
+	int64_t n = mi_tensor_numel(t), ny = 1;
 	int err, ti;
 
 	if (!a->is_const)
@@ -318,7 +318,22 @@ static int operand(struct lb *b, struct qu_act *a, const struct qu_info *qi,
 	err = lb_gshape(b, a->t, &sh);
 	if (err)
 		return err;
+	for (int k = 0; k < ysh->nd; k++)
+		ny *= ysh->dims[k];
 	*l = sh.nd == 4 ? DRM_METAINFER_LAYOUT_NCHW : DRM_METAINFER_LAYOUT_PLAIN;
+	if (!a->f32 && n == 1 && ny > 1) {
+		/* a scalar over the whole output: all strides 0 would read as
+		 * dense, so it is stored expanded */
+		uint8_t *e = malloc(ny);
+
+		if (!e)
+			return -ENOMEM;
+		memset(e, *(const uint8_t *)t->data, ny);
+		*l = ysh->nd == 4 ? DRM_METAINFER_LAYOUT_NCHW : DRM_METAINFER_LAYOUT_PLAIN;
+		ti = lb_const(b, e, ny, qu_drm_dtype(t->dtype), *l, ysh);
+		free(e);
+		return ti;
+	}
 	if (!a->f32)
 		return lb_const(b, t->data, n, qu_drm_dtype(t->dtype), *l, &sh);
 	const float *c = t->data;
@@ -329,6 +344,25 @@ static int operand(struct lb *b, struct qu_act *a, const struct qu_info *qi,
 		return -ENOMEM;
 	for (int64_t i = 0; i < n; i++)
 		mx = fabsf(c[i]) > mx ? fabsf(c[i]) : mx;
+	if (n == 1 && ny > 1) {
+		/* expanded, as above */
+		float c0 = c[0];
+
+		free(q);
+		q = malloc(ny * 4);
+		if (!q)
+			return -ENOMEM;
+		a->scale = qi->kind == QU_ADD ? qi->out.scale / 256 : mx > 0 ? mx / 1048576.0f : 1;
+		a->zp = 0;
+		double v = nearbyint(c0 / (double)a->scale);
+
+		for (int64_t i = 0; i < ny; i++)
+			q[i] = (int32_t)v;
+		*l = ysh->nd == 4 ? DRM_METAINFER_LAYOUT_NCHW : DRM_METAINFER_LAYOUT_PLAIN;
+		ti = lb_const(b, q, ny * 4, DRM_METAINFER_DTYPE_INT32, *l, ysh);
+		free(q);
+		return ti;
+	}
 	a->scale = qi->kind == QU_ADD ? qi->out.scale / 256 : mx > 0 ? mx / 1048576.0f : 1;
 	a->zp = 0;
 	for (int64_t i = 0; i < n; i++) {
@@ -357,8 +391,8 @@ static int lower_eltwise(struct lb *b, struct qu_info *qi)
 	err = lb_gshape(b, qi->out.t, &ysh);
 	if (err)
 		return err;
-	ai = operand(b, &qi->in[0], qi, &la);
-	bi = ai >= 0 ? operand(b, &qi->in[1], qi, &lbb) : ai;
+	ai = operand(b, &qi->in[0], qi, &ysh, &la);
+	bi = ai >= 0 ? operand(b, &qi->in[1], qi, &ysh, &lbb) : ai;
 	if (bi < 0)
 		return bi;
 	if (ysh.nd == 4)

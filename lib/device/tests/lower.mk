@@ -15,7 +15,7 @@ $(LOWER_TEST): lib/device/tests/test-lower.c $(LIB_A)
 # networks quantized by `metainfer quantize`.
 $(LOWER_DIR)/.stamp: lib/device/tests/gen-lower.py $(O)/metainfer
 	@rm -rf $(LOWER_DIR)
-	$(PYTHON) lib/device/tests/gen-lower.py --out $(LOWER_DIR) --seed 1 --count 12
+	$(PYTHON) lib/device/tests/gen-lower.py --out $(LOWER_DIR) --seed 1 --count 24
 	$(O)/metainfer quantize $(LOWER_DIR)/net-cnn.onnx --calib-random 16 \
 		-o $(LOWER_DIR)/net-cnn.int8.onnx >/dev/null
 	$(O)/metainfer quantize $(LOWER_DIR)/net-mlp.onnx --calib-random 16 \
@@ -23,6 +23,8 @@ $(LOWER_DIR)/.stamp: lib/device/tests/gen-lower.py $(O)/metainfer
 	@touch $@
 
 ALL += $(LOWER_TEST)
+# ~3 s with the models generated (0.5 s to run)
+CHECKS += check-lower
 
 .PHONY: check-lower
 check-lower: $(LOWER_TEST) $(LOWER_DIR)/.stamp

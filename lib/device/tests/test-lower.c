@@ -448,6 +448,21 @@ static void test_net(const char *dir, const char *name, int ninputs)
 		printf("  %-18s %-9s %d of %d quantized nodes in %d units lowered, %d job(s); "
 		       "vs CPU int8: cosine mean %.6f min %.6f, top-1 %d/%d\n",
 		       name, dev->name, nl, nq, nu, nj, csum / ninputs, cmin, same, rows);
+		if (d == 0) {
+			/* what stays on the CPU: nodes no unit stands for */
+			printf("  %-18s on the CPU:", name);
+			for (int p = 0; p < h->g.norder; p++) {
+				int ni = h->g.order[p];
+				bool in = false;
+
+				for (int u = 0; u < nu && !in; u++)
+					for (int i = 0; i < units[u].nmembers; i++)
+						in |= units[u].members[i] == ni;
+				if (!in)
+					printf(" %s", h->g.nodes[ni].op_type);
+			}
+			printf("\n");
+		}
 		if (nl != nu)
 			FAIL("%s on %s: %d of %d units lowered", name, dev->name, nl, nu);
 		if (cmin < 0.999 || same < rows * 0.95)

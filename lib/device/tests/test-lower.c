@@ -28,6 +28,7 @@
 
 #include "device/device.h"
 #include "device/lower.h"
+#include "device/lower-impl.h"
 #include "device/mi_ref.h"
 #include "internal.h"
 
@@ -484,6 +485,32 @@ out:
 	mi_model_free(h);
 }
 
+/* qu_mult_shift: r == M * 2^(S - 31) to 31 bits, M in [2^30, 2^31),
+ * and what the device computes with it (mi_ref_requant) is round(x * r). */
+static void test_mult_shift(void)
+{
+	int bad = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		double r = ldexp(1.0 + (rnd() % 1000000) / 1e6, (int)(rnd() % 60) - 40);
+		int32_t m, s;
+		int64_t x = (int64_t)(rnd() % 200001) - 100000;
+		double want = x * r, got;
+
+		if (qu_mult_shift(r, &m, &s)) {
+			bad++;
+			continue;
+		}
+		got = (double)mi_ref_requant(x, m, s, 0, INT64_MIN, INT64_MAX);
+		/* half a unit of rounding plus the 31-bit multiplier's error */
+		bad += (s > -31 && (m < (1 << 30) || fabs(ldexp(m, s - 31) / r - 1) > 1e-9)) ||
+		       fabs(got - want) > 0.5 + fabs(want) * 1e-9 + (s <= -31 ? 1 : 0);
+	}
+	if (bad)
+		FAIL("qu_mult_shift: %d of 20000 scales wrong", bad);
+	printf("  scales   20000 random real scales as multiplier/shift: %d wrong\n", bad);
+}
+
 static const char *const forms[] = {
 	"conv", "gemm", "add", "mul", "clip", "requant", "pool", "concat", "lut",
 };
@@ -516,6 +543,7 @@ int main(int argc, char **argv)
 	if (mi_dev_emu_add("reference", &c, &dev_none))
 		return 1;
 
+	test_mult_shift();
 	for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
 		struct form_stats st = { 0 };
 		char path[4096];

@@ -16,6 +16,7 @@
 enum qu_kind {
 	QU_CONV,
 	QU_GEMM,	/* Gemm, or MatMul with a constant right operand */
+	QU_MATMUL,	/* MatMul of two quantized activations (attention) */
 	QU_ADD,
 	QU_MUL,
 	QU_CLIP,	/* Relu / Clip between DQ and Q */

@@ -288,7 +288,81 @@ static int lower_gemm(struct lb *b, struct qu_info *qi)
 	return lb_emit(b, &op, sizeof(op));
 }
 
+/*
+ * MatMul of two activations [..., M, K] x [..., K, N]: one GEMM per
+ * matrix of the batch (an operand with a single matrix is reused), the
+ * per-tensor factor sa * sb / sy.
+ */
+static int lower_matmul(struct lb *b, struct qu_info *qi)
+{
+	struct mi_graph *g = b->g;
+	struct mi_tensor *at = &g->tensors[qi->in[0].t], *bt = &g->tensors[qi->in[1].t];
+	struct mi_tensor *yt = &g->tensors[qi->out.t];
+	int64_t M, K, N, ba, bb, by;
+	int ai, bi, yi, mti, sti, err;
+	int32_t lo, hi;
+
+	if (at->ndim < 2 || bt->ndim < 2 || yt->ndim < 2)
+		return -EOPNOTSUPP;
+	M = at->dims[at->ndim - 2];
+	K = at->dims[at->ndim - 1];
+	N = bt->dims[bt->ndim - 1];
+	if (bt->dims[bt->ndim - 2] != K)
+		return -EOPNOTSUPP;
+	ba = mi_tensor_numel(at) / (M * K);
+	bb = mi_tensor_numel(bt) / (K * N);
+	by = mi_tensor_numel(yt) / (M * N);
+	if ((ba != by && ba != 1) || (bb != by && bb != 1) ||
+	    (ba == by && bb == by && at->ndim != bt->ndim))
+		return -EOPNOTSUPP;
+	ai = lb_get(b, qi->in[0].t, DRM_METAINFER_LAYOUT_NCHW);
+	bi = ai >= 0 ? lb_get(b, qi->in[1].t, DRM_METAINFER_LAYOUT_NCHW) : ai;
+	if (bi < 0)
+		return bi;
+	err = per_tensor_ms(b, (double)qi->in[0].scale * qi->in[1].scale / qi->out.scale,
+			    &mti, &sti);
+	if (err)
+		return err;
+	yi = lb_new_val(b, qi->out.t, DRM_METAINFER_LAYOUT_NCHW, qi->out.dtype);
+	if (yi < 0)
+		return yi;
+	qu_bounds(qi, &lo, &hi);
+	for (int64_t i = 0; i < by; i++) {
+		struct drm_metainfer_op_gemm op = { 0 };
+
+		op.hdr.op = DRM_METAINFER_OP_GEMM;
+		op.hdr.size = sizeof(op);
+		op.hdr.flags = DRM_METAINFER_OP_F_REQUANT;
+		op.a_zp = qi->in[0].zp;
+		op.b_zp = qi->in[1].zp;
+		op.rq.output_zp = qi->out.zp;
+		op.rq.act_min = lo;
+		op.rq.act_max = hi;
+		lb_desc_raw(b, &op.a, ai, DRM_METAINFER_LAYOUT_PLAIN, 2, (int64_t[]){ M, K },
+			    (int64_t[]){ K, 1 }, (ba == 1 ? 0 : i) * M * K);
+		lb_desc_raw(b, &op.b, bi, DRM_METAINFER_LAYOUT_PLAIN, 2, (int64_t[]){ K, N },
+			    (int64_t[]){ N, 1 }, (bb == 1 ? 0 : i) * K * N);
+		lb_desc_raw(b, &op.output, yi, DRM_METAINFER_LAYOUT_PLAIN, 2, (int64_t[]){ M, N },
+			    (int64_t[]){ N, 1 }, i * M * N);
+		lb_desc_own(b, &op.multiplier, mti);
+		lb_desc_own(b, &op.shift, sti);
+		err = lb_emit(b, &op, sizeof(op));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Largest k <= 50 with r * 2^k < 2^31 (at least 0). */
+static int64_t sh_numel(const struct lb_shape *sh)
+{
+	int64_t n = 1;
+
+	for (int k = 0; k < sh->nd; k++)
+		n *= sh->dims[k];
+	return n;
+}
+
 static int fit_shift(double r)
 {
 	int k = 0;
@@ -399,6 +473,17 @@ static int lower_eltwise(struct lb *b, struct qu_info *qi)
 		l = !qi->in[0].is_const && b->sh[ai].nd == 4 ? la :
 		    !qi->in[1].is_const && b->sh[bi].nd == 4 ? lbb : b->cl;
 	yi = lb_new_val(b, qi->out.t, l, qi->out.dtype);
+	if (yi >= 0 && ysh.nd < 4 &&
+	    (sh_numel(&b->sh[ai]) == 1 || sh_numel(&b->sh[bi]) == 1)) {
+		/* a one-element activation broadcast over everything: a
+		 * leading unit dimension gives its view a non-zero stride
+		 * (all zero would read as dense) */
+		memmove(ysh.dims + 1, ysh.dims, ysh.nd * sizeof(ysh.dims[0]));
+		ysh.dims[0] = 1;
+		ysh.nd++;
+		if (ysh.nd == 4)
+			l = DRM_METAINFER_LAYOUT_PLAIN;
+	}
 	if (yi < 0)
 		return yi;
 	qu_bounds(qi, &lo, &hi);
@@ -715,6 +800,8 @@ int lb_unit(struct lb *b, const struct mi_qunit *u, struct qu_info *qi)
 		return lower_conv(b, qi);
 	case QU_GEMM:
 		return lower_gemm(b, qi);
+	case QU_MATMUL:
+		return lower_matmul(b, qi);
 	case QU_ADD:
 	case QU_MUL:
 		return lower_eltwise(b, qi);

@@ -383,6 +383,9 @@ static bool match(struct mi_graph *g, int ni, struct mi_qunit *u,
 	}
 	if (is_op(n, "Conv"))
 		qi->kind = QU_CONV, nops = 1;
+	else if (is_op(n, "MatMul") && n->ninputs == 2 &&
+		 !const_t(mi_in(g, n, 1)))
+		qi->kind = QU_MATMUL, nops = 2;
 	else if (is_op(n, "Gemm") || is_op(n, "MatMul"))
 		qi->kind = QU_GEMM, nops = 1;
 	else if (is_op(n, "Add"))
@@ -408,7 +411,7 @@ static bool match(struct mi_graph *g, int ni, struct mi_qunit *u,
 		if (!dq)
 			return false;
 		if (qi->in[i].is_const && qi->kind != QU_ADD &&
-		    qi->kind != QU_MUL)
+		    qi->kind != QU_MUL && qi->kind != QU_MATMUL)
 			return false;
 		if (u && !dq->dead)
 			qu_add_member(u, dq, g);
@@ -467,6 +470,7 @@ static bool match(struct mi_graph *g, int ni, struct mi_qunit *u,
 		static const uint32_t ops[] = {
 			[QU_CONV] = DRM_METAINFER_OP_CONV2D,
 			[QU_GEMM] = DRM_METAINFER_OP_GEMM,
+			[QU_MATMUL] = DRM_METAINFER_OP_GEMM,
 			[QU_ADD] = DRM_METAINFER_OP_ADD,
 			[QU_MUL] = DRM_METAINFER_OP_MUL,
 			[QU_CLIP] = DRM_METAINFER_OP_CLIP,

@@ -163,7 +163,13 @@ def m_conv(b):
 def m_gemm(b):
     r = b.rng
     k, n = int(r.randint(1, 40)), int(r.randint(1, 24))
-    if r.rand() < 0.5:
+    if r.rand() < 0.3:
+        # two activations, batched (attention scores / context)
+        m, nb = int(r.randint(1, 8)), [int(r.randint(1, 3)), int(r.randint(1, 4))]
+        a, _ = b.qinput(nb + [m, k])
+        c, _ = b.qinput(nb + [k, n] if r.rand() < 0.7 else [k, n])
+        y = b.node("MatMul", [a, c])
+    elif r.rand() < 0.5:
         m = int(r.randint(1, 8))
         x, (sx, _, _) = b.qinput([m, k])
         tb = int(r.rand() < 0.5)

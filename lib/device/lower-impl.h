@@ -111,7 +111,6 @@ struct lb {
 	int npend;		/* descriptors made since the last lb_emit */
 	uint64_t ops_used, dtypes_used, layouts_used;
 	uint64_t macs;
-	bool dry;		/* only collect ops/dtypes/layouts */
 	int err;
 };
 

@@ -240,7 +240,6 @@ int lb_get_any(struct lb *b, int gt, uint32_t *layout)
 	const struct mi_tensor *t = &b->g->tensors[gt];
 
 	if (vi >= 0) {
-		/* prefer the first (input / graph layout) only when asked */
 		*layout = b->v[vi].layout;
 		return b->v[vi].ti;
 	}

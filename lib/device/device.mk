@@ -11,3 +11,5 @@ $(DEVICE_OBJS): $(wildcard lib/device/*.h lib/*.h lib/include/metainfer/*.h) \
 	uapi/drm/metainfer_accel.h
 $(LIB_A): $(DEVICE_OBJS)
 -include lib/device/tests/devices.mk
+
+-include lib/device/tests/lower.mk

@@ -24,11 +24,12 @@
 #include "internal.h"
 #include "plan/place-impl.h"
 
-/* The uapi lowering (lib/device/lower.c), once it is part of the library:
- * static const struct mi_lowering lowering_uapi = { mi_qunits_find,
- *	mi_qunit_supported, mi_lower_job, mi_lower_job_free, mi_lower_rebind };
- * and MI_LOWERING_BUILTIN defined as &lowering_uapi. */
-#define MI_LOWERING_BUILTIN NULL
+/* The uapi lowering (lib/device/lower.c); tests install their own. */
+static const struct mi_lowering lowering_uapi = {
+	mi_qunits_find, mi_qunit_supported, mi_lower_job, mi_lower_job_free,
+	mi_lower_rebind
+};
+#define MI_LOWERING_BUILTIN (&lowering_uapi)
 static const struct mi_lowering *lowering = MI_LOWERING_BUILTIN;
 
 void mi_place_set_lowering(const struct mi_lowering *l)

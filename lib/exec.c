@@ -485,6 +485,13 @@ int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 			mi_graph_err(g, NULL, err, "placement failed");
 		return err;
 	}
+	/* The int8 CPU kernels fuse QuantizeLinear/DequantizeLinear into
+	 * their neighbours and keep tensors in their own layouts, so the
+	 * dense 8-bit tensors a device job reads and writes at its borders
+	 * would not exist: with device jobs the CPU part runs the QDQ graph
+	 * in fp32, as the lowering's float reference does. */
+	if (m->place && m->place->njobs > 0)
+		co.no_int8 = true;
 	err = mi_cpu_plan(g, &co);
 	if (err) {
 		if (!g->err[0])

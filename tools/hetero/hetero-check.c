@@ -11,6 +11,10 @@
  * attribute); --expect-faults then requires that some job failed and
  * reran on the CPU while every output stayed right.  --procs P runs P
  * processes at once, each over the same inputs.
+ *
+ * Built twice: hetero-check (public API only, for the VM's accelerators)
+ * and hetero-check-emu (with hetero-emu.c: emulated accelerators, for
+ * the host).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +29,11 @@
 #include <metainfer/metainfer.h>
 
 #define MAX_AT 8
+
+#ifdef HETERO_EMU
+/* hetero-emu.c: emulated accelerators for the host build */
+int hetero_emu_setup(void);
+#endif
 
 struct opts {
 	const char *model;
@@ -360,6 +369,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o.model = argv[optind];
+#ifdef HETERO_EMU
+	if (hetero_emu_setup())
+		return 1;
+#endif
 	if (o.procs == 1)
 		return run_one(&o, 0);
 

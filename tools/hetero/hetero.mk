@@ -16,7 +16,15 @@ $(HETERO_CHECK): tools/hetero/hetero-check.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOLS_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
 
-ALL += $(HETERO_CHECK)
+# The host build: the same checks on emulated accelerators (npu0 NHWC with
+# every op, npu1 NCHW without LUT).
+HETERO_CHECK_EMU := $(O)/tools/hetero-check-emu
+
+$(HETERO_CHECK_EMU): tools/hetero/hetero-check.c tools/hetero/hetero-emu.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOLS_CFLAGS) -DHETERO_EMU $(filter %.c,$^) -o $@ $(LIB_A) $(LIB_LDLIBS)
+
+ALL += $(HETERO_CHECK) $(HETERO_CHECK_EMU)
 
 HETERO_FP32 := $(patsubst %,$(HETERO_MODELS)/%.onnx,$(HETERO_NETS))
 
@@ -43,3 +51,14 @@ demo-hetero: modules $(HETERO_CHECK) $(O)/metainfer $(HETERO_MODELS)/mobilenet_v
 	@echo "== MobileNetV2 quantized on the host, run across the CPU and three simulated chips in the VM"
 	@tools/vm/vmrun -t 900 $(ST_VMRUN_FLAGS) -- tools/hetero/run-demo-hetero \
 		$(O) $(HETERO_MODELS)/mobilenet_v2.int8.onnx
+
+# Host part, in make check: the four models placed on emulated
+# accelerators (NHWC with every op, NCHW without LUT) vs the CPU int8 run.
+CHECKS += check-hetero-host
+.PHONY: check-hetero-host
+check-hetero-host: $(HETERO_CHECK_EMU) $(HETERO_INT8)
+	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/transformer.int8.onnx -d npu0 -n 20
+	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/transformer.int8.onnx -d npu1 -n 20
+	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/mobilenet_v2.int8.onnx -d npu0,npu1 -n 8
+	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/resnet18.int8.onnx -d npu1 -n 4
+	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/efficientnet_b0.int8.onnx -d npu1 -n 4

@@ -533,9 +533,12 @@ static void mi_ctx_teardown(struct mi_ctx *ctx)
 	 * every job pushed has reached run_job: bounded, since the jobs ahead
 	 * of ours in the hardware queue end by the job timeout.  Only a job
 	 * behind an in-fence that does not signal within the bound is left
-	 * to drm_sched's kill path.
+	 * to drm_sched's kill path, and so are the jobs of a removed device
+	 * (its scheduler threads may be gone already: no point waiting).
 	 */
-	wait_event_timeout(ctx->drain_wq, !atomic_read(&ctx->queued), bound);
+	if (!READ_ONCE(ctx->q->dead))
+		wait_event_timeout(ctx->drain_wq, !atomic_read(&ctx->queued),
+				   bound);
 	/* waits for queued jobs to reach the queue (or kills them on exit) */
 	drm_sched_entity_destroy(&ctx->entity);
 	mi_ctx_put(ctx);

@@ -42,5 +42,4 @@ check-kernel-debug: modules-debug selftests $(UFUZZ)
 
 # Not in CHECKS yet: a clean kernel build takes ~5.5 minutes of two idle
 # cores (19 minutes on a shared machine), so a first run is ~15 minutes,
-# and in one run of two kmemleak still reported a job's two fences after
-# the fuzzer (Documentation/testing.rst, "Debug kernel").  Run it by hand.
+# and kmemleak still reports a job's scheduler fence after the fuzzer (Documentation/testing.rst, "Debug kernel").  Run it by hand.

@@ -42,4 +42,5 @@ check-kernel-debug: modules-debug selftests $(UFUZZ)
 
 # Not in CHECKS yet: a clean kernel build takes ~5.5 minutes of two idle
 # cores (19 minutes on a shared machine), so a first run is ~15 minutes,
-# and kmemleak still reports a job's scheduler fence after the fuzzer (Documentation/testing.rst, "Debug kernel").  Run it by hand.
+# and kmemleak still reports a job's scheduler fence after the fuzzer
+# (Documentation/testing.rst, "Debug kernel").  Run it by hand.

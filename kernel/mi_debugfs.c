@@ -43,6 +43,8 @@ static int mi_status_show(struct seq_file *m, void *unused)
 	seq_printf(m, "files %d\n", atomic_read(&mdev->file_count));
 	seq_printf(m, "contexts %d\n", atomic_read(&mdev->ctx_count));
 	seq_printf(m, "jobs_live %d\n", atomic_read(&mdev->job_count));
+	/* module-wide: a leaked scheduler fence keeps its hardware fence */
+	seq_printf(m, "hw_fences_live %d\n", atomic_read(&mi_hw_fences_live));
 	MI_SHOW64(m, "jobs_submitted", &c->jobs_submitted);
 	MI_SHOW64(m, "jobs_completed", &c->jobs_completed);
 	MI_SHOW64(m, "jobs_failed", &c->jobs_failed);

@@ -26,6 +26,7 @@
 #define MI_MAX_ERRORS_PER_CTX 4096
 
 extern unsigned int mi_job_timeout_ms;
+extern atomic_t mi_hw_fences_live;
 extern unsigned long mi_max_bo_size;
 
 /**
@@ -195,6 +196,8 @@ struct mi_file {
  * @errors_evicted: highest seqno whose error was dropped
  * @errors_lock: protects @errors bookkeeping
  * @counters: the context's job counters
+ * @queued: jobs pushed to @entity that have not reached run_job yet
+ * @drain_wq: woken when @queued drops to zero
  */
 struct mi_ctx {
 	struct kref ref;
@@ -213,6 +216,8 @@ struct mi_ctx {
 	u64 errors_evicted;
 	struct mutex errors_lock;
 	struct mi_counters counters;
+	atomic_t queued;
+	wait_queue_head_t drain_wq;
 };
 
 /* Bits of mi_job.flags */

@@ -31,6 +31,8 @@
 
 /* mi_job.flags bit: the hardware fence was initialised by run_job */
 #define MI_JOB_FENCE_INIT 2
+/* counted out of mi_ctx.queued */
+#define MI_JOB_DEQUEUED 3
 
 static const char *mi_fence_driver_name(struct dma_fence *f)
 {
@@ -42,9 +44,19 @@ static const char *mi_fence_timeline_name(struct dma_fence *f)
 	return "metainfer-queue";
 }
 
+/* Hardware fences not yet released, module-wide (debugfs "status"). */
+atomic_t mi_hw_fences_live = ATOMIC_INIT(0);
+
+static void mi_fence_release(struct dma_fence *f)
+{
+	atomic_dec(&mi_hw_fences_live);
+	dma_fence_free(f);
+}
+
 static const struct dma_fence_ops mi_fence_ops = {
 	.get_driver_name = mi_fence_driver_name,
 	.get_timeline_name = mi_fence_timeline_name,
+	.release = mi_fence_release,
 };
 
 static void mi_fence_set_error(struct dma_fence *f, int status)
@@ -222,8 +234,13 @@ static struct dma_fence *mi_sched_run_job(struct drm_sched_job *sj)
 	dma_fence_init(fence, &mi_fence_ops, &q->fence_lock, q->fence_context,
 		       ++q->fence_seqno);
 	set_bit(MI_JOB_FENCE_INIT, &job->flags);
+	atomic_inc(&mi_hw_fences_live);
 	/* one reference for the scheduler (returned), one for the job */
 	dma_fence_get(fence);
+	/* the job has left its entity's queue (see mi_ctx_teardown()) */
+	if (!test_and_set_bit(MI_JOB_DEQUEUED, &job->flags) &&
+	    atomic_dec_and_test(&job->ctx->queued))
+		wake_up_all(&job->ctx->drain_wq);
 	job->start_time = ktime_get();
 	atomic64_inc(&q->jobs_run);
 
@@ -502,6 +519,26 @@ struct mi_ctx *mi_ctx_lookup(struct mi_file *mfile, u32 id)
 
 static void mi_ctx_teardown(struct mi_ctx *ctx)
 {
+	long bound = msecs_to_jiffies(2 * ctx->mdev->timeout_ms + 1000);
+
+	/*
+	 * Drain the entity before destroying it.  When a process is killed,
+	 * drm_sched_entity_destroy() waits only a second and then kills the
+	 * jobs still queued; 6.1's drm_sched_entity_kill_jobs() takes a
+	 * reference to the entity's last scheduled fence for each of them
+	 * and never drops it when that fence has already signalled (the
+	 * callback is called directly with a NULL fence), leaking the
+	 * previous job's scheduler fence and, through its parent, our
+	 * hardware fence (kmemleak after the uapi fuzzer).  So wait until
+	 * every job pushed has reached run_job: bounded, since the jobs ahead
+	 * of ours in the hardware queue end by the job timeout.  Only a job
+	 * behind an in-fence that does not signal within the bound is left
+	 * to drm_sched's kill path, and so are the jobs of a removed device
+	 * (its scheduler threads may be gone already: no point waiting).
+	 */
+	if (!READ_ONCE(ctx->q->dead))
+		wait_event_timeout(ctx->drain_wq, !atomic_read(&ctx->queued),
+				   bound);
 	/* waits for queued jobs to reach the queue (or kills them on exit) */
 	drm_sched_entity_destroy(&ctx->entity);
 	mi_ctx_put(ctx);
@@ -552,6 +589,8 @@ int mi_ctx_create_ioctl(struct drm_device *drm, void *data,
 	mutex_init(&ctx->errors_lock);
 	xa_init(&ctx->jobs);
 	xa_init(&ctx->errors);
+	atomic_set(&ctx->queued, 0);
+	init_waitqueue_head(&ctx->drain_wq);
 	sched = &ctx->q->sched;
 	ret = drm_sched_entity_init(&ctx->entity, prio[args->priority], &sched,
 				    1, NULL);
@@ -877,6 +916,7 @@ int mi_job_submit(struct drm_device *drm, struct drm_metainfer_submit *args,
 	}
 	if (uj)
 		mi_uring_job_arm(uj, job, finished);
+	atomic_inc(&ctx->queued);
 	drm_sched_entity_push_job(&job->base);
 	WRITE_ONCE(ctx->last_seqno, seqno);
 	mutex_unlock(&ctx->submit_lock);

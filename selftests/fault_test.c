@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -281,6 +283,107 @@ TEST_F(fdev, remove_device_with_jobs_in_flight)
 	}
 	/* the teardown's del_device then finds nothing: recreate for it */
 	ASSERT_EQ(0, mi_sim_new(self->id, variant->pers, NULL));
+}
+
+/*
+ * The child of killed_with_queued_job_frees_fences: on its own file, job A
+ * runs to the end, H hangs (its context on the same queue), B waits for H
+ * through a syncobj; then it reports and waits to be killed.  Returns an
+ * exit status on failure only.
+ */
+static int kill_child(unsigned int minor, uint32_t queue, int ready)
+{
+	struct drm_metainfer_submit sb;
+	struct drm_metainfer_sync in = { 0 };
+	struct mi_stream s;
+	uint32_t bos[2], c1, c2, sync;
+	uint64_t seq;
+	int64_t st;
+	int fd;
+
+	fd = mi_open_minor(minor);
+	if (fd < 0 || mi_ctx_create(fd, queue, DRM_METAINFER_PRIORITY_NORMAL, &c1) ||
+	    mi_ctx_create(fd, queue, DRM_METAINFER_PRIORITY_NORMAL, &c2) ||
+	    !mi_bo_new(fd, 4096, &bos[0]) || !mi_bo_new(fd, 4096, &bos[1]) ||
+	    mi_syncobj_create(fd, 0, &sync))
+		return 10;
+	mi_stream_init(&s);
+	mi_copy_job(&s, N, 0, 0);
+	mi_stream_finish(&s);
+	/* A: finished, so it is the entity's signalled last_scheduled fence */
+	if (mi_submit(fd, c1, bos, 2, s.buf, s.len, &seq) ||
+	    mi_wait(fd, c1, seq, 30000, &st) || st)
+		return 11;
+	if (mi_sim_knob(mi_sim_id_of_minor(minor), "fail_hang", 1))
+		return 12;
+	memset(&sb, 0, sizeof(sb));
+	sb.size = sizeof(sb);
+	sb.ctx_id = c2;
+	sb.bo_count = 2;
+	sb.bo_handles = (uintptr_t)bos;
+	sb.cmds = (uintptr_t)s.buf;
+	sb.cmds_size = s.len;
+	sb.out_sync = sync;
+	if (mi_ioctl(fd, DRM_IOCTL_METAINFER_SUBMIT, &sb))
+		return 13;
+	sb.ctx_id = c1;
+	sb.out_sync = 0;
+	in.handle = sync;
+	sb.in_sync_count = 1;
+	sb.in_syncs = (uintptr_t)&in;
+	if (mi_ioctl(fd, DRM_IOCTL_METAINFER_SUBMIT, &sb))
+		return 14;
+	if (write(ready, "r", 1) != 1)
+		return 15;
+	for (;;)
+		pause();
+}
+
+/*
+ * A process killed with a job still queued behind an unfinished in-fence
+ * (B behind the hung H): its file's teardown must free every fence.  6.1's
+ * drm_sched kill path leaks a reference to the entity's last finished
+ * fence (A's, and through it A's hardware fence) unless the context is
+ * drained first; the module-wide live hardware fence count shows it.
+ */
+TEST_F(fdev, killed_with_queued_job_frees_fences)
+{
+	long long before, live = -1, jobs = -1;
+	int p[2], status, i;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, mi_dbg_status(self->minor, "hw_fences_live", &before)) {
+		TH_LOG("no hw_fences_live in the device's debugfs status");
+	}
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(p[0]);
+		_exit(kill_child(self->minor, variant->queue, p[1]));
+	}
+	close(p[1]);
+	i = read(p[0], &c, 1);
+	close(p[0]);
+	if (i != 1)
+		kill(pid, SIGKILL);
+	ASSERT_EQ(1, i) {
+		waitpid(pid, &status, 0);
+		TH_LOG("child failed: exit %d", WEXITSTATUS(status));
+	}
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	/* H times out, B and the rest are cleaned up asynchronously */
+	for (i = 0; i < 300; i++) {
+		if (!mi_dbg_status(self->minor, "jobs_live", &jobs) && !jobs &&
+		    !mi_dbg_status(self->minor, "hw_fences_live", &live) &&
+		    live == before)
+			break;
+		usleep(50000);
+	}
+	EXPECT_EQ(0, jobs);
+	EXPECT_EQ(before, live);
 }
 
 TEST_HARNESS_MAIN

@@ -6,6 +6,10 @@
  * agreement of the first output and each device's time, jobs, faults and
  * bytes moved; fails when they miss the limits.
  *
+ * The CPU run is the int8 kernels' (--ref int8) or the QDQ graph's in
+ * fp32 (--ref qdq): the semantics the lowering follows within one
+ * quantization step, and what the CPU part of a placed model runs.
+ *
  * Fault tests plant a fault between inferences with --at K:CMD (a shell
  * command run before inference K, e.g. writing a sim chip's fail_dma
  * attribute); --expect-faults then requires that some job failed and
@@ -43,6 +47,7 @@ struct opts {
 	double min_cosine;
 	int max_top1_diff;
 	int no_uring;
+	int ref_qdq;
 	int expect_faults;
 	int procs;
 	int quiet;
@@ -157,6 +162,8 @@ static int load(const struct opts *o, const char *devices,
 	int ret;
 
 	mo.devices = devices;
+	if (!devices && o->ref_qdq)
+		mo.flags |= MI_MODEL_NO_INT8;
 	if (devices && o->no_uring)
 		mo.flags |= MI_MODEL_NO_URING;
 	ret = mi_model_load(o->model, &mo, mp);
@@ -262,9 +269,10 @@ static int run_one(const struct opts *o, int proc)
 	}
 
 	if (!o->quiet || proc == 0) {
-		printf("%s on %s%s%s: %d inputs, cosine min %.6f mean %.6f, top-1 differs on %d\n",
+		printf("%s on %s%s%s vs cpu %s: %d inputs, cosine min %.6f mean %.6f, top-1 differs on %d\n",
 		       o->model, o->devices, o->no_uring ? " (ioctls)" : "",
-		       o->procs > 1 ? " [proc]" : "", o->inputs, cmin,
+		       o->procs > 1 ? " [proc]" : "",
+		       o->ref_qdq ? "qdq" : "int8", o->inputs, cmin,
 		       csum / o->inputs, top1_diff);
 		print_stats(het, &faults);
 	} else {
@@ -306,6 +314,8 @@ static void usage(FILE *f, const char *argv0)
 		"  -c, --min-cosine C     lowest cosine allowed per output (default 0.999)\n"
 		"  -t, --max-top1-diff K  inputs whose top-1 may differ (default 0)\n"
 		"      --no-uring         accelerator jobs through ioctls\n"
+		"  -r, --ref MODE         CPU run to compare with: int8 (the int8 kernels,\n"
+		"                         default) or qdq (the QDQ graph in fp32)\n"
 		"      --at K:CMD         run shell CMD before inference K (fault tests)\n"
 		"      --expect-faults    fail unless some job failed and reran on the CPU\n"
 		"  -p, --procs P          P processes at once (default 1)\n"
@@ -322,6 +332,7 @@ int main(int argc, char **argv)
 		{ "min-cosine", required_argument, NULL, 'c' },
 		{ "max-top1-diff", required_argument, NULL, 't' },
 		{ "no-uring", no_argument, NULL, 'U' },
+		{ "ref", required_argument, NULL, 'r' },
 		{ "at", required_argument, NULL, 'A' },
 		{ "expect-faults", no_argument, NULL, 'F' },
 		{ "procs", required_argument, NULL, 'p' },
@@ -333,7 +344,7 @@ int main(int argc, char **argv)
 			  .procs = 1 };
 	int c, fails = 0;
 
-	while ((c = getopt_long(argc, argv, "d:n:s:c:t:p:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:n:s:c:t:p:r:qh", lo, NULL)) != -1) {
 		char *end;
 
 		switch (c) {
@@ -343,6 +354,14 @@ int main(int argc, char **argv)
 		case 'c': o.min_cosine = atof(optarg); break;
 		case 't': o.max_top1_diff = atoi(optarg); break;
 		case 'U': o.no_uring = 1; break;
+		case 'r':
+			if (strcmp(optarg, "int8") && strcmp(optarg, "qdq")) {
+				fprintf(stderr, "hetero-check: --ref is int8 or qdq, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			o.ref_qdq = !strcmp(optarg, "qdq");
+			break;
 		case 'F': o.expect_faults = 1; break;
 		case 'p': o.procs = atoi(optarg); break;
 		case 'q': o.quiet = 1; break;

@@ -32,11 +32,14 @@ FUZZ_CC := clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -fPIC -D_GNU_SOURCE \
 	-Wno-unused-command-line-argument $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
-	-I$(CURDIR)/uapi -I$(CURDIR)/lib/include -I$(CURDIR)/lib -I$(O) -pthread
+	-I$(CURDIR)/uapi -I$(CURDIR)/lib/include -I$(CURDIR)/lib -I$(O) -pthread \
+	$(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm)
 # The fast CPU and int8 kernels (GCC vector extensions and builtins,
 # '#pragma GCC target') are linked uninstrumented from the normal gcc
 # build; the loader, graph code and reference ops are instrumented.
-FUZZ_CPU_OBJS := $(patsubst %.c,$(O)/%.o,$(wildcard lib/cpu/*.c lib/quant/*.c lib/plan/*.c lib/meta/*.c))
+# lib/device (placement's devices and lowering) too: it links libdrm and
+# liburing.
+FUZZ_CPU_OBJS := $(patsubst %.c,$(O)/%.o,$(wildcard lib/cpu/*.c lib/quant/*.c lib/plan/*.c lib/meta/*.c lib/device/*.c))
 FUZZ_SRCS := $(filter-out lib/cpu/%,$(LIB_SRCS))
 FUZZ_OBJS := $(patsubst %.c,$(O)/fuzz/%.o,$(FUZZ_SRCS)) $(O)/fuzz/gen/onnx.pb-c.o \
 	$(FUZZ_CPU_OBJS)
@@ -56,7 +59,7 @@ $(O)/fuzz/gen/onnx.pb-c.o: $(O)/gen/onnx.pb-c.c $(O)/gen/onnx.pb-c.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(O)/gen -c $< -o $@
 
 $(FUZZ_BIN): tools/fuzz/fuzz-load.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ -lprotobuf-c -lm
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ -lprotobuf-c -lm -ldrm -luring
 
 # Seeds: every conformance model (small, valid, covering most ops).
 CHECKS += check-fuzz

@@ -23,6 +23,9 @@
 #include "plan/place-impl.h"
 #include "plan/plan-impl.h"
 
+/* -v: print each placement (mi_place_print) while testing */
+static bool verbose;
+
 static int failures;
 
 #define CHECK(c, ...) do { if (!(c)) { failures++; \
@@ -267,7 +270,7 @@ static void test_relu3(const char *path, struct mi_dev *e0, struct mi_dev *e1)
 	CHECK(jobs_on(m, "emu0") == 1 && jobs_on(m, "emu1") == 0,
 	      "one job on emu0, got %d/%d", jobs_on(m, "emu0"),
 	      jobs_on(m, "emu1"));
-	if (getenv("V"))
+	if (verbose)
 		mi_place_print(m, stderr);
 	check_output(m, "relu3 on emu0");
 	stats(m, "emu0", &st);
@@ -380,7 +383,7 @@ static void test_split(const char *path)
 	m = load(path, "emu0");
 	if (!m)
 		return;
-	if (getenv("V"))
+	if (verbose)
 		mi_place_print(m, stderr);
 	/* Relu, Relu | Sigmoid on the CPU | Relu: two jobs */
 	CHECK(jobs_on(m, "emu0") == 2, "split: 2 jobs, got %d",
@@ -412,7 +415,7 @@ static void test_branch(const char *path)
 		CHECK(!mi_model_load(path, &o, &m), "branch: load");
 		if (!m)
 			return;
-		if (getenv("V"))
+		if (verbose)
 			mi_place_print(m, stderr);
 		CHECK(jobs_on(m, "emu0") == 1, "branch (%s): one job", modes[k]);
 		j = &m->place->jobs[0];
@@ -436,8 +439,13 @@ int main(int argc, char **argv)
 	struct mi_model *m;
 	char path[4096];
 
+	if (argc == 3 && !strcmp(argv[1], "-v")) {
+		verbose = true;
+		argv++;
+		argc--;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: test-place DIR\n");
+		fprintf(stderr, "usage: test-place [-v] DIR\n");
 		return 2;
 	}
 	for (int i = 0; i < 256; i++)

@@ -52,6 +52,33 @@ int mi_cli_parse_isa(const char *s, int *isa)
 	return -EINVAL;
 }
 
+int mi_cli_threads_opt(const char *prog, const char *arg, int32_t *n)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (end == arg || *end || v < 0 || v > 1024) {
+		fprintf(stderr, "%s: bad thread count '%s' (expected 0..1024)\n",
+			prog, arg);
+		return -EINVAL;
+	}
+	*n = (int32_t)v;
+	return 0;
+}
+
+int mi_cli_isa_opt(const char *prog, const char *arg, int32_t *isa)
+{
+	int v;
+
+	if (mi_cli_parse_isa(arg, &v)) {
+		fprintf(stderr, "%s: unknown ISA '%s' (native, generic, avx2, avx512)\n",
+			prog, arg);
+		return -EINVAL;
+	}
+	*isa = v;
+	return 0;
+}
+
 static void print_fused(FILE *f, const char *const *fused, int n)
 {
 	if (!n)
@@ -130,8 +157,6 @@ int mi_cli_plan(int argc, char **argv, const char *prog)
 	struct mi_plan *p = NULL, *in = NULL;
 	struct mi_model *m = NULL;
 	int c, ret = 1, do_explain = 0;
-	char *end;
-	long v;
 	FILE *f;
 
 	optind = 1;
@@ -141,20 +166,12 @@ int mi_cli_plan(int argc, char **argv, const char *prog)
 			out = optarg;
 			break;
 		case 't':
-			v = strtol(optarg, &end, 10);
-			if (end == optarg || *end || v < 0 || v > 1024) {
-				fprintf(stderr, "%s: bad thread count '%s' (expected 0..1024)\n",
-					prog, optarg);
+			if (mi_cli_threads_opt(prog, optarg, &mo.nthreads))
 				return 2;
-			}
-			mo.nthreads = (int)v;
 			break;
 		case 'I':
-			if (mi_cli_parse_isa(optarg, &mo.isa)) {
-				fprintf(stderr, "%s: unknown ISA '%s' (native, generic, avx2, avx512)\n",
-					prog, optarg);
+			if (mi_cli_isa_opt(prog, optarg, &mo.isa))
 				return 2;
-			}
 			break;
 		case 'a':
 			apply = optarg;

@@ -119,8 +119,6 @@ int mi_cli_predict(int argc, char **argv, const char *prog)
 	struct mi_plan_info pi;
 	struct mi_model *m = NULL;
 	int c, ret = 1, json = 0, nd, isa;
-	char *end;
-	long v;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:D:P:t:jh", lopts, NULL)) != -1) {
@@ -135,20 +133,12 @@ int mi_cli_predict(int argc, char **argv, const char *prog)
 			pred_path = optarg;
 			break;
 		case 't':
-			v = strtol(optarg, &end, 10);
-			if (end == optarg || *end || v < 0 || v > 1024) {
-				fprintf(stderr, "%s: bad thread count '%s' (expected 0..1024)\n",
-					prog, optarg);
+			if (mi_cli_threads_opt(prog, optarg, &mo.nthreads))
 				return 2;
-			}
-			mo.nthreads = (int)v;
 			break;
 		case 'I':
-			if (mi_cli_parse_isa(optarg, &mo.isa)) {
-				fprintf(stderr, "%s: unknown ISA '%s' (native, generic, avx2, avx512)\n",
-					prog, optarg);
+			if (mi_cli_isa_opt(prog, optarg, &mo.isa))
 				return 2;
-			}
 			break;
 		case 'j':
 			json = 1;

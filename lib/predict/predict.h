@@ -214,6 +214,28 @@ void mi_pred_graph_fini(struct mi_pred_graph *pg);
  * for that ISA and thread count. */
 void mi_pred_cpu_dev(struct mi_pred_dev *d, int isa, int threads);
 
+/* ---- the fingerprint database as measurements (fpdb.c) ------------- */
+struct mi_dev;
+struct mi_fp_db;
+struct mi_fp_sample;
+
+/* The node a fingerprint row measured, as a model node of the same op
+ * would be seen (variant looked up in p, -1 when p lacks it).  -EINVAL
+ * for rows that are not nodes (transfers). */
+int mi_pred_fp_node(struct mi_predictor *p, const struct mi_fp_sample *s,
+		    struct mi_pred_node *n);
+/*
+ * Calibrate pd (its caps already set: mi_pred_cpu_dev or the device's
+ * GET_PARAM figures) from d's fingerprint rows at this thread count (all
+ * counts when the fingerprint has none at it): the calibration embedding
+ * from up to MI_PRED_REF_MAX rows spread over the op classes, the
+ * per-class bias from every row, the link bandwidth from the fastest
+ * transfer.  Stale and fell-back rows are skipped.  Returns the rows
+ * used, -ENOENT (no fingerprint, or no usable row) with a reason.
+ */
+int mi_pred_dev_from_fp(struct mi_predictor *p, struct mi_fp_db *db,
+			struct mi_dev *d, int threads, struct mi_pred_dev *pd);
+
 /* ---- plan latency and memory (plan_cost.c) ------------------------- */
 #define MI_PRED_MAXDEV	8
 

@@ -21,7 +21,13 @@ $(PREDICT_EVAL): lib/predict/tests/predict-eval.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
 
-ALL += $(PREDICT_EVAL)
+PREDICT_FPDB := $(O)/lib/predict/tests/test-fpdb
+
+$(PREDICT_FPDB): lib/predict/tests/test-fpdb.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
+
+ALL += $(PREDICT_EVAL) $(PREDICT_FPDB)
 CHECKS += check-predict
 BENCHES += bench-predict
 
@@ -33,9 +39,12 @@ predict-models:
 # Fit on three families, hold one out (shufflenet), on two ISA paths at
 # one thread; checks that the fitted trees beat the roofline on held-out
 # nodes, that more measurements of a new sim chip lower its error, that
-# a saved predictor loads back with identical predictions; then the CLI.
-check-predict: $(PREDICT_EVAL) $(O)/metainfer predict-models
+# a saved predictor loads back with identical predictions; test-fpdb: a
+# fingerprint DB calibrates an emulated device better than its roofline;
+# then the CLI.
+check-predict: $(PREDICT_EVAL) $(PREDICT_FPDB) $(O)/metainfer predict-models
 	@mkdir -p $(O)/predict
+	$(PREDICT_FPDB) $(O)/predict
 	$(PREDICT_EVAL) --check --eval shufflenet --isa generic,avx2 \
 		--threads 1 --runs 3 --plans 4 --chips 20 \
 		--save $(O)/predict/check.pred \

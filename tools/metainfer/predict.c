@@ -12,6 +12,7 @@
 
 #include "internal.h"
 #include "device/device.h"
+#include "fingerprint/fingerprint.h"
 #include "predict/predict.h"
 
 #include "cli.h"
@@ -32,6 +33,9 @@ static void usage_predict(FILE *f, const char *prog)
 		"                         default: the CPU only)\n"
 		"  -P, --predictor FILE   fitted predictor (trees, device embeddings), as\n"
 		"                         predict-eval --save writes it\n"
+		"      --db FILE          calibrate each device from its fingerprint in\n"
+		"                         FILE (metainfer fingerprint --db), after the\n"
+		"                         staleness check\n"
 		"  -t, --threads N        CPU threads (default: online cores)\n"
 		"      --isa NAME         native (default), generic, avx2, avx512\n"
 		"  -j, --json             one JSON object instead of the table\n"
@@ -95,6 +99,49 @@ static void print_text(FILE *f, const char *model, const char *plan,
 		r->total_ns / 1e6);
 }
 
+/*
+ * --db: the staleness check, then d's measured rows calibrate pd.  A
+ * device without a fingerprint keeps its roofline (said on stderr); an
+ * unreadable DB is an error.
+ */
+static int calibrate(const char *prog, struct mi_predictor *p,
+		     struct mi_fp_db *db, struct mi_dev *d, int threads,
+		     struct mi_pred_dev *pd)
+{
+	struct mi_fp_opts fo = { .grid = MI_FP_GRID_QUICK };
+	uint32_t mask = 0;
+	int err = mi_fp_check(db, d, &fo, &mask);
+
+	if (err == -ENOENT) {
+		fprintf(stderr, "%s: %s has no fingerprint in the DB; roofline "
+			"for it (metainfer fingerprint --devices %s)\n", prog,
+			d->name, d->name);
+		return 0;
+	}
+	if (err < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, d->name, mi_last_error());
+		return -1;
+	}
+	if (err > 0)
+		fprintf(stderr, "%s: %s: %d op families of its fingerprint are "
+			"stale%s and not used (metainfer fingerprint refreshes "
+			"them)\n", prog, d->name, err,
+			mask & (1u << 31) ? " (versions changed)" : "");
+	err = mi_pred_dev_from_fp(p, db, d, threads, pd);
+	if (err == -ENOENT) {
+		fprintf(stderr, "%s: %s; roofline for it\n", prog,
+			mi_last_error());
+		return 0;
+	}
+	if (err < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, d->name, mi_last_error());
+		return -1;
+	}
+	fprintf(stderr, "%s: %s calibrated from %d fingerprint rows\n", prog,
+		d->name, err);
+	return 0;
+}
+
 int mi_cli_predict(int argc, char **argv, const char *prog)
 {
 	static const struct option lopts[] = {
@@ -103,12 +150,16 @@ int mi_cli_predict(int argc, char **argv, const char *prog)
 		{ "predictor", required_argument, NULL, 'P' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "isa", required_argument, NULL, 'I' },
+		{ "db", required_argument, NULL, 'B' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct mi_model_opts mo = { 0 };
 	const char *plan_path = NULL, *pred_path = NULL, *devlist = NULL;
+	const char *db_path = NULL;
+	struct mi_fp_db *db = NULL;
+	char label[600];
 	struct mi_pred_dev devs[MI_PRED_MAXDEV], *dp[MI_PRED_MAXDEV];
 	const char *names[MI_PRED_MAXDEV];
 	struct mi_dev *md[MI_PRED_MAXDEV];
@@ -140,6 +191,9 @@ int mi_cli_predict(int argc, char **argv, const char *prog)
 			if (mi_cli_isa_opt(prog, optarg, &mo.isa))
 				return 2;
 			break;
+		case 'B':
+			db_path = optarg;
+			break;
 		case 'j':
 			json = 1;
 			break;
@@ -170,6 +224,10 @@ int mi_cli_predict(int argc, char **argv, const char *prog)
 	}
 	nd = mi_dev_select(devlist ? devlist : "cpu", md, MI_PRED_MAXDEV);
 	if (nd < 0) {
+		fprintf(stderr, "%s: %s\n", prog, mi_last_error());
+		goto out;
+	}
+	if (db_path && mi_fp_db_open(db_path, &db)) {
 		fprintf(stderr, "%s: %s\n", prog, mi_last_error());
 		goto out;
 	}
@@ -208,20 +266,27 @@ int mi_cli_predict(int argc, char **argv, const char *prog)
 			names[d] = md[d]->name;
 		}
 		dev_from_predictor(pp, &devs[d]);
+		if (db && calibrate(prog, pp ? pp : &pred, db, md[d], pi.threads,
+				    &devs[d]))
+			goto out;
 		dp[d] = &devs[d];
 	}
 	if (mi_pred_plan(pp, &pg, dp, names, nd, &res)) {
 		fprintf(stderr, "%s: %s\n", prog, mi_last_error());
 		goto out;
 	}
+	snprintf(label, sizeof(label), "%s%s%s", pred_path ? pred_path : "",
+		 pred_path && db_path ? " + " : "",
+		 db_path ? "fingerprint calibration" : "");
 	(json ? print_json : print_text)(stdout, argv[optind],
 					 plan_path ? plan_path : "default",
-					 pred_path ? pred_path : "", &pg, &res);
+					 label, &pg, &res);
 	ret = 0;
 out:
 	mi_pred_graph_fini(&pg);
 	mi_plan_free(plan);
 	mi_model_free(m);
 	mi_pred_fini(&pred);
+	mi_fp_db_close(db);
 	return ret;
 }

@@ -68,6 +68,27 @@ else fail "json fields"; fi
 expect_ok "write a plan" "$MI" plan "$MODEL" -t 1 -o "$W/plan.json"
 expect_ok "--plan" "$MI" predict "$MODEL" -t 1 --plan "$W/plan.json"
 
+# --db: a CPU fingerprint (tiny grid) calibrates the CPU; the estimate
+# moves; a library rebuild or another device's DB is not this run's.
+expect_ok "fingerprint for --db" "$MI" fingerprint --quick --db "$W/fp.db"
+expect_ok "--db" "$MI" predict "$MODEL" -t 1 --db "$W/fp.db" --json
+grep -q "cpu calibrated from [0-9]* fingerprint rows" "$W/err" ||
+	fail "--db did not calibrate the CPU: $(cat "$W/err")"
+cp "$W/out" "$W/db.json"
+if "$PY" - "$W/roof.json" "$W/db.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1])); d = json.load(open(sys.argv[2]))
+assert d["latency_ms"] > 0 and d["latency_ms"] != r["latency_ms"], (r, d)
+assert "fingerprint" in d.get("predictor", ""), d
+PYEOF
+then pass "--db changes the estimate and says so"
+else fail "--db json"; fi
+expect_ok "--db, empty DB" "$MI" predict "$MODEL" -t 1 --db "$W/empty.db"
+grep -q "cpu has no fingerprint in the DB; roofline" "$W/err" ||
+	fail "empty DB not reported: $(cat "$W/err")"
+echo "not sqlite" >"$W/bad.db"
+expect_err "--db not a database" 1 "bad.db" "$MI" predict "$MODEL" --db "$W/bad.db"
+
 expect_err "no model" 2 "expected one MODEL.onnx" "$MI" predict
 expect_err "bad option" 2 "usage" "$MI" predict "$MODEL" --bogus
 expect_err "bad threads" 2 "bad thread count" "$MI" predict "$MODEL" -t x

@@ -391,9 +391,13 @@ int main(int argc, char **argv)
 		ret = mi_etcd_node_start(n.reg, &n.cfg.etcd, &n.pub);
 		if (ret)
 			etcd_state(&n, false, mi_last_error());
-		else
-			printf("node %s: publishing to etcd %s:%u\n", n.name,
-			       n.cfg.etcd.host, n.cfg.etcd.port);
+		else {
+			struct mi_etcd_node_status st;
+
+			mi_etcd_node_status(n.pub, &st);
+			printf("node %s: publishing to etcd %s:%u, lease %lld\n", n.name,
+			       n.cfg.etcd.host, n.cfg.etcd.port, (long long)st.lease);
+		}
 	} else {
 		printf("node %s: registry local\n", n.name);
 	}

@@ -15,10 +15,13 @@
  *     the watch sees it leave, its streams are re-placed on a;
  *  5. every item completed exactly once: etcd holds one done key per
  *     item and no node reported an item another one did;
+ *     Then a's lease is revoked under it: the watch sees a leave, a
+ *     takes a new lease at its next refresh and joins again;
  *  6. etcd stops under node a: a says so in one line and keeps running,
  *     then stops cleanly on SIGTERM; the temporary dir is removed.
  *
- * Without an etcd binary it prints a SKIP line and passes.
+ * The registry spec parser is checked first; then, without an etcd
+ * binary (/usr/bin/etcd, /usr/local/bin/etcd or --etcd), a SKIP line.
  *
  *   etcd-test --node-bin PATH [--etcd PATH] [-v]
  */
@@ -186,22 +189,43 @@ static int count_lines(const char *s, const char *needle)
 	return n;
 }
 
-static bool find_etcd(const char *given, char *out, size_t cap)
+/* Debian's etcd-server puts it in /usr/bin; --etcd names another. */
+static bool find_etcd(char *out, size_t cap)
 {
-	const char *path = getenv("PATH");	/* where to look, not a switch */
-	char dirs[4096];
+	static const char *const where[] = { "/usr/bin/etcd", "/usr/local/bin/etcd" };
 
-	if (given) {
-		snprintf(out, cap, "%s", given);
-		return access(out, X_OK) == 0;
-	}
-	snprintf(dirs, sizeof(dirs), "%s:/usr/bin:/usr/local/bin", path ? path : "");
-	for (char *d = strtok(dirs, ":"); d; d = strtok(NULL, ":")) {
-		snprintf(out, cap, "%s/etcd", d);
-		if (access(out, X_OK) == 0)
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++)
+		if (access(where[i], X_OK) == 0) {
+			snprintf(out, cap, "%s", where[i]);
 			return true;
-	}
+		}
 	return false;
+}
+
+/* The registry spec: local by default, etcd only when asked for. */
+static void test_parse(void)
+{
+	static const char *const bad[] = {
+		"etcd", "etcd://", "etcd://:2379", "etcd://localhost:2379",
+		"etcd://127.0.0.1:0", "etcd://127.0.0.1:65536", "etcd://127.0.0.1:23x",
+		"etcd://127.0.0.1/a/b", "etcd://127.0.0.1/a b", "http://127.0.0.1:2379",
+	};
+	struct mi_registry_backend_cfg c;
+
+	CHECK(!mi_registry_backend_parse(NULL, &c) && c.kind == MI_REG_BACKEND_LOCAL,
+	      "no spec is not local");
+	CHECK(!mi_registry_backend_parse("local", &c) && c.kind == MI_REG_BACKEND_LOCAL,
+	      "'local' is not local");
+	CHECK(!mi_registry_backend_parse("etcd://10.1.2.3", &c) &&
+	      c.kind == MI_REG_BACKEND_ETCD && !strcmp(c.etcd.host, "10.1.2.3") &&
+	      c.etcd.port == 2379 && !strcmp(c.etcd.cluster, "default") &&
+	      c.etcd.ttl_s == 10, "etcd://10.1.2.3: defaults");
+	CHECK(!mi_registry_backend_parse("etcd://127.0.0.1:23790/lab-1", &c) &&
+	      c.etcd.port == 23790 && !strcmp(c.etcd.cluster, "lab-1"),
+	      "etcd://127.0.0.1:23790/lab-1");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(mi_registry_backend_parse(bad[i], &c) == -EINVAL && mi_last_error()[0],
+		      "'%s' accepted", bad[i]);
 }
 
 /* ==== the solver side ================================================= */
@@ -212,6 +236,7 @@ struct solver {
 	bool changed;
 	int64_t left_ns[2];	/* when node a / b left (0: not yet) */
 	int64_t joined_ns[2];
+	int joins[2];
 	uint32_t puts_sim0_a, puts_sim1_a;
 	bool sim1_degraded_seen;
 	char assign[STREAMS][64];
@@ -228,8 +253,10 @@ static void on_watch(const struct mi_etcd_event *ev, void *arg)
 	pthread_cond_signal(&s->cond);
 	if (ev->type == MI_ETCD_EV_NODE_LEFT && node >= 0 && !s->left_ns[node])
 		s->left_ns[node] = ev->host_ns;
-	if (ev->type == MI_ETCD_EV_NODE_JOINED && node >= 0)
+	if (ev->type == MI_ETCD_EV_NODE_JOINED && node >= 0) {
 		s->joined_ns[node] = ev->host_ns;
+		s->joins[node]++;
+	}
 	if (ev->type == MI_ETCD_EV_DEVICE_PUT && node == 0) {
 		if (!strcmp(ev->dev->dev, "sim0"))
 			s->puts_sim0_a++;
@@ -482,6 +509,8 @@ static int run(const char *etcd_bin)
 			break;
 		if (i == 150 || wait_exit(etcd_pid, 0) != -1) {
 			printf("FAIL: etcd did not come up on %s: %s\n", url_c, mi_last_error());
+			if (i < 150)
+				etcd_pid = 0;	/* it exited: reaped */
 			return 1;
 		}
 		sleep_ms(100);
@@ -642,6 +671,32 @@ static int run(const char *etcd_bin)
 		free(bo);
 	}
 
+	/* 5b: a's lease revoked under it: it leaves, takes a new lease and
+	 * publishes again */
+	{
+		char *ao = node_file("a", "out"), *l = strstr(ao, ", lease ");
+		long long lease = l ? atoll(l + 8) : 0;
+		int64_t t0 = now_ns(), t_back = 0;
+
+		CHECK(lease, "node a did not say its lease");
+		ret = lease ? mi_etcd_lease_revoke(&eo, lease) : -EINVAL;
+		CHECK(!ret, "revoke a's lease: %s", mi_last_error());
+		while (!ret && now_ns() - t0 < (TTL_S + 3) * 1000000000LL) {
+			pthread_mutex_lock(&s.lock);
+			if (s.left_ns[0] && s.joins[0] == 2)
+				t_back = s.joined_ns[0];
+			pthread_mutex_unlock(&s.lock);
+			if (t_back)
+				break;
+			sleep_ms(20);
+		}
+		CHECK(s.left_ns[0] && t_back, "a did not leave and join again after its lease was revoked");
+		if (t_back)
+			printf("a's lease revoked: a left, then joined again with a new lease %.2f s later\n",
+			       (t_back - s.left_ns[0]) / 1e9);
+		free(ao);
+	}
+
 	/* 6: etcd goes away under a */
 	mi_etcd_watch_stop(w);
 	w = NULL;
@@ -664,6 +719,9 @@ static int run(const char *etcd_bin)
 		CHECK(count_lines(err, NULL) == 1 && count_lines(err, "running on local state") == 1,
 		      "node a: want one line when etcd went away, got '%s'", err);
 		printf("etcd stopped under a: %s", err);
+		free(err);
+		err = node_file("a", "out");
+		CHECK(strstr(err, "relets 1,"), "node a did not take exactly one new lease");
 		free(err);
 	}
 	mi_solver_destroy(sv);
@@ -695,9 +753,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: etcd-test --node-bin PATH [--etcd PATH] [-v]\n");
 		return 2;
 	}
-	if (!find_etcd(etcd_given, etcd_bin, sizeof(etcd_bin))) {
-		printf("SKIP check-etcd: no etcd binary (apt-get install etcd-server)\n");
-		return 0;
+	test_parse();
+	if (etcd_given) {
+		snprintf(etcd_bin, sizeof(etcd_bin), "%s", etcd_given);
+		if (access(etcd_bin, X_OK)) {
+			printf("FAIL: --etcd %s: %s\n", etcd_bin, strerror(errno));
+			return 1;
+		}
+	} else if (!find_etcd(etcd_bin, sizeof(etcd_bin))) {
+		printf("SKIP check-etcd: etcd is not installed (apt-get install etcd-server);"
+		       " the spec parser checks %s\n", failures ? "FAILED" : "passed");
+		return failures ? 1 : 0;
 	}
 	node_bin_path = node_bin;
 	return run(etcd_bin);

@@ -547,14 +547,10 @@ int etcd_prefix_end_b64(const char *prefix, char *out)
 /* An answer carrying {"error": ...} instead of a result. */
 int etcd_answer_error(const char *path, const char *js, size_t len)
 {
-	const char *e = js + len, *m;
-	const char *s;
+	const char *e = js + len, *s;
 	ssize_t n;
 
-	m = etcd_js_get(js, e, "error");
-	if (!m)
-		m = etcd_js_get(js, e, "message");
-	if (!m)
+	if (!etcd_js_get(js, e, "error"))
 		return 0;
 	n = etcd_js_str(etcd_js_get(js, e, "message"), e, &s);
 	return mi_set_error(-EPROTO, "etcd: %s failed: %.*s", path,

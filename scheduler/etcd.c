@@ -16,8 +16,8 @@
  * then one streaming POST /v3/watch from R + 1; every complete JSON
  * object on the stream is one message.  A dropped stream is opened again
  * from the revision after the last event seen, so nothing is missed or
- * applied twice (unless etcd compacted meanwhile: the watch then reports
- * "canceled" and the view is rebuilt on the next start).
+ * applied twice (unless etcd compacted meanwhile: the watch then stops
+ * with "canceled" in its status; a new mi_etcd_watch_start lists again).
  */
 #include <errno.h>
 #include <poll.h>
@@ -174,14 +174,13 @@ static int node_publish(struct mi_etcd_node *n, uint64_t mask, int64_t lease,
 	return ret;
 }
 
-static void node_fail(struct mi_etcd_node *n, int err)
+static void node_fail(struct mi_etcd_node *n)
 {
 	pthread_mutex_lock(&n->lock);
 	n->st.connected = false;
 	n->st.failures++;
 	snprintf(n->st.error, sizeof(n->st.error), "%s", mi_last_error());
 	pthread_mutex_unlock(&n->lock);
-	(void)err;
 }
 
 /*
@@ -243,7 +242,7 @@ static void *node_thread(void *arg)
 		else
 			left = mask, done = 0;
 		if (ret)
-			node_fail(n, ret);
+			node_fail(n);
 		pthread_mutex_lock(&n->lock);
 		n->dirty |= left;
 		n->st.publishes += done;
@@ -284,7 +283,7 @@ int mi_etcd_node_start(struct mi_registry *reg, const struct mi_etcd_opts *o,
 	n->o = *o;
 	mi_etcd_opts_defaults(&n->o);
 	if (n->o.ttl_s < 2)
-		n->o.ttl_s = 2;	/* etcd's minimum TTL is larger anyway */
+		n->o.ttl_s = 2;	/* a refresh every ttl / 3: not tighter */
 	n->reg = reg;
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_cond_init(&n->cond, NULL);
@@ -650,6 +649,8 @@ static void *watch_thread(void *arg)
 		w->st.connected = false;
 		snprintf(w->st.error, sizeof(w->st.error), "%s", mi_last_error());
 		pthread_mutex_unlock(&w->lock);
+		if (ret == -ECANCELED)
+			break;	/* compacted past us: only a new list helps */
 		for (int i = 0; i < 5 && !watch_stopping(w); i++)
 			usleep(100000);	/* 0.5 s between attempts */
 	}

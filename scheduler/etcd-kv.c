@@ -318,7 +318,7 @@ double etcd_js_num(const char *v, const char *e, double def)
 
 	if (!v)
 		return def;
-	while (v < e && n < sizeof(buf) - 1 && strchr("+-.0123456789eE", *v) && *v)
+	while (v < e && n < sizeof(buf) - 1 && *v && strchr("+-.0123456789eE", *v))
 		buf[n++] = *v++;
 	buf[n] = 0;
 	return n ? strtod(buf, NULL) : def;
@@ -331,7 +331,7 @@ bool etcd_js_true(const char *v, const char *e)
 
 /* Copy a JSON string member into buf (NUL-ended); false if absent. */
 bool etcd_js_copy(const char *obj, const char *e, const char *key, char *buf,
-		    size_t cap)
+		  size_t cap)
 {
 	const char *s;
 	ssize_t n = etcd_js_str(etcd_js_get(obj, e, key), e, &s);
@@ -398,7 +398,7 @@ static int send_all(int fd, const char *p, size_t n)
 
 /* Send one POST; 0 or -errno. */
 int etcd_http_send(int fd, const struct mi_etcd_opts *o, const char *path,
-		     const char *body)
+		   const char *body)
 {
 	char head[256];
 	size_t bl = strlen(body);
@@ -417,7 +417,7 @@ int etcd_http_send(int fd, const struct mi_etcd_opts *o, const char *path,
 /* Read into *buf (grown) until the headers end; *used: bytes held, *hdr:
  * header length.  Checks the status is 200. */
 int etcd_http_read_head(int fd, int timeout_ms, char **buf, size_t *cap,
-			  size_t *used, size_t *hdr, const char *path)
+			size_t *used, size_t *hdr, const char *path)
 {
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -461,7 +461,7 @@ int etcd_http_read_head(int fd, int timeout_ms, char **buf, size_t *cap,
 
 /* One unary request: *out (malloc'd, NUL-ended) is the JSON answer. */
 int etcd_http_post(const struct mi_etcd_opts *o, const char *path,
-		     const char *body, char **out, size_t *out_len)
+		   const char *body, char **out, size_t *out_len)
 {
 	size_t cap = 0, used = 0, hdr = 0;
 	char *buf = NULL;

@@ -17,8 +17,11 @@
  *     item and no node reported an item another one did;
  *     Then a's lease is revoked under it: the watch sees a leave, a
  *     takes a new lease at its next refresh and joins again;
- *  6. etcd stops under node a: a says so in one line and keeps running,
- *     then stops cleanly on SIGTERM; the temporary dir is removed.
+ *  6. etcd stops under node a and the watch: a says so in one line and
+ *     keeps running; etcd restarts on the same data: a says so in one
+ *     line, the watch reopens and sees a change made after the restart;
+ *     a stops on SIGTERM (its revoked lease takes its keys at once), etcd
+ *     stops, the temporary dir is removed.
  *
  * The registry spec parser is checked first; then, without an etcd
  * binary (/usr/bin/etcd, /usr/local/bin/etcd or --etcd), a SKIP line.
@@ -234,9 +237,9 @@ struct solver {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;	/* changed */
 	bool changed;
-	int64_t left_ns[2];	/* when node a / b left (0: not yet) */
-	int64_t joined_ns[2];
-	int joins[2];
+	int64_t left_ns[3];	/* when node a / b / c left first (0: not yet) */
+	int64_t joined_ns[3];	/* joined last */
+	int joins[3], lefts[3];
 	uint32_t puts_sim0_a, puts_sim1_a;
 	bool sim1_degraded_seen;
 	char assign[STREAMS][64];
@@ -246,13 +249,18 @@ struct solver {
 static void on_watch(const struct mi_etcd_event *ev, void *arg)
 {
 	struct solver *s = arg;
-	int node = !strcmp(ev->dev->node, "a") ? 0 : !strcmp(ev->dev->node, "b") ? 1 : -1;
+	int node = ev->dev->node[1] ? -1 : ev->dev->node[0] - 'a';
 
 	pthread_mutex_lock(&s->lock);
 	s->changed = true;
 	pthread_cond_signal(&s->cond);
-	if (ev->type == MI_ETCD_EV_NODE_LEFT && node >= 0 && !s->left_ns[node])
-		s->left_ns[node] = ev->host_ns;
+	if (node > 2)
+		node = -1;
+	if (ev->type == MI_ETCD_EV_NODE_LEFT && node >= 0) {
+		if (!s->left_ns[node])
+			s->left_ns[node] = ev->host_ns;
+		s->lefts[node]++;
+	}
 	if (ev->type == MI_ETCD_EV_NODE_JOINED && node >= 0) {
 		s->joined_ns[node] = ev->host_ns;
 		s->joins[node]++;
@@ -454,6 +462,35 @@ static char *node_file(const char *name, const char *ext)
 	return slurp(path);
 }
 
+/* etcd on the given URLs and data dir; 0 once it answers. */
+static int start_etcd(const char *bin, const char *url_c, const char *url_p,
+		      const char *data, const char *log)
+{
+	char cluster[96], v[8];
+	int ret;
+
+	snprintf(cluster, sizeof(cluster), "t=%s", url_p);
+	etcd_pid = spawn((char *[]){ (char *)bin, "--name", "t",
+		"--data-dir", (char *)data, "--listen-client-urls", (char *)url_c,
+		"--advertise-client-urls", (char *)url_c, "--listen-peer-urls",
+		(char *)url_p, "--initial-advertise-peer-urls", (char *)url_p,
+		"--initial-cluster", cluster, "--logger", "zap", "--log-level",
+		"warn", NULL }, log, log);
+	for (int i = 0; ; i++) {
+		ret = mi_etcd_get(&eo, "/metainfer/probe", v, sizeof(v), NULL, NULL);
+		if (ret == -ENOENT)
+			return 0;
+		if (i == 150 || wait_exit(etcd_pid, 0) != -1) {
+			printf("FAIL: etcd did not come up on %s: %s (log %s)\n", url_c,
+			       mi_last_error(), log);
+			if (i < 150)
+				etcd_pid = 0;	/* it exited: reaped */
+			return -1;
+		}
+		sleep_ms(100);
+	}
+}
+
 static int run(const char *etcd_bin)
 {
 	char spec[96], dead_spec[96], url_c[64], url_p[64], data[96], eout[96];
@@ -486,35 +523,12 @@ static int run(const char *etcd_bin)
 	snprintf(url_p, sizeof(url_p), "http://127.0.0.1:%d", pport);
 	snprintf(data, sizeof(data), "%s/etcd.data", tmp);
 	snprintf(eout, sizeof(eout), "%s/etcd.log", tmp);
-	{
-		char cluster[96];
-
-		snprintf(cluster, sizeof(cluster), "t=%s", url_p);
-		etcd_pid = spawn((char *[]){ (char *)etcd_bin, "--name", "t",
-			"--data-dir", data, "--listen-client-urls", url_c,
-			"--advertise-client-urls", url_c, "--listen-peer-urls", url_p,
-			"--initial-advertise-peer-urls", url_p, "--initial-cluster",
-			cluster, "--logger", "zap", "--log-level", "warn", NULL },
-			eout, eout);
-	}
 	snprintf(spec, sizeof(spec), "etcd://127.0.0.1:%d/" CLUSTER, cport);
 	ret = mi_registry_backend_parse(spec, &cfg);
 	CHECK(!ret, "parse %s: %s", spec, mi_last_error());
 	eo = cfg.etcd;
-	for (int i = 0; ; i++) {
-		char v[8];
-
-		ret = mi_etcd_get(&eo, "/metainfer/probe", v, sizeof(v), NULL, NULL);
-		if (ret == -ENOENT)
-			break;
-		if (i == 150 || wait_exit(etcd_pid, 0) != -1) {
-			printf("FAIL: etcd did not come up on %s: %s\n", url_c, mi_last_error());
-			if (i < 150)
-				etcd_pid = 0;	/* it exited: reaped */
-			return 1;
-		}
-		sleep_ms(100);
-	}
+	if (start_etcd(etcd_bin, url_c, url_p, data, eout))
+		return 1;
 	printf("etcd %s up after %.2f s (data %s)\n", url_c,
 	       (now_ns() - t_start) / 1e9, data);
 
@@ -697,33 +711,82 @@ static int run(const char *etcd_bin)
 		free(ao);
 	}
 
-	/* 6: etcd goes away under a */
-	mi_etcd_watch_stop(w);
-	w = NULL;
+	/* 6: etcd goes away under a and the watch, then comes back */
 	kill(etcd_pid, SIGTERM);
 	st = wait_exit(etcd_pid, 10000);
 	CHECK(st != -1, "etcd did not stop on SIGTERM");
 	if (st != -1)
 		etcd_pid = 0;
-	sleep_ms(1500);
+	sleep_ms(1000);
 	CHECK(wait_exit(node_pid[0], 0) == -1, "node a died when etcd went away");
+	{
+		struct mi_etcd_watch_status ws;
+		char *err = node_file("a", "err");
+
+		mi_etcd_watch_status(w, &ws);
+		CHECK(!ws.connected && ws.error[0], "the watch did not notice etcd leave");
+		CHECK(count_lines(err, NULL) == 1 && count_lines(err, "running on local state") == 1,
+		      "node a: want one line when etcd went away, got '%s'", err);
+		printf("etcd stopped under a: %s", err);
+		free(err);
+	}
+	if (!etcd_pid && !start_etcd(etcd_bin, url_c, url_p, data, eout)) {
+		static const char c_val[] =
+			"{\"dev\":\"sim0\",\"class\":\"sim:u65\",\"dims\":{},"
+			"\"solver\":{\"available\":true,\"slowdown\":1,\"xfer_slowdown\":1,"
+			"\"mem_fraction\":1,\"reliability\":1}}";
+		int64_t t0 = now_ns();
+		struct mi_etcd_watch_status ws;
+		bool seen = false, back = false;
+		char *err = NULL;
+
+		/* a change after the restart reaches the reopened watch */
+		ret = mi_etcd_put(&eo, "/metainfer/" CLUSTER "/nodes/c/devices/sim0",
+				  c_val, strlen(c_val), 0);
+		CHECK(!ret, "put c: %s", mi_last_error());
+		while (now_ns() - t0 < 5000000000LL && !(seen && back)) {
+			sleep_ms(20);
+			pthread_mutex_lock(&s.lock);
+			seen = s.joins[2] == 1;
+			pthread_mutex_unlock(&s.lock);
+			free(err);
+			err = node_file("a", "err");
+			back = count_lines(err, "answers again") == 1;
+		}
+		mi_etcd_watch_status(w, &ws);
+		CHECK(seen && ws.connected && ws.reconnects == 1,
+		      "after etcd's restart the watch saw c join %d, connected %d, reconnects %llu",
+		      seen, ws.connected, (unsigned long long)ws.reconnects);
+		CHECK(back && count_lines(err, NULL) == 2,
+		      "node a: want one line when etcd came back, got '%s'", err);
+		printf("etcd restarted: a change made then reached the reopened watch in %.2f s; a: %s",
+		       (now_ns() - t0) / 1e9, back ? strchr(err, '\n') + 1 : "(nothing)\n");
+		free(err);
+	}
+
+	/* a stops: its revoked lease takes its keys at once */
 	kill(node_pid[0], SIGTERM);
 	st = wait_exit(node_pid[0], 10000);
 	CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "node a did not stop cleanly on SIGTERM: status %d", st);
 	if (st != -1)
 		node_pid[0] = 0;
-	{
-		char *err = node_file("a", "err");
-
-		CHECK(count_lines(err, NULL) == 1 && count_lines(err, "running on local state") == 1,
-		      "node a: want one line when etcd went away, got '%s'", err);
-		printf("etcd stopped under a: %s", err);
-		free(err);
-		err = node_file("a", "out");
-		CHECK(strstr(err, "relets 1,"), "node a did not take exactly one new lease");
-		free(err);
+	for (int i = 0, lefts = 0; i < 300; i++) {
+		pthread_mutex_lock(&s.lock);
+		lefts = s.lefts[0];
+		pthread_mutex_unlock(&s.lock);
+		if (lefts == 2)
+			break;
+		CHECK(i < 299, "the watch did not see a leave when it stopped (%d leaves)", lefts);
+		sleep_ms(20);
 	}
+	{
+		char *out = node_file("a", "out");
+
+		CHECK(strstr(out, "relets 1,"), "node a did not take exactly one new lease");
+		free(out);
+	}
+	mi_etcd_watch_stop(w);
 	mi_solver_destroy(sv);
 	cleanup();
 	CHECK(access(tmp, F_OK) && errno == ENOENT, "%s still there", tmp);

@@ -3,7 +3,7 @@
 # test: etcd on 127.0.0.1 with a temporary data dir, two node processes,
 # one killed, its streams re-planned onto the other.
 #
-#   make check-etcd   about 15 s; skips (passing) when etcd is not installed
+#   make check-etcd   about 9 s; skips (passing) when etcd is not installed
 
 ETCD_BINS := $(O)/scheduler/tests/etcd-node $(O)/scheduler/tests/etcd-test
 

@@ -186,8 +186,9 @@ static void node_fail(struct mi_etcd_node *n)
 /*
  * The node's thread: publishes dirty devices at once, refreshes the
  * lease every ttl / 3.  When etcd does not answer it keeps the dirty set
- * and retries on the next refresh; a lease found gone (TTL 0 or an
- * error naming it) is granted again and everything republished.
+ * and retries on the next refresh; a lease found gone at a refresh (TTL
+ * 0: expired while etcd was out of reach, or revoked) is granted again
+ * and every device published again.
  */
 static void *node_thread(void *arg)
 {

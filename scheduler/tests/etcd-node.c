@@ -389,6 +389,10 @@ int main(int argc, char **argv)
 		snprintf(n.cfg.etcd.node, sizeof(n.cfg.etcd.node), "%s", n.name);
 		n.cfg.etcd.ttl_s = (uint32_t)ttl;
 		ret = mi_etcd_node_start(n.reg, &n.cfg.etcd, &n.pub);
+		if (ret == -EINVAL) {
+			fprintf(stderr, "etcd-node: %s\n", mi_last_error());
+			return 2;	/* a bad name is not an outage */
+		}
 		if (ret)
 			etcd_state(&n, false, mi_last_error());
 		else {

@@ -23,7 +23,8 @@
  *     a stops on SIGTERM (its revoked lease takes its keys at once), etcd
  *     stops, the temporary dir is removed.
  *
- * The registry spec parser is checked first; then, without an etcd
+ * The gateway codec and the registry spec parser are checked first;
+ * then, without an etcd
  * binary (/usr/bin/etcd, /usr/local/bin/etcd or --etcd), a SKIP line.
  *
  *   etcd-test --node-bin PATH [--etcd PATH] [-v]
@@ -46,6 +47,7 @@
 
 #include "metainfer/metainfer.h"
 #include "etcd.h"
+#include "etcd-impl.h"
 #include "scheduler.h"
 
 #define STREAMS 6
@@ -203,6 +205,50 @@ static bool find_etcd(char *out, size_t cap)
 			return true;
 		}
 	return false;
+}
+
+/* The gateway codec: base64 both ways, the JSON reader on the shapes
+ * etcd answers with, and on cut or malformed text. */
+static void test_codec(void)
+{
+	static const char js[] =
+		"{\"header\":{\"revision\":\"42\",\"x\":[1,{\"y\":\"}\"}]},"
+		"\"kvs\":[{\"key\":\"YQ==\",\"n\":-7},{\"key\":\"Yg==\",\"q\":\"a\\\"b\"}],"
+		"\"ok\":true,\"f\":2.5e-1}";
+	const char *e = js + strlen(js), *it, *v, *str;
+	unsigned char in[64];
+	char enc[96], dec[72];
+	int n = 0;
+
+	for (size_t len = 0; len < sizeof(in); len++) {
+		for (size_t i = 0; i < len; i++)
+			in[i] = (unsigned char)(i * 37 + len * 11);
+		etcd_b64_encode(in, len, enc);
+		CHECK(strlen(enc) == 4 * ((len + 2) / 3), "b64 of %zu bytes: %zu chars",
+		      len, strlen(enc));
+		CHECK(etcd_b64_decode(enc, strlen(enc), dec, sizeof(dec)) == (ssize_t)len &&
+		      !memcmp(dec, in, len), "b64 round trip of %zu bytes", len);
+	}
+	CHECK(etcd_b64_decode("YW*=", 4, dec, sizeof(dec)) < 0, "b64 took a '*'");
+	CHECK(etcd_b64_decode("YWJj", 4, dec, 3) < 0, "b64 overran its buffer");
+	CHECK(etcd_js_int(etcd_js_get(etcd_js_get(js, e, "header"), e, "revision"), e, 0) == 42,
+	      "header.revision");
+	CHECK(etcd_js_true(etcd_js_get(js, e, "ok"), e), "ok is true");
+	CHECK(etcd_js_num(etcd_js_get(js, e, "f"), e, 0) == 0.25, "f is 0.25");
+	CHECK(!etcd_js_get(js, e, "y"), "found a nested member at the top");
+	it = etcd_js_get(js, e, "kvs");
+	while ((v = etcd_js_next(&it, e))) {
+		ssize_t l = etcd_js_str(etcd_js_get(v, e, "key"), e, &str);
+
+		CHECK(l == 4 && !memcmp(str, n ? "Yg==" : "YQ==", 4), "kvs[%d].key", n);
+		n++;
+	}
+	CHECK(n == 2, "kvs has %d elements, want 2", n);
+	CHECK(etcd_js_int(etcd_js_get(etcd_js_get(js, e, "kvs") + 1, e, "n"), e, 0) == -7,
+	      "kvs[0].n");
+	for (size_t cut = 0; cut + 1 < strlen(js); cut++)
+		CHECK(!etcd_js_skip(js, js + cut), "a cut at %zu still parsed", cut);
+	CHECK(etcd_js_skip(js, e) == e, "the whole text is one value");
 }
 
 /* The registry spec: local by default, etcd only when asked for. */
@@ -816,6 +862,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: etcd-test --node-bin PATH [--etcd PATH] [-v]\n");
 		return 2;
 	}
+	test_codec();
 	test_parse();
 	if (etcd_given) {
 		snprintf(etcd_bin, sizeof(etcd_bin), "%s", etcd_given);
@@ -825,7 +872,7 @@ int main(int argc, char **argv)
 		}
 	} else if (!find_etcd(etcd_bin, sizeof(etcd_bin))) {
 		printf("SKIP check-etcd: etcd is not installed (apt-get install etcd-server);"
-		       " the spec parser checks %s\n", failures ? "FAILED" : "passed");
+		       " codec and spec parser checks %s\n", failures ? "FAILED" : "passed");
 		return failures ? 1 : 0;
 	}
 	node_bin_path = node_bin;

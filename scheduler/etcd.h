@@ -42,7 +42,7 @@ struct mi_etcd_opts {
 	uint16_t port;		/* 2379 */
 	char cluster[32];	/* "default" */
 	char node[32];		/* this node's name (publishers only) */
-	uint32_t ttl_s;		/* lease TTL: 10 */
+	uint32_t ttl_s;		/* lease TTL: 10 (a node takes 2 at least) */
 	uint32_t timeout_ms;	/* connect + one unary request: 2000 */
 };
 
@@ -70,7 +70,8 @@ void mi_etcd_opts_defaults(struct mi_etcd_opts *o);
 
 int mi_etcd_put(const struct mi_etcd_opts *o, const char *key,
 		const void *val, size_t len, int64_t lease);
-/* -ENOENT when absent; val gets a NUL after the len bytes (cap > len). */
+/* -ENOENT when absent (no error line: not a failure); val gets a NUL
+ * after the len bytes (cap > len). */
 int mi_etcd_get(const struct mi_etcd_opts *o, const char *key, char *val,
 		size_t cap, size_t *len, int64_t *mod_rev);
 typedef int (*mi_etcd_kv_cb)(const char *key, const char *val, size_t len,

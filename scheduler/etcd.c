@@ -277,6 +277,11 @@ int mi_etcd_node_start(struct mi_registry *reg, const struct mi_etcd_opts *o,
 			return ret;
 		if (!etcd_name_ok(v.name, strlen(v.name)))
 			return mi_set_error(-EINVAL, "etcd: device name '%s' cannot be a key", v.name);
+		/* the class goes into the value's JSON as it is */
+		for (const char *c = v.klass; *c; c++)
+			if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+				return mi_set_error(-EINVAL, "etcd: device %s: a class with quotes, backslashes or control characters",
+						    v.name);
 	}
 	n = calloc(1, sizeof(*n));
 	if (!n)

@@ -140,6 +140,9 @@ void mi_plan_ctx_reset(struct mi_plan_ctx *ctx); /* frees what planning wrote */
  */
 bool mi_cpu_plan_allows(const struct mi_cpu_opts *opts, int ni,
 			const char *variant);
+/* The variant the plan names for node index ni, NULL when it names none
+ * (or there is no plan). */
+const char *mi_cpu_plan_variant(const struct mi_cpu_opts *opts, int ni);
 bool mi_cpu_plan_allows_fuse(const struct mi_cpu_opts *opts, int ni, int ci);
 
 /* The fp32 NCHW registry (plan.c): its variant names for op (count

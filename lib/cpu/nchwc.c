@@ -174,7 +174,7 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 	 * "<op>.nchwc" */
 	f->hdr.variant = f->kind == NC_DW ? "conv.nchwc.dw" :
 			 f->kind != NC_CONV ? NULL :
-			 f->wgo ? "conv.nchwc.winograd" : "conv.nchwc.direct";
+			 f->wgo ? MI_NC_VARIANT_WINO : MI_NC_VARIANT_DIRECT;
 	f->hdr.lay_in = f->xblk ? MI_LAYOUT_NCHWC : MI_LAYOUT_NCHW;
 	f->hdr.blk_in = f->xblk ? B : 0;
 	f->hdr.lay_out = f->yblk ? MI_LAYOUT_NCHWC : MI_LAYOUT_NCHW;
@@ -288,6 +288,19 @@ static bool x1_keep(struct mi_graph *g, struct mi_node *n, const struct nc_node 
 	return mi_cpu_consumers(g, n->outputs[0], c, 2) == 1 && kind[c[0]] == NC_DW;
 }
 
+/* What a plan asks of node ni's conv: -1 nothing (the cost rules
+ * choose), 0 the direct kernel, 1 the blocked Winograd. */
+static int want_wgo(const struct mi_cpu_opts *opts, int ni)
+{
+	const char *v = mi_cpu_plan_variant(opts, ni);
+
+	if (!v)
+		return -1;
+	if (!strcmp(v, MI_NC_VARIANT_WINO))
+		return 1;
+	return !strcmp(v, MI_NC_VARIANT_DIRECT) ? 0 : -1;
+}
+
 int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa,
 		      const struct mi_cpu_opts *opts)
 {
@@ -317,6 +330,7 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa,
 			goto out;
 		}
 		f->k = mi_nc_kern_get(isa);
+		f->want_wgo = want_wgo(opts, ni);
 		if (n->dead || !(kind[ni] = mi_nc_classify(g, n, f))) {
 			free(f);
 			continue;

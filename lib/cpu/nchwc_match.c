@@ -260,7 +260,12 @@ int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 
 		if (kind < 0)
 			return NC_NONE;
-		if (kind == NC_CONV && !direct_pays(&s, f->k)) {
+		if (kind == NC_CONV && f->want_wgo == 1) {
+			f->wgo = 1;	/* a plan names the blocked Winograd */
+		} else if (kind != NC_CONV && f->want_wgo >= 0) {
+			return NC_NONE;	/* named a conv variant */
+		} else if (kind == NC_CONV && f->want_wgo < 0 &&
+			   !direct_pays(&s, f->k)) {
 			/* Winograd's shapes: the blocked Winograd */
 			if (!mi_cpu_wino_pays(&s, nc_isa_of(f->k)))
 				return NC_NONE;
@@ -272,6 +277,8 @@ int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 			.sw = s.sw, .dh = s.dh, .dw = s.dw, .pt = s.pt,
 			.pl = s.pl,
 		};
+		if (f->wgo && !mi_ncw_supports(&f->p))
+			return NC_NONE;
 		f->nb = s.n;
 		f->c = s.c;
 		f->m = s.m;
@@ -307,4 +314,29 @@ int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 		return NC_MUL;
 	}
 	return NC_NONE;
+}
+
+int mi_cpu_nchwc_conv_variants(struct mi_graph *g, struct mi_node *n,
+			       const char **names, int max)
+{
+	struct mi_conv_shape s;
+	struct mi_nc_conv p;
+	int k = 0;
+
+	if (n->dead || !is_op(n, "Conv") || conv_shape(g, n, &s) != NC_CONV)
+		return 0;
+	if (k < max)
+		names[k] = MI_NC_VARIANT_DIRECT;
+	k++;
+	p = (struct mi_nc_conv){
+		.c = s.c, .h = s.h, .w = s.w, .m = s.m, .oh = s.oh, .ow = s.ow,
+		.kh = s.kh, .kw = s.kw, .sh = s.sh, .sw = s.sw, .dh = s.dh,
+		.dw = s.dw, .pt = s.pt, .pl = s.pl,
+	};
+	if (mi_ncw_supports(&p)) {
+		if (k < max)
+			names[k] = MI_NC_VARIANT_WINO;
+		k++;
+	}
+	return k;
 }

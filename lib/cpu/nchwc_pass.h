@@ -57,8 +57,9 @@ struct nc_node {
 	int mg, units, rb, sg, sr, gmaj, nsub;
 	int steal; /* the caller runs every part (as when workers are late) */
 	/* 3x3 stride-1 conv on Winograd's shapes: blocked Winograd (wgo set
-	 * by mi_nc_classify, wino by finish) */
-	int wgo;
+	 * by mi_nc_classify, wino by finish); want_wgo: what a plan asks of
+	 * a conv (-1 the cost rules choose, 0 direct, 1 Winograd) */
+	int wgo, want_wgo;
 	struct mi_ncw *wino;
 	/* conv with pads: each image is first copied into a zero-padded
 	 * map of ph x pw in the shared workspace (no edge tiles) */

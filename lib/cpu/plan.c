@@ -125,6 +125,13 @@ static const struct mi_plan_req *req_of(const struct mi_cpu_opts *opts,
 	return &c->req[ni];
 }
 
+const char *mi_cpu_plan_variant(const struct mi_cpu_opts *opts, int ni)
+{
+	const struct mi_plan_req *r = req_of(opts, ni);
+
+	return r ? r->variant : NULL;
+}
+
 bool mi_cpu_plan_allows(const struct mi_cpu_opts *opts, int ni,
 			const char *variant)
 {

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "cpu/nchwc.h"
 #include "plan/plan-impl.h"
 
 void mi_plan_cands_free(struct mi_plan_cands *c)
@@ -130,6 +131,29 @@ static int nchw_supports(struct mi_plan_rb *r, int i, const char *v,
 	return err;
 }
 
+/* The blocked pass's conv variants for node i, on the graph as it was
+ * before planning (as nchw_supports). */
+static int nchwc_variants(struct mi_plan_rb *r, int i, const char **names,
+			  int max)
+{
+	struct mi_graph *g = &r->m->g;
+	struct mi_node *n = &g->nodes[i];
+	int *in = n->inputs, nin = n->ninputs, out0 = -1, k;
+
+	n->inputs = r->c->in_idx + r->c->in_off[i];
+	n->ninputs = r->c->in_off[i + 1] - r->c->in_off[i];
+	if (n->noutputs > 0) {
+		out0 = n->outputs[0];
+		n->outputs[0] = r->c->out0[i];
+	}
+	k = mi_cpu_nchwc_conv_variants(g, n, names, max);
+	n->inputs = in;
+	n->ninputs = nin;
+	if (n->noutputs > 0)
+		n->outputs[0] = out0;
+	return k;
+}
+
 int mi_plan_candidates(struct mi_model *m, const char *node,
 		       const struct mi_plan_candidate **cands)
 {
@@ -171,6 +195,16 @@ int mi_plan_candidates(struct mi_model *m, const char *node,
 		err = add(c, "ref", lay, lay, "fp32", NULL, 0,
 			  ge && !strcmp(ge->variant, "ref"),
 			  "the reference op: always legal");
+	}
+	/* a blocked conv may switch between the blocked pass's kernels:
+	 * the chain keeps its layouts and fusions */
+	if (!err && ge && mi_plan_prov_of(&r, i) == MI_PROV_NCHWC) {
+		nv = nchwc_variants(&r, i, names, 16);
+		for (int k = 0; !err && k < nv && k < 16; k++)
+			if (strcmp(ge->variant, names[k]))
+				err = add(c, names[k], ge->lay_in, ge->lay_out,
+					  ge->precision, ge->fused, ge->nfused,
+					  0, "legal; the blocked pass's cost rule took the other kernel");
 	}
 	nv = mi_cpu_nchw_variants(m->g.nodes[i].op_type, names, 16);
 	for (int k = 0; !err && k < nv && k < 16; k++) {

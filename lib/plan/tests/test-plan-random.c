@@ -7,7 +7,9 @@
  * every node's candidates (mi_plan_candidates); then draw plans: each
  * draw changes 1..4 random nodes (every node with probability 1/2 in
  * graphs of up to 8 nodes) to a random candidate, the nodes a changed
- * node no longer fuses running on their reference op.  Each draw is
+ * node no longer fuses running on their reference op, the other nodes
+ * keeping their kernels and fusions with their layouts left to the
+ * negotiation ("auto").  Each draw is
  * applied (a rejected one is redrawn and counted), run, and its outputs
  * compared with the reference outputs: max|y - ref| / max|ref| within the
  * plan's tolerance, the largest of its variants' (Winograd 1e-3, int8
@@ -37,6 +39,7 @@ struct cand {
 
 struct node {
 	char *name;
+	char *default_variant;
 	int ndefault_fused;
 	char **default_fused;
 	int ncands;
@@ -215,6 +218,7 @@ static int load_nodes(struct mi_model *m, const struct mi_plan *p,
 
 		mi_plan_node(p, i, &nd);
 		nodes[i].name = strdup(nd.name);
+		nodes[i].default_variant = strdup(nd.variant);
 		nodes[i].ndefault_fused = nd.nfused;
 		nodes[i].default_fused = strv_dup(nd.fused, nd.nfused);
 		nc = mi_plan_candidates(m, nd.name, &c);
@@ -243,6 +247,7 @@ static void nodes_free(struct node *nodes, int n)
 {
 	for (int i = 0; i < n; i++) {
 		free(nodes[i].name);
+		free(nodes[i].default_variant);
 		strv_free(nodes[i].default_fused, nodes[i].ndefault_fused);
 		for (int k = 0; k < nodes[i].ncands; k++) {
 			free(nodes[i].cands[k].variant);
@@ -287,6 +292,15 @@ static int draw(const struct mi_plan *p0, const struct node *nodes, int n,
 		for (int i = 0; i < want; i++)
 			pick[rnd() % n] = 1;
 	}
+	/* the others keep their kernels; their layouts follow the changed
+	 * nodes (a conv moved out of a blocked chain changes its
+	 * neighbours' layouts, which a plan naming them would refuse) */
+	for (int i = 0; !err && i < n; i++)
+		if (!pick[i] && nodes[i].default_variant)
+			err = mi_plan_set(p, nodes[i].name,
+					  nodes[i].default_variant,
+					  (const char *const *)nodes[i].default_fused,
+					  nodes[i].ndefault_fused);
 	for (int i = 0; !err && i < n; i++) {
 		const struct node *nd = &nodes[i];
 		const struct cand *c;

@@ -380,6 +380,10 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa,
 				continue;
 			switch (kind[i]) {
 			case NC_CONV:
+				/* a plan named its kernel: it stays, reading
+				 * and writing NCHW at a chain's ends */
+				if (fs[i]->want_wgo >= 0)
+					break;
 				/* on a 1x1 map (squeeze-excitation FCs) NCHW
 				 * and blocked are the same pixel: the lane by
 				 * lane ends cost nothing, and the NCHW GEMM has

@@ -66,6 +66,7 @@ struct search {
 	double int8_macs;	/* of the default plan */
 	double loss0;		/* default's measured 1 - cosine */
 	double L0, M0, score0;	/* the default's */
+	int nfixed;		/* candidates measured whatever is predicted */
 	/* evaluation scratch */
 	double *ns;
 	bool *int8;
@@ -445,7 +446,7 @@ static bool evaluate(struct search *s, const int *choice,
 		if (s->o->max_mem > 0 && dm > s->o->max_mem) {
 			if (why)
 				snprintf(why, wlen,
-					 "%s needs %.1f MiB, more than --max-mem %.1f MiB",
+					 "%s needs %.4g MiB, more than --max-mem %.4g MiB",
 					 res.dev_name[d], dm / 1048576.0,
 					 s->o->max_mem / 1048576.0);
 			return false;
@@ -593,6 +594,22 @@ static int state_plan(struct search *s, const int *choice,
 
 	if (err)
 		return err;
+	/* layouts follow from the variants: a neighbour's fixed layout
+	 * would make a changed node's plan unrealizable */
+	for (int k = 0; k < p->n && !err; k++) {
+		char *li = strdup("auto"), *lo = strdup("auto");
+
+		if (!li || !lo) {
+			free(li);
+			free(lo);
+			err = -ENOMEM;
+			break;
+		}
+		free(p->e[k].lay_in);
+		free(p->e[k].lay_out);
+		p->e[k].lay_in = li;
+		p->e[k].lay_out = lo;
+	}
 	for (int gi = 0; gi < s->ng && !err; gi++) {
 		const struct sgroup *g = &s->g[gi];
 		const struct sopt *op = &g->opt[choice[gi]];
@@ -636,7 +653,7 @@ static void progress(struct search *s, const char *what, int i, int n)
 }
 
 /* Measure candidate c (apply, warm up, median of runs, cosine). */
-static int verify(struct search *s, struct mi_search_cand *c)
+static int verify(struct search *s, struct mi_search_cand *c, bool is_default)
 {
 	struct mi_plan *p = NULL;
 	double *t, t0;
@@ -649,8 +666,11 @@ static int verify(struct search *s, struct mi_search_cand *c)
 	err = !out || !outn || !t ? -ENOMEM : state_plan(s, c->choice, &p);
 	if (err)
 		goto out;
+	/* the default plan is what the default rules make, not its
+	 * read-back applied as pins */
 	t0 = now_s();
-	err = mi_model_plan_apply(s->m, p);
+	err = is_default ? mi_model_plan_reset(s->m) :
+			   mi_model_plan_apply(s->m, p);
 	s->r->compile_s += now_s() - t0;
 	if (err) {
 		snprintf(c->why, sizeof(c->why), "%s", mi_last_error());
@@ -811,7 +831,7 @@ static int calibrate(struct search *s, double *tmp)
 	s->r->calib_s = now_s() - t0;
 	if (err)
 		return err;
-	return mi_model_plan_apply(s->m, s->def);
+	return mi_model_plan_reset(s->m);
 }
 
 /* ---- the search ----------------------------------------------------- */
@@ -1098,7 +1118,10 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 	clock_gettime(CLOCK_MONOTONIC, &s.t0);
 	mi_pred_init(&s.own);
 	s.pred = o->pred ? o->pred : &s.own;
-	err = mi_model_plan_get(m, &s.def);
+	/* the default rules' plan, whatever the model ran before */
+	err = mi_model_plan_reset(m);
+	if (!err)
+		err = mi_model_plan_get(m, &s.def);
 	if (err)
 		goto out;
 	err = mi_pred_graph_build(m, (struct mi_predictor *)s.pred, false,
@@ -1154,7 +1177,7 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 	r->search_s = now_s() - t0 + r->calib_s;
 	if (err)
 		goto out;
-	r->cand = calloc(ntop + 1, sizeof(*r->cand));
+	r->cand = calloc(ntop + 2, sizeof(*r->cand));
 	if (!r->cand) {
 		err = -ENOMEM;
 		goto out;
@@ -1162,6 +1185,19 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 	r->cand[0] = dc;
 	dc.choice = NULL;
 	r->ncand = 1;
+	/* With accelerators the default's plan applied as pins need not
+	 * place what the default rules place: measure it too. */
+	if (s.ndevs > 1 && r->ngroups) {
+		struct mi_search_cand *c = &r->cand[r->ncand++];
+
+		c->choice = calloc(s.ng + 1, sizeof(int));
+		if (!c->choice) {
+			err = -ENOMEM;
+			goto out;
+		}
+		evaluate(&s, c->choice, c, NULL, 0);
+		s.nfixed = 2;
+	}
 	for (int i = 0; i < ntop; i++) {
 		struct mi_search_cand *c = &r->cand[r->ncand];
 
@@ -1178,19 +1214,21 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 			   (o->warmup > 0 ? o->warmup : 1) + 1;
 		double cost = (r->ncand - 1) * runs * r->cand[0].pred_ns;
 		char why[160] = "";
+		int nf = s.nfixed ? s.nfixed : 1;
 		bool def_ok = evaluate(&s, r->cand[0].choice, &dc, why,
 				       sizeof(why));
 
-		for (int i = 1; i < r->ncand; i++)
+		for (int i = nf; i < r->ncand; i++)
 			gain = fmax(gain, r->cand[0].pred_ns - r->cand[i].pred_ns);
-		if (def_ok && (r->ncand == 1 || gain * amort < cost)) {
+		if (def_ok && (r->ncand == nf || gain * amort < cost)) {
 			r->kept_default = true;
 			snprintf(r->note, sizeof(r->note),
-				 r->ncand == 1 ?
+				 r->ncand == nf ?
 				 "no plan within the limits is predicted better: kept the default plan" :
 				 "predicted gain %.3f ms x %.0f runs < verification cost %.1f ms: kept the default plan",
 				 gain / 1e6, amort, cost / 1e6);
-			r->ncand = 1;
+			while (r->ncand > nf)
+				free(r->cand[--r->ncand].choice);
 		}
 	}
 	for (int i = 0; i < r->ncand; i++) {
@@ -1200,7 +1238,7 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 				 "not measured: --budget spent");
 			continue;
 		}
-		err = verify(&s, &r->cand[i]);
+		err = verify(&s, &r->cand[i], i == 0);
 		if (err)
 			goto out;
 		if (r->cand[i].feasible &&
@@ -1213,13 +1251,20 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 		err = mi_set_error(-EDOM, "%s: no plan meets the limits (default: %s)",
 				   m->label, r->cand[0].why[0] ? r->cand[0].why :
 								 "infeasible");
-		mi_model_plan_apply(m, s.def);
+		mi_model_plan_reset(m);
 		goto out;
 	}
 	r->best = best;
-	err = state_plan(&s, r->cand[best].choice, &r->plan);
-	if (!err)
-		err = mi_model_plan_apply(m, r->plan);
+	if (best == 0) {
+		err = mi_model_plan_reset(m);
+		if (!err)
+			err = mi_plan_dup(s.def, &r->plan);
+	} else {
+		err = state_plan(&s, r->cand[best].choice, &r->plan);
+		if (!err)
+			err = mi_model_plan_apply(m, r->plan);
+	}
+
 out:
 	free(dc.choice);
 	states_free(top, ktop);

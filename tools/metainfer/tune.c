@@ -129,6 +129,7 @@ int mi_cli_tune(int argc, char **argv, const char *prog)
 	FILE *f;
 
 	optind = 1;
+	opterr = 0;	/* one line of our own instead */
 	while ((c = getopt_long(argc, argv, "o:D:w:k:r:P:t:qh", lopts,
 				NULL)) != -1) {
 		switch (c) {
@@ -209,7 +210,8 @@ int mi_cli_tune(int argc, char **argv, const char *prog)
 			usage_tune(stdout, prog);
 			return 0;
 		default:
-			usage_tune(stderr, prog);
+			fprintf(stderr, "%s tune: bad option '%s' (see %s tune --help)\n",
+				prog, argv[optind - 1], prog);
 			return 2;
 		}
 	}

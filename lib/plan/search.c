@@ -25,6 +25,9 @@
 #include "plan/search-impl.h"
 #include "predict/predict.h"
 
+/* Measured gain a plan needs over the default to replace it. */
+#define MI_SEARCH_MARGIN 0.02
+
 struct sopt {
 	char *variant;		/* variant groups */
 	bool int8;
@@ -1241,8 +1244,19 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 		err = verify(&s, &r->cand[i], i == 0);
 		if (err)
 			goto out;
-		if (r->cand[i].feasible &&
-		    (best < 0 || r->cand[i].meas_ns < r->cand[best].meas_ns))
+	}
+	/* The fastest measured eligible plan; another plan replaces a
+	 * feasible default only when it is faster by more than the noise
+	 * of the verification median (MI_SEARCH_MARGIN). */
+	for (int i = 0; i < r->ncand; i++) {
+		const struct mi_search_cand *c = &r->cand[i];
+
+		if (!c->feasible)
+			continue;
+		if (i && r->cand[0].feasible &&
+		    c->meas_ns >= r->cand[0].meas_ns * (1 - MI_SEARCH_MARGIN))
+			continue;
+		if (best < 0 || c->meas_ns < r->cand[best].meas_ns)
 			best = i;
 	}
 	if (s.o->progress)

@@ -51,6 +51,14 @@ int mi_pred_plan(const struct mi_predictor *p, const struct mi_pred_graph *pg,
 		 struct mi_pred_dev *const *devs, const char *const *names,
 		 int ndevs, struct mi_pred_result *r)
 {
+	return mi_pred_plan_ns(p, pg, devs, names, ndevs, NULL, r);
+}
+
+int mi_pred_plan_ns(const struct mi_predictor *p,
+		    const struct mi_pred_graph *pg,
+		    struct mi_pred_dev *const *devs, const char *const *names,
+		    int ndevs, const double *node_ns, struct mi_pred_result *r)
+{
 	double freet[MI_PRED_MAXDEV] = { 0 }, *fin = NULL, *cur = NULL;
 	int *dv = NULL, last[MI_PRED_MAXDEV], err = -ENOMEM;
 
@@ -83,7 +91,8 @@ int mi_pred_plan(const struct mi_predictor *p, const struct mi_pred_graph *pg,
 		}
 		dv[k] = d;
 		dev = devs[d];
-		t = mi_pred_node_ns(p, &v->node, dev);
+		t = node_ns && node_ns[k] >= 0 ? node_ns[k] :
+						 mi_pred_node_ns(p, &v->node, dev);
 		for (int i = 0; i < v->ninputs; i++) {
 			int s = v->inputs[i];
 			double a;

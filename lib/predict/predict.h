@@ -261,6 +261,12 @@ struct mi_pred_result {
 int mi_pred_plan(const struct mi_predictor *p, const struct mi_pred_graph *pg,
 		 struct mi_pred_dev *const *devs, const char *const *names,
 		 int ndevs, struct mi_pred_result *r);
+/* Same with known node times: node_ns[k] >= 0 is used for pg->v[k]
+ * instead of the prediction (measured times; the plan search). */
+int mi_pred_plan_ns(const struct mi_predictor *p,
+		    const struct mi_pred_graph *pg,
+		    struct mi_pred_dev *const *devs, const char *const *names,
+		    int ndevs, const double *node_ns, struct mi_pred_result *r);
 
 /* ---- the simulator's timing model (sim.c) -------------------------- */
 /* Hidden and visible parameters of a sim personality (Documentation/

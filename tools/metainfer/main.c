@@ -32,6 +32,7 @@ int mi_quant_main(int argc, char **argv);
 int mi_top_main(int argc, char **argv);
 int mi_trace_main(int argc, char **argv);
 int mi_cli_predict(int argc, char **argv, const char *prog);
+int mi_cli_tune(int argc, char **argv, const char *prog);
 
 #define EXIT_USAGE 2
 
@@ -55,6 +56,7 @@ static void usage_main(FILE *f)
 		"  health               live health vectors of the devices (six dimensions)\n"
 		"  fingerprint          measure the devices into the fingerprint DB\n"
 		"  predict MODEL.onnx   predicted latency and peak memory of a plan\n"
+		"  tune MODEL.onnx      search the plans, write the fastest measured one\n"
 		"  switch MODEL.onnx    switchable layers: list, run or choose a configuration\n"
 		"  devices              the CPU and the accelerators, with their capabilities\n"
 		"  version              print the library version\n"
@@ -852,6 +854,8 @@ int main(int argc, char **argv)
 		return mi_cli_health(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "predict"))
 		return mi_cli_predict(argc - 1, argv + 1, prog);
+	if (!strcmp(cmd, "tune"))
+		return mi_cli_tune(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "switch"))
 		return mi_cli_switch(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "devices"))

@@ -285,6 +285,139 @@ TEST_F(fdev, remove_device_with_jobs_in_flight)
 	ASSERT_EQ(0, mi_sim_new(self->id, variant->pers, NULL));
 }
 
+/* SUBMIT of the fixture's copy on @ctx after @in (0: none), signalling @out. */
+static int submit_sync(FIXTURE_DATA(fdev) *self, uint32_t ctx, uint32_t in,
+		       uint32_t out, uint64_t *seq)
+{
+	struct drm_metainfer_sync sync = { .handle = in };
+	struct drm_metainfer_submit sb;
+
+	memset(&sb, 0, sizeof(sb));
+	sb.size = sizeof(sb);
+	sb.ctx_id = ctx;
+	sb.bo_count = 2;
+	sb.bo_handles = (uintptr_t)self->bos;
+	sb.cmds = (uintptr_t)self->s.buf;
+	sb.cmds_size = self->s.len;
+	sb.out_sync = out;
+	if (in) {
+		sb.in_syncs = (uintptr_t)&sync;
+		sb.in_sync_count = 1;
+	}
+	if (mi_ioctl(self->fd, DRM_IOCTL_METAINFER_SUBMIT, &sb))
+		return -errno;
+	*seq = sb.seqno;
+	return 0;
+}
+
+/*
+ * A job behind a failed in-fence does not run: A fails (-EIO), B after A
+ * and C after B end with -ECANCELED and the output stays untouched (B and
+ * C copy the same data, so a run would show).
+ */
+TEST_F(fdev, failed_in_fence_cancels_jobs_behind_it)
+{
+	uint32_t sa, sbo, other;
+	uint64_t a, b, c;
+	int64_t st;
+
+	ASSERT_EQ(0, mi_syncobj_create(self->fd, 0, &sa));
+	ASSERT_EQ(0, mi_syncobj_create(self->fd, 0, &sbo));
+	ASSERT_EQ(0, mi_ctx_create(self->fd, variant->queue,
+				   DRM_METAINFER_PRIORITY_NORMAL, &other));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_dma", 1));
+	ASSERT_EQ(0, submit_sync(self, self->ctx, 0, sa, &a));
+	ASSERT_EQ(0, submit_sync(self, other, sa, sbo, &b));
+	ASSERT_EQ(0, submit_sync(self, self->ctx, sbo, 0, &c));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, a, 30000, &st));
+	ASSERT_EQ(-EIO, st);
+	ASSERT_EQ(0, mi_wait(self->fd, other, b, 30000, &st));
+	EXPECT_EQ(-ECANCELED, st);
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, c, 30000, &st));
+	EXPECT_EQ(-ECANCELED, st);
+	EXPECT_EQ(0, self->dst[0]);
+	EXPECT_FALSE(dst_ok(self));
+	/* a job behind a successful in-fence runs */
+	ASSERT_EQ(0, submit_sync(self, self->ctx, 0, sa, &a));
+	ASSERT_EQ(0, submit_sync(self, other, sa, 0, &b));
+	ASSERT_EQ(0, mi_wait(self->fd, other, b, 30000, &st));
+	EXPECT_EQ(0, st);
+	EXPECT_TRUE(dst_ok(self));
+}
+
+/*
+ * Destroying a context whose job waits for an in-fence that has not
+ * signalled (H hangs until the job timeout) cancels that job at once: the
+ * destroy does not wait for H, the job never runs, its out-syncobj
+ * signals.
+ */
+TEST_F(fdev, destroy_cancels_job_behind_pending_in_fence)
+{
+	uint32_t sh, sbo, other;
+	uint64_t h, b, tmo_ms;
+	int64_t t0, t1, st;
+
+	ASSERT_EQ(0, mi_get_param(self->fd, DRM_METAINFER_PARAM_JOB_TIMEOUT_MS,
+				  0, &tmo_ms));
+	ASSERT_EQ(0, mi_syncobj_create(self->fd, 0, &sh));
+	ASSERT_EQ(0, mi_syncobj_create(self->fd, 0, &sbo));
+	/* on the other queue, so only the in-fence holds it back */
+	ASSERT_EQ(0, mi_ctx_create(self->fd, variant->queue ^ 1,
+				   DRM_METAINFER_PRIORITY_NORMAL, &other));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	ASSERT_EQ(0, submit_sync(self, self->ctx, 0, sh, &h));
+	ASSERT_EQ(0, submit_sync(self, other, sh, sbo, &b));
+	t0 = mi_now_ns();
+	ASSERT_EQ(0, mi_ctx_destroy(self->fd, other));
+	t1 = mi_now_ns();
+	/* the destroy did not wait for H */
+	EXPECT_GT((int64_t)tmo_ms * 1000000 / 2, t1 - t0) {
+		TH_LOG("CTX_DESTROY took %lld ms, job timeout %llu ms",
+		       (long long)((t1 - t0) / 1000000),
+		       (unsigned long long)tmo_ms);
+	}
+	EXPECT_EQ(0, mi_syncobj_timeline_wait(self->fd, sbo, 0, 1000, 0));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, h, 30000, &st));
+	EXPECT_EQ(-ETIMEDOUT, st);
+	/* neither H nor the cancelled job wrote anything */
+	EXPECT_EQ(0, self->dst[0]);
+}
+
+/*
+ * Jobs still queued in a context when its device is removed are killed
+ * when the file closes; 6.1's kill path leaked a reference to the
+ * context's last scheduled fence (the running job's, signalled by the
+ * removal) per killed job, and with it that job's hardware fence.
+ */
+TEST_F(fdev, removed_device_frees_queued_jobs_fences)
+{
+	long long before, live = -1;
+	uint64_t seq[4];
+	int i;
+
+	ASSERT_EQ(0, mi_dbg_status(self->minor, "hw_fences_live", &before));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, submit(self, self->ctx, &seq[i]));
+	/* the first one hangs on the device, the others stay queued */
+	usleep(200000);
+	ASSERT_EQ(0, mi_sim_del(self->id));
+	munmap(self->src, 4096);
+	munmap(self->dst, 4096);
+	self->src = self->dst = NULL;
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, mi_sim_new(self->id, variant->pers, NULL));
+	self->minor = mi_sim_minor(self->id);
+	for (i = 0; i < 100; i++) {
+		if (!mi_dbg_status(self->minor, "hw_fences_live", &live) &&
+		    live == before)
+			break;
+		usleep(50000);
+	}
+	EXPECT_EQ(before, live);
+}
+
 /*
  * The child of killed_with_queued_job_frees_fences: on its own file, job A
  * runs to the end, H hangs (its context on the same queue), B waits for H

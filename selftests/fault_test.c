@@ -384,47 +384,16 @@ TEST_F(fdev, destroy_cancels_job_behind_pending_in_fence)
 }
 
 /*
- * Jobs still queued in a context when its device is removed are killed
- * when the file closes; 6.1's kill path leaked a reference to the
- * context's last scheduled fence (the running job's, signalled by the
- * removal) per killed job, and with it that job's hardware fence.
+ * The child of the killed_* tests: on its own file, job A runs to the end
+ * (A's finished fence becomes its context's signalled last_scheduled).
+ * With @hung 0, H hangs (a context on the same queue) and B waits for H
+ * through a syncobj.  With @hung > 0, a high-priority context queues
+ * @hung hanging jobs on the same queue and B (after A, no in-fence) waits
+ * behind them longer than the teardown's drain bound, so the kill path
+ * gets it.  Then it reports and waits to be killed.  Returns an exit
+ * status on failure only.
  */
-TEST_F(fdev, removed_device_frees_queued_jobs_fences)
-{
-	long long before, live = -1;
-	uint64_t seq[4];
-	int i;
-
-	ASSERT_EQ(0, mi_dbg_status(self->minor, "hw_fences_live", &before));
-	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
-	for (i = 0; i < 4; i++)
-		ASSERT_EQ(0, submit(self, self->ctx, &seq[i]));
-	/* the first one hangs on the device, the others stay queued */
-	usleep(200000);
-	ASSERT_EQ(0, mi_sim_del(self->id));
-	munmap(self->src, 4096);
-	munmap(self->dst, 4096);
-	self->src = self->dst = NULL;
-	close(self->fd);
-	self->fd = -1;
-	ASSERT_EQ(0, mi_sim_new(self->id, variant->pers, NULL));
-	self->minor = mi_sim_minor(self->id);
-	for (i = 0; i < 100; i++) {
-		if (!mi_dbg_status(self->minor, "hw_fences_live", &live) &&
-		    live == before)
-			break;
-		usleep(50000);
-	}
-	EXPECT_EQ(before, live);
-}
-
-/*
- * The child of killed_with_queued_job_frees_fences: on its own file, job A
- * runs to the end, H hangs (its context on the same queue), B waits for H
- * through a syncobj; then it reports and waits to be killed.  Returns an
- * exit status on failure only.
- */
-static int kill_child(unsigned int minor, uint32_t queue, int ready)
+static int kill_child(unsigned int minor, uint32_t queue, int hung, int ready)
 {
 	struct drm_metainfer_submit sb;
 	struct drm_metainfer_sync in = { 0 };
@@ -432,11 +401,12 @@ static int kill_child(unsigned int minor, uint32_t queue, int ready)
 	uint32_t bos[2], c1, c2, sync;
 	uint64_t seq;
 	int64_t st;
-	int fd;
+	int fd, i;
 
 	fd = mi_open_minor(minor);
 	if (fd < 0 || mi_ctx_create(fd, queue, DRM_METAINFER_PRIORITY_NORMAL, &c1) ||
-	    mi_ctx_create(fd, queue, DRM_METAINFER_PRIORITY_NORMAL, &c2) ||
+	    mi_ctx_create(fd, queue, hung ? DRM_METAINFER_PRIORITY_HIGH :
+			  DRM_METAINFER_PRIORITY_NORMAL, &c2) ||
 	    !mi_bo_new(fd, 4096, &bos[0]) || !mi_bo_new(fd, 4096, &bos[1]) ||
 	    mi_syncobj_create(fd, 0, &sync))
 		return 10;
@@ -447,7 +417,7 @@ static int kill_child(unsigned int minor, uint32_t queue, int ready)
 	if (mi_submit(fd, c1, bos, 2, s.buf, s.len, &seq) ||
 	    mi_wait(fd, c1, seq, 30000, &st) || st)
 		return 11;
-	if (mi_sim_knob(mi_sim_id_of_minor(minor), "fail_hang", 1))
+	if (mi_sim_knob(mi_sim_id_of_minor(minor), "fail_hang", hung ? hung : 1))
 		return 12;
 	memset(&sb, 0, sizeof(sb));
 	sb.size = sizeof(sb);
@@ -457,13 +427,16 @@ static int kill_child(unsigned int minor, uint32_t queue, int ready)
 	sb.cmds = (uintptr_t)s.buf;
 	sb.cmds_size = s.len;
 	sb.out_sync = sync;
-	if (mi_ioctl(fd, DRM_IOCTL_METAINFER_SUBMIT, &sb))
-		return 13;
+	for (i = 0; i < (hung ? hung : 1); i++)
+		if (mi_ioctl(fd, DRM_IOCTL_METAINFER_SUBMIT, &sb))
+			return 13;
 	sb.ctx_id = c1;
 	sb.out_sync = 0;
-	in.handle = sync;
-	sb.in_sync_count = 1;
-	sb.in_syncs = (uintptr_t)&in;
+	if (!hung) {
+		in.handle = sync;
+		sb.in_sync_count = 1;
+		sb.in_syncs = (uintptr_t)&in;
+	}
 	if (mi_ioctl(fd, DRM_IOCTL_METAINFER_SUBMIT, &sb))
 		return 14;
 	if (write(ready, "r", 1) != 1)
@@ -472,14 +445,10 @@ static int kill_child(unsigned int minor, uint32_t queue, int ready)
 		pause();
 }
 
-/*
- * A process killed with a job still queued behind an unfinished in-fence
- * (B behind the hung H): its file's teardown must free every fence.  6.1's
- * drm_sched kill path leaks a reference to the entity's last finished
- * fence (A's, and through it A's hardware fence) unless the context is
- * drained first; the module-wide live hardware fence count shows it.
- */
-TEST_F(fdev, killed_with_queued_job_frees_fences)
+/* Fork kill_child(), kill it once ready, wait for its jobs and fences. */
+static void kill_and_count(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(fdev) *self,
+			   const FIXTURE_VARIANT(fdev) *variant, int hung)
 {
 	long long before, live = -1, jobs = -1;
 	int p[2], status, i;
@@ -494,7 +463,7 @@ TEST_F(fdev, killed_with_queued_job_frees_fences)
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		close(p[0]);
-		_exit(kill_child(self->minor, variant->queue, p[1]));
+		_exit(kill_child(self->minor, variant->queue, hung, p[1]));
 	}
 	close(p[1]);
 	i = read(p[0], &c, 1);
@@ -507,8 +476,8 @@ TEST_F(fdev, killed_with_queued_job_frees_fences)
 	}
 	kill(pid, SIGKILL);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	/* H times out, B and the rest are cleaned up asynchronously */
-	for (i = 0; i < 300; i++) {
+	/* the hung jobs time out, the rest is cleaned up asynchronously */
+	for (i = 0; i < 600; i++) {
 		if (!mi_dbg_status(self->minor, "jobs_live", &jobs) && !jobs &&
 		    !mi_dbg_status(self->minor, "hw_fences_live", &live) &&
 		    live == before)
@@ -517,6 +486,28 @@ TEST_F(fdev, killed_with_queued_job_frees_fences)
 	}
 	EXPECT_EQ(0, jobs);
 	EXPECT_EQ(before, live);
+}
+
+/*
+ * A process killed with a job still queued behind an unfinished in-fence
+ * (B behind the hung H): its file's teardown must free every fence.
+ */
+TEST_F_TIMEOUT(fdev, killed_with_queued_job_frees_fences, 60)
+{
+	kill_and_count(_metadata, self, variant, 0);
+}
+
+/*
+ * The same when the queued job cannot reach the queue within the
+ * teardown's drain bound and drm_sched's second (five hung high-priority
+ * jobs ahead of it, the bound being two job timeouts and a second), so
+ * drm_sched's kill path drops it.  Debian 6.1's kill path leaked a
+ * reference to the context's last scheduled fence (A's, and through it
+ * A's hardware fence) per killed job.
+ */
+TEST_F_TIMEOUT(fdev, killed_behind_long_queue_frees_fences, 60)
+{
+	kill_and_count(_metadata, self, variant, 5);
 }
 
 TEST_HARNESS_MAIN

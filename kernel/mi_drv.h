@@ -198,6 +198,10 @@ struct mi_file {
  * @counters: the context's job counters
  * @queued: jobs pushed to @entity that have not reached run_job yet
  * @drain_wq: woken when @queued drops to zero
+ * @closed: destroyed, no more submits (under @submit_lock)
+ * @deps_lock: protects @deps
+ * @deps: mi_deps of its jobs not yet freed (mi_ctx_cancel_deps())
+ * @teardown: the task tearing the context down, or NULL
  */
 struct mi_ctx {
 	struct kref ref;
@@ -218,6 +222,10 @@ struct mi_ctx {
 	struct mi_counters counters;
 	atomic_t queued;
 	wait_queue_head_t drain_wq;
+	bool closed;
+	spinlock_t deps_lock;
+	struct list_head deps;
+	struct task_struct *teardown;
 };
 
 /* Bits of mi_job.flags */
@@ -244,6 +252,7 @@ struct mi_ctx {
  * @seqno: sequence number in its context
  * @uring: the asynchronous io_uring submit waiting for it (referenced), or
  *	NULL
+ * @dep: its in-fences as one fence (referenced), or NULL without in-fences
  */
 struct mi_job {
 	struct drm_sched_job base;
@@ -263,6 +272,7 @@ struct mi_job {
 	struct mi_job_stats stats;
 	u64 seqno;
 	struct mi_uring_job *uring;
+	struct mi_dep *dep;
 };
 
 /**
@@ -311,6 +321,17 @@ void mi_uring_job_arm(struct mi_uring_job *uj, struct mi_job *job,
 void mi_uring_job_stats(struct mi_uring_job *uj, u64 busy_ns);
 void mi_uring_job_put(struct mi_uring_job *uj);
 void mi_uring_kill(struct mi_device *mdev);
+
+/* mi_dep.c */
+struct mi_dep;
+struct mi_dep *mi_dep_create(struct dma_fence **fences, u32 count);
+void mi_dep_arm(struct mi_dep *dep);
+void mi_dep_cancel(struct mi_dep *dep);
+struct dma_fence *mi_dep_fence(struct mi_dep *dep);
+void mi_dep_put(struct mi_dep *dep);
+void mi_ctx_track_dep(struct mi_ctx *ctx, struct mi_dep *dep);
+void mi_ctx_untrack_dep(struct mi_ctx *ctx, struct mi_dep *dep);
+unsigned int mi_ctx_cancel_deps(struct mi_ctx *ctx);
 
 /* mi_gem.c */
 struct drm_gem_object *mi_gem_create_object(struct drm_device *drm,

@@ -178,6 +178,10 @@ static void mi_job_release(struct mi_job *job)
 	}
 	if (job->uring)
 		mi_uring_job_put(job->uring);
+	if (job->dep) {
+		mi_ctx_untrack_dep(job->ctx, job->dep);
+		mi_dep_put(job->dep);
+	}
 	atomic_dec(&job->mdev->job_count);
 	mi_ctx_put(job->ctx);
 	kfree(job);
@@ -247,6 +251,9 @@ static struct dma_fence *mi_sched_run_job(struct drm_sched_job *sj)
 	mutex_lock(&q->run_lock);
 	if (sj->s_fence->finished.error) {
 		ret = sj->s_fence->finished.error;
+	} else if (job->dep && mi_dep_fence(job->dep)->error) {
+		/* an in-fence failed, or the context went first: ops not run */
+		ret = mi_dep_fence(job->dep)->error;
 	} else if (q->dead || mi_device_is_lost(mdev)) {
 		ret = -ENODEV;
 	} else {
@@ -332,7 +339,41 @@ static void mi_sched_free_job(struct drm_sched_job *sj)
 	mi_job_release(job);
 }
 
+/*
+ * drm_sched asks for more dependencies of a job once its own (the mi_dep)
+ * are done: in the scheduler thread before running it, where there are
+ * none, and in drm_sched_entity_fini() when a context is destroyed with
+ * jobs still queued (a killed process, a removed device).  That kill path
+ * of Debian's 6.1 takes a reference to the entity's last scheduled fence
+ * for every killed job and never drops it when that fence has already
+ * signalled (its callback is called with NULL instead), leaking the fence,
+ * its job's scheduler fence pair and our hardware fence (kmemleak).  When
+ * called from our teardown, fini has taken the entity off its run queue
+ * and waited for the scheduler thread to leave it, so last_scheduled is
+ * ours to settle: wait for it (it ran, so it ends by the job timeout),
+ * then drop it, and the kill path takes its NULL branch, which is
+ * balanced.
+ */
+static struct dma_fence *mi_sched_dependency(struct drm_sched_job *sj,
+					     struct drm_sched_entity *entity)
+{
+	struct dma_fence *last;
+
+	if (READ_ONCE(to_mi_job(sj)->ctx->teardown) != current)
+		return NULL;
+	last = entity->last_scheduled;
+	if (!last)
+		return NULL;
+	/* the kill path waits for it, drops it and asks again */
+	if (!dma_fence_is_signaled(last))
+		return dma_fence_get(last);
+	entity->last_scheduled = NULL;
+	dma_fence_put(last);
+	return NULL;
+}
+
 static const struct drm_sched_backend_ops mi_sched_ops = {
+	.dependency = mi_sched_dependency,
 	.run_job = mi_sched_run_job,
 	.timedout_job = mi_sched_timedout_job,
 	.free_job = mi_sched_free_job,
@@ -521,26 +562,30 @@ static void mi_ctx_teardown(struct mi_ctx *ctx)
 {
 	long bound = msecs_to_jiffies(2 * ctx->mdev->timeout_ms + 1000);
 
+	mutex_lock(&ctx->submit_lock);
+	ctx->closed = true;
+	mutex_unlock(&ctx->submit_lock);
 	/*
-	 * Drain the entity before destroying it.  When a process is killed,
-	 * drm_sched_entity_destroy() waits only a second and then kills the
-	 * jobs still queued; 6.1's drm_sched_entity_kill_jobs() takes a
-	 * reference to the entity's last scheduled fence for each of them
-	 * and never drops it when that fence has already signalled (the
-	 * callback is called directly with a NULL fence), leaking the
-	 * previous job's scheduler fence and, through its parent, our
-	 * hardware fence (kmemleak after the uapi fuzzer).  So wait until
-	 * every job pushed has reached run_job: bounded, since the jobs ahead
-	 * of ours in the hardware queue end by the job timeout.  Only a job
-	 * behind an in-fence that does not signal within the bound is left
-	 * to drm_sched's kill path, and so are the jobs of a removed device
-	 * (its scheduler threads may be gone already: no point waiting).
+	 * Jobs still waiting for in-fences end with -ECANCELED without
+	 * running: nothing waits for a fence that may never signal (6.1's
+	 * kill path would, uninterruptibly).
+	 */
+	mi_ctx_cancel_deps(ctx);
+	/*
+	 * Let the jobs pushed reach run_job (bounded: the jobs ahead of ours
+	 * in the hardware queue end by the job timeout) rather than have a
+	 * killed process's jobs killed after drm_sched's one second, so that
+	 * what was submitted runs.  Not for a removed device, whose
+	 * scheduler threads may be gone.  Whatever is left goes through the
+	 * kill path, made leak-free by mi_sched_dependency().
 	 */
 	if (!READ_ONCE(ctx->q->dead))
 		wait_event_timeout(ctx->drain_wq, !atomic_read(&ctx->queued),
 				   bound);
+	WRITE_ONCE(ctx->teardown, current);
 	/* waits for queued jobs to reach the queue (or kills them on exit) */
 	drm_sched_entity_destroy(&ctx->entity);
+	WRITE_ONCE(ctx->teardown, NULL);
 	mi_ctx_put(ctx);
 }
 
@@ -591,6 +636,8 @@ int mi_ctx_create_ioctl(struct drm_device *drm, void *data,
 	xa_init(&ctx->errors);
 	atomic_set(&ctx->queued, 0);
 	init_waitqueue_head(&ctx->drain_wq);
+	spin_lock_init(&ctx->deps_lock);
+	INIT_LIST_HEAD(&ctx->deps);
 	sched = &ctx->q->sched;
 	ret = drm_sched_entity_init(&ctx->entity, prio[args->priority], &sched,
 				    1, NULL);
@@ -869,10 +916,16 @@ int mi_job_submit(struct drm_device *drm, struct drm_metainfer_submit *args,
 	if (ret)
 		goto err_job;
 	sched_init = true;
-	for (i = 0; i < args->in_sync_count; i++) {
+	if (args->in_sync_count) {
+		job->dep = mi_dep_create(in_fences, args->in_sync_count);
+		if (IS_ERR(job->dep)) {
+			ret = PTR_ERR(job->dep);
+			job->dep = NULL;
+			goto err_job;
+		}
 		/* consumes the reference, also on error */
-		ret = drm_sched_job_add_dependency(&job->base, in_fences[i]);
-		in_fences[i] = NULL;
+		ret = drm_sched_job_add_dependency(
+			&job->base, dma_fence_get(mi_dep_fence(job->dep)));
 		if (ret)
 			goto err_job;
 	}
@@ -885,6 +938,12 @@ int mi_job_submit(struct drm_device *drm, struct drm_metainfer_submit *args,
 	}
 
 	mutex_lock(&ctx->submit_lock);
+	/* destroyed under us (CTX_DESTROY from another thread) */
+	if (ctx->closed) {
+		mutex_unlock(&ctx->submit_lock);
+		ret = -ENOENT;
+		goto err_job;
+	}
 	seqno = ctx->seqno + 1;
 	ret = xa_reserve(&ctx->jobs, seqno, GFP_KERNEL);
 	if (ret) {
@@ -916,6 +975,10 @@ int mi_job_submit(struct drm_device *drm, struct drm_metainfer_submit *args,
 	}
 	if (uj)
 		mi_uring_job_arm(uj, job, finished);
+	if (job->dep) {
+		mi_ctx_track_dep(ctx, job->dep);
+		mi_dep_arm(job->dep);
+	}
 	atomic_inc(&ctx->queued);
 	drm_sched_entity_push_job(&job->base);
 	WRITE_ONCE(ctx->last_seqno, seqno);

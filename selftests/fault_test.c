@@ -285,13 +285,115 @@ TEST_F(fdev, remove_device_with_jobs_in_flight)
 	ASSERT_EQ(0, mi_sim_new(self->id, variant->pers, NULL));
 }
 
+/* SUBMIT of the fixture's copy on @ctx after @in (0: none), signalling @out. */
+static int submit_sync(FIXTURE_DATA(fdev) *self, uint32_t ctx, uint32_t in,
+		       uint32_t out, uint64_t *seq)
+{
+	struct drm_metainfer_sync sync = { .handle = in };
+	struct drm_metainfer_submit sb;
+
+	memset(&sb, 0, sizeof(sb));
+	sb.size = sizeof(sb);
+	sb.ctx_id = ctx;
+	sb.bo_count = 2;
+	sb.bo_handles = (uintptr_t)self->bos;
+	sb.cmds = (uintptr_t)self->s.buf;
+	sb.cmds_size = self->s.len;
+	sb.out_sync = out;
+	if (in) {
+		sb.in_syncs = (uintptr_t)&sync;
+		sb.in_sync_count = 1;
+	}
+	if (mi_ioctl(self->fd, DRM_IOCTL_METAINFER_SUBMIT, &sb))
+		return -errno;
+	*seq = sb.seqno;
+	return 0;
+}
+
 /*
- * The child of killed_with_queued_job_frees_fences: on its own file, job A
- * runs to the end, H hangs (its context on the same queue), B waits for H
- * through a syncobj; then it reports and waits to be killed.  Returns an
- * exit status on failure only.
+ * A job behind a failed in-fence does not run: A fails (-EIO), B after A
+ * and C after B end with -ECANCELED and the output stays untouched (B and
+ * C copy the same data, so a run would show).
  */
-static int kill_child(unsigned int minor, uint32_t queue, int ready)
+TEST_F(fdev, failed_in_fence_cancels_jobs_behind_it)
+{
+	uint32_t sa, sbo, other;
+	uint64_t a, b, c;
+	int64_t st;
+
+	ASSERT_EQ(0, mi_syncobj_create(self->fd, 0, &sa));
+	ASSERT_EQ(0, mi_syncobj_create(self->fd, 0, &sbo));
+	ASSERT_EQ(0, mi_ctx_create(self->fd, variant->queue,
+				   DRM_METAINFER_PRIORITY_NORMAL, &other));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_dma", 1));
+	ASSERT_EQ(0, submit_sync(self, self->ctx, 0, sa, &a));
+	ASSERT_EQ(0, submit_sync(self, other, sa, sbo, &b));
+	ASSERT_EQ(0, submit_sync(self, self->ctx, sbo, 0, &c));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, a, 30000, &st));
+	ASSERT_EQ(-EIO, st);
+	ASSERT_EQ(0, mi_wait(self->fd, other, b, 30000, &st));
+	EXPECT_EQ(-ECANCELED, st);
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, c, 30000, &st));
+	EXPECT_EQ(-ECANCELED, st);
+	EXPECT_EQ(0, self->dst[0]);
+	EXPECT_FALSE(dst_ok(self));
+	/* a job behind a successful in-fence runs */
+	ASSERT_EQ(0, submit_sync(self, self->ctx, 0, sa, &a));
+	ASSERT_EQ(0, submit_sync(self, other, sa, 0, &b));
+	ASSERT_EQ(0, mi_wait(self->fd, other, b, 30000, &st));
+	EXPECT_EQ(0, st);
+	EXPECT_TRUE(dst_ok(self));
+}
+
+/*
+ * Destroying a context whose job waits for an in-fence that has not
+ * signalled (H hangs until the job timeout) cancels that job at once: the
+ * destroy does not wait for H, the job never runs, its out-syncobj
+ * signals.
+ */
+TEST_F(fdev, destroy_cancels_job_behind_pending_in_fence)
+{
+	uint32_t sh, sbo, other;
+	uint64_t h, b, tmo_ms;
+	int64_t t0, t1, st;
+
+	ASSERT_EQ(0, mi_get_param(self->fd, DRM_METAINFER_PARAM_JOB_TIMEOUT_MS,
+				  0, &tmo_ms));
+	ASSERT_EQ(0, mi_syncobj_create(self->fd, 0, &sh));
+	ASSERT_EQ(0, mi_syncobj_create(self->fd, 0, &sbo));
+	/* on the other queue, so only the in-fence holds it back */
+	ASSERT_EQ(0, mi_ctx_create(self->fd, variant->queue ^ 1,
+				   DRM_METAINFER_PRIORITY_NORMAL, &other));
+	ASSERT_EQ(0, mi_sim_knob(self->id, "fail_hang", 1));
+	ASSERT_EQ(0, submit_sync(self, self->ctx, 0, sh, &h));
+	ASSERT_EQ(0, submit_sync(self, other, sh, sbo, &b));
+	t0 = mi_now_ns();
+	ASSERT_EQ(0, mi_ctx_destroy(self->fd, other));
+	t1 = mi_now_ns();
+	/* the destroy did not wait for H */
+	EXPECT_GT((int64_t)tmo_ms * 1000000 / 2, t1 - t0) {
+		TH_LOG("CTX_DESTROY took %lld ms, job timeout %llu ms",
+		       (long long)((t1 - t0) / 1000000),
+		       (unsigned long long)tmo_ms);
+	}
+	EXPECT_EQ(0, mi_syncobj_timeline_wait(self->fd, sbo, 0, 1000, 0));
+	ASSERT_EQ(0, mi_wait(self->fd, self->ctx, h, 30000, &st));
+	EXPECT_EQ(-ETIMEDOUT, st);
+	/* neither H nor the cancelled job wrote anything */
+	EXPECT_EQ(0, self->dst[0]);
+}
+
+/*
+ * The child of the killed_* tests: on its own file, job A runs to the end
+ * (A's finished fence becomes its context's signalled last_scheduled).
+ * With @hung 0, H hangs (a context on the same queue) and B waits for H
+ * through a syncobj.  With @hung > 0, a high-priority context queues
+ * @hung hanging jobs on the same queue and B (after A, no in-fence) waits
+ * behind them longer than the teardown's drain bound, so the kill path
+ * gets it.  Then it reports and waits to be killed.  Returns an exit
+ * status on failure only.
+ */
+static int kill_child(unsigned int minor, uint32_t queue, int hung, int ready)
 {
 	struct drm_metainfer_submit sb;
 	struct drm_metainfer_sync in = { 0 };
@@ -299,11 +401,12 @@ static int kill_child(unsigned int minor, uint32_t queue, int ready)
 	uint32_t bos[2], c1, c2, sync;
 	uint64_t seq;
 	int64_t st;
-	int fd;
+	int fd, i;
 
 	fd = mi_open_minor(minor);
 	if (fd < 0 || mi_ctx_create(fd, queue, DRM_METAINFER_PRIORITY_NORMAL, &c1) ||
-	    mi_ctx_create(fd, queue, DRM_METAINFER_PRIORITY_NORMAL, &c2) ||
+	    mi_ctx_create(fd, queue, hung ? DRM_METAINFER_PRIORITY_HIGH :
+			  DRM_METAINFER_PRIORITY_NORMAL, &c2) ||
 	    !mi_bo_new(fd, 4096, &bos[0]) || !mi_bo_new(fd, 4096, &bos[1]) ||
 	    mi_syncobj_create(fd, 0, &sync))
 		return 10;
@@ -314,7 +417,7 @@ static int kill_child(unsigned int minor, uint32_t queue, int ready)
 	if (mi_submit(fd, c1, bos, 2, s.buf, s.len, &seq) ||
 	    mi_wait(fd, c1, seq, 30000, &st) || st)
 		return 11;
-	if (mi_sim_knob(mi_sim_id_of_minor(minor), "fail_hang", 1))
+	if (mi_sim_knob(mi_sim_id_of_minor(minor), "fail_hang", hung ? hung : 1))
 		return 12;
 	memset(&sb, 0, sizeof(sb));
 	sb.size = sizeof(sb);
@@ -324,13 +427,16 @@ static int kill_child(unsigned int minor, uint32_t queue, int ready)
 	sb.cmds = (uintptr_t)s.buf;
 	sb.cmds_size = s.len;
 	sb.out_sync = sync;
-	if (mi_ioctl(fd, DRM_IOCTL_METAINFER_SUBMIT, &sb))
-		return 13;
+	for (i = 0; i < (hung ? hung : 1); i++)
+		if (mi_ioctl(fd, DRM_IOCTL_METAINFER_SUBMIT, &sb))
+			return 13;
 	sb.ctx_id = c1;
 	sb.out_sync = 0;
-	in.handle = sync;
-	sb.in_sync_count = 1;
-	sb.in_syncs = (uintptr_t)&in;
+	if (!hung) {
+		in.handle = sync;
+		sb.in_sync_count = 1;
+		sb.in_syncs = (uintptr_t)&in;
+	}
 	if (mi_ioctl(fd, DRM_IOCTL_METAINFER_SUBMIT, &sb))
 		return 14;
 	if (write(ready, "r", 1) != 1)
@@ -339,14 +445,10 @@ static int kill_child(unsigned int minor, uint32_t queue, int ready)
 		pause();
 }
 
-/*
- * A process killed with a job still queued behind an unfinished in-fence
- * (B behind the hung H): its file's teardown must free every fence.  6.1's
- * drm_sched kill path leaks a reference to the entity's last finished
- * fence (A's, and through it A's hardware fence) unless the context is
- * drained first; the module-wide live hardware fence count shows it.
- */
-TEST_F(fdev, killed_with_queued_job_frees_fences)
+/* Fork kill_child(), kill it once ready, wait for its jobs and fences. */
+static void kill_and_count(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(fdev) *self,
+			   const FIXTURE_VARIANT(fdev) *variant, int hung)
 {
 	long long before, live = -1, jobs = -1;
 	int p[2], status, i;
@@ -361,7 +463,7 @@ TEST_F(fdev, killed_with_queued_job_frees_fences)
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		close(p[0]);
-		_exit(kill_child(self->minor, variant->queue, p[1]));
+		_exit(kill_child(self->minor, variant->queue, hung, p[1]));
 	}
 	close(p[1]);
 	i = read(p[0], &c, 1);
@@ -374,8 +476,8 @@ TEST_F(fdev, killed_with_queued_job_frees_fences)
 	}
 	kill(pid, SIGKILL);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	/* H times out, B and the rest are cleaned up asynchronously */
-	for (i = 0; i < 300; i++) {
+	/* the hung jobs time out, the rest is cleaned up asynchronously */
+	for (i = 0; i < 600; i++) {
 		if (!mi_dbg_status(self->minor, "jobs_live", &jobs) && !jobs &&
 		    !mi_dbg_status(self->minor, "hw_fences_live", &live) &&
 		    live == before)
@@ -384,6 +486,28 @@ TEST_F(fdev, killed_with_queued_job_frees_fences)
 	}
 	EXPECT_EQ(0, jobs);
 	EXPECT_EQ(before, live);
+}
+
+/*
+ * A process killed with a job still queued behind an unfinished in-fence
+ * (B behind the hung H): its file's teardown must free every fence.
+ */
+TEST_F_TIMEOUT(fdev, killed_with_queued_job_frees_fences, 60)
+{
+	kill_and_count(_metadata, self, variant, 0);
+}
+
+/*
+ * The same when the queued job cannot reach the queue within the
+ * teardown's drain bound and drm_sched's second (five hung high-priority
+ * jobs ahead of it, the bound being two job timeouts and a second), so
+ * drm_sched's kill path drops it.  Debian 6.1's kill path leaked a
+ * reference to the context's last scheduled fence (A's, and through it
+ * A's hardware fence) per killed job.
+ */
+TEST_F_TIMEOUT(fdev, killed_behind_long_queue_frees_fences, 60)
+{
+	kill_and_count(_metadata, self, variant, 5);
 }
 
 TEST_HARNESS_MAIN

@@ -995,6 +995,50 @@ static void kill_unused_dq(struct mi_graph *g)
 	}
 }
 
+/*
+ * A rewrite of n made a tensor that must stay (qp_kept) vanish: a node it
+ * absorbed wrote it, and n neither writes nor reads it now.  A device
+ * job's border then would not exist; n is undone and tries the next
+ * rewrite, or runs the reference ops.
+ */
+static bool hides_kept(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+
+	for (int i = 0; i < q->nkilled; i++) {
+		const struct mi_node *k = &g->nodes[q->killed[i]];
+
+		for (int o = 0; o < k->noutputs; o++) {
+			int t = k->outputs[o];
+			bool used = false;
+
+			if (t < 0 || !qp_kept(&g->tensors[t]))
+				continue;
+			for (int j = 0; j < n->noutputs; j++)
+				used |= n->outputs[j] == t;
+			for (int j = 0; j < n->ninputs; j++)
+				used |= n->inputs[j] == t;
+			if (!used)
+				return true;
+		}
+	}
+	return false;
+}
+
+static void undo_if_hides(struct mi_graph *g, struct mi_node *n)
+{
+	if (!n->priv || !qnode_is(n) || !hides_kept(g, n))
+		return;
+	qp_skip(n, "it would fuse away a tensor a device job reads or writes");
+	qnode_fini(g, n);
+}
+
+/* The rewrites of one node, first match wins. */
+static int (*const tries[])(struct mi_graph *, struct mi_node *) = {
+	try_qlinear, try_qdq, try_qadd, try_qpool, try_qconcat, try_qlut,
+	try_qse, try_qgap,
+};
+
 int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 {
 	struct qshared *sh;
@@ -1014,21 +1058,10 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 
 		if (n->dead || n->priv)
 			continue;
-		err = try_qlinear(g, n);
-		if (!err && !n->priv)
-			err = try_qdq(g, n);
-		if (!err && !n->priv)
-			err = try_qadd(g, n);
-		if (!err && !n->priv)
-			err = try_qpool(g, n);
-		if (!err && !n->priv)
-			err = try_qconcat(g, n);
-		if (!err && !n->priv)
-			err = try_qlut(g, n);
-		if (!err && !n->priv)
-			err = try_qse(g, n);
-		if (!err && !n->priv)
-			err = try_qgap(g, n);
+		for (size_t r = 0; r < sizeof(tries) / sizeof(tries[0]) && !err && !n->priv; r++) {
+			err = tries[r](g, n);
+			undo_if_hides(g, n);
+		}
 		nq += n->priv != NULL && qnode_is(n);
 	}
 	if (!err) {

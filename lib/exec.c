@@ -460,6 +460,36 @@ int mi_model_infer_shapes(struct mi_model *m, const int32_t *ndim,
 	return infer_all(m, ndim, dims);
 }
 
+/*
+ * The tensors device jobs read and write (copied in and out as dense
+ * 8-bit NCHW tensors, devexec.c) get MI_TF_DENSE before CPU planning:
+ * the int8 CPU kernels then produce and consume exactly those tensors in
+ * that form (no C4 layout, no fusion through them), so the CPU part of a
+ * placed model, and a failed job's nodes rerun on the CPU, run the same
+ * int8 kernels as a CPU-only plan.  Without jobs nothing is marked and
+ * the CPU plan is the CPU-only one.
+ */
+static void mark_job_borders(struct mi_model *m)
+{
+	struct mi_place *pl = m->place;
+	struct mi_graph *g = &m->g;
+
+	for (int i = 0; i < g->ntensors; i++)
+		g->tensors[i].flags &= ~MI_TF_DENSE;
+	for (int k = 0; pl && k < pl->njobs; k++) {
+		const struct mi_lower_job *lj = pl->jobs[k].lj;
+
+		for (int i = 0; lj && i < lj->nt; i++) {
+			int t = lj->t[i].graph_tensor;
+
+			if ((lj->t[i].role == MI_LT_INPUT ||
+			     lj->t[i].role == MI_LT_OUTPUT) &&
+			    t >= 0 && t < g->ntensors)
+				g->tensors[t].flags |= MI_TF_DENSE;
+		}
+	}
+}
+
 int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 		     const int64_t *dims)
 {
@@ -485,13 +515,7 @@ int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 			mi_graph_err(g, NULL, err, "placement failed");
 		return err;
 	}
-	/* The int8 CPU kernels fuse QuantizeLinear/DequantizeLinear into
-	 * their neighbours and keep tensors in their own layouts, so the
-	 * dense 8-bit tensors a device job reads and writes at its borders
-	 * would not exist: with device jobs the CPU part runs the QDQ graph
-	 * in fp32, as the lowering's float reference does. */
-	if (m->place && m->place->njobs > 0)
-		co.no_int8 = true;
+	mark_job_borders(m);
 	err = mi_cpu_plan(g, &co);
 	if (err) {
 		if (!g->err[0])

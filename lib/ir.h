@@ -38,6 +38,10 @@ enum mi_tensor_flags {
 				      * (Shape of a known shape, and small
 				      * integer arithmetic on such values) */
 	MI_TF_ARENA = 1u << 6,	     /* data points into the run arena */
+	MI_TF_DENSE = 1u << 7,	     /* a device job reads or writes it: the
+				      * CPU plan keeps it dense, in its dtype
+				      * and shape, planar (set by
+				      * mi_model_prepare for a plan) */
 };
 
 struct mi_tensor {

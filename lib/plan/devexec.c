@@ -307,6 +307,14 @@ int mi_devexec_bind(struct mi_model *m)
 				nj[ni] = k;
 		}
 	}
+	/* every job's submit position before any is checked: job_fits
+	 * compares a reader job's p0 with its own wait position */
+	for (int k = 0; k < pl->njobs; k++) {
+		pl->jobs[k].p0 = INT_MAX;
+		for (int p = 0; p < g->norder; p++)
+			if (nj[g->order[p]] == k && p < pl->jobs[k].p0)
+				pl->jobs[k].p0 = p;
+	}
 	while (changed) {
 		changed = false;
 		for (int k = 0; k < pl->njobs; k++)

@@ -159,6 +159,13 @@ struct qcat {
 	struct qact y;
 };
 
+/* t must exist as itself after planning, dense and planar: a graph
+ * output, or a tensor a device job reads or writes (MI_TF_DENSE). */
+static inline bool qp_kept(const struct mi_tensor *t)
+{
+	return t->flags & (MI_TF_OUTPUT | MI_TF_DENSE);
+}
+
 extern int qp_pool_threads;
 extern __thread int qp_cur_threads;
 extern int64_t qp_shared_need;

@@ -995,6 +995,70 @@ static void kill_unused_dq(struct mi_graph *g)
 	}
 }
 
+/*
+ * A rewrite of n made a tensor that must stay (qp_kept) vanish: a node it
+ * absorbed wrote it, and n neither writes nor reads it now.
+ */
+static bool hides_kept(struct mi_graph *g, struct mi_node *n)
+{
+	const struct qnode *q = n->priv;
+
+	for (int i = 0; q && qnode_is(n) && i < q->nkilled; i++) {
+		const struct mi_node *k = &g->nodes[q->killed[i]];
+
+		for (int o = 0; o < k->noutputs; o++) {
+			int t = k->outputs[o];
+			bool used = false;
+
+			if (t < 0 || !qp_kept(&g->tensors[t]))
+				continue;
+			for (int j = 0; j < n->noutputs; j++)
+				used |= n->outputs[j] == t;
+			for (int j = 0; j < n->ninputs; j++)
+				used |= n->inputs[j] == t;
+			if (!used)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The rewrites of one node, first match wins. */
+static int (*const tries[])(struct mi_graph *, struct mi_node *) = {
+	try_qlinear, try_qdq, try_qadd, try_qpool, try_qconcat, try_qlut,
+	try_qse, try_qgap,
+};
+
+/*
+ * The first rewrite of n that matches and keeps every qp_kept tensor.  A
+ * device job's border (MI_TF_DENSE) that only a rewrite hiding it would
+ * run on the int8 kernels: that rewrite is taken anyway, the border has
+ * no producer or reader left and the job is not bound (devexec.c), so its
+ * units run on the CPU's int8 kernels, never the QDQ ops in fp32.
+ */
+static int plan_node(struct mi_graph *g, struct mi_node *n)
+{
+	const size_t ntries = sizeof(tries) / sizeof(tries[0]);
+	size_t hid = ntries;
+	int err = 0;
+
+	for (size_t r = 0; r < ntries && !err && !n->priv; r++) {
+		err = tries[r](g, n);
+		if (err || !hides_kept(g, n))
+			continue;
+		qnode_fini(g, n);
+		if (hid == ntries)
+			hid = r;
+	}
+	if (!err && !n->priv && hid < ntries) {
+		err = tries[hid](g, n);
+		if (mi_debug("quant"))
+			fprintf(stderr, "metainfer: int8: node '%s' (%s) fuses a device job's border away: that job runs on the CPU\n",
+				n->name, n->op_type);
+	}
+	return err;
+}
+
 int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 {
 	struct qshared *sh;
@@ -1014,21 +1078,7 @@ int mi_quant_plan(struct mi_graph *g, const struct mi_cpu_opts *opts)
 
 		if (n->dead || n->priv)
 			continue;
-		err = try_qlinear(g, n);
-		if (!err && !n->priv)
-			err = try_qdq(g, n);
-		if (!err && !n->priv)
-			err = try_qadd(g, n);
-		if (!err && !n->priv)
-			err = try_qpool(g, n);
-		if (!err && !n->priv)
-			err = try_qconcat(g, n);
-		if (!err && !n->priv)
-			err = try_qlut(g, n);
-		if (!err && !n->priv)
-			err = try_qse(g, n);
-		if (!err && !n->priv)
-			err = try_qgap(g, n);
+		err = plan_node(g, n);
 		nq += n->priv != NULL && qnode_is(n);
 	}
 	if (!err) {

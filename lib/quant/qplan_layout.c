@@ -163,7 +163,7 @@ static bool se_c4_ok(struct mi_graph *g, struct mi_node *p)
 	int ci;
 
 	if (p->dead || !qnode_is(p) || qp->hdr.run != qse_run ||
-	    mi_out(g, p, 0)->dims[1] % 4)
+	    mi_out(g, p, 0)->dims[1] % 4 || qp_kept(mi_out(g, p, 0)))
 		return false;
 	ci = mi_graph_sole_consumer(g, p->outputs[0]);
 	if (ci < 0)
@@ -211,10 +211,10 @@ static int c4_role(struct mi_graph *g, struct mi_node *n)
 
 /*
  * Which int8 activations are stored in C4 layout: the largest set of 4-D
- * tensors (channels a multiple of 4, not graph outputs) whose producer
- * writes C4 and whose readers all read it, where a layout-indifferent node
- * keeps its inputs and output in one layout.  Found by removing tensors
- * that break a rule until none does.
+ * tensors (channels a multiple of 4, not graph outputs nor device job
+ * borders: qp_kept) whose producer writes C4 and whose readers all read
+ * it, where a layout-indifferent node keeps its inputs and output in one
+ * layout.  Found by removing tensors that break a rule until none does.
  */
 void qp_plan_c4_tensors(struct mi_graph *g)
 {
@@ -233,7 +233,7 @@ void qp_plan_c4_tensors(struct mi_graph *g)
 
 		prod[t] = -1;
 		ok[t] = x->ndim == 4 && mi_tensor_shape_known(x) && !(x->dims[1] % 4) &&
-			!(x->flags & MI_TF_OUTPUT) &&
+			!qp_kept(x) &&
 			(x->dtype == MI_DT_UINT8 || x->dtype == MI_DT_INT8);
 	}
 	for (int i = 0; i < g->nnodes; i++)

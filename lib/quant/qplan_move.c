@@ -983,7 +983,7 @@ static bool mv_thru_sink(struct mvctx *c, int t, int qi, const bool *mov, const 
 	int u = qn->outputs[0], rd[16], nr, n0 = *nkl;
 	struct qact qa;
 
-	if (!qp_q_params(g, qn, &qa) || (g->tensors[u].flags & MI_TF_OUTPUT) ||
+	if (!qp_q_params(g, qn, &qa) || qp_kept(&g->tensors[u]) ||
 	    !mv_all_src(c, c->org[t], mi_tensor_numel(&g->tensors[t]), &qa))
 		return false;
 	nr = mv_readers(g, u, rd, 16);

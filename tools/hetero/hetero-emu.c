@@ -5,8 +5,15 @@
  * userspace emulation (lib/device/mi_ref.c), one NHWC with every op, one
  * NCHW without LUT, so real models are placed, lowered and checked on a
  * machine with no metainfer render node.  They are named npu0 and npu1
- * like the first two accelerators of check-hetero's VM.
+ * like the first two accelerators of check-hetero's VM.  Two more take
+ * their capabilities and fail, for the fault tests: every job on npu2
+ * ends with -EIO (a DMA error: the device is marked down, answers again
+ * at the next run, fails again), and npu3 is lost at its first job
+ * (-ENODEV: down for good), so each inference reruns every job's nodes
+ * on the CPU.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 
 #include <metainfer/metainfer.h>
@@ -40,7 +47,11 @@ int hetero_emu_setup(void)
 	nchw.sram_bytes = 2 << 20;
 	nchw.macs_per_cycle = 64;
 	if (mi_dev_emu_add("npu0", &nhwc, &d) ||
-	    mi_dev_emu_add("npu1", &nchw, &d)) {
+	    mi_dev_emu_add("npu1", &nchw, &d) ||
+	    mi_dev_emu_add("npu2", &nhwc, &d) ||
+	    mi_dev_emu_inject(d, -EIO, INT_MAX) ||
+	    mi_dev_emu_add("npu3", &nchw, &d) ||
+	    mi_dev_emu_inject(d, -ENODEV, 1)) {
 		fprintf(stderr, "hetero-check: emulated devices: %s\n",
 			mi_last_error());
 		return -1;

@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Live adaptation: scheduler/live.c (registry -> planner -> meta-controller
+# -> streams), `metainfer serve`, its host test and the switch-latency
+# benchmark.  Documentation/live.rst.
+#
+#   make check-serve        check-live on a small supernet + a serve run (host)
+#   make bench-live-switch  switch latency chain over >= 100 events (host)
+#   make demo-live          serve on emulated devices with an injected
+#                           thermal event (host fallback of the VM demo)
+
+LIVE_DIR := $(O)/live
+LIVE_SUPERNET := $(LIVE_DIR)/supernet/supernet.onnx
+LIVE_CHECK := $(O)/scheduler/tests/check-live
+LIVE_BENCH := $(O)/scheduler/bench/bench-switch
+
+# metainfer serve links the scheduler library (after libmetainfer.a,
+# which it uses in turn)
+$(O)/metainfer: $(SCHED_A)
+$(O)/metainfer: LIB_LDLIBS := $(SCHED_A) $(LIB_A) $(LIB_LDLIBS)
+$(O)/metainfer: TOOLS_CFLAGS += -I$(CURDIR)/scheduler
+
+LIVE_CFLAGS = $(LIB_CFLAGS) -I$(CURDIR)/scheduler \
+	$(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm)
+
+$(LIVE_CHECK): scheduler/tests/check-live.c $(SCHED_A) $(LIB_A) $(SCHED_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIVE_CFLAGS) $< -o $@ $(SCHED_LINK)
+
+$(LIVE_BENCH): scheduler/bench/bench-switch.c $(SCHED_A) $(LIB_A) $(SCHED_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIVE_CFLAGS) $< -o $@ $(SCHED_LINK)
+
+ALL += $(LIVE_CHECK) $(LIVE_BENCH)
+
+# A small supernet (3 epochs, about 10 s of training; tools/supernet)
+$(LIVE_SUPERNET): tools/supernet/supernet.py
+	@mkdir -p $(dir $@)
+	$(PYTHON) tools/supernet/supernet.py --out $(dir $@) --epochs 3 --warmup 2
+
+CHECKS += check-serve
+.PHONY: check-serve bench-live-switch demo-live
+check-serve: $(LIVE_CHECK) $(LIVE_SUPERNET) $(O)/metainfer
+	$(LIVE_CHECK) $(LIVE_SUPERNET)
+	tools/metainfer/test-serve.sh $(O)/metainfer $(LIVE_SUPERNET)
+
+bench-live: bench-live-switch
+bench-live-switch: $(LIVE_BENCH) $(LIVE_SUPERNET)
+	$(LIVE_BENCH) $(LIVE_SUPERNET)
+
+demo-live: $(O)/metainfer $(LIVE_SUPERNET)
+	$(O)/metainfer serve $(LIVE_SUPERNET) --streams 2 --emulate 2 \
+		--duration 8 --heat emu0:2:5:0.15

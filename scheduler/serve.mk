@@ -5,8 +5,11 @@
 #
 #   make check-serve        check-live on a small supernet + a serve run (host)
 #   make bench-live-switch  switch latency chain over >= 100 events (host)
-#   make demo-live          serve on emulated devices with an injected
-#                           thermal event (host fallback of the VM demo)
+#   make demo-live          in the VM: three sims + the CPU, two streams, one
+#                           chip heated and cooled by a live personality
+#                           change (about 1 minute under TCG; in DEMOS)
+#   make demo-live-host     the same on emulated devices with an injected
+#                           thermal event (no VM)
 
 LIVE_DIR := $(O)/live
 LIVE_SUPERNET := $(LIVE_DIR)/supernet/supernet.onnx
@@ -38,7 +41,7 @@ $(LIVE_SUPERNET): tools/supernet/supernet.py
 	$(PYTHON) tools/supernet/supernet.py --out $(dir $@) --epochs 3 --warmup 2
 
 CHECKS += check-serve
-.PHONY: check-serve bench-live-switch demo-live
+.PHONY: check-serve bench-live-switch demo-live demo-live-host
 check-serve: $(LIVE_CHECK) $(LIVE_SUPERNET) $(O)/metainfer
 	$(LIVE_CHECK) $(LIVE_SUPERNET)
 	tools/metainfer/test-serve.sh $(O)/metainfer $(LIVE_SUPERNET)
@@ -47,6 +50,12 @@ bench-live: bench-live-switch
 bench-live-switch: $(LIVE_BENCH) $(LIVE_SUPERNET)
 	$(LIVE_BENCH) $(LIVE_SUPERNET)
 
-demo-live: $(O)/metainfer $(LIVE_SUPERNET)
+DEMOS += demo-live
+demo-live: modules $(O)/metainfer $(LIVE_SUPERNET)
+	@echo "== two streams of a switchable model; npu0 heated, then cooled (live personality change)"
+	@tools/vm/vmrun -t 300 $(ST_VMRUN_FLAGS) -- scheduler/demo-live \
+		$(O) $(LIVE_SUPERNET)
+
+demo-live-host: $(O)/metainfer $(LIVE_SUPERNET)
 	$(O)/metainfer serve $(LIVE_SUPERNET) --streams 2 --emulate 2 \
 		--duration 8 --heat emu0:2:5:0.15

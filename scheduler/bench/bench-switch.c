@@ -13,7 +13,8 @@
  * anomalous sample) -> confirmation -> solve + choice -> activation
  * (set_config between inferences) -> first output on the new structure,
  * and the totals confirm -> output (target: P99 <= 100 ms) and detect ->
- * output (includes the confirm_count - 1 sampling periods of waiting).
+ * output (includes the confirm_count - 1 sampling periods of waiting for
+ * a degradation, recover_count - 1 for a recovery).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -207,6 +208,18 @@ int main(int argc, char **argv)
 			row(ph[k].name, v, n);
 			if (ph[k].a == MI_LIVE_CONFIRM && ph[k].b == MI_LIVE_OUTPUT)
 				p99 = mi_live_percentile(v, n, 99);
+		}
+		for (int type = MI_REG_EV_DEGRADED; type <= MI_REG_EV_RECOVERED; type++) {
+			int k2 = 0;
+
+			for (int i = 0; i < n; i++)
+				if (ch[i].type == type)
+					v[k2++] = (ch[i].ns[MI_LIVE_CONFIRM] -
+						  ch[i].ns[MI_LIVE_DETECT]) / 1e6;
+			if (k2)
+				row(type == MI_REG_EV_DEGRADED ?
+				    "detect -> confirm, heat" :
+				    "detect -> confirm, cool", v, k2);
 		}
 		printf("  target confirm -> first output P99 <= 100 ms: %s (%.3f ms)\n",
 		       p99 <= 100 ? "met" : "NOT met", p99);

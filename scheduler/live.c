@@ -371,6 +371,14 @@ static int set_config(struct live_stream *s, int cfg)
 	return ret;
 }
 
+/* The model follows its stream's main device (the CPU always with it). */
+static int move_model(struct mi_live *l, struct live_stream *s, int dev)
+{
+	if (!l->o.move_models)
+		return 0;
+	return mi_model_set_devices(s->model, l->names[dev]);
+}
+
 int mi_live_start(struct mi_live *l)
 {
 	int ret;
@@ -412,6 +420,9 @@ int mi_live_start(struct mi_live *l)
 
 		s->main_dev = s->act_dev = main_device(l, s);
 		memcpy(s->act_layer_dev, s->device, sizeof(s->device));
+		ret = move_model(l, s, s->act_dev);
+		if (ret)
+			return ret;
 	}
 	ret = mi_registry_subscribe(l->reg, live_event, l);
 	if (ret)
@@ -554,7 +565,7 @@ static int check_stream(struct mi_live *l, int id)
 int mi_live_begin(struct mi_live *l, int id, int *config)
 {
 	struct live_stream *s;
-	int cfg, ret = check_stream(l, id);
+	int cfg, dev, ret = check_stream(l, id);
 
 	if (ret)
 		return ret;
@@ -567,9 +578,12 @@ int mi_live_begin(struct mi_live *l, int id, int *config)
 		return 0;
 	}
 	cfg = s->pend_config;
+	dev = s->pend_dev;
 	pthread_mutex_unlock(&l->lock);
-	/* only this thread runs or reconfigures the stream's model */
-	if (cfg != s->act_config)
+	/* only this thread runs, moves or reconfigures the stream's model */
+	if (dev != s->act_dev)
+		ret = move_model(l, s, dev);
+	if (!ret && cfg != s->act_config)
 		ret = set_config(s, cfg);
 	pthread_mutex_lock(&l->lock);
 	if (ret) {
@@ -579,15 +593,15 @@ int mi_live_begin(struct mi_live *l, int id, int *config)
 	}
 	if (cfg != s->act_config)
 		s->switches++;
-	if (s->pend_dev != s->act_dev ||
+	if (dev != s->act_dev ||
 	    memcmp(s->pend_layer_dev, s->act_layer_dev, s->nl * sizeof(int32_t)))
 		s->moves++;
 	s->act_config = cfg;
-	s->act_dev = s->pend_dev;
+	s->act_dev = dev;
 	memcpy(s->act_layer_dev, s->pend_layer_dev, sizeof(s->act_layer_dev));
 	/* a newer event may have replaced the pending one meanwhile: then
 	 * it stays pending and the next begin takes it */
-	if (s->pend_config == cfg) {
+	if (s->pend_config == cfg && s->pend_dev == dev) {
 		s->pending = false;
 		s->awaiting = true;
 		s->chain.ns[MI_LIVE_ACTIVATE] = now_ns();

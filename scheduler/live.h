@@ -47,6 +47,10 @@ struct mi_live_opts {
 	 * the fastest configuration */
 	double latency_budget_us;
 	uint32_t chain_ring;		/* completed chains kept; 0: 4096 */
+	/* move each stream's model to its main device (and the CPU) with
+	 * mi_model_set_devices when the placement changes; device names
+	 * must then be mi_device_info() names */
+	bool move_models;
 };
 
 /* A device as the live layer sees it; index = registry id. */

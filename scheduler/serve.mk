@@ -13,6 +13,7 @@
 
 LIVE_DIR := $(O)/live
 LIVE_SUPERNET := $(LIVE_DIR)/supernet/supernet.onnx
+LIVE_SUPERNET8 := $(LIVE_DIR)/supernet/supernet.int8.onnx
 LIVE_CHECK := $(O)/scheduler/tests/check-live
 LIVE_BENCH := $(O)/scheduler/bench/bench-switch
 
@@ -40,10 +41,14 @@ $(LIVE_SUPERNET): tools/supernet/supernet.py
 	@mkdir -p $(dir $@)
 	$(PYTHON) tools/supernet/supernet.py --out $(dir $@) --epochs 3 --warmup 2
 
+# Quantized (QDQ), so that its layers run on accelerators
+$(LIVE_SUPERNET8): $(LIVE_SUPERNET) $(O)/metainfer
+	$(O)/metainfer quantize $< --calib-random 16 -o $@
+
 CHECKS += check-serve
 .PHONY: check-serve bench-live-switch demo-live demo-live-host
-check-serve: $(LIVE_CHECK) $(LIVE_SUPERNET) $(O)/metainfer
-	$(LIVE_CHECK) $(LIVE_SUPERNET)
+check-serve: $(LIVE_CHECK) $(LIVE_SUPERNET) $(LIVE_SUPERNET8) $(O)/metainfer
+	$(LIVE_CHECK) $(LIVE_SUPERNET) $(LIVE_SUPERNET8)
 	tools/metainfer/test-serve.sh $(O)/metainfer $(LIVE_SUPERNET)
 
 bench-live: bench-live-switch
@@ -51,11 +56,11 @@ bench-live-switch: $(LIVE_BENCH) $(LIVE_SUPERNET)
 	$(LIVE_BENCH) $(LIVE_SUPERNET)
 
 DEMOS += demo-live
-demo-live: modules $(O)/metainfer $(LIVE_SUPERNET)
+demo-live: modules $(O)/metainfer $(LIVE_SUPERNET8)
 	@echo "== two streams of a switchable model; npu0 heated, then cooled (live personality change)"
 	@tools/vm/vmrun -t 300 $(ST_VMRUN_FLAGS) -- scheduler/demo-live \
-		$(O) $(LIVE_SUPERNET)
+		$(O) $(LIVE_SUPERNET8)
 
-demo-live-host: $(O)/metainfer $(LIVE_SUPERNET)
-	$(O)/metainfer serve $(LIVE_SUPERNET) --streams 2 --emulate 2 \
+demo-live-host: $(O)/metainfer $(LIVE_SUPERNET8)
+	$(O)/metainfer serve $(LIVE_SUPERNET8) --streams 2 --emulate 2 \
 		--duration 8 --heat emu0:2:5:0.15

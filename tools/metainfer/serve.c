@@ -449,7 +449,7 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 	struct mi_live_device ld[SERVE_MAX_DEVS];
 	char klass[SERVE_MAX_DEVS][100];
 	const char *heat_dev[SERVE_MAX_INJECT];
-	struct mi_live_opts lo = { 0 };
+	struct mi_live_opts lo = { .move_models = true };
 	struct mi_health_opts ho = { 0 };
 	struct stream st[MI_LIVE_MAX_STREAMS];
 	struct mi_health *h = NULL;

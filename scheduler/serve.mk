@@ -52,8 +52,9 @@ check-serve: $(LIVE_CHECK) $(LIVE_SUPERNET) $(LIVE_SUPERNET8) $(O)/metainfer
 	tools/metainfer/test-serve.sh $(O)/metainfer $(LIVE_SUPERNET)
 
 bench-live: bench-live-switch
-bench-live-switch: $(LIVE_BENCH) $(LIVE_SUPERNET)
+bench-live-switch: $(LIVE_BENCH) $(LIVE_SUPERNET) $(LIVE_SUPERNET8)
 	$(LIVE_BENCH) $(LIVE_SUPERNET)
+	$(LIVE_BENCH) $(LIVE_SUPERNET8) --move
 
 DEMOS += demo-live
 demo-live: modules $(O)/metainfer $(LIVE_SUPERNET8)

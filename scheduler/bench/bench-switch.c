@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench-switch SUPERNET.onnx [--events N] [--period MS]: the live
+ * bench-switch SUPERNET.onnx [--events N] [--period MS] [--move]: the live
  * switching chain on the host.  Three devices (the CPU and two
  * accelerators, 3x and 2x its speed in the model's tables), two streams
  * of the switchable model running back to back on their own threads;
@@ -15,6 +15,10 @@
  * and the totals confirm -> output (target: P99 <= 100 ms) and detect ->
  * output (includes the confirm_count - 1 sampling periods of waiting for
  * a degradation, recover_count - 1 for a recovery).
+ *
+ * --move: the two accelerators are emulated devices (lib/device/emu.c)
+ * that the models (a quantized supernet) really run on, and activation
+ * moves the model too (mi_model_set_devices), not only its structure.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,9 +30,10 @@
 
 #include <metainfer/metainfer.h>
 
+#include "device/device.h"
 #include "live.h"
 
-#define BATCH 4
+#define BATCH 1	/* the quantized supernet has a fixed batch */
 #define MAXCH 8192
 
 static float input[BATCH * 64];
@@ -104,9 +109,22 @@ int main(int argc, char **argv)
 {
 	static const struct mi_live_device devs[] = {
 		{ "cpu", "cpu", 1.0 },
-		{ "npu0", "sim:a", 3.0 },
-		{ "npu1", "sim:b", 2.0 },
+		{ "emu0", "emu:a", 3.0 },
+		{ "emu1", "emu:b", 2.0 },
 	};
+	struct mi_dev_caps caps = {
+		.op_mask = ((1ull << DRM_METAINFER_OP_COUNT) - 1) & ~1ull,
+		.dtype_mask = (1ull << DRM_METAINFER_DTYPE_INT8) |
+			      (1ull << DRM_METAINFER_DTYPE_UINT8) |
+			      (1ull << DRM_METAINFER_DTYPE_INT32),
+		.layout_mask = (1ull << DRM_METAINFER_LAYOUT_PLAIN) |
+			       (1ull << DRM_METAINFER_LAYOUT_NCHW),
+		.preferred_layout = DRM_METAINFER_LAYOUT_NCHW,
+		.num_queues = 1, .sram_bytes = 1 << 20,
+		.clock_khz = 500000, .macs_per_cycle = 256,
+		.dma_bw = 1000000000, .dma_burst = 128,
+	};
+	bool move = false;
 	static struct mi_live_chain ch[MAXCH];
 	static double v[MAXCH];
 	struct mi_model *m[2];
@@ -121,28 +139,36 @@ int main(int argc, char **argv)
 	int64_t t, t0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench-switch SUPERNET.onnx [--events N] [--period MS]\n");
+		fprintf(stderr, "usage: bench-switch SUPERNET.onnx [--events N] [--period MS] [--move]\n");
 		return 2;
 	}
-	for (int i = 2; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--events"))
-			want = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--period"))
-			period_ms = atoi(argv[i + 1]);
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--move"))
+			move = true;
+		else if (!strcmp(argv[i], "--events") && i + 1 < argc)
+			want = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--period") && i + 1 < argc)
+			period_ms = atoi(argv[++i]);
+		else
+			want = 0;
 	}
 	if (want < 1 || want > MAXCH || period_ms < 1) {
-		fprintf(stderr, "bench-switch: --events 1..%d, --period >= 1\n",
+		fprintf(stderr, "bench-switch: --events 1..%d, --period >= 1, --move\n",
 			MAXCH);
 		return 2;
 	}
 	for (int i = 0; i < BATCH * 64; i++)
 		input[i] = ((i * 37) % 17) / 16.0f;
-	if (mi_live_create(&lo, devs, 3, &l)) {
+	lo.move_models = move;
+	if (mi_dev_emu_add("emu0", &caps, NULL) ||
+	    mi_dev_emu_add("emu1", &caps, NULL) ||
+	    mi_live_create(&lo, devs, 3, &l)) {
 		fprintf(stderr, "bench-switch: %s\n", mi_last_error());
 		return 1;
 	}
 	for (int i = 0; i < 2; i++) {
-		struct mi_model_opts o = { .nthreads = 1 };
+		struct mi_model_opts o = { .nthreads = 1,
+					   .devices = move ? "emu0,emu1" : NULL };
 
 		if (mi_model_load(argv[1], &o, &m[i]) ||
 		    mi_live_add_stream(l, m[i], NULL)) {
@@ -183,10 +209,11 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	n = mi_live_chains(l, 0, ch, MAXCH, NULL);
 	mi_live_counts(l, &events, &idle, &sup);
-	printf("bench-switch: %d chains from %llu confirmed events (%llu moved or switched nothing, %llu superseded) in %d heat/cool cycles, %.1f s; sampling every %d ms\n",
+	printf("bench-switch: %d chains from %llu confirmed events (%llu moved or switched nothing, %llu superseded) in %d heat/cool cycles, %.1f s; sampling every %d ms; %s\n",
 	       n, (unsigned long long)events, (unsigned long long)idle,
 	       (unsigned long long)sup, cycles, (now_ns() - t0) / 1e9,
-	       period_ms);
+	       period_ms, move ? "models move between emulated devices" :
+				 "structure switches, models on the CPU");
 	for (int i = 0; i < 2; i++)
 		printf("  stream %d: %llu inferences, %llu failed\n", i,
 		       (unsigned long long)w[i].runs,

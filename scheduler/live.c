@@ -566,6 +566,7 @@ int mi_live_begin(struct mi_live *l, int id, int *config)
 {
 	struct live_stream *s;
 	int cfg, dev, ret = check_stream(l, id);
+	int64_t t_take;
 
 	if (ret)
 		return ret;
@@ -580,6 +581,7 @@ int mi_live_begin(struct mi_live *l, int id, int *config)
 	cfg = s->pend_config;
 	dev = s->pend_dev;
 	pthread_mutex_unlock(&l->lock);
+	t_take = now_ns();
 	/* only this thread runs, moves or reconfigures the stream's model */
 	if (dev != s->act_dev)
 		ret = move_model(l, s, dev);
@@ -604,6 +606,7 @@ int mi_live_begin(struct mi_live *l, int id, int *config)
 	if (s->pend_config == cfg && s->pend_dev == dev) {
 		s->pending = false;
 		s->awaiting = true;
+		s->chain.ns[MI_LIVE_TAKE] = t_take;
 		s->chain.ns[MI_LIVE_ACTIVATE] = now_ns();
 	}
 	if (config)

@@ -64,7 +64,8 @@ enum mi_live_phase {
 	MI_LIVE_DETECT,		/* first anomalous sample of the run */
 	MI_LIVE_CONFIRM,	/* the registry confirmed it */
 	MI_LIVE_SOLVE,		/* placement re-solved, structure chosen */
-	MI_LIVE_ACTIVATE,	/* the stream took it (set_config done) */
+	MI_LIVE_TAKE,		/* the stream's next begin picked it up */
+	MI_LIVE_ACTIVATE,	/* it is in effect (set_devices/config done) */
 	MI_LIVE_OUTPUT,		/* first output on the new structure */
 	MI_LIVE_NPHASE
 };

@@ -222,7 +222,8 @@ int main(int argc, char **argv)
 		static const struct { const char *name; int a, b; } ph[] = {
 			{ "detect -> confirm", MI_LIVE_DETECT, MI_LIVE_CONFIRM },
 			{ "confirm -> solve+choose", MI_LIVE_CONFIRM, MI_LIVE_SOLVE },
-			{ "solve -> activate", MI_LIVE_SOLVE, MI_LIVE_ACTIVATE },
+			{ "solve -> stream takes it", MI_LIVE_SOLVE, MI_LIVE_TAKE },
+			{ "take -> activated", MI_LIVE_TAKE, MI_LIVE_ACTIVATE },
 			{ "activate -> first output", MI_LIVE_ACTIVATE, MI_LIVE_OUTPUT },
 			{ "confirm -> first output", MI_LIVE_CONFIRM, MI_LIVE_OUTPUT },
 			{ "detect -> first output", MI_LIVE_DETECT, MI_LIVE_OUTPUT },

@@ -298,6 +298,11 @@ static void print_chain(struct serve *sv, const struct mi_live_chain *c,
 			bool json)
 {
 	const int64_t *t = c->ns;
+	double dc = (t[MI_LIVE_CONFIRM] - t[MI_LIVE_DETECT]) / 1e6;
+	double cs = (t[MI_LIVE_SOLVE] - t[MI_LIVE_CONFIRM]) / 1e6;
+	double sa = (t[MI_LIVE_ACTIVATE] - t[MI_LIVE_SOLVE]) / 1e6;
+	double ao = (t[MI_LIVE_OUTPUT] - t[MI_LIVE_ACTIVATE]) / 1e6;
+	double co = (t[MI_LIVE_OUTPUT] - t[MI_LIVE_CONFIRM]) / 1e6;
 	const char *dim = c->dim >= 0 ? dim_short[c->dim] : "device";
 
 	if (json) {
@@ -306,17 +311,14 @@ static void print_chain(struct serve *sv, const struct mi_live_chain *c,
 		       sv->devs[c->device]->name, dim, c->stream,
 		       sv->devs[c->from_device]->name,
 		       sv->devs[c->to_device]->name, c->from_config,
-		       c->to_config, (t[1] - t[0]) / 1e6, (t[2] - t[1]) / 1e6,
-		       (t[3] - t[2]) / 1e6, (t[4] - t[3]) / 1e6,
-		       (t[4] - t[1]) / 1e6);
+		       c->to_config, dc, cs, sa, ao, co);
 		return;
 	}
 	printf("event %llu: %s %s %s -> stream %d %s->%s, configuration %d->%d; detect->confirm %.1f ms, solve %.3f ms, activate %.3f ms, first output %.3f ms (confirm->output %.3f ms)\n",
 	       (unsigned long long)c->seq, sv->devs[c->device]->name, dim,
 	       ev_name(c->type), c->stream, sv->devs[c->from_device]->name,
 	       sv->devs[c->to_device]->name, c->from_config, c->to_config,
-	       (t[1] - t[0]) / 1e6, (t[2] - t[1]) / 1e6, (t[3] - t[2]) / 1e6,
-	       (t[4] - t[3]) / 1e6, (t[4] - t[1]) / 1e6);
+	       dc, cs, sa, ao, co);
 }
 
 static void summary(struct serve *sv, int nstreams, bool json)

@@ -49,7 +49,7 @@ CHECKS += check-serve
 .PHONY: check-serve bench-live-switch demo-live demo-live-host
 check-serve: $(LIVE_CHECK) $(LIVE_SUPERNET) $(LIVE_SUPERNET8) $(O)/metainfer
 	$(LIVE_CHECK) $(LIVE_SUPERNET) $(LIVE_SUPERNET8)
-	tools/metainfer/test-serve.sh $(O)/metainfer $(LIVE_SUPERNET)
+	tools/metainfer/test-serve.sh $(O)/metainfer $(LIVE_SUPERNET) $(LIVE_SUPERNET8)
 
 bench-live: bench-live-switch
 bench-live-switch: $(LIVE_BENCH) $(LIVE_SUPERNET) $(LIVE_SUPERNET8)

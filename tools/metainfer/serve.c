@@ -31,7 +31,10 @@
 #define SERVE_MAX_DEVS 16
 #define SERVE_MAX_INJECT 8
 
+struct serve;
+
 struct stream {
+	struct serve *sv;
 	struct mi_live *live;
 	struct mi_model *model;
 	const char *path;
@@ -40,6 +43,8 @@ struct stream {
 	int nin;
 	atomic_bool *stop;
 	pthread_t th;
+	/* device jobs per device (index in serve.devs) since the last print */
+	atomic_ulong jobs[SERVE_MAX_DEVS];
 };
 
 /* --heat DEV:START:END[:LEVEL]: thermal headroom LEVEL on DEV from START
@@ -109,6 +114,23 @@ static void on_round(const struct mi_health_vec *v, int n, void *arg)
 	}
 }
 
+/* Where the stream's last inference ran its device jobs. */
+static void count_jobs(struct stream *s)
+{
+	int n = mi_model_device_count(s->model);
+
+	for (int k = 1; k < n; k++) {
+		struct mi_device_stats ds;
+
+		if (mi_model_device_stats(s->model, k, &ds) || !ds.jobs)
+			continue;
+		for (int d = 0; d < s->sv->ndev; d++)
+			if (!strcmp(s->sv->devs[d]->name, ds.device))
+				atomic_fetch_add(&s->jobs[d], ds.jobs);
+	}
+	mi_model_device_stats_reset(s->model);
+}
+
 static void *stream_main(void *arg)
 {
 	struct stream *s = arg;
@@ -125,6 +147,7 @@ static void *stream_main(void *arg)
 		t0 = now_ns();
 		ret = mi_model_run(s->model, s->in, s->nin, &out, 1);
 		mi_live_end(s->live, s->id, ret, now_ns() - t0);
+		count_jobs(s);
 	}
 	return NULL;
 }
@@ -196,7 +219,25 @@ static void fmt_place(char *buf, size_t len, struct serve *sv,
 			      sv->devs[v->layer_device[i]]->name);
 }
 
-static void print_second(struct serve *sv, int nstreams, double t, bool json)
+static void fmt_jobs(char *buf, size_t len, struct serve *sv,
+		     struct stream *st)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (int d = 0; d < sv->ndev && o < len; d++) {
+		unsigned long n = atomic_exchange(&st->jobs[d], 0);
+
+		if (n)
+			o += snprintf(buf + o, len - o, "%s%s:%lu",
+				      o ? "," : "", sv->devs[d]->name, n);
+	}
+	if (!o)
+		snprintf(buf, len, "-");
+}
+
+static void print_second(struct serve *sv, struct stream *st, int nstreams,
+			 double t, bool json)
 {
 	struct mi_registry *reg = mi_live_registry(sv->live);
 
@@ -250,27 +291,28 @@ static void print_second(struct serve *sv, int nstreams, double t, bool json)
 		printf("], \"streams\": [");
 	for (int i = 0; i < nstreams; i++) {
 		struct mi_live_stream_view v;
-		char ch[64], pl[256];
+		char ch[64], pl[256], jb[256];
 		double mean;
 
 		if (mi_live_stream(sv->live, i, &v, true))
 			continue;
 		fmt_choice(ch, sizeof(ch), &v);
 		fmt_place(pl, sizeof(pl), sv, &v);
+		fmt_jobs(jb, sizeof(jb), sv, &st[i]);
 		mean = v.win_runs ? v.win_ns / 1e6 / v.win_runs : 0;
 		if (json) {
-			printf("%s{\"stream\": %d, \"runs\": %llu, \"mean_ms\": %.3f, \"max_ms\": %.3f, \"device\": \"%s\", \"placement\": \"%s\", \"structure\": \"%s\", \"switches\": %llu, \"moves\": %llu, \"failures\": %llu}",
+			printf("%s{\"stream\": %d, \"runs\": %llu, \"mean_ms\": %.3f, \"max_ms\": %.3f, \"device\": \"%s\", \"placement\": \"%s\", \"device_jobs\": \"%s\", \"structure\": \"%s\", \"switches\": %llu, \"moves\": %llu, \"failures\": %llu}",
 			       i ? ", " : "", i,
 			       (unsigned long long)v.win_runs, mean,
 			       v.win_max_ns / 1e6, sv->devs[v.device]->name,
-			       pl, ch, (unsigned long long)v.switches,
+			       pl, jb, ch, (unsigned long long)v.switches,
 			       (unsigned long long)v.moves,
 			       (unsigned long long)v.failures);
 			continue;
 		}
-		printf("stream %d  %5llu runs/s  mean %.3f ms  max %.3f ms  on %s [%s]  structure %s  switches %llu  moves %llu  failed %llu\n",
+		printf("stream %d  %5llu runs/s  mean %.3f ms  max %.3f ms  on %s [%s]  jobs %s  structure %s  switches %llu  moves %llu  failed %llu\n",
 		       i, (unsigned long long)v.win_runs, mean,
-		       v.win_max_ns / 1e6, sv->devs[v.device]->name, pl, ch,
+		       v.win_max_ns / 1e6, sv->devs[v.device]->name, pl, jb, ch,
 		       (unsigned long long)v.switches,
 		       (unsigned long long)v.moves,
 		       (unsigned long long)v.failures);
@@ -559,8 +601,10 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 		struct mi_dev_caps caps = {
 			.op_mask = ((1ull << DRM_METAINFER_OP_COUNT) - 1) & ~1ull,
 			.dtype_mask = (1ull << DRM_METAINFER_DTYPE_INT8) |
+				      (1ull << DRM_METAINFER_DTYPE_UINT8) |
 				      (1ull << DRM_METAINFER_DTYPE_INT32),
-			.layout_mask = 1ull << DRM_METAINFER_LAYOUT_NCHW,
+			.layout_mask = (1ull << DRM_METAINFER_LAYOUT_PLAIN) |
+				       (1ull << DRM_METAINFER_LAYOUT_NCHW),
 			.preferred_layout = DRM_METAINFER_LAYOUT_NCHW,
 			.num_queues = 1, .sram_bytes = 1 << 20,
 			.clock_khz = 500000, .macs_per_cycle = 256u >> e,
@@ -641,6 +685,7 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 				goto out;
 			}
 			s->live = sv.live;
+			s->sv = &sv;
 			s->stop = &stop;
 			ns++;
 		}
@@ -684,7 +729,8 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 			fflush(stdout);
 		}
 		if (!quiet)
-			print_second(&sv, ns, (now_ns() - sv.t_start) / 1e9, json);
+			print_second(&sv, st, ns, (now_ns() - sv.t_start) / 1e9,
+				     json);
 		if (duration > 0 && sec >= duration)
 			break;
 	}

@@ -1,14 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# test-serve.sh METAINFER SUPERNET.onnx: `metainfer serve` end to end on
+# test-serve.sh METAINFER SUPERNET.onnx [SUPERNET.int8.onnx]: `metainfer
+# serve` end to end on
 # the host: two streams on the CPU and two emulated accelerators, a
 # thermal event injected on the device stream 0 starts on (--heat), then
 # gone.  Checks: once-a-second lines, the event confirmed and acted on
 # (a switch chain), recovery switching back, no failed inference, JSON
-# output that parses, and the option errors.
+# output that parses, and the option errors.  With the quantized model,
+# whose layers run as device jobs: stream 0's jobs leave the heated
+# device and come back.
 set -u
 BIN=$1
 MODEL=$2
+MODEL8=${3:-}
 PY=${PYTHON:-/usr/bin/python3}
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -56,6 +60,24 @@ PYEOF
 [ $rc = 2 ] || fail "--streams 0: rc $rc"
 "$BIN" serve /nonexistent.onnx --duration 1 >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || fail "missing model: rc $rc"
+
+if [ -n "$MODEL8" ]; then
+	"$BIN" serve "$MODEL8" --streams 2 --emulate 2 --duration 1 >"$tmp/probe8" 2>&1 ||
+		fail "int8 probe run: $(tail -1 "$tmp/probe8")"
+	d8=$(sed -n 's/^stream 0 .* on \([a-z0-9]*\) \[.*/\1/p' "$tmp/probe8" | head -1)
+	"$BIN" serve "$MODEL8" --streams 2 --emulate 2 --duration 5 \
+		--heat "${d8:-emu0}:1:3:0.1" >"$tmp/out8" 2>&1 || fail "int8 serve exited $?"
+	# per second: stream 0's main device and the devices its jobs ran on
+	awk -v d="$d8" '
+		/^stream 0 / { for (i = 1; i < NF; i++) {
+				if ($i == "on") dev = $(i + 1)
+				if ($i == "jobs") jobs = $(i + 1) }
+			if (dev == d && jobs ~ "(^|,)" d ":") home++
+			if (dev != d && jobs !~ "(^|,)" d ":" && jobs ~ "^emu") away++ }
+		END { exit !(home >= 2 && away >= 1) }' "$tmp/out8" ||
+		fail "stream 0's jobs did not leave $d8 and come back: $(grep '^stream 0' "$tmp/out8" | sed 's/  */ /g')"
+	grep -q '^summary: .* 0 failed; ' "$tmp/out8" || fail "int8 summary: $(grep summary "$tmp/out8")"
+fi
 
 [ $fails = 0 ] && echo "test-serve: ok" || echo "test-serve: FAILED ($fails)"
 exit $((fails != 0))

@@ -10,6 +10,7 @@
  * the default rules'.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,8 +68,12 @@ int mi_model_set_devices(struct mi_model *m, const char *devices)
 	err = mi_place_init(m, devices);
 	nw = m->place;
 	m->place = old;
-	if (err)
-		return mi_set_error(err, "%s: %s", m->label, mi_last_error());
+	if (err) {
+		char why[256];	/* mi_last_error() is the buffer written */
+
+		snprintf(why, sizeof(why), "%s", mi_last_error());
+		return mi_set_error(err, "%s: %s", m->label, why);
+	}
 	/* the old placement's jobs are bound to the model's tensors */
 	mi_devexec_unbind(m);
 	m->place = nw;

@@ -449,6 +449,48 @@ static void test_load(const char *devices, bool lose)
 	mi_model_free(m[1]);
 }
 
+static uint64_t jobs_on(struct mi_model *m, const char *dev)
+{
+	for (int k = 0; k < mi_model_device_count(m); k++) {
+		struct mi_device_stats ds;
+
+		if (!mi_model_device_stats(m, k, &ds) && !strcmp(ds.device, dev))
+			return ds.jobs;
+	}
+	return 0;
+}
+
+/* mi_model_set_devices on the quantized model (refs: ref on emu1,
+ * ref_cpu on the CPU alone) */
+static void test_set_devices(void)
+{
+	struct mi_model *m = load("emu0");
+	struct mi_switch_config c;
+	float out[NOUT];
+	int cfg = ncfg - 1;
+
+	CHECK(!mi_model_config(m, cfg, &c) && !mi_model_set_config(m, c.choice),
+	      "config: %s", mi_last_error());
+	CHECK(!run(m, out) && !memcmp(out, ref[cfg], sizeof(out)) &&
+	      jobs_on(m, "emu0") > 0, "on emu0");
+	CHECK(mi_model_set_devices(m, "nosuch") == -ENODEV &&
+	      strstr(mi_last_error(), "nosuch") &&
+	      !strchr(mi_last_error(), '\n'), "unknown device: %s",
+	      mi_last_error());
+	mi_model_device_stats_reset(m);
+	CHECK(!run(m, out) && !memcmp(out, ref[cfg], sizeof(out)) &&
+	      jobs_on(m, "emu0") > 0, "kept emu0 after a refused move");
+	CHECK(!mi_model_set_devices(m, "emu1"), "to emu1: %s", mi_last_error());
+	CHECK(!run(m, out) && !memcmp(out, ref[cfg], sizeof(out)) &&
+	      jobs_on(m, "emu1") > 0 && !jobs_on(m, "emu0"), "on emu1");
+	CHECK(!mi_model_set_devices(m, NULL), "to the CPU: %s", mi_last_error());
+	CHECK(!run(m, out) && !memcmp(out, ref_cpu[cfg], sizeof(out)) &&
+	      !jobs_on(m, "emu1"), "on the CPU alone");
+	CHECK(mi_model_get_config(m, c.choice) == 1, "configuration kept");
+	CHECK(mi_model_set_devices(NULL, "cpu") == -EINVAL, "NULL model");
+	mi_model_free(m);
+}
+
 static void test_errors(void)
 {
 	struct mi_live *l;
@@ -501,6 +543,7 @@ int main(int argc, char **argv)
 		make_refs("emu1", ref);
 		make_refs(NULL, ref_cpu);
 		have_cpu_ref = true;
+		test_set_devices();
 		test_load("emu0,emu1", true);
 		printf("lost: %d outputs within tolerance, not bit-exact\n",
 		       atomic_load(&inexact));

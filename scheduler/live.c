@@ -57,7 +57,7 @@ struct live_stream {
 	int pend_config;
 	int32_t pend_layer_dev[MI_SWITCH_MAX_LAYERS];
 	int pend_dev;
-	uint64_t runs, failures, switches, moves;
+	uint64_t runs, failures, switches, moves, switch_failures;
 	uint64_t win_runs, win_ns, win_max_ns;
 };
 
@@ -585,13 +585,24 @@ int mi_live_begin(struct mi_live *l, int id, int *config)
 	/* only this thread runs, moves or reconfigures the stream's model */
 	if (dev != s->act_dev)
 		ret = move_model(l, s, dev);
-	if (!ret && cfg != s->act_config)
+	if (!ret && cfg != s->act_config) {
 		ret = set_config(s, cfg);
+		/* moved, not reconfigured: back where the structure was */
+		if (ret && dev != s->act_dev)
+			move_model(l, s, s->act_dev);
+	}
 	pthread_mutex_lock(&l->lock);
 	if (ret) {
-		/* keeps the structure it had; the event stays pending */
+		/* the model keeps the devices and structure it had (both
+		 * calls promise it) and runs on: the switch is dropped, the
+		 * next event tries again */
+		s->switch_failures++;
+		if (s->pend_config == cfg && s->pend_dev == dev)
+			s->pending = false;
+		if (config)
+			*config = s->act_config;
 		pthread_mutex_unlock(&l->lock);
-		return ret;
+		return 0;
 	}
 	if (cfg != s->act_config)
 		s->switches++;
@@ -666,6 +677,7 @@ int mi_live_stream(struct mi_live *l, int id, struct mi_live_stream_view *v,
 	v->failures = s->failures;
 	v->switches = s->switches;
 	v->moves = s->moves;
+	v->switch_failures = s->switch_failures;
 	v->win_runs = s->win_runs;
 	v->win_ns = s->win_ns;
 	v->win_max_ns = s->win_max_ns;

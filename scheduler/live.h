@@ -88,6 +88,7 @@ struct mi_live_stream_view {
 	int nlayers;		/* placed layers (switchable, or 1) */
 	double budget_us;	/* the meta-controller's latency budget */
 	uint64_t runs, failures, switches, moves;
+	uint64_t switch_failures;	/* activations refused (kept the old) */
 	/* since the last mi_live_stream(.., reset = true) */
 	uint64_t win_runs;
 	uint64_t win_ns, win_max_ns;
@@ -113,7 +114,9 @@ int mi_live_device_lost(struct mi_live *l, int dev);
 
 /* Around every inference of stream id: begin activates a pending
  * structure (and reports the configuration in effect in *config, may be
- * NULL); end records the outcome (status < 0: failed) and its time. */
+ * NULL); an activation that fails leaves the model as it was (counted
+ * in switch_failures) and the stream runs on.  end records the outcome
+ * (status < 0: failed) and its time. */
 int mi_live_begin(struct mi_live *l, int id, int *config);
 int mi_live_end(struct mi_live *l, int id, int status, uint64_t run_ns);
 

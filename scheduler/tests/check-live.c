@@ -491,6 +491,47 @@ static void test_set_devices(void)
 	mi_model_free(m);
 }
 
+/* An activation that fails (the solver moves a stream to a device the
+ * model cannot use) keeps the model as it was and the stream running. */
+static void test_refused(void)
+{
+	static const struct mi_live_device gd[] = {
+		{ "cpu", "cpu", 1.0 },
+		{ "emu0", "emu:fast", 3.0 },
+		{ "ghost", "ghost", 2.5 },	/* no such device */
+	};
+	struct mi_live_opts o = { .move_models = true };
+	struct mi_model *m = load("emu0");
+	struct mi_live_stream_view v0, v;
+	struct mi_live *l;
+	int bad = 0;
+
+	if (mi_live_create(&o, gd, 3, &l)) {
+		printf("FAIL create: %s\n", mi_last_error());
+		fails++;
+		mi_model_free(m);
+		return;
+	}
+	CHECK(!mi_live_add_stream(l, m, NULL) && !mi_live_start(l),
+	      "start: %s", mi_last_error());
+	for (int r = 0; r < 6; r++)
+		push_all(l, 3, -1, 0);
+	mi_live_stream(l, 0, &v0, false);
+	CHECK(v0.device == 1, "starts on emu0: %d", v0.device);
+	for (int r = 0; r < 3; r++)
+		push_all(l, 3, 1, 0.1);
+	for (int k = 0; k < 3; k++)
+		step(l, 0, m, &bad);
+	mi_live_stream(l, 0, &v, false);
+	CHECK(v.switch_failures == 1 && v.device == v0.device &&
+	      v.config == v0.config && !v.failures && !bad,
+	      "refused move: %llu refused, device %d, config %d, %d wrong",
+	      (unsigned long long)v.switch_failures, v.device, v.config, bad);
+	CHECK(jobs_on(m, "emu0") > 0, "still runs on emu0");
+	mi_live_destroy(l);
+	mi_model_free(m);
+}
+
 static void test_errors(void)
 {
 	struct mi_live *l;
@@ -544,6 +585,7 @@ int main(int argc, char **argv)
 		make_refs(NULL, ref_cpu);
 		have_cpu_ref = true;
 		test_set_devices();
+		test_refused();
 		test_load("emu0,emu1", true);
 		printf("lost: %d outputs within tolerance, not bit-exact\n",
 		       atomic_load(&inexact));

@@ -26,6 +26,9 @@ int mi_cli_fingerprint(int argc, char **argv, const char *prog);
 /* metainfer switch (switch.c) */
 int mi_cli_switch(int argc, char **argv, const char *prog);
 
+/* metainfer serve (serve.c) */
+int mi_cli_serve(int argc, char **argv, const char *prog);
+
 /* metainfer devices (devices.c) */
 int mi_cli_devices(int argc, char **argv, const char *prog);
 

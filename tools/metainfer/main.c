@@ -10,6 +10,7 @@
  *   metainfer plan MODEL.onnx [options]   write / explain the model's plan
  *   metainfer health [options]            live health vectors (health.c)
  *   metainfer switch MODEL.onnx [options] switchable models (switch.c)
+ *   metainfer serve MODEL.onnx... [options] live streams (serve.c)
  *
  * Exit status: 0 success, 1 runtime failure (bad model, bad input), 2 usage.
  */
@@ -58,6 +59,7 @@ static void usage_main(FILE *f)
 		"  predict MODEL.onnx   predicted latency and peak memory of a plan\n"
 		"  tune MODEL.onnx      search the plans, write the fastest measured one\n"
 		"  switch MODEL.onnx    switchable layers: list, run or choose a configuration\n"
+		"  serve MODEL.onnx...  continuous streams with live re-placement and switching\n"
 		"  devices              the CPU and the accelerators, with their capabilities\n"
 		"  version              print the library version\n"
 		"\n"
@@ -858,6 +860,8 @@ int main(int argc, char **argv)
 		return mi_cli_tune(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "switch"))
 		return mi_cli_switch(argc - 1, argv + 1, prog);
+	if (!strcmp(cmd, "serve"))
+		return mi_cli_serve(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "devices"))
 		return mi_cli_devices(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "quantize")) {

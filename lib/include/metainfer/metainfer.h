@@ -376,6 +376,17 @@ int mi_model_set_config(struct mi_model *model, const int *choice);
 int mi_model_get_config(const struct mi_model *model, int *choice);
 
 /*
+ * Move a loaded model to another set of devices between runs (live
+ * re-placement): devices as in mi_model_opts.devices (NULL or "cpu": the
+ * CPU only).  The model is re-planned there for the shapes it is bound
+ * to; kernels, weights and the active configuration stay.  On failure
+ * (-ENODEV unknown device, or planning failed) it keeps the devices and
+ * plan it had.  Device pins of an applied plan do not carry over.  Since
+ * METAINFER_0.5.
+ */
+int mi_model_set_devices(struct mi_model *model, const char *devices);
+
+/*
  * Meta-controller: pick a configuration for one device.  Inputs: the
  * model's per-configuration accuracy and latency tables (above), the
  * device's embedding (relative cost of each variant kind on it, 1 = as in

@@ -151,6 +151,8 @@ struct mi_dev {
 	bool use_uring;		/* submit through io_uring (else ioctls) */
 	atomic_bool down;	/* marked down after a fault; see mi_dev_up() */
 	atomic_uint_fast64_t faults; /* jobs that failed and ran elsewhere */
+	atomic_uint_fast64_t wall_rate; /* MACs per wall second, 0 unknown
+					 * (mi_dev_wall_rate) */
 	void *priv;
 };
 
@@ -196,6 +198,14 @@ struct mi_dev_emu_timing {
 int mi_dev_emu_set_timing(struct mi_dev *d, const struct mi_dev_emu_timing *t);
 uint64_t mi_dev_emu_time(const struct mi_dev_emu_timing *t, const void *cmds,
 			 size_t size);
+
+/*
+ * probe.c: MACs per second of wall time this accelerator achieves on an
+ * int8 GEMM, measured once per process with a 4.2 M-MAC job (0 when it
+ * cannot run one: no GEMM/int8, a fault).  Placement sizes jobs by it
+ * against the device's job timeout, which counts wall time.
+ */
+uint64_t mi_dev_wall_rate(struct mi_dev *d);
 
 /* Down/up bookkeeping: a device that faulted is skipped by later
  * placements until mi_dev_up() sees it answer again (ops->alive). */

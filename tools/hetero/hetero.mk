@@ -64,12 +64,14 @@ demo-hetero: modules $(HETERO_CHECK) $(O)/metainfer $(HETERO_MODELS)/mobilenet_v
 		$(O) $(HETERO_MODELS)/mobilenet_v2.int8.onnx
 
 # Host part, in make check: the four models placed on emulated
-# accelerators (NHWC with every op, NCHW without LUT) vs the CPU int8 run.
+# accelerators (NHWC with every op, NCHW without LUT) vs the CPU int8 run;
+# ResNet-18's jobs, sized by the reference's wall rate against a 2 s job
+# timeout, chain in place (--shared).
 CHECKS += check-hetero-host
 .PHONY: check-hetero-host
 check-hetero-host: $(HETERO_CHECK_EMU) $(HETERO_INT8)
 	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/transformer.int8.onnx -d npu0 -n 20
 	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/transformer.int8.onnx -d npu1 -n 20
 	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/mobilenet_v2.int8.onnx -d npu0,npu1 -n 8
-	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/resnet18.int8.onnx -d npu1 -n 4
+	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/resnet18.int8.onnx -d npu1 -n 4 --shared 1
 	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/efficientnet_b0.int8.onnx -d npu1 -n 4

@@ -31,11 +31,13 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "debug.h"
 #include "internal.h"
 #include "plan/place-impl.h"
 
@@ -186,6 +188,15 @@ static bool dense(const struct mi_tensor *x, const struct mi_lower_tensor *lt)
 }
 
 /* Check job k against the graph and the other bound jobs; set p0/pw. */
+/* Job k does not fit (MI_DEBUG=place says why); false. */
+static bool unfit(struct bind_ctx *c, int k, const char *why, int t)
+{
+	if (mi_debug("place"))
+		fprintf(stderr, "metainfer: job %d not used: %s%s%s\n", k, why,
+			t >= 0 ? ": " : "", t >= 0 ? c->m->g.tensors[t].name : "");
+	return false;
+}
+
 static bool job_fits(struct bind_ctx *c, int k)
 {
 	struct mi_model *m = c->m;
@@ -198,7 +209,7 @@ static bool job_fits(struct bind_ctx *c, int k)
 		if (pl->node_job[g->order[p]] == k && p < p0)
 			p0 = p;
 	if (p0 == INT_MAX)
-		return false;
+		return unfit(c, k, "it stands for no planned node", -1);
 	j->p0 = p0;
 	for (int i = 0; i < j->lj->nt; i++) {
 		const struct mi_lower_tensor *lt = &j->lj->t[i];
@@ -207,17 +218,20 @@ static bool job_fits(struct bind_ctx *c, int k)
 		if (lt->role != MI_LT_INPUT && lt->role != MI_LT_OUTPUT)
 			continue;
 		if (lt->graph_tensor < 0 || lt->graph_tensor >= g->ntensors)
-			return false;
+			return unfit(c, k, "a border tensor is not in the graph", -1);
 		x = &g->tensors[lt->graph_tensor];
 		if (!dense(x, lt))
-			return false;
+			return unfit(c, k, "not dense 8-bit in the CPU plan",
+				     lt->graph_tensor);
 		if (lt->role == MI_LT_INPUT &&
 		    !ready(c, k, lt->graph_tensor, p0))
-			return false;
+			return unfit(c, k, "input made after its submit",
+				     lt->graph_tensor);
 		if (lt->role == MI_LT_OUTPUT &&
 		    (c->lp[lt->graph_tensor] < 0 ||
 		     pl->node_job[c->lp[lt->graph_tensor]] != k))
-			return false;
+			return unfit(c, k, "output made by another node",
+				     lt->graph_tensor);
 	}
 	for (int p = 0; p < g->norder; p++) {
 		int ni = g->order[p];
@@ -233,14 +247,17 @@ static bool job_fits(struct bind_ctx *c, int k)
 			if (oj == k) {
 				/* what a CPU rerun needs */
 				if (!ready(c, k, t, p0))
-					return false;
+					return unfit(c, k,
+						     "a rerun input made after its submit",
+						     t);
 				continue;
 			}
 			if (c->lp[t] < 0 || pl->node_job[c->lp[t]] != k)
 				continue;
 			/* read outside the job: must be an output of it */
 			if (!lt_of(j->lj, t, MI_LT_OUTPUT))
-				return false;
+				return unfit(c, k, "read outside, not an output",
+					     t);
 			/* a job that chains to k waits on the device */
 			if (skipped && oj != k) {
 				if (!chainable(c, k, oj) && pl->jobs[oj].p0 < pw)
@@ -255,10 +272,10 @@ static bool job_fits(struct bind_ctx *c, int k)
 
 		if (c->lp[t] >= 0 && pl->node_job[c->lp[t]] == k &&
 		    !lt_of(j->lj, t, MI_LT_OUTPUT))
-			return false;
+			return unfit(c, k, "model output not an output", t);
 	}
 	if (pw < p0)
-		return false;
+		return unfit(c, k, "waited before its submit", -1);
 	j->pw = pw;
 	return true;
 }

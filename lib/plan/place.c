@@ -195,6 +195,24 @@ static bool can_join(struct mi_graph *g, const struct mi_place_job *j,
 	return ok;
 }
 
+/* Per unit: the last later unit with a member node in common (a
+ * DequantizeLinear both read), or itself. */
+static int *share_reach(const struct mi_place *pl)
+{
+	int *r = malloc((pl->nunits + 1) * sizeof(*r));
+
+	for (int u = 0; r && u < pl->nunits; u++) {
+		r[u] = u;
+		for (int v = pl->nunits - 1; v > u && r[u] == u; v--)
+			for (int i = 0; i < pl->units[u].nmembers; i++)
+				if (unit_has(&pl->units[v], pl->units[u].members[i])) {
+					r[u] = v;
+					break;
+				}
+	}
+	return r;
+}
+
 /* Tensors the job's units write (every member's outputs). */
 static int job_products(struct mi_graph *g, struct mi_place_job *j)
 {
@@ -353,10 +371,11 @@ static int group(struct mi_model *m)
 	struct mi_place_job *open = NULL;
 	uint64_t budget[MI_PLACE_MAX_DEVS], rate[MI_PLACE_MAX_DEVS];
 	bool rated[MI_PLACE_MAX_DEVS] = { false };
+	int *reachv = share_reach(pl), reach = -1;
 	int err = 0;
 
 	pl->jobs = calloc(pl->nunits + 1, sizeof(*pl->jobs));
-	if (!dep || !inj || !pl->jobs) {
+	if (!dep || !inj || !pl->jobs || !reachv) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -370,6 +389,7 @@ static int group(struct mi_model *m)
 
 		if (!s) {
 			open = NULL;
+			reach = -1;
 			continue;
 		}
 		if (budget[s] && !rated[s]) {
@@ -377,15 +397,22 @@ static int group(struct mi_model *m)
 			rated[s] = true;
 		}
 		t = budget[s] ? unit_ns(g, &pl->units[u], pl->devs[s], rate[s]) : 0;
+		/* a budget split never separates units that share a node (a
+		 * DequantizeLinear read by both): neither job could stand
+		 * for it alone */
 		if (!open || open->slot != s ||
-		    (budget[s] && open->pred_ns + t > budget[s]) ||
+		    (budget[s] && open->pred_ns + t > budget[s] &&
+		     reach < u) ||
 		    !can_join(g, open, &pl->units[u], dep, inj)) {
 			err = add_job(pl, s, pl->nunits - u);
 			open = &pl->jobs[pl->njobs - 1];
+			reach = -1;
 		}
 		if (!err) {
 			open->units[open->nunits++] = &pl->units[u];
 			open->pred_ns += t;
+			if (reachv[u] > reach)
+				reach = reachv[u];
 		}
 	}
 	for (int k = 0; k < pl->njobs && !err; k++) {
@@ -405,6 +432,7 @@ static int group(struct mi_model *m)
 		}
 	}
 out:
+	free(reachv);
 	free(dep);
 	free(inj);
 	return err;

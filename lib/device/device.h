@@ -200,12 +200,15 @@ uint64_t mi_dev_emu_time(const struct mi_dev_emu_timing *t, const void *cmds,
 			 size_t size);
 
 /*
- * probe.c: MACs per second of wall time this accelerator achieves on an
- * int8 GEMM, measured once per process with a 4.2 M-MAC job (0 when it
- * cannot run one: no GEMM/int8, a fault).  Placement sizes jobs by it
+ * probe.c: MACs per second of wall time this accelerator achieves on
+ * int8 GEMM and 3x3 conv jobs (the slower), measured once per process
+ * (0 when it runs neither: no GEMM/CONV2D or int8, a fault).  Placement sizes jobs by it
  * against the device's job timeout, which counts wall time.
  */
 uint64_t mi_dev_wall_rate(struct mi_dev *d);
+/* A job of macs MACs took at least ns of wall time (it timed out): the
+ * wall rate is at most that from now on. */
+void mi_dev_wall_rate_cap(struct mi_dev *d, uint64_t macs, uint64_t ns);
 
 /* Down/up bookkeeping: a device that faulted is skipped by later
  * placements until mi_dev_up() sees it answer again (ops->alive). */

@@ -27,7 +27,9 @@
  * CPU, so the inference still returns the right output; a device that is
  * down is not used until mi_dev_up() sees it answer.  A job whose
  * producer failed ran on garbage all the same (the kernel runs a job whose
- * in-fence failed, with status 0): it reruns on the CPU too.
+ * in-fence failed, with status 0): it reruns on the CPU too.  A job that
+ * timed out also caps its device's wall rate at what it proved and makes
+ * the next run place the model again, with smaller jobs.
  */
 #include <errno.h>
 #include <limits.h>
@@ -666,6 +668,13 @@ static int job_failed(struct mi_model *m, int k, int status)
 
 	pl->st[pl->jobs[k].slot].faults++;
 	mi_dev_mark_down(d, status);
+	if (status == -ETIMEDOUT && d->caps.job_timeout_ms) {
+		/* slower than measured: size the jobs again before the
+		 * next run */
+		mi_dev_wall_rate_cap(d, pl->jobs[k].lj->macs,
+				     d->caps.job_timeout_ms * 1000000ull);
+		pl->replan = true;
+	}
 	return rerun(m, k);
 }
 
@@ -874,6 +883,10 @@ void mi_devexec_run_end(struct mi_model *m, uint64_t wall_ns)
 		return;
 	pl->st[0].busy_ns += wall_ns > pl->step_ns ? wall_ns - pl->step_ns : 0;
 	pl->st[0].jobs++;
+	if (pl->replan) {
+		pl->replan = false;
+		m->prepared = false; /* the next run places and binds again */
+	}
 }
 
 /* ---- public API ------------------------------------------------------------ */

@@ -113,6 +113,7 @@ struct mi_place {
 	uint64_t step_ns;		/* this run: time in device steps */
 	uint64_t max_job_ns;		/* plan entry: job budget, 0 = the
 					 * default rule (place.c) */
+	bool replan;			/* a job timed out: place again */
 	char note[160];			/* why nothing is placed, or "" */
 };
 

@@ -489,6 +489,13 @@ static void test_budget(const char *path, struct mi_dev *e2)
 	      (unsigned long long)st.bytes_out);
 	CHECK(mi_dev_up(e2), "emu2 answers again");
 	check_output(m, "after producer fault");
+	/* a time-out makes the next run place the model again */
+	mi_dev_emu_inject(e2, -ETIMEDOUT, 1);
+	check_output(m, "producer time-out");
+	CHECK(!m->prepared, "time-out: placed again before the next run");
+	check_output(m, "after the time-out");
+	CHECK(m->prepared && jobs_on(m, "emu2") == 2,
+	      "placed again: %d jobs", jobs_on(m, "emu2"));
 
 	/* the plan carries the budget: 600 us, one unit per job */
 	CHECK(!mi_model_plan_get(m, &p), "budget: plan get");

@@ -116,6 +116,28 @@ struct bind_ctx {
 	bool chain;		/* chain jobs (else every input is copied) */
 };
 
+/*
+ * Does job k stand for node ni although it runs on the CPU: a node two
+ * jobs stand for (see mi_devexec_bind) that k's CPU rerun runs again.
+ */
+static bool shared_of(const struct mi_model *m, int k, int ni)
+{
+	const struct mi_place *pl = m->place;
+	const struct mi_node *n = &m->g.nodes[ni];
+	int no = 0;
+
+	if (pl->node_job[ni] != -1 || !pl->shared_node[ni])
+		return false;
+	for (int o = 0; o < n->noutputs; o++) {
+		if (n->outputs[o] < 0)
+			continue;
+		if (!in_list(pl->jobs[k].prod, pl->jobs[k].nprod, n->outputs[o]))
+			return false;
+		no++;
+	}
+	return no > 0;
+}
+
 /* Is tensor t ready at position p0 of job k (for reading)? */
 static bool ready(struct bind_ctx *c, int k, int t, int p0)
 {
@@ -128,7 +150,7 @@ static bool ready(struct bind_ctx *c, int k, int t, int p0)
 	if (c->m->node_state[pr] == MI_NS_DYNAMIC)
 		return false;
 	oj = pl->node_job[pr];
-	if (oj == k)
+	if (oj == k || shared_of(c->m, k, pr))
 		return true;
 	if (oj >= 0 && pl->jobs[oj].bound)
 		return pl->jobs[oj].p0 < p0;
@@ -246,6 +268,9 @@ static bool job_fits(struct bind_ctx *c, int k)
 
 			if (t < 0)
 				continue;
+			if (oj < 0 && shared_of(m, k, ni) && !ready(c, k, t, p0))
+				return unfit(c, k, "a shared node's input made after its submit",
+					     t);
 			if (oj == k) {
 				/* what a CPU rerun needs */
 				if (!ready(c, k, t, p0))
@@ -328,7 +353,8 @@ static void extend_lifetimes(struct mi_model *m, int k)
 	for (int p = 0; p < g->norder; p++) {
 		struct mi_node *n = &g->nodes[g->order[p]];
 
-		if (pl->node_job[g->order[p]] != k)
+		if (pl->node_job[g->order[p]] != k &&
+		    !shared_of(m, k, g->order[p]))
 			continue;
 		for (int i = 0; i < n->ninputs; i++)
 			if (n->inputs[i] >= 0 && m->last_use[n->inputs[i]] < j->pw)
@@ -488,7 +514,7 @@ static int bind_once(struct mi_model *m, bool chain)
 	struct mi_place *pl = m->place;
 	struct mi_graph *g = &m->g;
 	struct bind_ctx c = { .m = m, .chain = chain };
-	bool changed = true;
+	bool changed = true, *sh;
 	int err = 0, *nj, *tf;
 
 	mi_devexec_unbind(m);
@@ -498,15 +524,20 @@ static int bind_once(struct mi_model *m, bool chain)
 	tf = realloc(pl->tfirst, (g->ntensors + 1) * sizeof(*tf));
 	if (tf)
 		pl->tfirst = tf;
+	sh = realloc(pl->shared_node, (g->nnodes + 1) * sizeof(*sh));
+	if (sh)
+		pl->shared_node = sh;
 	c.lp = malloc((g->ntensors + 1) * sizeof(*c.lp));
-	if (!nj || !tf || !c.lp) {
+	if (!nj || !tf || !sh || !c.lp) {
 		free(c.lp);
 		return -ENOMEM;
 	}
 	pl->nnodes = g->nnodes;
 	pl->ntensors = g->ntensors;
-	for (int i = 0; i < g->nnodes; i++)
+	for (int i = 0; i < g->nnodes; i++) {
 		nj[i] = -1;
+		sh[i] = false;
+	}
 	for (int i = 0; i < g->ntensors; i++) {
 		tf[i] = INT_MAX;
 		c.lp[i] = -1;
@@ -539,8 +570,17 @@ static int bind_once(struct mi_model *m, bool chain)
 				no++;
 			}
 			if (all && no)
-				nj[ni] = k;
+				nj[ni] = nj[ni] == -1 || nj[ni] == k ? k : -2;
 		}
+	}
+	/* a node two jobs stand for (a DequantizeLinear whose value two
+	 * units read, each fused into its own job) runs on the CPU, where
+	 * neither job's submit waits for the other; the CPU rerun of either
+	 * job runs it again (shared_of) */
+	for (int i = 0; i < g->nnodes; i++) {
+		pl->shared_node[i] = nj[i] == -2;
+		if (nj[i] == -2)
+			nj[i] = -1;
 	}
 	while (changed) {
 		changed = false;
@@ -653,7 +693,8 @@ static int rerun(struct mi_model *m, int k)
 	}
 	t0 = now_ns();
 	for (int p = 0; p < g->norder && !err; p++)
-		if (pl->node_job[g->order[p]] == k)
+		if (pl->node_job[g->order[p]] == k ||
+		    shared_of(m, k, g->order[p]))
 			err = mi_exec_node(m, g->order[p]);
 	j->state = MI_PJ_CPU;
 	j->copied = true;

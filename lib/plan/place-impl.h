@@ -107,6 +107,8 @@ struct mi_place {
 	int njobs;
 	int nbound;
 	int *node_job;			/* per node: job whose skip set it is in */
+	bool *shared_node;		/* per node: two jobs stand for it; it
+					 * runs on the CPU (devexec.c) */
 	int nnodes;
 	int *tfirst;			/* per tensor: earliest arena position */
 	int ntensors;

@@ -95,6 +95,7 @@ void mi_place_fini(struct mi_model *m)
 	free_jobs(pl);
 	free(pl->pin);
 	free(pl->node_job);
+	free(pl->shared_node);
 	free(pl->tfirst);
 	free(pl);
 	m->place = NULL;

@@ -6,15 +6,18 @@
  * cycle x clock) say how fast the silicon would be; a simulated chip also
  * computes every result on the host's CPU and completes at the later of
  * its modelled end and the computation's (Documentation/sim.rst), so
- * under an emulator (QEMU TCG) it is far slower than its caps.  Two
- * small int8 jobs, a GEMM (M x K x N = 128 x 256 x 128, 4.2 M MACs) and
- * a 3x3 conv (32 -> 32 channels on 16x16, 2.4 M MACs), each run twice,
- * measure it once per device and process (the slower op counts: the
- * sim's conv loops are not its GEMM's); placement then sizes jobs by the
- * slower of caps and wall (lib/plan/place.c).  A job that timed out
- * lowers it further (mi_dev_wall_rate_cap).
+ * under an emulator (QEMU TCG) it is far slower than its caps.  Small
+ * int8 jobs, each run twice (the faster counts), measure it once per
+ * device and process: a GEMM (M x K x N = 128 x 256 x 128, 4.2 M MACs)
+ * and a 3x3 conv (32 -> 32 channels on 16x16, 2.4 M MACs) give the dense
+ * rate (the slower of the two: the sim's conv loops are not its GEMM's),
+ * a depthwise 3x3 conv (64 channels on 32x32, 0.6 M MACs) the grouped
+ * one (at most the dense).  Placement sizes jobs by the slower of caps
+ * and wall (lib/plan/place.c).  A job that timed out lowers both
+ * (mi_dev_wall_rate_cap).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -116,11 +119,39 @@ static uint64_t probe_rate(struct mi_dev *d, const void *cmds, size_t size,
 	return (uint64_t)((double)macs * 1e9 / (double)(best ? best : 1));
 }
 
-/* 32 -> 32 channels, 3x3, pad 1, on 16x16: 2.4 M MACs */
+/* 32 -> 32 channels, 3x3, pad 1, on 16x16: 2.4 M MACs; depthwise: 64
+ * channels, 3x3, pad 1, on 32x32: 0.6 M MACs */
 #define PC 32
 #define PH 16
+#define DC 64
+#define DH 32
 
-uint64_t mi_dev_wall_rate(struct mi_dev *d)
+static void conv_stream(struct drm_metainfer_stream_header *h,
+			struct drm_metainfer_op_conv2d *c, uint32_t cin,
+			uint32_t cout, uint32_t groups, uint32_t hw,
+			size_t *bytes)
+{
+	const size_t cw = (size_t)cin * hw * hw;
+	const size_t co = cw + (size_t)cout * (cin / groups) * 9;
+
+	memset(h, 0, sizeof(*h));
+	memset(c, 0, sizeof(*c));
+	h->magic = DRM_METAINFER_STREAM_MAGIC;
+	h->version = DRM_METAINFER_STREAM_VERSION;
+	h->op_count = 1;
+	c->hdr.op = DRM_METAINFER_OP_CONV2D;
+	c->hdr.size = sizeof(*c);
+	c->stride_h = c->stride_w = 1;
+	c->dilation_h = c->dilation_w = 1;
+	c->pad_top = c->pad_left = c->pad_bottom = c->pad_right = 1;
+	c->groups = groups;
+	nchw(&c->input, DRM_METAINFER_DTYPE_INT8, 0, 1, cin, hw, hw);
+	nchw(&c->weight, DRM_METAINFER_DTYPE_INT8, cw, cout, cin / groups, 3, 3);
+	nchw(&c->output, DRM_METAINFER_DTYPE_INT32, co, 1, cout, hw, hw);
+	*bytes = co + 4 * (size_t)cout * hw * hw;
+}
+
+static void probe_all(struct mi_dev *d)
 {
 	struct {
 		struct drm_metainfer_stream_header h;
@@ -131,13 +162,9 @@ uint64_t mi_dev_wall_rate(struct mi_dev *d)
 		struct drm_metainfer_op_conv2d c;
 	} cs;
 	const size_t b = PROBE_M * PROBE_K, o = b + PROBE_K * PROBE_N;
-	const size_t cw = PC * PH * PH, co = cw + PC * PC * 9;
-	uint64_t rate = atomic_load(&d->wall_rate), r;
+	uint64_t dense = UINT64_MAX, grouped = 0, r;
+	size_t bytes;
 
-	if (rate || d->kind == MI_DEV_CPU ||
-	    !(d->caps.dtype_mask & (1ull << DRM_METAINFER_DTYPE_INT8)))
-		return rate;
-	rate = UINT64_MAX;
 	if (d->caps.op_mask & (1ull << DRM_METAINFER_OP_GEMM)) {
 		memset(&s, 0, sizeof(s));
 		s.h.magic = DRM_METAINFER_STREAM_MAGIC;
@@ -151,40 +178,50 @@ uint64_t mi_dev_wall_rate(struct mi_dev *d)
 		       PROBE_N);
 		r = probe_rate(d, &s, sizeof(s), o + 4 * PROBE_M * PROBE_N,
 			       (uint64_t)PROBE_M * PROBE_K * PROBE_N);
-		if (r && r < rate)
-			rate = r;
+		if (r && r < dense)
+			dense = r;
 	}
 	if ((d->caps.op_mask & (1ull << DRM_METAINFER_OP_CONV2D)) &&
 	    (d->caps.layout_mask & (1ull << DRM_METAINFER_LAYOUT_NCHW))) {
-		memset(&cs, 0, sizeof(cs));
-		cs.h.magic = DRM_METAINFER_STREAM_MAGIC;
-		cs.h.version = DRM_METAINFER_STREAM_VERSION;
-		cs.h.op_count = 1;
-		cs.c.hdr.op = DRM_METAINFER_OP_CONV2D;
-		cs.c.hdr.size = sizeof(cs.c);
-		cs.c.stride_h = cs.c.stride_w = 1;
-		cs.c.dilation_h = cs.c.dilation_w = 1;
-		cs.c.pad_top = cs.c.pad_left = cs.c.pad_bottom = cs.c.pad_right = 1;
-		cs.c.groups = 1;
-		nchw(&cs.c.input, DRM_METAINFER_DTYPE_INT8, 0, 1, PC, PH, PH);
-		nchw(&cs.c.weight, DRM_METAINFER_DTYPE_INT8, cw, PC, PC, 3, 3);
-		nchw(&cs.c.output, DRM_METAINFER_DTYPE_INT32, co, 1, PC, PH, PH);
-		r = probe_rate(d, &cs, sizeof(cs), co + 4 * PC * PH * PH,
+		conv_stream(&cs.h, &cs.c, PC, PC, 1, PH, &bytes);
+		r = probe_rate(d, &cs, sizeof(cs), bytes,
 			       (uint64_t)PC * PC * 9 * PH * PH);
-		if (r && r < rate)
-			rate = r;
+		if (r && r < dense)
+			dense = r;
+		conv_stream(&cs.h, &cs.c, DC, DC, DC, DH, &bytes);
+		grouped = probe_rate(d, &cs, sizeof(cs), bytes,
+				     (uint64_t)DC * 9 * DH * DH);
 	}
-	if (rate == UINT64_MAX)
+	if (dense == UINT64_MAX)
+		dense = 0;
+	if (!grouped || (dense && dense < grouped))
+		grouped = dense;
+	atomic_store(&d->wall_rate_grouped, grouped ? grouped : 1);
+	atomic_store(&d->wall_rate, dense ? dense : 1);
+}
+
+uint64_t mi_dev_wall_rate(struct mi_dev *d, bool grouped)
+{
+	uint64_t rate;
+
+	if (d->kind == MI_DEV_CPU ||
+	    !(d->caps.dtype_mask & (1ull << DRM_METAINFER_DTYPE_INT8)))
 		return 0;
-	atomic_store(&d->wall_rate, rate ? rate : 1);
-	return rate ? rate : 1;
+	if (!atomic_load(&d->wall_rate))
+		probe_all(d);
+	rate = atomic_load(grouped ? &d->wall_rate_grouped : &d->wall_rate);
+	return rate > 1 ? rate : 0;
 }
 
 void mi_dev_wall_rate_cap(struct mi_dev *d, uint64_t macs, uint64_t ns)
 {
 	uint64_t r = (uint64_t)((double)macs * 1e9 / (double)(ns ? ns : 1));
-	uint64_t cur = atomic_load(&d->wall_rate);
 
-	if (r && (!cur || r < cur))
+	if (!r)
+		return;
+	if (atomic_load(&d->wall_rate) <= 1 || r < atomic_load(&d->wall_rate))
 		atomic_store(&d->wall_rate, r);
+	if (atomic_load(&d->wall_rate_grouped) <= 1 ||
+	    r < atomic_load(&d->wall_rate_grouped))
+		atomic_store(&d->wall_rate_grouped, r);
 }

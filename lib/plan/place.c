@@ -291,11 +291,16 @@ static uint64_t unit_ns(struct mi_graph *g, const struct mi_qunit *u,
 	return tm > td ? tm : td;
 }
 
-/* MACs per second d is planned with: the slower of caps and wall. */
-static uint64_t dev_rate(struct mi_dev *d)
+/* MACs per second d is planned with for unit u: the slower of caps and
+ * wall (grouped convs have their own wall rate). */
+static uint64_t dev_rate(struct mi_graph *g, struct mi_dev *d,
+			 const struct mi_qunit *u)
 {
+	const struct mi_node *a = &g->nodes[u->anchor];
+	bool grouped = u->op == DRM_METAINFER_OP_CONV2D &&
+		       mi_attr_int(a, "group", 1) > 1;
 	uint64_t caps = d->caps.macs_per_cycle * d->caps.clock_khz * 1000ull;
-	uint64_t wall = mi_dev_wall_rate(d);
+	uint64_t wall = mi_dev_wall_rate(d, grouped);
 
 	if (!caps || (wall && wall < caps))
 		return wall;
@@ -370,8 +375,7 @@ static int group(struct mi_model *m)
 	unsigned char *dep = malloc(g->ntensors + 1);
 	unsigned char *inj = malloc(g->nnodes + 1);
 	struct mi_place_job *open = NULL;
-	uint64_t budget[MI_PLACE_MAX_DEVS], rate[MI_PLACE_MAX_DEVS];
-	bool rated[MI_PLACE_MAX_DEVS] = { false };
+	uint64_t budget[MI_PLACE_MAX_DEVS];
 	int *reachv = share_reach(pl), reach = -1;
 	int err = 0;
 
@@ -380,10 +384,8 @@ static int group(struct mi_model *m)
 		err = -ENOMEM;
 		goto out;
 	}
-	for (int s = 0; s < pl->ndevs; s++) {
+	for (int s = 0; s < pl->ndevs; s++)
 		budget[s] = s ? job_budget(pl, pl->devs[s]) : 0;
-		rate[s] = 0;
-	}
 	for (int u = 0; u < pl->nunits && !err; u++) {
 		int s = pl->unit_slot[u];
 		uint64_t t;
@@ -393,11 +395,8 @@ static int group(struct mi_model *m)
 			reach = -1;
 			continue;
 		}
-		if (budget[s] && !rated[s]) {
-			rate[s] = dev_rate(pl->devs[s]);
-			rated[s] = true;
-		}
-		t = budget[s] ? unit_ns(g, &pl->units[u], pl->devs[s], rate[s]) : 0;
+		t = budget[s] ? unit_ns(g, &pl->units[u], pl->devs[s],
+					dev_rate(g, pl->devs[s], &pl->units[u])) : 0;
 		/* a budget split never separates units that share a node (a
 		 * DequantizeLinear read by both): neither job could stand
 		 * for it alone */

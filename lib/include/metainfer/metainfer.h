@@ -316,7 +316,7 @@ struct mi_device_stats {
 	uint64_t bytes_in;
 	uint64_t bytes_out;
 	uint64_t nodes;		/* nodes of the plan placed on it */
-	/* Since METAINFER_0.5 (were reserved, 0): constants uploaded, once
+	/* Formerly reserved (0 before them): constants uploaded, once
 	 * per plan (not in bytes_in); job inputs taken from another job's
 	 * buffer (PRIME or the same BO, no copy) and their bytes. */
 	uint64_t bytes_const;

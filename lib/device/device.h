@@ -151,6 +151,9 @@ struct mi_dev {
 	bool use_uring;		/* submit through io_uring (else ioctls) */
 	atomic_bool down;	/* marked down after a fault; see mi_dev_up() */
 	atomic_uint_fast64_t faults; /* jobs that failed and ran elsewhere */
+	atomic_uint_fast64_t wall_rate; /* MACs per wall second, 0 unknown,
+					 * 1 none (mi_dev_wall_rate) */
+	atomic_uint_fast64_t wall_rate_grouped; /* the same, grouped conv */
 	void *priv;
 };
 
@@ -196,6 +199,18 @@ struct mi_dev_emu_timing {
 int mi_dev_emu_set_timing(struct mi_dev *d, const struct mi_dev_emu_timing *t);
 uint64_t mi_dev_emu_time(const struct mi_dev_emu_timing *t, const void *cmds,
 			 size_t size);
+
+/*
+ * probe.c: MACs per second of wall time this accelerator achieves on
+ * int8 GEMM and 3x3 conv jobs (the slower), or with grouped on a
+ * depthwise conv, measured once per process (0 when it runs neither: no
+ * GEMM/CONV2D or int8, a fault).  Placement sizes jobs by it
+ * against the device's job timeout, which counts wall time.
+ */
+uint64_t mi_dev_wall_rate(struct mi_dev *d, bool grouped);
+/* A job of macs MACs took at least ns of wall time (it timed out): the
+ * wall rate is at most that from now on. */
+void mi_dev_wall_rate_cap(struct mi_dev *d, uint64_t macs, uint64_t ns);
 
 /* Down/up bookkeeping: a device that faulted is skipped by later
  * placements until mi_dev_up() sees it answer again (ops->alive). */

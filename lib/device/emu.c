@@ -6,14 +6,22 @@
  * on a host without the kernel modules; it is added only on request
  * (mi_dev_emu_add), never by the scan.  Jobs run synchronously in
  * submit(), after their in-fences signalled; busy_ns is the wall time of
- * the reference.
+ * the reference.  Buffers are memfds, so PRIME works as on a kernel
+ * device: export hands out a dma-buf-like fd, import maps one (of an
+ * emulated device or a real dma-buf).  A job's fence is an eventfd that
+ * is already readable (the job ended in submit): sync_file semantics for
+ * poll(), enough for the in-fences of other emulated jobs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "device/device-impl.h"
 #include "device/mi_ref.h"
@@ -41,26 +49,97 @@ static void emu_destroy(struct mi_dev *d)
 	free(d);
 }
 
+/* bo->priv: the memfd behind an own buffer, -1 for an imported one */
 static int emu_bo_alloc(struct mi_dev *d, size_t size, struct mi_dev_bo **bop)
 {
 	struct mi_dev_bo *bo = calloc(1, sizeof(*bo));
+	int fd = memfd_create("mi-emu-bo", MFD_CLOEXEC);
 
-	if (!bo || !(bo->map = calloc(1, size ? size : 1))) {
+	if (!size)
+		size = 1;
+	if (!bo || fd < 0 || ftruncate(fd, size)) {
 		free(bo);
+		if (fd >= 0)
+			close(fd);
 		return mi_set_error(-ENOMEM, "%s: no memory for a %zu-byte buffer",
+				    d->name, size);
+	}
+	bo->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (bo->map == MAP_FAILED) {
+		close(fd);
+		free(bo);
+		return mi_set_error(-ENOMEM, "%s: cannot map a %zu-byte buffer",
 				    d->name, size);
 	}
 	bo->dev = d;
 	bo->size = size;
 	bo->prime_fd = -1;
+	bo->priv = (void *)(intptr_t)fd;
 	*bop = bo;
 	return 0;
 }
 
 static void emu_bo_free(struct mi_dev_bo *bo)
 {
-	free(bo->map);
+	int fd = (int)(intptr_t)bo->priv;
+
+	munmap(bo->map, bo->size);
+	if (fd >= 0)
+		close(fd);
+	if (bo->prime_fd >= 0)
+		close(bo->prime_fd);
 	free(bo);
+}
+
+static int emu_bo_export(struct mi_dev_bo *bo)
+{
+	int fd = (int)(intptr_t)bo->priv;
+
+	if (bo->prime_fd >= 0)
+		return 0;
+	if (fd < 0)
+		return mi_set_error(-EINVAL, "%s: export of an imported buffer",
+				    bo->dev->name);
+	bo->prime_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (bo->prime_fd < 0)
+		return mi_set_error(-errno, "%s: PRIME export: %s",
+				    bo->dev->name, strerror(errno));
+	return 0;
+}
+
+static int emu_bo_import(struct mi_dev *d, int fd, size_t size,
+			 struct mi_dev_bo **bop)
+{
+	struct mi_dev_bo *bo = calloc(1, sizeof(*bo));
+
+	if (!bo)
+		return -ENOMEM;
+	bo->map = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, fd, 0);
+	if (bo->map == MAP_FAILED) {
+		int err = -errno;
+
+		free(bo);
+		return mi_set_error(err, "%s: PRIME import of fd %d: %s",
+				    d->name, fd, strerror(-err));
+	}
+	bo->dev = d;
+	bo->size = size ? size : 1;
+	bo->prime_fd = -1;
+	bo->priv = (void *)(intptr_t)-1;
+	*bop = bo;
+	return 0;
+}
+
+static int emu_job_fence(struct mi_dev *d, struct mi_dev_job *job, int *fdp)
+{
+	int fd = eventfd(1, EFD_CLOEXEC);
+
+	if (fd < 0)
+		return mi_set_error(-errno, "%s: job fence: %s", d->name,
+				    strerror(errno));
+	*fdp = fd;
+	return 0;
 }
 
 /* Wait until every sync_file fd signalled (POLLIN), at most 10 s. */
@@ -138,8 +217,11 @@ static const struct mi_dev_ops emu_ops = {
 	.destroy = emu_destroy,
 	.bo_alloc = emu_bo_alloc,
 	.bo_free = emu_bo_free,
+	.bo_export = emu_bo_export,
+	.bo_import = emu_bo_import,
 	.submit = emu_submit,
 	.wait = emu_wait,
+	.job_fence = emu_job_fence,
 	.job_release = emu_job_release,
 	.alive = emu_alive,
 };

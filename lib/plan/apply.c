@@ -140,6 +140,7 @@ int mi_plan_dup(const struct mi_plan *s, struct mi_plan **planp)
 	p->isa = dup0(s->isa);
 	p->threads = s->threads;
 	p->fingerprint = s->fingerprint;
+	p->max_job_us = s->max_job_us;
 	if ((s->model && !p->model) || (s->isa && !p->isa))
 		err = -ENOMEM;
 	for (int i = 0; !err && i < s->n; i++) {
@@ -515,6 +516,7 @@ int mi_plan_readback(struct mi_model *m, struct mi_plan_rb *r, struct mi_plan **
 	p->isa = strdup(mi_cpu_isa_name(r->c->isa));
 	p->threads = r->c->nthreads;
 	p->fingerprint = r->c->fingerprint;
+	p->max_job_us = mi_place_max_job(m) / 1000;
 	if (!p->model || !p->isa)
 		err = -ENOMEM;
 	for (int i = 0; !err && i < g->nnodes; i++) {
@@ -866,6 +868,7 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 	struct mi_plan_rb r;
 	char why[600];
 	int err, round, *pins = NULL, *old_pins = NULL;
+	uint64_t old_max_job = mi_place_max_job(m);
 
 	if (!m || !plan)
 		return mi_set_error(-EINVAL, "mi_model_plan_apply: bad arguments");
@@ -915,6 +918,7 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 		m->place->pin = pins;
 		m->place->npin = m->g.nnodes;
 		pins = NULL;
+		mi_place_set_max_job(m, copy->max_job_us * 1000);
 	}
 	free(pins);
 	mi_plan_rb_fini(&r);
@@ -961,6 +965,7 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 			old_pins = NULL;
 			if (!m->place->pin)
 				m->place->npin = 0;
+			mi_place_set_max_job(m, old_max_job);
 		}
 		replan(m);
 		free(old_pins);
@@ -983,6 +988,7 @@ int mi_model_plan_reset(struct mi_model *m)
 		return mi_set_error(-EINVAL, "mi_model_plan_reset: bad arguments");
 	set_req(m, NULL);
 	mi_place_pin(m, NULL, 0);
+	mi_place_set_max_job(m, 0);
 	mi_plan_free(m->plan);
 	m->plan = NULL;
 	err = m->prepared ? replan(m) : 0;

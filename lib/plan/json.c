@@ -5,7 +5,7 @@
  * The schema (Documentation/plan.rst) is one object:
  *
  *	{ "schema": "metainfer-plan/2", "model": ..., "fingerprint": "<hex>",
- *	  "isa": ..., "threads": N,
+ *	  "isa": ..., "threads": N, "max_job_us": N?,
  *	  "nodes": [ { "name", "op", "device", "variant", "layout_in",
  *		       "layout_out", "precision", "qparams"?, "threads"?,
  *		       "fused": [names] }, ... ],
@@ -62,7 +62,10 @@ int mi_plan_json_write(const struct mi_plan *p, FILE *f)
 	fprintf(f, ",\n  \"fingerprint\": \"%016" PRIx64 "\",\n  \"isa\": ",
 		p->fingerprint);
 	put_str(f, p->isa ? p->isa : "");
-	fprintf(f, ",\n  \"threads\": %d,\n  \"nodes\": [", p->threads);
+	fprintf(f, ",\n  \"threads\": %d", p->threads);
+	if (p->max_job_us)
+		fprintf(f, ",\n  \"max_job_us\": %" PRIu64, p->max_job_us);
+	fputs(",\n  \"nodes\": [", f);
 	for (int i = 0; i < p->n; i++) {
 		const struct mi_plan_entry *e = &p->e[i];
 
@@ -479,8 +482,8 @@ static int get_strv(const struct jv *o, const char *key, char ***v, int *n,
 }
 
 static const char *const top_keys[] = { "schema", "model", "fingerprint",
-					"isa", "threads", "nodes", "removed",
-					NULL };
+					"isa", "threads", "max_job_us", "nodes",
+					"removed", NULL };
 static const char *const node_keys[] = { "name", "op", "device", "variant",
 					 "layout_in", "layout_out",
 					 "precision", "qparams", "threads",
@@ -577,6 +580,15 @@ static int map_plan(const struct jv *root, struct mi_plan *p, char *err,
 		ret = get_str(root, "fingerprint", true, &fp, "plan", err, errlen);
 	if (ret)
 		return ret;
+	v = member(root, "max_job_us");
+	if (v && (v->type != J_NUM || v->num != (double)(uint64_t)v->num ||
+		  v->num < 1 || v->num > 3.6e9)) {
+		free(fp);
+		return perr(err, errlen,
+			    "plan: \"max_job_us\" must be an integer 1..3600000000");
+	}
+	if (v)
+		p->max_job_us = (uint64_t)v->num;
 	p->fingerprint = strtoull(fp, &end, 16);
 	if (!*fp || *end || strlen(fp) > 16) {
 		free(fp);

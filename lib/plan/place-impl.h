@@ -49,9 +49,18 @@ void mi_place_set_lowering(const struct mi_lowering *l);
 const struct mi_lowering *mi_place_lowering(void);
 
 #define MI_PLACE_MAX_DEVS 16
+/* Default job budget: a job's predicted device time stays within this
+ * share of the device's job timeout (place.c), leaving room for a loaded
+ * machine and for several processes sharing the device. */
+#define MI_PLACE_JOB_BUDGET_PCT 25
+/* Buffers per job: constants, activations, up to 14 producers' */
+#define MI_PLACE_JOB_BOS 16
 
 struct mi_place_stats {
 	uint64_t busy_ns, jobs, faults, bytes_in, bytes_out, nodes;
+	uint64_t bytes_const;		/* constants uploaded (at bind) */
+	uint64_t shared;		/* inputs passed in a shared BO */
+	uint64_t shared_bytes;
 };
 
 struct mi_place_job {
@@ -59,16 +68,31 @@ struct mi_place_job {
 	const struct mi_qunit **units;	/* into place->units */
 	int nunits;
 	struct mi_lower_job *lj;
+	uint64_t pred_ns;		/* predicted device time (wall) */
 	int *prod;			/* tensors its units' nodes write */
 	int nprod;
 	/* bound to the planned graph (devexec.c) */
 	bool bound;
 	int p0, pw;			/* submit / wait positions */
 	struct mi_dev_bo *cbo, *abo;	/* constants, activations */
-	struct mi_dev_bo *bos[2];
+	/* bo_index -> buffer: 0 cbo, 1 abo, 2.. the activation buffers of
+	 * producer jobs (src[b]) whose outputs this job reads in place */
+	struct mi_dev_bo *bos[MI_PLACE_JOB_BOS];
+	struct mi_dev_bo *imp[MI_PLACE_JOB_BOS]; /* owned PRIME imports */
+	int src[MI_PLACE_JOB_BOS];
+	int nbos;
+	int *in_src;			/* per lj->t: producer job, -1 copy */
+	uint64_t *off0;			/* per lj->t: offset before chaining */
+	bool *out_cpu;			/* per lj->t: copied out at finish */
 	struct mi_dev_job dj;
 	bool inflight, submitted_ok;
+	/* this run */
+	int state;			/* MI_PJ_x */
+	bool copied;			/* every output is in its graph tensor */
+	uint32_t fenced;		/* bit b: src[b] was in flight at submit */
 };
+
+enum { MI_PJ_IDLE, MI_PJ_INFLIGHT, MI_PJ_DEV, MI_PJ_CPU };
 
 struct mi_place {
 	struct mi_dev *devs[MI_PLACE_MAX_DEVS]; /* the model's; cpu first */
@@ -83,10 +107,15 @@ struct mi_place {
 	int njobs;
 	int nbound;
 	int *node_job;			/* per node: job whose skip set it is in */
+	bool *shared_node;		/* per node: two jobs stand for it; it
+					 * runs on the CPU (devexec.c) */
 	int nnodes;
 	int *tfirst;			/* per tensor: earliest arena position */
 	int ntensors;
 	uint64_t step_ns;		/* this run: time in device steps */
+	uint64_t max_job_ns;		/* plan entry: job budget, 0 = the
+					 * default rule (place.c) */
+	bool replan;			/* a job timed out: place again */
 	char note[160];			/* why nothing is placed, or "" */
 };
 
@@ -103,6 +132,10 @@ int mi_place_pin(struct mi_model *m, const int *pin, int n);
 /* Before CPU planning (shapes inferred): find units, choose devices,
  * group and lower jobs. */
 int mi_place_prepare(struct mi_model *m);
+/* Set the job budget (predicted device ns per job, 0: the default rule);
+ * takes effect at the next prepare. */
+void mi_place_set_max_job(struct mi_model *m, uint64_t ns);
+uint64_t mi_place_max_job(const struct mi_model *m);
 /* Device name node ni runs on ("cpu" when none). */
 const char *mi_place_node_device(const struct mi_model *m, int ni);
 int mi_place_node_job(const struct mi_model *m, int ni);

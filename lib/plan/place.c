@@ -12,6 +12,14 @@
  * devices (mi_place_pin); a pinned unit goes where its nodes are pinned or
  * planning fails with the reason.
  *
+ * Jobs are also split by a time budget: the kernel fails a job that runs
+ * past the device's job timeout (wall time), so a job's predicted time,
+ * a roofline per unit (MACs at the slower of the caps' MACs/cycle x clock
+ * and the measured wall rate, mi_dev_wall_rate; bytes moved at the DMA
+ * bandwidth), stays within MI_PLACE_JOB_BUDGET_PCT of that timeout.  A
+ * plan may set the budget itself (max_job_us); a single unit over the
+ * budget still runs as a job of its own.
+ *
  * Lowering goes through a table (struct mi_lowering); while the uapi
  * lowering is not built in, nothing is placed on accelerators and the
  * placement says so in one line.
@@ -87,6 +95,7 @@ void mi_place_fini(struct mi_model *m)
 	free_jobs(pl);
 	free(pl->pin);
 	free(pl->node_job);
+	free(pl->shared_node);
 	free(pl->tfirst);
 	free(pl);
 	m->place = NULL;
@@ -187,6 +196,24 @@ static bool can_join(struct mi_graph *g, const struct mi_place_job *j,
 	return ok;
 }
 
+/* Per unit: the last later unit with a member node in common (a
+ * DequantizeLinear both read), or itself. */
+static int *share_reach(const struct mi_place *pl)
+{
+	int *r = malloc((pl->nunits + 1) * sizeof(*r));
+
+	for (int u = 0; r && u < pl->nunits; u++) {
+		r[u] = u;
+		for (int v = pl->nunits - 1; v > u && r[u] == u; v--)
+			for (int i = 0; i < pl->units[u].nmembers; i++)
+				if (unit_has(&pl->units[v], pl->units[u].members[i])) {
+					r[u] = v;
+					break;
+				}
+	}
+	return r;
+}
+
 /* Tensors the job's units write (every member's outputs). */
 static int job_products(struct mi_graph *g, struct mi_place_job *j)
 {
@@ -208,6 +235,76 @@ static int job_products(struct mi_graph *g, struct mi_place_job *j)
 					j->prod[j->nprod++] = n->outputs[o];
 		}
 	return 0;
+}
+
+void mi_place_set_max_job(struct mi_model *m, uint64_t ns)
+{
+	if (m->place)
+		m->place->max_job_ns = ns;
+}
+
+uint64_t mi_place_max_job(const struct mi_model *m)
+{
+	return m->place ? m->place->max_job_ns : 0;
+}
+
+/* The job budget on device d in ns, 0 for none. */
+static uint64_t job_budget(const struct mi_place *pl, const struct mi_dev *d)
+{
+	if (pl->max_job_ns)
+		return pl->max_job_ns;
+	return (uint64_t)d->caps.job_timeout_ms * 1000000ull *
+	       MI_PLACE_JOB_BUDGET_PCT / 100;
+}
+
+static uint64_t tensor_bytes(const struct mi_tensor *x)
+{
+	int64_t n = mi_tensor_numel(x);
+
+	return n > 0 ? (uint64_t)n * mi_dtype_size(x->dtype) : 0;
+}
+
+/*
+ * Predicted wall time of unit u on d: the slower of its MACs at the
+ * device's rate and its bytes (activations in and out, constants) at the
+ * DMA bandwidth.  rate: MACs per second, 0 unknown.
+ */
+static uint64_t unit_ns(struct mi_graph *g, const struct mi_qunit *u,
+			const struct mi_dev *d, uint64_t rate)
+{
+	uint64_t bytes = tensor_bytes(&g->tensors[u->output]), tm = 0, td = 0;
+
+	for (int i = 0; i < u->ninputs; i++)
+		bytes += tensor_bytes(&g->tensors[u->inputs[i]]);
+	for (int k = 0; k < u->nmembers; k++) {
+		const struct mi_node *n = &g->nodes[u->members[k]];
+
+		for (int i = 0; i < n->ninputs; i++)
+			if (n->inputs[i] >= 0 &&
+			    (g->tensors[n->inputs[i]].flags & MI_TF_CONST))
+				bytes += tensor_bytes(&g->tensors[n->inputs[i]]);
+	}
+	if (rate)
+		tm = (uint64_t)((double)u->macs * 1e9 / (double)rate);
+	if (d->caps.dma_bw)
+		td = (uint64_t)((double)bytes * 1e9 / (double)d->caps.dma_bw);
+	return tm > td ? tm : td;
+}
+
+/* MACs per second d is planned with for unit u: the slower of caps and
+ * wall (grouped convs have their own wall rate). */
+static uint64_t dev_rate(struct mi_graph *g, struct mi_dev *d,
+			 const struct mi_qunit *u)
+{
+	const struct mi_node *a = &g->nodes[u->anchor];
+	bool grouped = u->op == DRM_METAINFER_OP_CONV2D &&
+		       mi_attr_int(a, "group", 1) > 1;
+	uint64_t caps = d->caps.macs_per_cycle * d->caps.clock_khz * 1000ull;
+	uint64_t wall = mi_dev_wall_rate(d, grouped);
+
+	if (!caps || (wall && wall < caps))
+		return wall;
+	return caps;
 }
 
 static int add_job(struct mi_place *pl, int slot, int cap)
@@ -278,27 +375,45 @@ static int group(struct mi_model *m)
 	unsigned char *dep = malloc(g->ntensors + 1);
 	unsigned char *inj = malloc(g->nnodes + 1);
 	struct mi_place_job *open = NULL;
+	uint64_t budget[MI_PLACE_MAX_DEVS];
+	int *reachv = share_reach(pl), reach = -1;
 	int err = 0;
 
 	pl->jobs = calloc(pl->nunits + 1, sizeof(*pl->jobs));
-	if (!dep || !inj || !pl->jobs) {
+	if (!dep || !inj || !pl->jobs || !reachv) {
 		err = -ENOMEM;
 		goto out;
 	}
+	for (int s = 0; s < pl->ndevs; s++)
+		budget[s] = s ? job_budget(pl, pl->devs[s]) : 0;
 	for (int u = 0; u < pl->nunits && !err; u++) {
 		int s = pl->unit_slot[u];
+		uint64_t t;
 
 		if (!s) {
 			open = NULL;
+			reach = -1;
 			continue;
 		}
+		t = budget[s] ? unit_ns(g, &pl->units[u], pl->devs[s],
+					dev_rate(g, pl->devs[s], &pl->units[u])) : 0;
+		/* a budget split never separates units that share a node (a
+		 * DequantizeLinear read by both): neither job could stand
+		 * for it alone */
 		if (!open || open->slot != s ||
+		    (budget[s] && open->pred_ns + t > budget[s] &&
+		     reach < u) ||
 		    !can_join(g, open, &pl->units[u], dep, inj)) {
 			err = add_job(pl, s, pl->nunits - u);
 			open = &pl->jobs[pl->njobs - 1];
+			reach = -1;
 		}
-		if (!err)
+		if (!err) {
 			open->units[open->nunits++] = &pl->units[u];
+			open->pred_ns += t;
+			if (reachv[u] > reach)
+				reach = reachv[u];
+		}
 	}
 	for (int k = 0; k < pl->njobs && !err; k++) {
 		struct mi_place_job *j = &pl->jobs[k];
@@ -317,6 +432,7 @@ static int group(struct mi_model *m)
 		}
 	}
 out:
+	free(reachv);
 	free(dep);
 	free(inj);
 	return err;
@@ -423,9 +539,14 @@ void mi_place_print(struct mi_model *m, FILE *f)
 
 		if (!j->bound)
 			continue;
-		fprintf(f, "  job %d on %s: %d units, %d ops, %llu MACs\n", k,
+		fprintf(f, "  job %d on %s: %d units, %d ops, %llu MACs", k,
 			pl->devs[j->slot]->name, j->nunits, j->lj->nops,
 			(unsigned long long)j->lj->macs);
+		if (j->pred_ns)
+			fprintf(f, ", predicted %.3f ms of %.3f ms",
+				j->pred_ns / 1e6,
+				job_budget(pl, pl->devs[j->slot]) / 1e6);
+		fprintf(f, "\n");
 	}
 	fprintf(f, "transfers:\n");
 	for (int k = 0; k < pl->njobs; k++) {
@@ -440,11 +561,16 @@ void mi_place_print(struct mi_model *m, FILE *f)
 			if (t->role != MI_LT_INPUT && t->role != MI_LT_OUTPUT)
 				continue;
 			if (t->role == MI_LT_INPUT) {
+				bool inplace = j->in_src && j->in_src[i] >= 0;
+
 				pr = live_producer(g, t->graph_tensor);
-				fprintf(f, "  %-32s %s -> %s, %zu bytes\n",
+				fprintf(f, "  %-32s %s -> %s, %zu bytes%s\n",
 					g->tensors[t->graph_tensor].name,
 					pr < 0 ? "cpu" : mi_place_node_device(m, pr),
-					pl->devs[j->slot]->name, t->bytes);
+					pl->devs[j->slot]->name, t->bytes,
+					inplace ? " (in place, fenced)" : "");
+			} else if (j->out_cpu && !j->out_cpu[i]) {
+				continue; /* read in place by jobs only */
 			} else {
 				fprintf(f, "  %-32s %s -> cpu, %zu bytes\n",
 					g->tensors[t->graph_tensor].name,

@@ -5,7 +5,10 @@
 PLACE_TEST := $(O)/lib/plan/tests/test-place
 PLACE_MODELS := $(O)/place/models
 
-$(PLACE_TEST): lib/plan/tests/test-place.c $(LIB_A)
+# The executor and the model open place-impl.h (struct mi_place) too.
+$(O)/lib/exec.o $(O)/lib/model.o: lib/plan/place-impl.h lib/device/device.h
+
+$(PLACE_TEST): lib/plan/tests/test-place.c lib/plan/place-impl.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
 

@@ -35,6 +35,7 @@ struct mi_plan {
 	char *isa;
 	int threads;
 	uint64_t fingerprint;
+	uint64_t max_job_us;	/* device job budget (place.c), 0: default */
 	int n, cap;
 	struct mi_plan_entry *e;
 	int nremoved;		/* nodes planning removed (read by nobody) */

@@ -13,8 +13,12 @@
  * Fault tests plant a fault between inferences with --at K:CMD (a shell
  * command run before inference K, e.g. writing a sim chip's fail_dma
  * attribute); --expect-faults then requires that some job failed and
- * reran on the CPU while every output stayed right.  --procs P runs P
- * processes at once, each over the same inputs.
+ * reran on the CPU while every output stayed right.  Any other run fails
+ * on more than --max-faults faults (default 0): a job that times out and
+ * reruns on the CPU still gives the right output, but the devices did not
+ * run it.  --procs P runs P processes at once, each over the same inputs.
+ * --shared K requires at least K job inputs per inference passed in
+ * place from another job's buffer (PRIME or the same BO, no copy).
  *
  * Built twice: hetero-check (public API only, for the VM's accelerators)
  * and hetero-check-emu (with hetero-emu.c: emulated accelerators, for
@@ -49,6 +53,8 @@ struct opts {
 	int no_uring;
 	int ref_qdq;
 	int expect_faults;
+	long max_faults;	/* -1: not given */
+	long min_shared;
 	int procs;
 	int quiet;
 	int at_k[MAX_AT];
@@ -173,22 +179,29 @@ static int load(const struct opts *o, const char *devices,
 	return ret;
 }
 
-static void print_stats(struct mi_model *m, uint64_t *faults)
+/* Per device: totals over the run; constants (uploaded once, at load)
+ * apart from bytes in; shared: inputs read in place from another job. */
+static void print_stats(struct mi_model *m, uint64_t *faults, uint64_t *shared)
 {
 	int n = mi_model_device_count(m);
 
 	*faults = 0;
+	*shared = 0;
 	for (int i = 0; i < n; i++) {
 		struct mi_device_stats st;
 
 		if (mi_model_device_stats(m, i, &st))
 			continue;
 		*faults += st.faults;
-		printf("  %-6s nodes %4llu  busy %10.3f ms  jobs %6llu  faults %3llu  in %9llu B  out %9llu B\n",
+		*shared += st.shared;
+		printf("  %-6s nodes %4llu  busy %10.3f ms  jobs %6llu  faults %3llu  in %9llu B  out %9llu B  const %8llu B  shared %5llu (%llu B)\n",
 		       st.device, (unsigned long long)st.nodes, st.busy_ns / 1e6,
 		       (unsigned long long)st.jobs, (unsigned long long)st.faults,
 		       (unsigned long long)st.bytes_in,
-		       (unsigned long long)st.bytes_out);
+		       (unsigned long long)st.bytes_out,
+		       (unsigned long long)st.bytes_const,
+		       (unsigned long long)st.shared,
+		       (unsigned long long)st.shared_bytes);
 	}
 }
 
@@ -199,7 +212,7 @@ static int run_one(const struct opts *o, int proc)
 	struct input *in = NULL;
 	int nin = 0, ret, top1_diff = 0, bad = 0;
 	double cmin = 2.0, csum = 0;
-	uint64_t faults = 0;
+	uint64_t faults = 0, shared = 0;
 	float *ref = NULL;
 
 	ret = load(o, NULL, &cpu);
@@ -274,9 +287,9 @@ static int run_one(const struct opts *o, int proc)
 		       o->procs > 1 ? " [proc]" : "",
 		       o->ref_qdq ? "qdq" : "int8", o->inputs, cmin,
 		       csum / o->inputs, top1_diff);
-		print_stats(het, &faults);
+		print_stats(het, &faults, &shared);
 	} else {
-		print_stats(het, &faults);
+		print_stats(het, &faults, &shared);
 	}
 	ret = 0;
 	if (bad) {
@@ -291,6 +304,16 @@ static int run_one(const struct opts *o, int proc)
 	}
 	if (o->expect_faults && proc == 0 && !faults) {
 		fprintf(stderr, "hetero-check: faults were planted but none was counted\n");
+		ret = 1;
+	}
+	if (o->max_faults >= 0 && faults > (uint64_t)o->max_faults) {
+		fprintf(stderr, "hetero-check: %llu faults (limit %ld): jobs reran on the CPU\n",
+			(unsigned long long)faults, o->max_faults);
+		ret = 1;
+	}
+	if (shared < (uint64_t)o->min_shared * o->inputs) {
+		fprintf(stderr, "hetero-check: %llu inputs shared in place over %d inferences (want >= %ld each)\n",
+			(unsigned long long)shared, o->inputs, o->min_shared);
 		ret = 1;
 	}
 out:
@@ -318,6 +341,10 @@ static void usage(FILE *f, const char *argv0)
 		"                         default) or qdq (the QDQ graph in fp32)\n"
 		"      --at K:CMD         run shell CMD before inference K (fault tests)\n"
 		"      --expect-faults    fail unless some job failed and reran on the CPU\n"
+		"      --max-faults N     fail on more than N faults (default 0, none\n"
+		"                         with --expect-faults)\n"
+		"      --shared K         fail unless K job inputs per inference come from\n"
+		"                         another job's buffer in place (PRIME / same BO)\n"
 		"  -p, --procs P          P processes at once (default 1)\n"
 		"  -q, --quiet            one summary per process\n",
 		argv0);
@@ -335,13 +362,15 @@ int main(int argc, char **argv)
 		{ "ref", required_argument, NULL, 'r' },
 		{ "at", required_argument, NULL, 'A' },
 		{ "expect-faults", no_argument, NULL, 'F' },
+		{ "max-faults", required_argument, NULL, 'M' },
+		{ "shared", required_argument, NULL, 'S' },
 		{ "procs", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct opts o = { .inputs = 100, .seed = 1, .min_cosine = 0.999,
-			  .procs = 1 };
+			  .procs = 1, .max_faults = -1 };
 	int c, fails = 0;
 
 	while ((c = getopt_long(argc, argv, "d:n:s:c:t:p:r:qh", lo, NULL)) != -1) {
@@ -363,6 +392,21 @@ int main(int argc, char **argv)
 			o.ref_qdq = !strcmp(optarg, "qdq");
 			break;
 		case 'F': o.expect_faults = 1; break;
+		case 'M':
+		case 'S': {
+			long v = strtol(optarg, &end, 10);
+
+			if (end == optarg || *end || v < 0) {
+				fprintf(stderr, "hetero-check: --%s wants a count, not '%s'\n",
+					c == 'M' ? "max-faults" : "shared", optarg);
+				return 2;
+			}
+			if (c == 'M')
+				o.max_faults = v;
+			else
+				o.min_shared = v;
+			break;
+		}
 		case 'p': o.procs = atoi(optarg); break;
 		case 'q': o.quiet = 1; break;
 		case 'A':
@@ -388,6 +432,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o.model = argv[optind];
+	if (o.max_faults < 0 && !o.expect_faults)
+		o.max_faults = 0;
 #ifdef HETERO_EMU
 	if (hetero_emu_setup())
 		return 1;

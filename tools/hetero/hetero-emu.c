@@ -5,7 +5,9 @@
  * userspace emulation (lib/device/mi_ref.c), one NHWC with every op, one
  * NCHW without LUT, so real models are placed, lowered and checked on a
  * machine with no metainfer render node.  They are named npu0 and npu1
- * like the first two accelerators of check-hetero's VM.  Two more take
+ * like the first two accelerators of check-hetero's VM, and report the
+ * VM's job timeout, so placement sizes jobs by their measured wall rate
+ * (the reference runs on this CPU) and chains them.  Two more take
  * their capabilities and fail, for the fault tests: every job on npu2
  * ends with -EIO (a DMA error: the device is marked down, answers again
  * at the next run, fails again), and npu3 is lost at its first job
@@ -38,6 +40,8 @@ int hetero_emu_setup(void)
 		.preferred_layout = DRM_METAINFER_LAYOUT_NHWC, .num_queues = 2,
 		.sram_bytes = 512 << 10, .clock_khz = 500000,
 		.macs_per_cycle = 256, .dma_bw = 500000000, .dma_burst = 128,
+		/* as the sims in the VM: jobs are sized to a share of it */
+		.job_timeout_ms = 2000,
 	};
 	struct mi_dev_caps nchw = nhwc;
 	struct mi_dev *d;

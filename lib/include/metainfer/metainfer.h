@@ -316,7 +316,12 @@ struct mi_device_stats {
 	uint64_t bytes_in;
 	uint64_t bytes_out;
 	uint64_t nodes;		/* nodes of the plan placed on it */
-	uint64_t reserved[3];
+	/* Formerly reserved (0 before them): constants uploaded, once
+	 * per plan (not in bytes_in); job inputs taken from another job's
+	 * buffer (PRIME or the same BO, no copy) and their bytes. */
+	uint64_t bytes_const;
+	uint64_t shared;
+	uint64_t shared_bytes;
 };
 
 int mi_model_device_count(const struct mi_model *model);

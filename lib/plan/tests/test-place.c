@@ -8,8 +8,13 @@
  * rule with devices of different op masks, job grouping (split by a CPU
  * node in between), outputs equal to the CPU-only run, plans with devices
  * (JSON round trip, unknown device rejected), injected faults (-ETIMEDOUT,
- * -EIO, -ENODEV: right output, fault counted, device down, back up) and
- * the stats reset.
+ * -EIO, -ENODEV: right output, fault counted, device down, back up), the
+ * stats reset, constants uploaded once (bytes_const, not bytes_in), jobs
+ * split by the time budget (the default rule from the job timeout, and a
+ * plan's max_job_us), and chained jobs: on one device through its own BO
+ * and across two devices through a PRIME import, with the producer's
+ * fence as in-fence, no copy through the CPU (the stats' shared count),
+ * and both rerun on the CPU when the producer fails.
  *
  *   test-place DIR   (the models of gen_place_models.py)
  */
@@ -124,9 +129,18 @@ static int t_job(struct mi_graph *g, const struct mi_qunit *const *units,
 		return -ENOMEM;
 	j->cmds_size = sizeof(*h) + n * sizeof(*op);
 	j->cmds = calloc(1, j->cmds_size);
-	j->t = calloc(2 * n + 1, sizeof(*j->t));
+	j->t = calloc(2 * n + 2, sizeof(*j->t));
 	if (!j->cmds || !j->t)
 		return -ENOMEM;
+	/* a constant the stream does not read: counts the upload */
+	j->t[0].role = MI_LT_CONST;
+	j->t[0].graph_tensor = -1;
+	j->t[0].bytes = 64;
+	j->t[0].data = calloc(1, 64);
+	if (!j->t[0].data)
+		return -ENOMEM;
+	j->const_bytes = 64;
+	j->nt = 1;
 	h = j->cmds;
 	h->magic = DRM_METAINFER_STREAM_MAGIC;
 	h->version = DRM_METAINFER_STREAM_VERSION;
@@ -174,14 +188,28 @@ static int t_job(struct mi_graph *g, const struct mi_qunit *const *units,
 
 static void t_job_free(struct mi_lower_job *j)
 {
+	free(j->t[0].data);
 	free(j->cmds);
 	free(j->t);
 	free(j);
 }
 
+/* Move input ti: patch the ops that read it. */
 static int t_rebind(struct mi_lower_job *j, int ti, uint32_t bo, uint64_t off)
 {
-	return -EOPNOTSUPP;
+	struct drm_metainfer_op_clip *op =
+		(void *)((struct drm_metainfer_stream_header *)j->cmds + 1);
+	struct mi_lower_tensor *t = &j->t[ti];
+
+	for (int k = 0; k < j->nops; k++, op++)
+		if (op->input.bo_index == t->bo_index &&
+		    op->input.offset == t->offset) {
+			op->input.bo_index = bo;
+			op->input.offset = off;
+		}
+	t->bo_index = bo;
+	t->offset = off;
+	return 0;
 }
 
 static const struct mi_lowering test_lowering = {
@@ -274,15 +302,27 @@ static void test_relu3(const char *path, struct mi_dev *e0, struct mi_dev *e1)
 		mi_place_print(m, stderr);
 	check_output(m, "relu3 on emu0");
 	stats(m, "emu0", &st);
-	CHECK(st.jobs == 1 && st.bytes_in == 256 && st.bytes_out == 3 * 256 &&
-	      st.nodes >= 3 && !st.faults,
-	      "emu0 stats: jobs %llu in %llu out %llu nodes %llu",
+	/* in: q0; out: q3 only (q1, q2 are read inside the job); the
+	 * job's constant uploaded once, at bind */
+	CHECK(st.jobs == 1 && st.bytes_in == 256 && st.bytes_out == 256 &&
+	      st.bytes_const == 64 && st.nodes >= 3 && !st.faults && !st.shared,
+	      "emu0 stats: jobs %llu in %llu out %llu const %llu nodes %llu",
 	      (unsigned long long)st.jobs, (unsigned long long)st.bytes_in,
-	      (unsigned long long)st.bytes_out, (unsigned long long)st.nodes);
+	      (unsigned long long)st.bytes_out,
+	      (unsigned long long)st.bytes_const, (unsigned long long)st.nodes);
 	mi_model_device_stats_reset(m);
 	stats(m, "emu0", &st);
-	CHECK(!st.jobs && !st.bytes_in && !st.busy_ns && st.nodes,
-	      "stats reset");
+	CHECK(!st.jobs && !st.bytes_in && !st.busy_ns && !st.bytes_const &&
+	      st.nodes, "stats reset");
+	/* per inference: activations only, no constants again */
+	for (int r = 0; r < 3; r++)
+		check_output(m, "relu3 again");
+	stats(m, "emu0", &st);
+	CHECK(st.jobs == 3 && st.bytes_in == 3 * 256 && !st.bytes_const,
+	      "3 runs: jobs %llu in %llu const %llu",
+	      (unsigned long long)st.jobs, (unsigned long long)st.bytes_in,
+	      (unsigned long long)st.bytes_const);
+	mi_model_device_stats_reset(m);
 
 	/* the plan names the devices and round-trips through JSON */
 	CHECK(!mi_model_plan_get(m, &p), "plan get");
@@ -395,6 +435,165 @@ static void test_split(const char *path)
 	mi_model_free(m);
 }
 
+/*
+ * emu2 (RELU, 1 MB/s DMA, 5 ms job timeout): a Relu unit moves 522 bytes
+ * (256 in, 256 out, the scales and zero points), 522 us predicted; the
+ * default budget (25% of the timeout, 1.25 ms) takes two: relu3 runs as
+ * two jobs, the second reading the first's output in place (same BO, the
+ * first's fence as in-fence).
+ */
+static void test_budget(const char *path, struct mi_dev *e2)
+{
+	struct mi_device_stats st;
+	struct mi_plan *p = NULL, *q = NULL;
+	struct mi_model *m = load(path, "emu2");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!m)
+		return;
+	if (verbose)
+		mi_place_print(m, stderr);
+	CHECK(jobs_on(m, "emu2") == 2, "budget: 2 jobs, got %d",
+	      jobs_on(m, "emu2"));
+	CHECK(m->place->njobs == 2 && m->place->jobs[0].pred_ns == 1044000 &&
+	      m->place->jobs[1].pred_ns == 522000,
+	      "budget: predicted %llu + %llu ns",
+	      (unsigned long long)m->place->jobs[0].pred_ns,
+	      (unsigned long long)(m->place->njobs > 1 ?
+				   m->place->jobs[1].pred_ns : 0));
+	CHECK(m->place->njobs == 2 && m->place->jobs[1].nbos == 3 &&
+	      m->place->jobs[1].bos[2] == m->place->jobs[0].abo &&
+	      m->place->jobs[1].src[2] == 0,
+	      "budget: job 1 reads job 0's buffer");
+	mi_model_device_stats_reset(m);
+	check_output(m, "budget split");
+	stats(m, "emu2", &st);
+	/* in: q0 only; q2 passed in place; out: q3 */
+	CHECK(st.jobs == 2 && st.bytes_in == 256 && st.bytes_out == 256 &&
+	      st.shared == 1 && st.shared_bytes == 256 && !st.faults,
+	      "budget: jobs %llu in %llu out %llu shared %llu",
+	      (unsigned long long)st.jobs, (unsigned long long)st.bytes_in,
+	      (unsigned long long)st.bytes_out, (unsigned long long)st.shared);
+
+	/* the producer fails: the consumer ran on its stale buffer with
+	 * status 0 (as the kernel does); both rerun on the CPU */
+	mi_model_device_stats_reset(m);
+	mi_dev_emu_inject(e2, -EIO, 1);
+	check_output(m, "producer fault");
+	stats(m, "emu2", &st);
+	CHECK(st.faults == 1 && st.jobs == 1 && !st.bytes_out,
+	      "producer fault: faults %llu jobs %llu out %llu",
+	      (unsigned long long)st.faults, (unsigned long long)st.jobs,
+	      (unsigned long long)st.bytes_out);
+	CHECK(mi_dev_up(e2), "emu2 answers again");
+	check_output(m, "after producer fault");
+	/* a time-out makes the next run place the model again */
+	mi_dev_emu_inject(e2, -ETIMEDOUT, 1);
+	check_output(m, "producer time-out");
+	CHECK(!m->prepared, "time-out: placed again before the next run");
+	check_output(m, "after the time-out");
+	CHECK(m->prepared && jobs_on(m, "emu2") == 2,
+	      "placed again: %d jobs", jobs_on(m, "emu2"));
+
+	/* the plan carries the budget: 600 us, one unit per job */
+	CHECK(!mi_model_plan_get(m, &p), "budget: plan get");
+	f = open_memstream(&buf, &len);
+	if (p && f) {
+		p->max_job_us = 600;
+		mi_plan_write(p, f);
+		fclose(f);
+		CHECK(strstr(buf, "\"max_job_us\": 600") != NULL,
+		      "plan file has max_job_us");
+		CHECK(!mi_plan_parse(buf, len, &q) && q->max_job_us == 600,
+		      "parse max_job_us: %s", mi_last_error());
+		CHECK(q && !mi_model_plan_apply(m, q), "apply: %s",
+		      mi_last_error());
+		CHECK(jobs_on(m, "emu2") == 3, "max_job_us 600: 3 jobs, got %d",
+		      jobs_on(m, "emu2"));
+		mi_model_device_stats_reset(m);
+		check_output(m, "max_job_us 600");
+		stats(m, "emu2", &st);
+		CHECK(st.jobs == 3 && st.shared == 2 && st.bytes_in == 256,
+		      "3 chained jobs: jobs %llu shared %llu in %llu",
+		      (unsigned long long)st.jobs, (unsigned long long)st.shared,
+		      (unsigned long long)st.bytes_in);
+		mi_plan_free(q);
+		q = NULL;
+		/* not a positive integer: rejected with the key named */
+		memcpy(strstr(buf, "\"max_job_us\": 600") + 14, "0.5", 3);
+		CHECK(mi_plan_parse(buf, len, &q) && !q &&
+		      strstr(mi_last_error(), "max_job_us"),
+		      "max_job_us 0.5: %s", mi_last_error());
+		mi_plan_free(q);
+	}
+	free(buf);
+	mi_plan_free(p);
+	mi_model_free(m);
+}
+
+/*
+ * Two accelerators: the plan puts relu0/relu1 on emu2 and relu2 on emu0;
+ * emu0 imports emu2's activation buffer (PRIME: the same memory, no copy
+ * through the CPU) and waits for emu2's fence.
+ */
+static void test_prime(const char *path)
+{
+	struct mi_device_stats st, st2;
+	struct mi_plan *p = NULL;
+	struct mi_model *m = load(path, "emu2,emu0");
+	struct mi_place_job *j0, *j1;
+
+	if (!m)
+		return;
+	CHECK(!mi_model_plan_get(m, &p), "prime: plan get");
+	for (int i = 0; p && i < p->n; i++)
+		if (!strcmp(p->e[i].name, "relu2") || !strcmp(p->e[i].name, "dq2") ||
+		    !strcmp(p->e[i].name, "q2")) {
+			free(p->e[i].device);
+			p->e[i].device = strdup("emu0");
+		}
+	CHECK(p && !mi_model_plan_apply(m, p), "prime: apply: %s",
+	      mi_last_error());
+	mi_plan_free(p);
+	if (verbose)
+		mi_place_print(m, stderr);
+	CHECK(jobs_on(m, "emu2") == 1 && jobs_on(m, "emu0") == 1,
+	      "prime: one job each, got %d/%d", jobs_on(m, "emu2"),
+	      jobs_on(m, "emu0"));
+	if (m->place->njobs != 2) {
+		mi_model_free(m);
+		return;
+	}
+	j0 = &m->place->jobs[0];
+	j1 = &m->place->jobs[1];
+	mi_model_device_stats_reset(m);
+	check_output(m, "prime");
+	CHECK(j1->nbos == 3 && j1->imp[2] && j1->bos[2] == j1->imp[2] &&
+	      j1->imp[2]->dev == m->place->devs[j1->slot] &&
+	      j0->abo->prime_fd >= 0 &&
+	      !memcmp(j1->imp[2]->map, j0->abo->map, j0->abo->size),
+	      "prime: emu0 reads emu2's buffer through an import");
+	/* one write through the exporter is seen through the import */
+	if (j1->nbos == 3 && j1->imp[2]) {
+		((volatile unsigned char *)j0->abo->map)[0] ^= 0x5a;
+		CHECK(((volatile unsigned char *)j1->imp[2]->map)[0] ==
+		      ((volatile unsigned char *)j0->abo->map)[0],
+		      "prime: the same memory");
+	}
+	stats(m, "emu2", &st2);
+	stats(m, "emu0", &st);
+	CHECK(st2.jobs == 1 && st2.bytes_in == 256 && !st2.bytes_out &&
+	      st.jobs == 1 && st.shared == 1 && st.shared_bytes == 256 &&
+	      !st.bytes_in && st.bytes_out == 256,
+	      "prime: emu2 in %llu out %llu, emu0 in %llu shared %llu out %llu",
+	      (unsigned long long)st2.bytes_in, (unsigned long long)st2.bytes_out,
+	      (unsigned long long)st.bytes_in, (unsigned long long)st.shared,
+	      (unsigned long long)st.bytes_out);
+	mi_model_free(m);
+}
+
 /* The wait comes after CPU nodes of another branch ran (overlap), with
  * and without the arena. */
 static void test_branch(const char *path)
@@ -434,8 +633,8 @@ int main(int argc, char **argv)
 		.op_mask = 1ull << DRM_METAINFER_OP_RELU,
 		.dtype_mask = 1ull << DRM_METAINFER_DTYPE_UINT8,
 		.num_queues = 1,
-	}, none = { .num_queues = 1 };
-	struct mi_dev *e0, *e1;
+	}, none = { .num_queues = 1 }, slow = relu;
+	struct mi_dev *e0, *e1, *e2;
 	struct mi_model *m;
 	char path[4096];
 
@@ -451,8 +650,11 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 256; i++)
 		input[i] = ((i * 37) % 101 - 50) * 0.013f;
 	mi_place_set_lowering(&test_lowering);
+	slow.dma_bw = 1000000;
+	slow.job_timeout_ms = 5;
 	if (mi_dev_emu_add("emu0", &relu, &e0) ||
-	    mi_dev_emu_add("emu1", &none, &e1)) {
+	    mi_dev_emu_add("emu1", &none, &e1) ||
+	    mi_dev_emu_add("emu2", &slow, &e2)) {
 		fprintf(stderr, "emu devices: %s\n", mi_last_error());
 		return 1;
 	}
@@ -462,6 +664,8 @@ int main(int argc, char **argv)
 	CHECK(!m && strstr(mi_last_error(), "no device 'nosuch'"),
 	      "unknown device: %s", mi_last_error());
 	test_relu3(path, e0, e1);
+	test_budget(path, e2);
+	test_prime(path);
 	snprintf(path, sizeof(path), "%s/split.onnx", argv[1]);
 	test_split(path);
 	snprintf(path, sizeof(path), "%s/branch.onnx", argv[1]);

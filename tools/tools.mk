@@ -39,7 +39,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -fPIC -D_GNU_SOURCE \
 # build; the loader, graph code and reference ops are instrumented.
 # lib/device (placement's devices and lowering) too: it links libdrm and
 # liburing.
-FUZZ_CPU_OBJS := $(patsubst %.c,$(O)/%.o,$(wildcard lib/cpu/*.c lib/quant/*.c lib/plan/*.c lib/meta/*.c lib/device/*.c))
+FUZZ_CPU_OBJS := $(patsubst %.c,$(O)/%.o,$(wildcard lib/cpu/*.c lib/quant/*.c lib/plan/*.c lib/meta/*.c lib/device/*.c lib/predict/*.c lib/fingerprint/*.c))
 FUZZ_SRCS := $(filter-out lib/cpu/%,$(LIB_SRCS))
 FUZZ_OBJS := $(patsubst %.c,$(O)/fuzz/%.o,$(FUZZ_SRCS)) $(O)/fuzz/gen/onnx.pb-c.o \
 	$(FUZZ_CPU_OBJS)
@@ -59,7 +59,7 @@ $(O)/fuzz/gen/onnx.pb-c.o: $(O)/gen/onnx.pb-c.c $(O)/gen/onnx.pb-c.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(O)/gen -c $< -o $@
 
 $(FUZZ_BIN): tools/fuzz/fuzz-load.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ -lprotobuf-c -lm -ldrm -luring
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ -lprotobuf-c -lm -ldrm -luring -lsqlite3
 
 # Seeds: every conformance model (small, valid, covering most ops).
 CHECKS += check-fuzz

@@ -674,11 +674,13 @@ int mi_etcd_get(const struct mi_etcd_opts *o, const char *key, char *val,
 	return 0;
 }
 
-int mi_etcd_range(const struct mi_etcd_opts *o, const char *prefix,
-		  mi_etcd_kv_cb cb, void *arg, int64_t *rev)
+/* POST a {key, range_end} request covering every key under prefix to
+ * path; *ans is the answer body (free it) once etcd reported no error. */
+static int prefix_call(const struct mi_etcd_opts *o, const char *path,
+		       const char *what, const char *prefix, char **ans,
+		       size_t *al)
 {
-	char kb[KEY_B64], eb[KEY_B64], body[2 * KEY_B64 + 48], *ans;
-	size_t al;
+	char kb[KEY_B64], eb[KEY_B64], body[2 * KEY_B64 + 48];
 	int ret;
 
 	ret = etcd_key_b64(prefix, kb);
@@ -687,33 +689,40 @@ int mi_etcd_range(const struct mi_etcd_opts *o, const char *prefix,
 	if (ret)
 		return ret;
 	snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\"}", kb, eb);
-	ret = etcd_http_post(o, "/v3/kv/range", body, &ans, &al);
+	ret = etcd_http_post(o, path, body, ans, al);
 	if (ret)
 		return ret;
-	ret = etcd_answer_error("range", ans, al);
-	if (!ret)
-		ret = range_walk(ans, al, cb, arg, rev);
+	ret = etcd_answer_error(what, *ans, *al);
+	if (ret) {
+		free(*ans);
+		*ans = NULL;
+	}
+	return ret;
+}
+
+int mi_etcd_range(const struct mi_etcd_opts *o, const char *prefix,
+		  mi_etcd_kv_cb cb, void *arg, int64_t *rev)
+{
+	char *ans;
+	size_t al;
+	int ret = prefix_call(o, "/v3/kv/range", "range", prefix, &ans, &al);
+
+	if (ret)
+		return ret;
+	ret = range_walk(ans, al, cb, arg, rev);
 	free(ans);
 	return ret;
 }
 
 int mi_etcd_delete_prefix(const struct mi_etcd_opts *o, const char *prefix)
 {
-	char kb[KEY_B64], eb[KEY_B64], body[2 * KEY_B64 + 48], *ans;
+	char *ans;
 	size_t al;
-	int ret;
+	int ret = prefix_call(o, "/v3/kv/deleterange", "deleterange", prefix,
+			      &ans, &al);
 
-	ret = etcd_key_b64(prefix, kb);
 	if (!ret)
-		ret = etcd_prefix_end_b64(prefix, eb);
-	if (ret)
-		return ret;
-	snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\"}", kb, eb);
-	ret = etcd_http_post(o, "/v3/kv/deleterange", body, &ans, &al);
-	if (ret)
-		return ret;
-	ret = etcd_answer_error("deleterange", ans, al);
-	free(ans);
+		free(ans);
 	return ret;
 }
 

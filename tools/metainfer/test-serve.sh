@@ -25,8 +25,8 @@ trap 'rm -rf "$tmp"' EXIT
 dev=$(sed -n 's/^stream 0 .* on \([a-z0-9]*\) \[.*/\1/p' "$tmp/probe" | head -1)
 [ -n "$dev" ] || { fail "no stream line: $(cat "$tmp/probe")"; dev=emu0; }
 
-"$BIN" serve "$MODEL" --streams 2 --emulate 2 --duration 4 \
-	--heat "$dev:1:2:0.1" >"$tmp/out" 2>&1 || fail "serve exited $?"
+"$BIN" serve "$MODEL" --streams 2 --emulate 2 --duration 5 \
+	--heat "$dev:1:3:0.1" >"$tmp/out" 2>&1 || fail "serve exited $?"
 grep -q '^--- ' "$tmp/out" || fail "no once-a-second lines"
 [ "$(grep -c '^--- ' "$tmp/out")" -ge 3 ] || fail "fewer than 3 seconds printed"
 grep -q "^device $dev .*thermal=0.10!" "$tmp/out" ||

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "cpu/cpu.h"
 #include "plan/plan-impl.h"
 #include "plan/place-impl.h"
 #include "plan/search-impl.h"
@@ -34,6 +35,9 @@ struct sopt {
 	int slot;		/* device groups: device slot */
 	double *ns;		/* per member position: time, -1 predict */
 	bool measured;		/* ns from a calibration sweep */
+	char *lay;		/* variant groups: the layout it writes */
+	char *lay_in;		/* and the one it reads */
+	double ws;		/* variant groups: workspace bytes */
 };
 
 struct sgroup {
@@ -81,6 +85,21 @@ struct search {
 	struct timespec t0;
 	uint64_t *seen;
 	size_t nseen, capseen;
+	/* intents (r->intents): per intent its region (per position), per
+	 * position the allowed precisions and the preferred layout (NULL:
+	 * none, or no option of the node has it), the intent setting them */
+	unsigned char *region[MI_SEARCH_MAXINTENT];
+	unsigned *prec;
+	int *prec_from;
+	const char **pref;
+	int *pref_from;
+	double *base_ws, *ws;	/* per position: workspace bytes */
+	const char **base_lay, **lay;	/* per position: written layout */
+	const char **base_lay_in, **lay_in;	/* and read layout */
+	double *live;		/* per position: live activation bytes */
+	double ival0[MI_SEARCH_MAXINTENT];	/* the default's, normalizers */
+	double imean0[MI_SEARCH_MAXINTENT];	/* memory: its mean over steps */
+	bool def_ok;		/* the default meets every hard limit */
 };
 
 static double now_s(void)
@@ -249,10 +268,13 @@ static int variant_groups(struct search *s)
 		g->fused = pe->fused;	/* the default plan's, lives as long */
 		/* option 0: what the default runs */
 		g->opt[0].variant = strdup(pe->variant);
+		g->opt[0].lay = strdup(pe->lay_out ? pe->lay_out : "auto");
+		g->opt[0].lay_in = strdup(pe->lay_in ? pe->lay_in : "auto");
 		g->opt[0].int8 = s->pg.v[k].node.int8;
 		g->nopt = 1;
 		for (int i = 0; i < nc; i++) {
 			struct sopt *op;
+			bool nchw;
 
 			/* the reference op is the fallback, never faster:
 			 * not searched unless the default runs it */
@@ -261,13 +283,26 @@ static int variant_groups(struct search *s)
 				continue;
 			op = &g->opt[g->nopt++];
 			op->variant = strdup(c[i].variant);
+			/* the NCHW registry's variants read and write NCHW
+			 * (the candidate names the node's layout now) */
+			nchw = mi_plan_variant_prov(pe->op, c[i].variant) ==
+			       MI_PROV_NCHW;
+			op->lay = strdup(nchw ? "NCHW" : c[i].layout_out ?
+				       c[i].layout_out : "auto");
+			op->lay_in = strdup(nchw ? "NCHW" : c[i].layout_in ?
+					  c[i].layout_in : "auto");
 			op->int8 = c[i].precision &&
 				   !strcmp(c[i].precision, "int8");
 		}
 		for (int i = 0; i < g->nopt; i++) {
+			struct mi_pred_node nd = s->pg.v[k].node;
+
 			g->opt[i].ns = malloc(sizeof(double));
-			if (!g->opt[i].variant || !g->opt[i].ns)
+			if (!g->opt[i].variant || !g->opt[i].ns ||
+			    !g->opt[i].lay || !g->opt[i].lay_in)
 				return -ENOMEM;
+			nd.int8 = g->opt[i].int8;
+			g->opt[i].ws = mi_pred_variant_ws(&nd, g->opt[i].variant);
 			g->opt[i].ns[0] = i ? pred_variant_ns(s, k,
 						g->opt[i].variant,
 						g->opt[i].int8) :
@@ -277,6 +312,8 @@ static int variant_groups(struct search *s)
 			/* only fusion-changing alternatives: not searched */
 			for (int i = 0; i < g->nopt; i++) {
 				free(g->opt[i].variant);
+				free(g->opt[i].lay);
+				free(g->opt[i].lay_in);
 				free(g->opt[i].ns);
 			}
 			free(g->opt);
@@ -397,22 +434,271 @@ static bool seen(struct search *s, uint64_t h)
 	return false;
 }
 
+/* ---- intents ------------------------------------------------------- */
+
+/* "NCHWc" is any blocked layout NCHW<k>c; the others match exactly. */
+static bool lay_match(const char *lay, const char *pref)
+{
+	size_t n;
+
+	if (!lay)
+		return false;
+	if (strcmp(pref, "NCHWc"))
+		return !strcmp(lay, pref);
+	n = strlen(lay);
+	return n > 5 && !strncmp(lay, "NCHW", 4) && lay[n - 1] == 'c' &&
+	       strspn(lay + 4, "0123456789") == n - 5;
+}
+
+static const struct sgroup *group_at(const struct search *s, int k)
+{
+	for (int gi = 0; gi < s->ng; gi++)
+		if (!s->g[gi].dev && s->g[gi].pos[0] == k)
+			return &s->g[gi];
+	return NULL;
+}
+
+static int intents_setup(struct search *s)
+{
+	struct mi_intents *iv = &s->r->intents;
+	struct mi_pred_graph *pg = &s->pg;
+	int n = pg->n, err;
+
+	err = mi_intents_load(s->m, s->o->intents, s->o->nintents, iv);
+	if (err)
+		return err;
+	if (iv->n > MI_SEARCH_MAXINTENT)
+		return mi_set_error(-EINVAL, "%s: %d intents, at most %d",
+				    s->m->label, iv->n, MI_SEARCH_MAXINTENT);
+	s->base_ws = calloc(n + 1, sizeof(double));
+	s->ws = calloc(n + 1, sizeof(double));
+	s->live = calloc(n + 1, sizeof(double));
+	s->base_lay = calloc(n + 1, sizeof(char *));
+	s->lay = calloc(n + 1, sizeof(char *));
+	s->base_lay_in = calloc(n + 1, sizeof(char *));
+	s->lay_in = calloc(n + 1, sizeof(char *));
+	s->pref = calloc(n + 1, sizeof(char *));
+	s->prec = calloc(n + 1, sizeof(unsigned));
+	s->prec_from = calloc(n + 1, sizeof(int));
+	s->pref_from = calloc(n + 1, sizeof(int));
+	if (!s->base_ws || !s->ws || !s->live || !s->base_lay || !s->lay ||
+	    !s->base_lay_in || !s->lay_in ||
+	    !s->pref || !s->prec || !s->prec_from || !s->pref_from)
+		return -ENOMEM;
+	for (int k = 0; k < n; k++) {
+		const struct mi_plan_entry *e = mi_plan_find(s->def,
+							     pg->v[k].name);
+
+		if (!strcmp(pg->v[k].device, "cpu"))
+			s->base_ws[k] = mi_pred_variant_ws(&pg->v[k].node,
+							   pg->v[k].variant);
+		s->base_lay[k] = e && e->lay_out ? e->lay_out : "auto";
+		s->base_lay_in[k] = e && e->lay_in ? e->lay_in : "auto";
+	}
+	for (int i = 0; i < iv->n; i++) {
+		const struct mi_intent *it = &iv->v[i];
+
+		s->region[i] = calloc(n + 1, 1);
+		if (!s->region[i])
+			return -ENOMEM;
+		for (int j = 0; j < it->nnodes; j++) {
+			int k = pos_of_name(pg, it->nodes[j]);
+
+			if (k >= 0)
+				s->region[i][k] = 1;
+		}
+		for (int k = 0; k < n; k++) {
+			const struct sgroup *g;
+			bool any;
+
+			if (!s->region[i][k])
+				continue;
+			if (it->prec && s->prec[k] && !(s->prec[k] & it->prec))
+				return mi_set_error(-EINVAL, "%s: intents '%s' and '%s' allow no common precision on node '%s'",
+						    s->m->label,
+						    iv->v[s->prec_from[k]].name,
+						    it->name, pg->v[k].name);
+			if (it->prec) {
+				s->prec[k] = s->prec[k] ? s->prec[k] & it->prec :
+							  it->prec;
+				s->prec_from[k] = i;
+			}
+			if (!it->layout[0])
+				continue;
+			/* a preferred layout binds only nodes with an
+			 * option in it; the others keep theirs */
+			g = group_at(s, k);
+			any = lay_match(s->base_lay[k], it->layout);
+			for (int o = 1; g && o < g->nopt; o++)
+				any = any || lay_match(g->opt[o].lay, it->layout);
+			if (!any)
+				continue;
+			if (s->pref[k] && strcmp(s->pref[k], it->layout))
+				return mi_set_error(-EINVAL, "%s: intents '%s' and '%s' prefer different layouts on node '%s'",
+						    s->m->label,
+						    iv->v[s->pref_from[k]].name,
+						    it->name, pg->v[k].name);
+			s->pref[k] = it->layout;
+			s->pref_from[k] = i;
+		}
+	}
+	return 0;
+}
+
+/* pJ per multiply-accumulate and per byte: Horowitz, "Computing's energy
+ * problem", ISSCC 2014, 45 nm: int8 0.2 + 0.03, fp32 3.7 + 0.9; a 64-bit
+ * access of an 8 KB SRAM 10 pJ (on-chip tensors), DRAM 640 pJ per 32 bits
+ * (data crossing between devices). */
+#define PJ_MAC_INT8	0.23
+#define PJ_MAC_FP32	4.6
+#define PJ_BYTE_SRAM	1.25
+#define PJ_BYTE_DRAM	160.0
+
+static double node_time(struct search *s, int k)
+{
+	const struct mi_pred_pnode *v = &s->pg.v[k];
+
+	if (s->ns[k] >= 0)
+		return s->ns[k];
+	return mi_pred_node_ns(s->pred, &v->node,
+			       s->dp[slot_of(s, v->device)]);
+}
+
+static bool concrete(const char *lay)
+{
+	return lay && *lay && strcmp(lay, "auto") && strcmp(lay, "any");
+}
+
+/* Bytes of the copies the plan makes of node k's inputs when their
+ * producer (on the same device) writes another layout than k reads. */
+static double reorder_bytes(struct search *s, int k)
+{
+	const struct mi_pred_pnode *v = &s->pg.v[k];
+	double b = 0;
+
+	if (!concrete(s->lay_in[k]))
+		return 0;
+	for (int i = 0; i < v->ninputs; i++) {
+		int p = v->inputs[i];
+
+		if (p >= 0 && concrete(s->lay[p]) &&
+		    strcmp(s->lay[p], s->lay_in[k]) &&
+		    !strcmp(s->pg.v[p].device, v->device))
+			b += v->in_bytes[i];
+	}
+	return b;
+}
+
+/* The region value intent i scores (struct mi_search_cand.ival). */
+static double region_value(struct search *s, int i, double *mean)
+{
+	const struct mi_intent *it = &s->r->intents.v[i];
+	const struct mi_pred_graph *pg = &s->pg;
+	const unsigned char *in = s->region[i];
+	double v = 0, w = 0;
+	int a = -1, b = -1;
+
+	for (int k = 0; k < pg->n; k++) {
+		const struct mi_pred_pnode *p = &pg->v[k];
+
+		if (!in[k])
+			continue;
+		if (a < 0)
+			a = k;
+		b = k;
+		switch (it->kind) {
+		case MI_INTENT_LATENCY_CRITICAL:
+			v += node_time(s, k);
+			break;
+		case MI_INTENT_MEMORY_CONSTRAINED:
+			w += p->node.w_bytes;
+			break;
+		case MI_INTENT_POWER_SENSITIVE:
+			v += p->node.macs * (s->int8[k] ? PJ_MAC_INT8 :
+							  PJ_MAC_FP32) +
+			     (p->node.in_bytes + p->node.out_bytes +
+			      p->node.w_bytes + s->ws[k]) * PJ_BYTE_SRAM;
+			for (int j = 0; j < p->ninputs; j++)
+				if (p->inputs[j] >= 0 &&
+				    strcmp(pg->v[p->inputs[j]].device, p->device))
+					v += p->in_bytes[j] * PJ_BYTE_DRAM;
+			break;
+		}
+	}
+	*mean = v;
+	if (it->kind != MI_INTENT_MEMORY_CONSTRAINED || a < 0)
+		return v;
+	/* what is in use while the region runs: live activations, the
+	 * running node's workspace and the reorder copies of its inputs at
+	 * each of its steps, plus the region's weights */
+	*mean = 0;
+	for (int k = a; k <= b; k++) {
+		double u = s->live[k] + s->ws[k] + reorder_bytes(s, k);
+
+		v = fmax(v, u);
+		*mean += u / (b - a + 1);
+	}
+	*mean += w;
+	return v + w;
+}
+
+/* Hard limits of the intents: precisions, layouts, region memory. */
+static bool intent_limits(struct search *s, const struct mi_search_cand *c,
+			  char *why, size_t wlen)
+{
+	const struct mi_intents *iv = &s->r->intents;
+	const struct mi_pred_graph *pg = &s->pg;
+
+	for (int k = 0; k < pg->n; k++) {
+		unsigned p = s->int8[k] ? MI_INTENT_INT8 : MI_INTENT_FP32;
+
+		if (s->prec[k] && !(s->prec[k] & p)) {
+			if (why)
+				snprintf(why, wlen, "node '%s' runs %s, intent '%s' allows %s",
+					 pg->v[k].name, s->int8[k] ? "int8" : "fp32",
+					 iv->v[s->prec_from[k]].name,
+					 s->int8[k] ? "fp32" : "int8");
+			return false;
+		}
+		if (s->pref[k] && !lay_match(s->lay[k], s->pref[k])) {
+			if (why)
+				snprintf(why, wlen, "node '%s' writes %s, intent '%s' prefers %s",
+					 pg->v[k].name, s->lay[k],
+					 iv->v[s->pref_from[k]].name, s->pref[k]);
+			return false;
+		}
+	}
+	for (int i = 0; i < iv->n; i++)
+		if (iv->v[i].max_mem > 0 && c->ival[i] > iv->v[i].max_mem) {
+			if (why)
+				snprintf(why, wlen, "region of intent '%s' needs %.4g MiB, more than its max_mem %.4g MiB",
+					 iv->v[i].name, c->ival[i] / 1048576.0,
+					 iv->v[i].max_mem / 1048576.0);
+			return false;
+		}
+	return true;
+}
+
 /*
  * Predict one state.  Returns false when a hard limit removes it (the
- * reason in why when given).
+ * reason in why when given).  The score is set either way.
  */
 static bool evaluate(struct search *s, const int *choice,
 		     struct mi_search_cand *c, char *why, size_t wlen)
 {
 	struct mi_pred_graph *pg = &s->pg;
+	const struct mi_intents *iv = &s->r->intents;
 	struct mi_pred_result res;
-	double mem = 0, i8 = 0, score;
+	double mem = 0, i8 = 0, score, imean[MI_SEARCH_MAXINTENT];
 	const double *w = s->o->w;
 
 	for (int k = 0; k < pg->n; k++) {
 		s->ns[k] = s->base_ns[k];
 		s->int8[k] = pg->v[k].node.int8;
 		pg->v[k].device = s->devname0[k];
+		s->ws[k] = s->base_ws[k];
+		s->lay[k] = s->base_lay[k];
+		s->lay_in[k] = s->base_lay_in[k];
 	}
 	for (int gi = 0; gi < s->ng; gi++) {
 		const struct sgroup *g = &s->g[gi];
@@ -426,8 +712,12 @@ static bool evaluate(struct search *s, const int *choice,
 			if (g->dev) {
 				pg->v[k].device = (char *)s->names[op->slot];
 				s->ns[k] = op->ns[i];
+				s->ws[k] = 0;
 			} else if (!strcmp(pg->v[k].device, "cpu")) {
 				s->ns[k] = op->ns[i];
+				s->ws[k] = op->ws;
+				s->lay[k] = op->lay;
+				s->lay_in[k] = op->lay_in;
 			}
 			s->int8[k] = op->int8;
 		}
@@ -443,6 +733,32 @@ static bool evaluate(struct search *s, const int *choice,
 	c->pred_ns = res.total_ns;
 	c->pred_mem = mem;
 	c->pred_loss = s->int8_macs > 0 ? s->loss0 * i8 / s->int8_macs : 0;
+	if (iv->n && mi_pred_plan_live(pg, s->names, s->ndevs, s->live))
+		return false;
+	for (int i = 0; i < iv->n; i++)
+		c->ival[i] = region_value(s, i, &imean[i]);
+	if (s->L0 <= 0) { /* the default itself: the normalizers */
+		memcpy(s->ival0, c->ival, sizeof(s->ival0));
+		memcpy(s->imean0, imean, sizeof(s->imean0));
+		c->score = 0;
+	} else {
+		score = w[0] * c->pred_ns / s->L0 +
+			w[1] * (s->M0 > 0 ? c->pred_mem / s->M0 : 0) +
+			w[2] * c->pred_loss / 0.01;
+		/* a region's memory: half its peak, half its mean over
+		 * the region's steps, so that a change which lowers the
+		 * bytes in use but not yet the peak still counts (the
+		 * peak usually needs several nodes changed together) */
+		for (int i = 0; i < iv->n; i++) {
+			double x = s->ival0[i] > 0 ? c->ival[i] / s->ival0[i] : 0;
+
+			if (iv->v[i].kind == MI_INTENT_MEMORY_CONSTRAINED &&
+			    s->imean0[i] > 0)
+				x = (x + imean[i] / s->imean0[i]) / 2;
+			score += iv->v[i].weight * x;
+		}
+		c->score = score;
+	}
 	for (int d = 0; d < res.ndevs; d++) {
 		double dm = res.peak_bytes[d] + res.weight_bytes[d];
 
@@ -462,13 +778,7 @@ static bool evaluate(struct search *s, const int *choice,
 				 1 - c->pred_loss, s->o->min_cosine);
 		return false;
 	}
-	if (s->L0 <= 0) /* the default itself: the normalizers */
-		return true;
-	score = w[0] * c->pred_ns / s->L0 +
-		w[1] * (s->M0 > 0 ? c->pred_mem / s->M0 : 0) +
-		w[2] * c->pred_loss / 0.01;
-	c->score = score;
-	return true;
+	return iv->n ? intent_limits(s, c, why, wlen) : true;
 }
 
 /* ---- measuring ------------------------------------------------------ */
@@ -707,7 +1017,7 @@ static int verify(struct search *s, struct mi_search_cand *c, bool is_default)
 			 "measured cosine %.4f is below --min-cosine %.4f",
 			 c->cosine, s->o->min_cosine);
 	}
-	if (s->o->max_mem > 0 && c->pred_mem > 0) {
+	if ((s->o->max_mem > 0 && c->pred_mem > 0) || s->r->intents.n) {
 		struct mi_search_cand tmp = *c;
 		char why[160] = "";
 
@@ -724,6 +1034,40 @@ out:
 	free(t);
 	mi_plan_free(p);
 	return err;
+}
+
+/*
+ * With intents the measured plans are compared by their score with the
+ * measured latency in place of the predicted one: the plan's latency
+ * term by measured / the default's measured, a LATENCY_CRITICAL region's
+ * by the plan's measured / predicted.  Returns the weight on latency (a
+ * 1% slower plan scores at most that / 100 worse).
+ */
+static double measured_scores(struct search *s)
+{
+	struct mi_search_result *r = s->r;
+	const struct mi_intents *iv = &r->intents;
+	const double *w = s->o->w;
+	double m0 = r->cand[0].meas_ns, lat_w = w[0];
+
+	for (int i = 0; i < iv->n; i++)
+		if (iv->v[i].kind == MI_INTENT_LATENCY_CRITICAL)
+			lat_w += iv->v[i].weight;
+	for (int i = 0; i < r->ncand; i++) {
+		struct mi_search_cand *c = &r->cand[i];
+		double f = c->pred_ns > 0 ? c->meas_ns / c->pred_ns : 1;
+
+		if (!c->measured)
+			continue;
+		c->mscore = c->score + w[0] * (m0 > 0 ? c->meas_ns / m0 : 0) -
+			    w[0] * (s->L0 > 0 ? c->pred_ns / s->L0 : 0);
+		for (int k = 0; k < iv->n; k++)
+			if (iv->v[k].kind == MI_INTENT_LATENCY_CRITICAL &&
+			    s->ival0[k] > 0)
+				c->mscore += iv->v[k].weight * c->ival[k] *
+					     (f - 1) / s->ival0[k];
+	}
+	return lat_w;
 }
 
 /* ---- calibration: measured CPU node times --------------------------- */
@@ -939,8 +1283,9 @@ static int beam_search(struct search *s, struct bstate *top, int *ntop,
 				}
 				next[nn++].score = c.score;
 				/* only plans predicted better than the default
-				 * are worth measuring */
-				if (c.score < s->score0 - 1e-9)
+				 * are worth measuring (any, when the default
+				 * breaks an intent's limit) */
+				if (c.score < s->score0 - 1e-9 || !s->def_ok)
 					top_insert(top, ntop, ktop, st, c.score,
 						   s->ng);
 			}
@@ -968,6 +1313,8 @@ static void search_fini(struct search *s)
 
 		for (int i = 0; i < g->nopt; i++) {
 			free(g->opt[i].variant);
+			free(g->opt[i].lay);
+			free(g->opt[i].lay_in);
 			free(g->opt[i].ns);
 		}
 		free(g->opt);
@@ -997,6 +1344,19 @@ static void search_fini(struct search *s)
 	free(s->ref);
 	free(s->refn);
 	free(s->seen);
+	for (int i = 0; i < MI_SEARCH_MAXINTENT; i++)
+		free(s->region[i]);
+	free(s->prec);
+	free(s->prec_from);
+	free(s->pref);
+	free(s->pref_from);
+	free(s->base_ws);
+	free(s->ws);
+	free(s->base_lay);
+	free(s->lay);
+	free(s->base_lay_in);
+	free(s->lay_in);
+	free(s->live);
 	mi_pred_fini(&s->own);
 }
 
@@ -1006,6 +1366,7 @@ void mi_search_result_fini(struct mi_search_result *r)
 		free(r->cand[i].choice);
 	free(r->cand);
 	mi_plan_free(r->plan);
+	mi_intents_fini(&r->intents);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -1148,6 +1509,8 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 		err = variant_groups(&s);
 	if (!err)
 		err = device_groups(&s);
+	if (!err)
+		err = intents_setup(&s);
 	if (err)
 		goto out;
 	r->ngroups = s.ng;
@@ -1168,7 +1531,7 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 	evaluate(&s, dc.choice, &dc, NULL, 0);
 	s.L0 = dc.pred_ns;
 	s.M0 = dc.pred_mem;
-	evaluate(&s, dc.choice, &dc, NULL, 0);
+	s.def_ok = evaluate(&s, dc.choice, &dc, NULL, 0);
 	s.score0 = dc.score;
 	top = states_new(ktop, s.ng);
 	if (!top) {
@@ -1223,7 +1586,9 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 
 		for (int i = nf; i < r->ncand; i++)
 			gain = fmax(gain, r->cand[0].pred_ns - r->cand[i].pred_ns);
-		if (def_ok && (r->ncand == nf || gain * amort < cost)) {
+		/* intents ask for more than speed: not counted in ms */
+		if (def_ok && (r->ncand == nf ||
+			       (!r->intents.n && gain * amort < cost))) {
 			r->kept_default = true;
 			snprintf(r->note, sizeof(r->note),
 				 r->ncand == nf ?
@@ -1260,8 +1625,26 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 	}
 	/* The fastest measured eligible plan; another plan replaces a
 	 * feasible default only when it is faster by more than the noise
-	 * of the verification median (MI_SEARCH_MARGIN). */
-	for (int i = 0; i < r->ncand; i++) {
+	 * of the verification median (MI_SEARCH_MARGIN).  With intents the
+	 * lowest measured score instead, by more than that noise's share
+	 * of it. */
+	if (r->intents.n) {
+		double lat_w = measured_scores(&s);
+
+		for (int i = 0; i < r->ncand; i++) {
+			const struct mi_search_cand *c = &r->cand[i];
+
+			if (!c->feasible)
+				continue;
+			if (i && r->cand[0].feasible &&
+			    c->mscore >= r->cand[0].mscore -
+						 MI_SEARCH_MARGIN * lat_w)
+				continue;
+			if (best < 0 || c->mscore < r->cand[best].mscore)
+				best = i;
+		}
+	}
+	for (int i = 0; !r->intents.n && i < r->ncand; i++) {
 		const struct mi_search_cand *c = &r->cand[i];
 
 		if (!c->feasible)

@@ -26,6 +26,8 @@
 #include "internal.h"
 #include "plan/plan-impl.h"
 #include "plan/search-impl.h"
+#include "plan/search-state.h"
+#include "predict/predict.h"
 
 const char *const mi_intent_kind_names[MI_INTENT_COUNT] = {
 	[MI_INTENT_LATENCY_CRITICAL] = "LATENCY_CRITICAL",
@@ -163,9 +165,9 @@ int mi_intent_parse(const char *name, const char *spec, struct mi_intent *it,
 		BAD("no nodes (KIND:NODES[:opt=val,...], NODES: *, A..B or A+B)");
 	c2 = strchr(c1 + 1, ':');
 	kn = c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1);
-	if (kn >= sizeof(it->sel))
-		BAD("node list longer than %zu characters", sizeof(it->sel) - 1);
-	snprintf(it->sel, sizeof(it->sel), "%.*s", (int)kn, c1 + 1);
+	it->sel = strndup(c1 + 1, kn);
+	if (!it->sel)
+		BAD("out of memory");
 	if (strstr(it->sel, "..") && strchr(it->sel, '+'))
 		BAD("nodes '%s': a region A..B or a list A+B, not both",
 		    it->sel);
@@ -184,13 +186,19 @@ int mi_intent_parse(const char *name, const char *spec, struct mi_intent *it,
 	return 0;
 }
 
+void mi_intent_fini(struct mi_intent *it)
+{
+	for (int j = 0; j < it->nnodes; j++)
+		free(it->nodes[j]);
+	free(it->nodes);
+	free(it->sel);
+	memset(it, 0, sizeof(*it));
+}
+
 void mi_intents_fini(struct mi_intents *v)
 {
-	for (int i = 0; i < v->n; i++) {
-		for (int j = 0; j < v->v[i].nnodes; j++)
-			free(v->v[i].nodes[j]);
-		free(v->v[i].nodes);
-	}
+	for (int i = 0; i < v->n; i++)
+		mi_intent_fini(&v->v[i]);
 	free(v->v);
 	memset(v, 0, sizeof(*v));
 }
@@ -277,16 +285,22 @@ static int add(struct mi_model *m, struct mi_intents *v, const char *name,
 	struct mi_intent it, *nv;
 	char err[200];
 
-	if (mi_intent_parse(name, spec, &it, err, sizeof(err)))
+	if (mi_intent_parse(name, spec, &it, err, sizeof(err))) {
+		mi_intent_fini(&it);
 		return mi_set_error(-EINVAL, "%s: intent '%s': %s", m->label,
 				    name, err);
+	}
 	for (int i = 0; i < v->n; i++)
-		if (!strcmp(v->v[i].name, it.name))
+		if (!strcmp(v->v[i].name, it.name)) {
+			mi_intent_fini(&it);
 			return mi_set_error(-EINVAL, "%s: intent '%s' is given twice",
 					    m->label, name);
+		}
 	nv = realloc(v->v, (v->n + 1) * sizeof(*nv));
-	if (!nv)
+	if (!nv) {
+		mi_intent_fini(&it);
 		return -ENOMEM;
+	}
 	v->v = nv;
 	v->v[v->n++] = it;
 	return 0;
@@ -367,4 +381,294 @@ void mi_intent_describe(const struct mi_intent *it, char *buf, size_t len)
 			 it->prec == (MI_INTENT_INT8 | MI_INTENT_FP32) ?
 				 "int8+fp32" :
 			 it->prec == MI_INTENT_INT8 ? "int8" : "fp32");
+}
+
+/* ---- in the search (search.c) -------------------------------------- */
+
+/* "NCHWc" is any blocked layout NCHW<k>c; the others match exactly. */
+static bool lay_match(const char *lay, const char *pref)
+{
+	size_t n;
+
+	if (!lay)
+		return false;
+	if (strcmp(pref, "NCHWc"))
+		return !strcmp(lay, pref);
+	n = strlen(lay);
+	return n > 5 && !strncmp(lay, "NCHW", 4) && lay[n - 1] == 'c' &&
+	       strspn(lay + 4, "0123456789") == n - 5;
+}
+
+static const struct sgroup *group_at(const struct search *s, int k)
+{
+	for (int gi = 0; gi < s->ng; gi++)
+		if (!s->g[gi].dev && s->g[gi].pos[0] == k)
+			return &s->g[gi];
+	return NULL;
+}
+
+static bool e_prec_is(const struct search *s, int k)
+{
+	const struct mi_plan_entry *e = mi_plan_find(s->def, s->pg.v[k].name);
+
+	return e && e->precision && (!strcmp(e->precision, "int8") ||
+				     !strcmp(e->precision, "fp32"));
+}
+
+int mi_search_intents_setup(struct search *s)
+{
+	struct mi_intents *iv = &s->r->intents;
+	struct mi_pred_graph *pg = &s->pg;
+	int n = pg->n, err;
+
+	err = mi_intents_load(s->m, s->o->intents, s->o->nintents, iv);
+	if (err)
+		return err;
+	if (iv->n > MI_SEARCH_MAXINTENT)
+		return mi_set_error(-EINVAL, "%s: %d intents, at most %d",
+				    s->m->label, iv->n, MI_SEARCH_MAXINTENT);
+	s->base_ws = calloc(n + 1, sizeof(double));
+	s->ws = calloc(n + 1, sizeof(double));
+	s->live = calloc(n + 1, sizeof(double));
+	s->base_lay = calloc(n + 1, sizeof(char *));
+	s->lay = calloc(n + 1, sizeof(char *));
+	s->base_lay_in = calloc(n + 1, sizeof(char *));
+	s->lay_in = calloc(n + 1, sizeof(char *));
+	s->pref = calloc(n + 1, sizeof(char *));
+	s->prec = calloc(n + 1, sizeof(unsigned));
+	s->prec_from = calloc(n + 1, sizeof(int));
+	s->pref_from = calloc(n + 1, sizeof(int));
+	if (!s->base_ws || !s->ws || !s->live || !s->base_lay || !s->lay ||
+	    !s->base_lay_in || !s->lay_in ||
+	    !s->pref || !s->prec || !s->prec_from || !s->pref_from)
+		return -ENOMEM;
+	for (int k = 0; k < n; k++) {
+		const struct mi_plan_entry *e = mi_plan_find(s->def,
+							     pg->v[k].name);
+
+		if (!strcmp(pg->v[k].device, "cpu"))
+			s->base_ws[k] = mi_pred_variant_ws(&pg->v[k].node,
+							   pg->v[k].variant);
+		s->base_lay[k] = e && e->lay_out ? e->lay_out : "auto";
+		s->base_lay_in[k] = e && e->lay_in ? e->lay_in : "auto";
+	}
+	for (int i = 0; i < iv->n; i++) {
+		const struct mi_intent *it = &iv->v[i];
+
+		s->region[i] = calloc(n + 1, 1);
+		if (!s->region[i])
+			return -ENOMEM;
+		for (int j = 0; j < it->nnodes; j++) {
+			int k = mi_search_pos_of(pg, it->nodes[j]);
+
+			if (k >= 0)
+				s->region[i][k] = 1;
+		}
+		for (int k = 0; k < n; k++) {
+			const struct sgroup *g;
+			bool any;
+
+			if (!s->region[i][k])
+				continue;
+			if (it->prec && s->prec[k] && !(s->prec[k] & it->prec))
+				return mi_set_error(-EINVAL, "%s: intents '%s' and '%s' allow no common precision on node '%s'",
+						    s->m->label,
+						    iv->v[s->prec_from[k]].name,
+						    it->name, pg->v[k].name);
+			/* precisions bind the float / int8 compute; shape
+			 * arithmetic (int64) is not in the action space */
+			if (it->prec && e_prec_is(s, k)) {
+				s->prec[k] = s->prec[k] ? s->prec[k] & it->prec :
+							  it->prec;
+				s->prec_from[k] = i;
+			}
+			if (!it->layout[0])
+				continue;
+			/* a preferred layout binds only nodes with an
+			 * option in it; the others keep theirs */
+			g = group_at(s, k);
+			any = lay_match(s->base_lay[k], it->layout);
+			for (int o = 1; g && o < g->nopt; o++)
+				any = any || lay_match(g->opt[o].lay, it->layout);
+			if (!any)
+				continue;
+			if (s->pref[k] && strcmp(s->pref[k], it->layout))
+				return mi_set_error(-EINVAL, "%s: intents '%s' and '%s' prefer different layouts on node '%s'",
+						    s->m->label,
+						    iv->v[s->pref_from[k]].name,
+						    it->name, pg->v[k].name);
+			s->pref[k] = it->layout;
+			s->pref_from[k] = i;
+		}
+	}
+	return 0;
+}
+
+/* pJ per multiply-accumulate and per byte: Horowitz, "Computing's energy
+ * problem", ISSCC 2014, 45 nm: int8 0.2 + 0.03, fp32 3.7 + 0.9; a 64-bit
+ * access of an 8 KB SRAM 10 pJ (on-chip tensors), DRAM 640 pJ per 32 bits
+ * (data crossing between devices). */
+#define PJ_MAC_INT8	0.23
+#define PJ_MAC_FP32	4.6
+#define PJ_BYTE_SRAM	1.25
+#define PJ_BYTE_DRAM	160.0
+
+static double node_time(struct search *s, int k)
+{
+	const struct mi_pred_pnode *v = &s->pg.v[k];
+
+	if (s->ns[k] >= 0)
+		return s->ns[k];
+	return mi_pred_node_ns(s->pred, &v->node,
+			       s->dp[mi_search_slot_of(s, v->device)]);
+}
+
+static bool concrete(const char *lay)
+{
+	return lay && *lay && strcmp(lay, "auto") && strcmp(lay, "any");
+}
+
+/* Bytes of the copies the plan makes of node k's inputs when their
+ * producer (on the same device) writes another layout than k reads. */
+static double reorder_bytes(struct search *s, int k)
+{
+	const struct mi_pred_pnode *v = &s->pg.v[k];
+	double b = 0;
+
+	if (!concrete(s->lay_in[k]))
+		return 0;
+	for (int i = 0; i < v->ninputs; i++) {
+		int p = v->inputs[i];
+
+		if (p >= 0 && concrete(s->lay[p]) &&
+		    strcmp(s->lay[p], s->lay_in[k]) &&
+		    !strcmp(s->pg.v[p].device, v->device))
+			b += v->in_bytes[i];
+	}
+	return b;
+}
+
+/* The region value intent i scores (struct mi_search_cand.ival). */
+double mi_search_region_value(struct search *s, int i, double *mean)
+{
+	const struct mi_intent *it = &s->r->intents.v[i];
+	const struct mi_pred_graph *pg = &s->pg;
+	const unsigned char *in = s->region[i];
+	double v = 0, w = 0;
+	int a = -1, b = -1;
+
+	for (int k = 0; k < pg->n; k++) {
+		const struct mi_pred_pnode *p = &pg->v[k];
+
+		if (!in[k])
+			continue;
+		if (a < 0)
+			a = k;
+		b = k;
+		switch (it->kind) {
+		case MI_INTENT_LATENCY_CRITICAL:
+			v += node_time(s, k);
+			break;
+		case MI_INTENT_MEMORY_CONSTRAINED:
+			w += p->node.w_bytes;
+			break;
+		case MI_INTENT_POWER_SENSITIVE:
+			v += p->node.macs * (s->int8[k] ? PJ_MAC_INT8 :
+							  PJ_MAC_FP32) +
+			     (p->node.in_bytes + p->node.out_bytes +
+			      p->node.w_bytes + s->ws[k]) * PJ_BYTE_SRAM;
+			for (int j = 0; j < p->ninputs; j++)
+				if (p->inputs[j] >= 0 &&
+				    strcmp(pg->v[p->inputs[j]].device, p->device))
+					v += p->in_bytes[j] * PJ_BYTE_DRAM;
+			break;
+		}
+	}
+	*mean = v;
+	if (it->kind != MI_INTENT_MEMORY_CONSTRAINED || a < 0)
+		return v;
+	/* what is in use while the region runs: live activations, the
+	 * running node's workspace and the reorder copies of its inputs at
+	 * each of its steps, plus the region's weights */
+	*mean = 0;
+	for (int k = a; k <= b; k++) {
+		double u = s->live[k] + s->ws[k] + reorder_bytes(s, k);
+
+		v = fmax(v, u);
+		*mean += u / (b - a + 1);
+	}
+	*mean += w;
+	return v + w;
+}
+
+/* Hard limits of the intents: precisions, layouts, region memory. */
+bool mi_search_intent_limits(struct search *s,
+			     const struct mi_search_cand *c, char *why,
+			     size_t wlen)
+{
+	const struct mi_intents *iv = &s->r->intents;
+	const struct mi_pred_graph *pg = &s->pg;
+
+	for (int k = 0; k < pg->n; k++) {
+		unsigned p = s->int8[k] ? MI_INTENT_INT8 : MI_INTENT_FP32;
+
+		if (s->prec[k] && !(s->prec[k] & p)) {
+			if (why)
+				snprintf(why, wlen, "node '%s' runs %s, intent '%s' allows %s",
+					 pg->v[k].name, s->int8[k] ? "int8" : "fp32",
+					 iv->v[s->prec_from[k]].name,
+					 s->int8[k] ? "fp32" : "int8");
+			return false;
+		}
+		if (s->pref[k] && !lay_match(s->lay[k], s->pref[k])) {
+			if (why)
+				snprintf(why, wlen, "node '%s' writes %s, intent '%s' prefers %s",
+					 pg->v[k].name, s->lay[k],
+					 iv->v[s->pref_from[k]].name, s->pref[k]);
+			return false;
+		}
+	}
+	for (int i = 0; i < iv->n; i++)
+		if (iv->v[i].max_mem > 0 && c->ival[i] > iv->v[i].max_mem) {
+			if (why)
+				snprintf(why, wlen, "region of intent '%s' needs %.4g MiB, more than its max_mem %.4g MiB",
+					 iv->v[i].name, c->ival[i] / 1048576.0,
+					 iv->v[i].max_mem / 1048576.0);
+			return false;
+		}
+	return true;
+}
+
+/*
+ * With intents the measured plans are compared by their score with the
+ * measured latency in place of the predicted one: the plan's latency
+ * term by measured / the default's measured, a LATENCY_CRITICAL region's
+ * by the plan's measured / predicted.  Returns the weight on latency (a
+ * 1% slower plan scores at most that / 100 worse).
+ */
+double mi_search_measured_scores(struct search *s)
+{
+	struct mi_search_result *r = s->r;
+	const struct mi_intents *iv = &r->intents;
+	const double *w = s->o->w;
+	double m0 = r->cand[0].meas_ns, lat_w = w[0];
+
+	for (int i = 0; i < iv->n; i++)
+		if (iv->v[i].kind == MI_INTENT_LATENCY_CRITICAL)
+			lat_w += iv->v[i].weight;
+	for (int i = 0; i < r->ncand; i++) {
+		struct mi_search_cand *c = &r->cand[i];
+		double f = c->pred_ns > 0 ? c->meas_ns / c->pred_ns : 1;
+
+		if (!c->measured)
+			continue;
+		c->mscore = c->score + w[0] * (m0 > 0 ? c->meas_ns / m0 : 0) -
+			    w[0] * (s->L0 > 0 ? c->pred_ns / s->L0 : 0);
+		for (int k = 0; k < iv->n; k++)
+			if (iv->v[k].kind == MI_INTENT_LATENCY_CRITICAL &&
+			    s->ival0[k] > 0)
+				c->mscore += iv->v[k].weight * c->ival[k] *
+					     (f - 1) / s->ival0[k];
+	}
+	return lat_w;
 }

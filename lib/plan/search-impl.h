@@ -55,7 +55,7 @@ enum mi_intent_kind {
 struct mi_intent {
 	char name[64];		/* the key's <name> */
 	int kind;		/* enum mi_intent_kind */
-	char sel[192];		/* NODES as written: "*", "A..B", "A+B+C" */
+	char *sel;		/* NODES as written: "*", "A..B", "A+B+C" */
 	double weight;		/* of the region's score term, default 4 */
 	double max_mem;		/* region peak bytes, 0: no limit */
 	char layout[8];		/* "NCHW", "NHWC", "NCHWc", "": any */
@@ -71,9 +71,11 @@ struct mi_intents {
 
 extern const char *const mi_intent_kind_names[MI_INTENT_COUNT];
 
-/* One spec; -EINVAL with one line in err naming what is wrong. */
+/* One spec; -EINVAL with one line in err naming what is wrong.  Free
+ * it with mi_intent_fini() either way. */
 int mi_intent_parse(const char *name, const char *spec, struct mi_intent *it,
 		    char *err, size_t errlen);
+void mi_intent_fini(struct mi_intent *it);
 /*
  * The model's intents (its metadata) plus extra "NAME=SPEC" strings,
  * resolved against its planned nodes.  -EINVAL (mi_last_error: one line

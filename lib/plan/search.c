@@ -24,83 +24,11 @@
 #include "plan/plan-impl.h"
 #include "plan/place-impl.h"
 #include "plan/search-impl.h"
+#include "plan/search-state.h"
 #include "predict/predict.h"
 
 /* Measured gain a plan needs over the default to replace it. */
 #define MI_SEARCH_MARGIN 0.02
-
-struct sopt {
-	char *variant;		/* variant groups */
-	bool int8;
-	int slot;		/* device groups: device slot */
-	double *ns;		/* per member position: time, -1 predict */
-	bool measured;		/* ns from a calibration sweep */
-	char *lay;		/* variant groups: the layout it writes */
-	char *lay_in;		/* and the one it reads */
-	double ws;		/* variant groups: workspace bytes */
-};
-
-struct sgroup {
-	bool dev;		/* device group (else variant group) */
-	char *entry;		/* variant groups: plan entry name */
-	int nfused;
-	char **fused;
-	int nmem;
-	int *pos;		/* member positions in pg */
-	char **names;		/* device groups: member plan entry names */
-	int nopt;
-	struct sopt *opt;	/* opt[0]: the default's choice */
-};
-
-struct search {
-	struct mi_model *m;
-	const struct mi_search_opts *o;
-	struct mi_search_result *r;
-	struct mi_predictor own;
-	const struct mi_predictor *pred;
-	struct mi_plan *def;
-	struct mi_pred_graph pg;
-	int ndevs;
-	struct mi_pred_dev devs[MI_PRED_MAXDEV];
-	struct mi_pred_dev *dp[MI_PRED_MAXDEV];
-	const char *names[MI_PRED_MAXDEV];
-	char **devname0;	/* pg's device strings as built */
-	int ng;
-	struct sgroup *g;
-	double *base_ns;	/* per position, the default's, -1 predict */
-	double *scale;		/* per position: measured / predicted */
-	double *cpu_int8_ns;	/* per position on the CPU (device groups) */
-	double int8_macs;	/* of the default plan */
-	double loss0;		/* default's measured 1 - cosine */
-	double L0, M0, score0;	/* the default's */
-	int nfixed;		/* candidates measured whatever is predicted */
-	/* evaluation scratch */
-	double *ns;
-	bool *int8;
-	/* verification */
-	int nin, nout;
-	struct mi_value *in;
-	float **ref;
-	size_t *refn;
-	struct timespec t0;
-	uint64_t *seen;
-	size_t nseen, capseen;
-	/* intents (r->intents): per intent its region (per position), per
-	 * position the allowed precisions and the preferred layout (NULL:
-	 * none, or no option of the node has it), the intent setting them */
-	unsigned char *region[MI_SEARCH_MAXINTENT];
-	unsigned *prec;
-	int *prec_from;
-	const char **pref;
-	int *pref_from;
-	double *base_ws, *ws;	/* per position: workspace bytes */
-	const char **base_lay, **lay;	/* per position: written layout */
-	const char **base_lay_in, **lay_in;	/* and read layout */
-	double *live;		/* per position: live activation bytes */
-	double ival0[MI_SEARCH_MAXINTENT];	/* the default's, normalizers */
-	double imean0[MI_SEARCH_MAXINTENT];	/* memory: its mean over steps */
-	bool def_ok;		/* the default meets every hard limit */
-};
 
 static double now_s(void)
 {
@@ -137,7 +65,7 @@ int mi_search_parse_weights(const char *str, double w[3])
 	return 0;
 }
 
-static int pos_of_name(const struct mi_pred_graph *pg, const char *name)
+int mi_search_pos_of(const struct mi_pred_graph *pg, const char *name)
 {
 	for (int k = 0; k < pg->n; k++)
 		if (!strcmp(pg->v[k].name, name))
@@ -195,7 +123,7 @@ static void setup_devs(struct search *s)
 	}
 }
 
-static int slot_of(struct search *s, const char *dev)
+int mi_search_slot_of(const struct search *s, const char *dev)
 {
 	for (int d = 0; d < s->ndevs; d++)
 		if (!strcmp(s->names[d], dev))
@@ -251,7 +179,7 @@ static int variant_groups(struct search *s)
 		struct sgroup *g;
 		int nc = mi_plan_candidates(s->m, pe->name, &c), k;
 
-		k = pos_of_name(&s->pg, pe->name);
+		k = mi_search_pos_of(&s->pg, pe->name);
 		if (nc < 2 || k < 0 || strcmp(pe->device, "cpu"))
 			continue;
 		g = group_add(s);
@@ -357,7 +285,7 @@ static int device_groups(struct search *s)
 			goto out;
 		for (int i = 0; i < q->nmembers; i++) {
 			int ni = q->members[i];
-			int k = pos_of_name(&s->pg, rb.labels[ni]);
+			int k = mi_search_pos_of(&s->pg, rb.labels[ni]);
 
 			/* members fused into another entry move with it */
 			if (k < 0 || !mi_plan_find(s->def, rb.labels[ni]))
@@ -434,251 +362,6 @@ static bool seen(struct search *s, uint64_t h)
 	return false;
 }
 
-/* ---- intents ------------------------------------------------------- */
-
-/* "NCHWc" is any blocked layout NCHW<k>c; the others match exactly. */
-static bool lay_match(const char *lay, const char *pref)
-{
-	size_t n;
-
-	if (!lay)
-		return false;
-	if (strcmp(pref, "NCHWc"))
-		return !strcmp(lay, pref);
-	n = strlen(lay);
-	return n > 5 && !strncmp(lay, "NCHW", 4) && lay[n - 1] == 'c' &&
-	       strspn(lay + 4, "0123456789") == n - 5;
-}
-
-static const struct sgroup *group_at(const struct search *s, int k)
-{
-	for (int gi = 0; gi < s->ng; gi++)
-		if (!s->g[gi].dev && s->g[gi].pos[0] == k)
-			return &s->g[gi];
-	return NULL;
-}
-
-static int intents_setup(struct search *s)
-{
-	struct mi_intents *iv = &s->r->intents;
-	struct mi_pred_graph *pg = &s->pg;
-	int n = pg->n, err;
-
-	err = mi_intents_load(s->m, s->o->intents, s->o->nintents, iv);
-	if (err)
-		return err;
-	if (iv->n > MI_SEARCH_MAXINTENT)
-		return mi_set_error(-EINVAL, "%s: %d intents, at most %d",
-				    s->m->label, iv->n, MI_SEARCH_MAXINTENT);
-	s->base_ws = calloc(n + 1, sizeof(double));
-	s->ws = calloc(n + 1, sizeof(double));
-	s->live = calloc(n + 1, sizeof(double));
-	s->base_lay = calloc(n + 1, sizeof(char *));
-	s->lay = calloc(n + 1, sizeof(char *));
-	s->base_lay_in = calloc(n + 1, sizeof(char *));
-	s->lay_in = calloc(n + 1, sizeof(char *));
-	s->pref = calloc(n + 1, sizeof(char *));
-	s->prec = calloc(n + 1, sizeof(unsigned));
-	s->prec_from = calloc(n + 1, sizeof(int));
-	s->pref_from = calloc(n + 1, sizeof(int));
-	if (!s->base_ws || !s->ws || !s->live || !s->base_lay || !s->lay ||
-	    !s->base_lay_in || !s->lay_in ||
-	    !s->pref || !s->prec || !s->prec_from || !s->pref_from)
-		return -ENOMEM;
-	for (int k = 0; k < n; k++) {
-		const struct mi_plan_entry *e = mi_plan_find(s->def,
-							     pg->v[k].name);
-
-		if (!strcmp(pg->v[k].device, "cpu"))
-			s->base_ws[k] = mi_pred_variant_ws(&pg->v[k].node,
-							   pg->v[k].variant);
-		s->base_lay[k] = e && e->lay_out ? e->lay_out : "auto";
-		s->base_lay_in[k] = e && e->lay_in ? e->lay_in : "auto";
-	}
-	for (int i = 0; i < iv->n; i++) {
-		const struct mi_intent *it = &iv->v[i];
-
-		s->region[i] = calloc(n + 1, 1);
-		if (!s->region[i])
-			return -ENOMEM;
-		for (int j = 0; j < it->nnodes; j++) {
-			int k = pos_of_name(pg, it->nodes[j]);
-
-			if (k >= 0)
-				s->region[i][k] = 1;
-		}
-		for (int k = 0; k < n; k++) {
-			const struct sgroup *g;
-			bool any;
-
-			if (!s->region[i][k])
-				continue;
-			if (it->prec && s->prec[k] && !(s->prec[k] & it->prec))
-				return mi_set_error(-EINVAL, "%s: intents '%s' and '%s' allow no common precision on node '%s'",
-						    s->m->label,
-						    iv->v[s->prec_from[k]].name,
-						    it->name, pg->v[k].name);
-			if (it->prec) {
-				s->prec[k] = s->prec[k] ? s->prec[k] & it->prec :
-							  it->prec;
-				s->prec_from[k] = i;
-			}
-			if (!it->layout[0])
-				continue;
-			/* a preferred layout binds only nodes with an
-			 * option in it; the others keep theirs */
-			g = group_at(s, k);
-			any = lay_match(s->base_lay[k], it->layout);
-			for (int o = 1; g && o < g->nopt; o++)
-				any = any || lay_match(g->opt[o].lay, it->layout);
-			if (!any)
-				continue;
-			if (s->pref[k] && strcmp(s->pref[k], it->layout))
-				return mi_set_error(-EINVAL, "%s: intents '%s' and '%s' prefer different layouts on node '%s'",
-						    s->m->label,
-						    iv->v[s->pref_from[k]].name,
-						    it->name, pg->v[k].name);
-			s->pref[k] = it->layout;
-			s->pref_from[k] = i;
-		}
-	}
-	return 0;
-}
-
-/* pJ per multiply-accumulate and per byte: Horowitz, "Computing's energy
- * problem", ISSCC 2014, 45 nm: int8 0.2 + 0.03, fp32 3.7 + 0.9; a 64-bit
- * access of an 8 KB SRAM 10 pJ (on-chip tensors), DRAM 640 pJ per 32 bits
- * (data crossing between devices). */
-#define PJ_MAC_INT8	0.23
-#define PJ_MAC_FP32	4.6
-#define PJ_BYTE_SRAM	1.25
-#define PJ_BYTE_DRAM	160.0
-
-static double node_time(struct search *s, int k)
-{
-	const struct mi_pred_pnode *v = &s->pg.v[k];
-
-	if (s->ns[k] >= 0)
-		return s->ns[k];
-	return mi_pred_node_ns(s->pred, &v->node,
-			       s->dp[slot_of(s, v->device)]);
-}
-
-static bool concrete(const char *lay)
-{
-	return lay && *lay && strcmp(lay, "auto") && strcmp(lay, "any");
-}
-
-/* Bytes of the copies the plan makes of node k's inputs when their
- * producer (on the same device) writes another layout than k reads. */
-static double reorder_bytes(struct search *s, int k)
-{
-	const struct mi_pred_pnode *v = &s->pg.v[k];
-	double b = 0;
-
-	if (!concrete(s->lay_in[k]))
-		return 0;
-	for (int i = 0; i < v->ninputs; i++) {
-		int p = v->inputs[i];
-
-		if (p >= 0 && concrete(s->lay[p]) &&
-		    strcmp(s->lay[p], s->lay_in[k]) &&
-		    !strcmp(s->pg.v[p].device, v->device))
-			b += v->in_bytes[i];
-	}
-	return b;
-}
-
-/* The region value intent i scores (struct mi_search_cand.ival). */
-static double region_value(struct search *s, int i, double *mean)
-{
-	const struct mi_intent *it = &s->r->intents.v[i];
-	const struct mi_pred_graph *pg = &s->pg;
-	const unsigned char *in = s->region[i];
-	double v = 0, w = 0;
-	int a = -1, b = -1;
-
-	for (int k = 0; k < pg->n; k++) {
-		const struct mi_pred_pnode *p = &pg->v[k];
-
-		if (!in[k])
-			continue;
-		if (a < 0)
-			a = k;
-		b = k;
-		switch (it->kind) {
-		case MI_INTENT_LATENCY_CRITICAL:
-			v += node_time(s, k);
-			break;
-		case MI_INTENT_MEMORY_CONSTRAINED:
-			w += p->node.w_bytes;
-			break;
-		case MI_INTENT_POWER_SENSITIVE:
-			v += p->node.macs * (s->int8[k] ? PJ_MAC_INT8 :
-							  PJ_MAC_FP32) +
-			     (p->node.in_bytes + p->node.out_bytes +
-			      p->node.w_bytes + s->ws[k]) * PJ_BYTE_SRAM;
-			for (int j = 0; j < p->ninputs; j++)
-				if (p->inputs[j] >= 0 &&
-				    strcmp(pg->v[p->inputs[j]].device, p->device))
-					v += p->in_bytes[j] * PJ_BYTE_DRAM;
-			break;
-		}
-	}
-	*mean = v;
-	if (it->kind != MI_INTENT_MEMORY_CONSTRAINED || a < 0)
-		return v;
-	/* what is in use while the region runs: live activations, the
-	 * running node's workspace and the reorder copies of its inputs at
-	 * each of its steps, plus the region's weights */
-	*mean = 0;
-	for (int k = a; k <= b; k++) {
-		double u = s->live[k] + s->ws[k] + reorder_bytes(s, k);
-
-		v = fmax(v, u);
-		*mean += u / (b - a + 1);
-	}
-	*mean += w;
-	return v + w;
-}
-
-/* Hard limits of the intents: precisions, layouts, region memory. */
-static bool intent_limits(struct search *s, const struct mi_search_cand *c,
-			  char *why, size_t wlen)
-{
-	const struct mi_intents *iv = &s->r->intents;
-	const struct mi_pred_graph *pg = &s->pg;
-
-	for (int k = 0; k < pg->n; k++) {
-		unsigned p = s->int8[k] ? MI_INTENT_INT8 : MI_INTENT_FP32;
-
-		if (s->prec[k] && !(s->prec[k] & p)) {
-			if (why)
-				snprintf(why, wlen, "node '%s' runs %s, intent '%s' allows %s",
-					 pg->v[k].name, s->int8[k] ? "int8" : "fp32",
-					 iv->v[s->prec_from[k]].name,
-					 s->int8[k] ? "fp32" : "int8");
-			return false;
-		}
-		if (s->pref[k] && !lay_match(s->lay[k], s->pref[k])) {
-			if (why)
-				snprintf(why, wlen, "node '%s' writes %s, intent '%s' prefers %s",
-					 pg->v[k].name, s->lay[k],
-					 iv->v[s->pref_from[k]].name, s->pref[k]);
-			return false;
-		}
-	}
-	for (int i = 0; i < iv->n; i++)
-		if (iv->v[i].max_mem > 0 && c->ival[i] > iv->v[i].max_mem) {
-			if (why)
-				snprintf(why, wlen, "region of intent '%s' needs %.4g MiB, more than its max_mem %.4g MiB",
-					 iv->v[i].name, c->ival[i] / 1048576.0,
-					 iv->v[i].max_mem / 1048576.0);
-			return false;
-		}
-	return true;
-}
-
 /*
  * Predict one state.  Returns false when a hard limit removes it (the
  * reason in why when given).  The score is set either way.
@@ -736,7 +419,7 @@ static bool evaluate(struct search *s, const int *choice,
 	if (iv->n && mi_pred_plan_live(pg, s->names, s->ndevs, s->live))
 		return false;
 	for (int i = 0; i < iv->n; i++)
-		c->ival[i] = region_value(s, i, &imean[i]);
+		c->ival[i] = mi_search_region_value(s, i, &imean[i]);
 	if (s->L0 <= 0) { /* the default itself: the normalizers */
 		memcpy(s->ival0, c->ival, sizeof(s->ival0));
 		memcpy(s->imean0, imean, sizeof(s->imean0));
@@ -778,7 +461,7 @@ static bool evaluate(struct search *s, const int *choice,
 				 1 - c->pred_loss, s->o->min_cosine);
 		return false;
 	}
-	return iv->n ? intent_limits(s, c, why, wlen) : true;
+	return iv->n ? mi_search_intent_limits(s, c, why, wlen) : true;
 }
 
 /* ---- measuring ------------------------------------------------------ */
@@ -1034,40 +717,6 @@ out:
 	free(t);
 	mi_plan_free(p);
 	return err;
-}
-
-/*
- * With intents the measured plans are compared by their score with the
- * measured latency in place of the predicted one: the plan's latency
- * term by measured / the default's measured, a LATENCY_CRITICAL region's
- * by the plan's measured / predicted.  Returns the weight on latency (a
- * 1% slower plan scores at most that / 100 worse).
- */
-static double measured_scores(struct search *s)
-{
-	struct mi_search_result *r = s->r;
-	const struct mi_intents *iv = &r->intents;
-	const double *w = s->o->w;
-	double m0 = r->cand[0].meas_ns, lat_w = w[0];
-
-	for (int i = 0; i < iv->n; i++)
-		if (iv->v[i].kind == MI_INTENT_LATENCY_CRITICAL)
-			lat_w += iv->v[i].weight;
-	for (int i = 0; i < r->ncand; i++) {
-		struct mi_search_cand *c = &r->cand[i];
-		double f = c->pred_ns > 0 ? c->meas_ns / c->pred_ns : 1;
-
-		if (!c->measured)
-			continue;
-		c->mscore = c->score + w[0] * (m0 > 0 ? c->meas_ns / m0 : 0) -
-			    w[0] * (s->L0 > 0 ? c->pred_ns / s->L0 : 0);
-		for (int k = 0; k < iv->n; k++)
-			if (iv->v[k].kind == MI_INTENT_LATENCY_CRITICAL &&
-			    s->ival0[k] > 0)
-				c->mscore += iv->v[k].weight * c->ival[k] *
-					     (f - 1) / s->ival0[k];
-	}
-	return lat_w;
 }
 
 /* ---- calibration: measured CPU node times --------------------------- */
@@ -1494,7 +1143,7 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 		goto out;
 	setup_devs(&s);
 	for (int k = 0; k < s.pg.n; k++)
-		if (slot_of(&s, s.pg.v[k].device) == 0 &&
+		if (mi_search_slot_of(&s, s.pg.v[k].device) == 0 &&
 		    strcmp(s.pg.v[k].device, "cpu")) {
 			err = mi_set_error(-ENODEV, "search: node '%s' is on %s, not one of the model's devices",
 					   s.pg.v[k].name, s.pg.v[k].device);
@@ -1510,7 +1159,7 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 	if (!err)
 		err = device_groups(&s);
 	if (!err)
-		err = intents_setup(&s);
+		err = mi_search_intents_setup(&s);
 	if (err)
 		goto out;
 	r->ngroups = s.ng;
@@ -1629,7 +1278,7 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 	 * lowest measured score instead, by more than that noise's share
 	 * of it. */
 	if (r->intents.n) {
-		double lat_w = measured_scores(&s);
+		double lat_w = mi_search_measured_scores(&s);
 
 		for (int i = 0; i < r->ncand; i++) {
 			const struct mi_search_cand *c = &r->cand[i];

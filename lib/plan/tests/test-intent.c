@@ -17,6 +17,8 @@
  *   - LATENCY_CRITICAL on the same region, weighted above the memory
  *     intent, changes the choice back to a faster, larger plan (the
  *     trade-off of blocked direct convs against NCHW ones),
+ *   - POWER_SENSITIVE weighted far above latency: the tuned plan's
+ *     energy estimate is not above the default's,
  *   - precisions: int8 on an fp32 node is -EDOM naming it; fp32 on the
  *     whole fp32 model keeps every node fp32; on INT8 (quantized), int8
  *     on every node prunes the fp32 fallbacks and the tuned plan keeps
@@ -248,6 +250,25 @@ static void check_memory(struct mi_model *m, const char *reg)
 	mi_search_result_fini(&r);
 }
 
+/* POWER_SENSITIVE weighted far above latency never picks a plan whose
+ * energy estimate is above the default's. */
+static void check_power(struct mi_model *m)
+{
+	const char *iv[1] = { "pow=POWER_SENSITIVE:*:weight=2000" };
+	struct mi_search_result r;
+	int err;
+
+	err = search(m, "POWER_SENSITIVE", iv, 1, &r);
+	CHECK(!err, "power intent: %s", mi_last_error());
+	if (err)
+		return;
+	CHECK(r.cand[0].ival[0] > 0, "energy estimate %g", r.cand[0].ival[0]);
+	CHECK(r.cand[r.best].ival[0] <= r.cand[0].ival[0],
+	      "POWER_SENSITIVE: tuned %.4g pJ above the default's %.4g",
+	      r.cand[r.best].ival[0], r.cand[0].ival[0]);
+	mi_search_result_fini(&r);
+}
+
 /* Every node the tuned model runs has a precision prec allows. */
 static int count_prec(struct mi_model *m, const char *prec)
 {
@@ -362,6 +383,7 @@ int main(int argc, char **argv)
 	printf("     region %s\n", reg);
 	check_errors(m, reg);
 	check_memory(m, reg);
+	check_power(m);
 	check_precisions(m, reg, argc > 2 ? argv[2] : NULL);
 	mi_model_free(m);
 	printf("test-intent: %d checks, %d failed, %.1f s\n", checks, fails,

@@ -20,8 +20,10 @@
  * times where the calibration runs have them), M peak memory (activations
  * plus weights, summed over devices), A predicted accuracy loss
  * (1 - cosine against the fp32 reference; 0.01 = one point of cosine).
- * Hard limits (max_mem per device, min_cosine, units a device does not
- * support) remove a state before it is scored.
+ * plus, per hardware intent of the model (below), weight * V / V0 of its
+ * region.  Hard limits (max_mem per device, min_cosine, units a device
+ * does not support, the intents' precisions, layouts and region max_mem)
+ * remove a state before it is ranked.
  */
 #ifndef MI_SEARCH_IMPL_H
 #define MI_SEARCH_IMPL_H

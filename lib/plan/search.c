@@ -29,6 +29,8 @@
 
 /* Measured gain a plan needs over the default to replace it. */
 #define MI_SEARCH_MARGIN 0.02
+/* States the region-only search adds (region_search) */
+#define MI_SEARCH_REGION_TOP 2
 
 static double now_s(void)
 {
@@ -888,8 +890,9 @@ static void states_free(struct bstate *b, int n)
 	free(b);
 }
 
+/* only: the groups searched (NULL: all; the others stay at 0). */
 static int beam_search(struct search *s, struct bstate *top, int *ntop,
-		       int ktop)
+		       int ktop, const unsigned char *only)
 {
 	int bw = s->o->beam > 0 ? s->o->beam : 8, nb = 1, maxopt = 1;
 	struct bstate *beam, *next;
@@ -910,6 +913,8 @@ static int beam_search(struct search *s, struct bstate *top, int *ntop,
 
 		if (s->o->budget_s > 0 && elapsed(s) > s->o->budget_s / 2)
 			break;
+		if (only && !only[gi])
+			continue;
 		if (gi % 8 == 0)
 			progress(s, "search", gi, s->ng);
 		for (int b = 0; b < nb; b++) {
@@ -953,6 +958,39 @@ out:
 	states_free(beam, bw);
 	states_free(next, cap);
 	return err;
+}
+
+/*
+ * With intents, a second beam over the groups of the intents' regions
+ * only (the others at the default's choice) adds its best few states:
+ * a plan that changes only the region is the intent's direct answer, and
+ * the first beam's top list may hold only states that also change other
+ * nodes (which the apply step may reject).
+ */
+static int region_search(struct search *s, struct bstate **top2, int *ntop2)
+{
+	unsigned char *only = calloc(s->ng + 1, 1);
+	int n = 0, err;
+
+	if (!only)
+		return -ENOMEM;
+	for (int gi = 0; gi < s->ng; gi++)
+		for (int i = 0; i < s->g[gi].nmem && !only[gi]; i++)
+			for (int k = 0; k < s->r->intents.n && !only[gi]; k++)
+				only[gi] = s->region[k][s->g[gi].pos[i]];
+	for (int gi = 0; gi < s->ng; gi++)
+		n += only[gi];
+	err = n && n < s->ng ? 0 : 1;	/* none, or the first beam again */
+	if (!err) {
+		*top2 = states_new(MI_SEARCH_REGION_TOP, s->ng);
+		err = *top2 ? 0 : -ENOMEM;
+	}
+	if (!err) {
+		s->nseen = 0;	/* its states may have been seen, not kept */
+		err = beam_search(s, *top2, ntop2, MI_SEARCH_REGION_TOP, only);
+	}
+	free(only);
+	return err > 0 ? 0 : err;
 }
 
 static void search_fini(struct search *s)
@@ -1114,9 +1152,9 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 {
 	struct mi_search_opts oo = *o;
 	struct search s = { .m = m, .o = &oo, .r = r };
-	struct bstate *top = NULL;
+	struct bstate *top = NULL, *top2 = NULL;
 	struct mi_search_cand dc = { 0 };
-	int ktop = o->top > 0 ? o->top : 5, ntop = 0, err, best = -1;
+	int ktop = o->top > 0 ? o->top : 5, ntop = 0, ntop2 = 0, err, best = -1;
 	double t0;
 
 	memset(r, 0, sizeof(*r));
@@ -1188,11 +1226,13 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 		goto out;
 	}
 	t0 = now_s();
-	err = beam_search(&s, top, &ntop, ktop);
+	err = beam_search(&s, top, &ntop, ktop, NULL);
+	if (!err && r->intents.n)
+		err = region_search(&s, &top2, &ntop2);
 	r->search_s = now_s() - t0 + r->calib_s;
 	if (err)
 		goto out;
-	r->cand = calloc(ntop + 2, sizeof(*r->cand));
+	r->cand = calloc(ntop + ntop2 + 2, sizeof(*r->cand));
 	if (!r->cand) {
 		err = -ENOMEM;
 		goto out;
@@ -1218,6 +1258,20 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 
 		c->choice = top[i].c;
 		top[i].c = NULL;
+		evaluate(&s, c->choice, c, NULL, 0);
+		r->ncand++;
+	}
+	for (int i = 0; i < ntop2; i++) {
+		struct mi_search_cand *c = &r->cand[r->ncand];
+		bool dup = false;
+
+		for (int k = 1; k < r->ncand && !dup; k++)
+			dup = !memcmp(r->cand[k].choice, top2[i].c,
+				      s.ng * sizeof(int));
+		if (dup)
+			continue;
+		c->choice = top2[i].c;
+		top2[i].c = NULL;
 		evaluate(&s, c->choice, c, NULL, 0);
 		r->ncand++;
 	}
@@ -1327,6 +1381,7 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 out:
 	free(dc.choice);
 	states_free(top, ktop);
+	states_free(top2, MI_SEARCH_REGION_TOP);
 	search_fini(&s);
 	if (err == -ENOMEM)
 		mi_set_error(err, "search: out of memory");

@@ -608,35 +608,41 @@ bool mi_search_intent_limits(struct search *s,
 {
 	const struct mi_intents *iv = &s->r->intents;
 	const struct mi_pred_graph *pg = &s->pg;
+	bool said = false;
 
+	/* s->penalty: nodes off their precision or layout, plus each
+	 * region's excess over its max_mem as a share of it */
 	for (int k = 0; k < pg->n; k++) {
 		unsigned p = s->int8[k] ? MI_INTENT_INT8 : MI_INTENT_FP32;
 
 		if (s->prec[k] && !(s->prec[k] & p)) {
-			if (why)
+			if (why && !said)
 				snprintf(why, wlen, "node '%s' runs %s, intent '%s' allows %s",
 					 pg->v[k].name, s->int8[k] ? "int8" : "fp32",
 					 iv->v[s->prec_from[k]].name,
 					 s->int8[k] ? "fp32" : "int8");
-			return false;
+			said = true;
+			s->penalty += 1;
 		}
 		if (s->pref[k] && !lay_match(s->lay[k], s->pref[k])) {
-			if (why)
+			if (why && !said)
 				snprintf(why, wlen, "node '%s' writes %s, intent '%s' prefers %s",
 					 pg->v[k].name, s->lay[k],
 					 iv->v[s->pref_from[k]].name, s->pref[k]);
-			return false;
+			said = true;
+			s->penalty += 1;
 		}
 	}
 	for (int i = 0; i < iv->n; i++)
 		if (iv->v[i].max_mem > 0 && c->ival[i] > iv->v[i].max_mem) {
-			if (why)
+			if (why && !said)
 				snprintf(why, wlen, "region of intent '%s' needs %.4g MiB, more than its max_mem %.4g MiB",
 					 iv->v[i].name, c->ival[i] / 1048576.0,
 					 iv->v[i].max_mem / 1048576.0);
-			return false;
+			said = true;
+			s->penalty += c->ival[i] / iv->v[i].max_mem - 1;
 		}
-	return true;
+	return !said;
 }
 
 /*

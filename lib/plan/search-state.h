@@ -84,6 +84,9 @@ struct search {
 	double ival0[MI_SEARCH_MAXINTENT];	/* the default's, normalizers */
 	double imean0[MI_SEARCH_MAXINTENT];	/* memory: its mean over steps */
 	bool def_ok;		/* the default meets every hard limit */
+	/* evaluate(): how far the state is from the intents' limits (0:
+	 * within, INFINITY: another hard limit removed it) */
+	double penalty, penalty0;
 };
 
 int mi_search_pos_of(const struct mi_pred_graph *pg, const char *name);

@@ -31,6 +31,8 @@
 #define MI_SEARCH_MARGIN 0.02
 /* States the region-only search adds (region_search) */
 #define MI_SEARCH_REGION_TOP 2
+/* Score per unit of an intent limit a beam state is off by */
+#define MI_SEARCH_PENALTY 1e6
 
 static double now_s(void)
 {
@@ -407,6 +409,7 @@ static bool evaluate(struct search *s, const int *choice,
 			s->int8[k] = op->int8;
 		}
 	}
+	s->penalty = INFINITY;
 	if (mi_pred_plan_ns(s->pred, pg, s->dp, s->names, s->ndevs, s->ns,
 			    &res))
 		return false;
@@ -463,6 +466,7 @@ static bool evaluate(struct search *s, const int *choice,
 				 1 - c->pred_loss, s->o->min_cosine);
 		return false;
 	}
+	s->penalty = 0;
 	return iv->n ? mi_search_intent_limits(s, c, why, wlen) : true;
 }
 
@@ -906,7 +910,8 @@ static int beam_search(struct search *s, struct bstate *top, int *ntop,
 	next = states_new(cap, s->ng);
 	if (!beam || !next)
 		goto out;
-	beam[0].score = s->score0;
+	beam[0].score = s->score0 + (s->def_ok ? 0 :
+				     MI_SEARCH_PENALTY * s->penalty0);
 	seen(s, state_hash(beam[0].c, s->ng));
 	for (int gi = 0; gi < s->ng; gi++) {
 		int nn = 0;
@@ -933,6 +938,13 @@ static int beam_search(struct search *s, struct bstate *top, int *ntop,
 				s->r->evaluated++;
 				if (!evaluate(s, st, &c, NULL, 0)) {
 					s->r->pruned++;
+					/* an intent's limit may need several
+					 * nodes changed together: the state
+					 * stays in the beam, behind every state
+					 * within the limits, never a candidate */
+					if (isfinite(s->penalty))
+						next[nn++].score = c.score +
+							MI_SEARCH_PENALTY * s->penalty;
 					continue;
 				}
 				next[nn++].score = c.score;
@@ -1219,6 +1231,7 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 	s.L0 = dc.pred_ns;
 	s.M0 = dc.pred_mem;
 	s.def_ok = evaluate(&s, dc.choice, &dc, NULL, 0);
+	s.penalty0 = s.penalty;
 	s.score0 = dc.score;
 	top = states_new(ktop, s.ng);
 	if (!top) {

@@ -17,6 +17,8 @@
  *   - LATENCY_CRITICAL on the same region, weighted above the memory
  *     intent, changes the choice back to a faster, larger plan (the
  *     trade-off of blocked direct convs against NCHW ones),
+ *   - layout=NCHW on the region: the default is not eligible, the tuned
+ *     model's region writes NCHW (three nodes must change together),
  *   - POWER_SENSITIVE weighted far above latency: the tuned plan's
  *     energy estimate is not above the default's,
  *   - precisions: int8 on an fp32 node is -EDOM naming it; fp32 on the
@@ -269,6 +271,41 @@ static void check_power(struct mi_model *m)
 	mi_search_result_fini(&r);
 }
 
+/*
+ * layout=NCHW on the region: the default's blocked convs break it (one
+ * node changed alone still does: the beam must keep such states), the
+ * tuned model's region nodes all write NCHW.
+ */
+static void check_layout(struct mi_model *m, const char *reg)
+{
+	char spec[512];
+	const char *iv[1] = { spec };
+	struct mi_search_result r;
+	struct mi_plan *p;
+	int err, bad = 0, n = 0;
+
+	snprintf(spec, sizeof(spec), "l=LATENCY_CRITICAL:%s:layout=NCHW,weight=1",
+		 reg);
+	err = search(m, "layout=NCHW", iv, 1, &r);
+	CHECK(!err, "layout=NCHW: %s", mi_last_error());
+	if (err)
+		return;
+	CHECK(!r.cand[0].feasible && strstr(r.cand[0].why, "prefers NCHW"),
+	      "the blocked default is eligible under layout=NCHW: '%s'",
+	      r.cand[0].why);
+	if (!mi_model_plan_get(m, &p)) {
+		for (int i = 0; i < p->n; i++)
+			if (mi_intent_has(&r.intents.v[0], p->e[i].name)) {
+				n++;
+				bad += strcmp(p->e[i].lay_out, "NCHW") != 0;
+			}
+		mi_plan_free(p);
+	}
+	CHECK(n == 4 && !bad, "layout=NCHW: %d of %d region nodes write another layout",
+	      bad, n);
+	mi_search_result_fini(&r);
+}
+
 /* Every node the tuned model runs has a precision prec allows. */
 static int count_prec(struct mi_model *m, const char *prec)
 {
@@ -384,6 +421,7 @@ int main(int argc, char **argv)
 	check_errors(m, reg);
 	check_memory(m, reg);
 	check_power(m);
+	check_layout(m, reg);
 	check_precisions(m, reg, argc > 2 ? argv[2] : NULL);
 	mi_model_free(m);
 	printf("test-intent: %d checks, %d failed, %.1f s\n", checks, fails,

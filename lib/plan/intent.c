@@ -367,9 +367,12 @@ out:
 
 void mi_intent_describe(const struct mi_intent *it, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s: %s on %d node%s (%s), weight %g",
+	/* a long node list: its start */
+	int cut = strlen(it->sel) > 72 ? 64 : 72;
+	int n = snprintf(buf, len, "%s: %s on %d node%s (%.*s%s), weight %g",
 			 it->name, mi_intent_kind_names[it->kind], it->nnodes,
-			 it->nnodes == 1 ? "" : "s", it->sel, it->weight);
+			 it->nnodes == 1 ? "" : "s", cut, it->sel,
+			 strlen(it->sel) > 72 ? "..." : "", it->weight);
 
 	if (n > 0 && (size_t)n < len && it->max_mem > 0)
 		n += snprintf(buf + n, len - n, ", max_mem %.4g MiB",

@@ -10,6 +10,10 @@
  * profile, and the predictor (scaled per node by measured / predicted of
  * the default where both exist).  Device nodes are always predicted.
  *
+ * Hardware intents in the model (intent.c) add a term per region and
+ * limits of their own; with them a second beam over the regions' groups
+ * adds candidates, and the measured plans are compared by their score.
+ *
  * Determinism: groups, options and ties are taken in plan order; the
  * only random draw is the inputs of the verification runs (opts->seed).
  */

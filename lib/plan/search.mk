@@ -4,7 +4,8 @@
 # objects (plan.mk); the tests are host only: the CPU and two emulated
 # accelerators.
 #
-#   make check-tune   search invariants + the CLI (in make check)
+#   make check-tune   search invariants, hardware intents (test-intent)
+#                     + the CLI (in make check)
 #   make bench-tune   tuned vs default, measured (in make bench)
 
 SEARCH_TEST := $(O)/lib/plan/tests/test-search

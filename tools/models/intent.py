@@ -5,8 +5,9 @@
 An intent is the metadata key ``metainfer.intent.NAME`` with the value
 ``KIND:NODES[:opt=val,...]`` (Documentation/search.rst, "Hardware
 intents"); ``metainfer tune`` honours them.  This script checks the
-syntax and that every node named exists in the graph; the library checks
-again, against the planned model, when it searches.
+syntax and that every node named exists in the graph (a plan's
+"<op>#<index>" name of an unnamed node is taken as it is); the library
+checks again, against the planned model, when it searches.
 
   tools/models/intent.py MODEL.onnx --list
   tools/models/intent.py MODEL.onnx -o OUT.onnx \\
@@ -48,7 +49,9 @@ def check_spec(name, spec, nodes):
             raise Bad(f"intent '{name}': a region A..B or a list A+B, "
                       "not both")
         for n in sel.split("..") if ".." in sel else sel.split("+"):
-            if n not in nodes:
+            # "<op>#<index>": the plan's name of an unnamed node (an
+            # index of the normalized graph: the library checks it)
+            if n not in nodes and not re.fullmatch(r"[A-Za-z]\w*#\d+", n):
                 raise Bad(f"intent '{name}': unknown node '{n}'")
     if len(parts) < 3:
         return

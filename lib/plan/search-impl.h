@@ -20,8 +20,10 @@
  * times where the calibration runs have them), M peak memory (activations
  * plus weights, summed over devices), A predicted accuracy loss
  * (1 - cosine against the fp32 reference; 0.01 = one point of cosine).
- * Hard limits (max_mem per device, min_cosine, units a device does not
- * support) remove a state before it is scored.
+ * plus, per hardware intent of the model (below), weight * V / V0 of its
+ * region.  Hard limits (max_mem per device, min_cosine, units a device
+ * does not support, the intents' precisions, layouts and region max_mem)
+ * remove a state before it is ranked.
  */
 #ifndef MI_SEARCH_IMPL_H
 #define MI_SEARCH_IMPL_H
@@ -33,6 +35,61 @@
 struct mi_model;
 struct mi_plan;
 struct mi_predictor;
+
+/*
+ * Hardware intents (intent.c, Documentation/search.rst "Hardware
+ * intents"): metadata_props "metainfer.intent.<name>" of the model, value
+ * "KIND:NODES[:opt=val,...]".  They add a weighted term per region to the
+ * search's score and hard limits (region peak memory, precisions, layout).
+ */
+#define MI_INTENT_KEY	"metainfer.intent."
+
+enum mi_intent_kind {
+	MI_INTENT_LATENCY_CRITICAL,
+	MI_INTENT_MEMORY_CONSTRAINED,
+	MI_INTENT_POWER_SENSITIVE,
+	MI_INTENT_COUNT
+};
+
+#define MI_INTENT_FP32	1u
+#define MI_INTENT_INT8	2u
+
+struct mi_intent {
+	char name[64];		/* the key's <name> */
+	int kind;		/* enum mi_intent_kind */
+	char *sel;		/* NODES as written: "*", "A..B", "A+B+C" */
+	double weight;		/* of the region's score term, default 4 */
+	double max_mem;		/* region peak bytes, 0: no limit */
+	char layout[8];		/* "NCHW", "NHWC", "NCHWc", "": any */
+	unsigned prec;		/* allowed MI_INTENT_FP32/INT8, 0: any */
+	int nnodes;		/* resolved (mi_intents_load): plan entry */
+	char **nodes;		/* names, execution order, no duplicates */
+};
+
+struct mi_intents {
+	int n;
+	struct mi_intent *v;
+};
+
+extern const char *const mi_intent_kind_names[MI_INTENT_COUNT];
+
+/* One spec; -EINVAL with one line in err naming what is wrong.  Free
+ * it with mi_intent_fini() either way. */
+int mi_intent_parse(const char *name, const char *spec, struct mi_intent *it,
+		    char *err, size_t errlen);
+void mi_intent_fini(struct mi_intent *it);
+/*
+ * The model's intents (its metadata) plus extra "NAME=SPEC" strings,
+ * resolved against its planned nodes.  -EINVAL (mi_last_error: one line
+ * naming the key, intent, option or node) on anything unknown.
+ */
+int mi_intents_load(struct mi_model *m, const char *const *extra, int nextra,
+		    struct mi_intents *v);
+void mi_intents_fini(struct mi_intents *v);
+/* True when node (a plan entry name) is in intent it. */
+bool mi_intent_has(const struct mi_intent *it, const char *node);
+/* "mem: MEMORY_CONSTRAINED on 5 nodes (a..b), max_mem 1 MiB, ..." */
+void mi_intent_describe(const struct mi_intent *it, char *buf, size_t len);
 
 struct mi_search_opts {
 	double w[3];		/* latency, memory, accuracy; all 0: 1, 0, 1 */
@@ -54,7 +111,12 @@ struct mi_search_opts {
 	 * the default plan's outputs are the reference. */
 	struct mi_model *ref;
 	FILE *progress;		/* one updating line, NULL: quiet */
+	/* Intents besides the model's own, "NAME=KIND:NODES[:opts]" */
+	const char *const *intents;
+	int nintents;
 };
+
+#define MI_SEARCH_MAXINTENT	8
 
 /* One plan that was predicted and (maybe) measured. */
 struct mi_search_cand {
@@ -69,6 +131,10 @@ struct mi_search_cand {
 	double cosine;		/* outputs against the reference */
 	bool feasible;		/* measured and within the limits */
 	char why[160];		/* why dropped, "" */
+	/* per intent: the region's node time (ns, LATENCY_CRITICAL), peak
+	 * bytes (MEMORY_CONSTRAINED), energy estimate (pJ, POWER_SENSITIVE) */
+	double ival[MI_SEARCH_MAXINTENT];
+	double mscore;		/* score with the measured latency, intents */
 };
 
 struct mi_search_result {
@@ -84,6 +150,7 @@ struct mi_search_result {
 	double search_s, compile_s, run_s, calib_s;
 	struct mi_plan *plan;	/* the winner (owned) */
 	char note[200];		/* one line: why the default was kept, "" */
+	struct mi_intents intents;	/* the ones honoured (owned) */
 };
 
 /*

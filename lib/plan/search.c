@@ -10,6 +10,10 @@
  * profile, and the predictor (scaled per node by measured / predicted of
  * the default where both exist).  Device nodes are always predicted.
  *
+ * Hardware intents in the model (intent.c) add a term per region and
+ * limits of their own; with them a second beam over the regions' groups
+ * adds candidates, and the measured plans are compared by their score.
+ *
  * Determinism: groups, options and ties are taken in plan order; the
  * only random draw is the inputs of the verification runs (opts->seed).
  */
@@ -20,68 +24,19 @@
 #include <time.h>
 
 #include "internal.h"
+#include "cpu/cpu.h"
 #include "plan/plan-impl.h"
 #include "plan/place-impl.h"
 #include "plan/search-impl.h"
+#include "plan/search-state.h"
 #include "predict/predict.h"
 
 /* Measured gain a plan needs over the default to replace it. */
 #define MI_SEARCH_MARGIN 0.02
-
-struct sopt {
-	char *variant;		/* variant groups */
-	bool int8;
-	int slot;		/* device groups: device slot */
-	double *ns;		/* per member position: time, -1 predict */
-	bool measured;		/* ns from a calibration sweep */
-};
-
-struct sgroup {
-	bool dev;		/* device group (else variant group) */
-	char *entry;		/* variant groups: plan entry name */
-	int nfused;
-	char **fused;
-	int nmem;
-	int *pos;		/* member positions in pg */
-	char **names;		/* device groups: member plan entry names */
-	int nopt;
-	struct sopt *opt;	/* opt[0]: the default's choice */
-};
-
-struct search {
-	struct mi_model *m;
-	const struct mi_search_opts *o;
-	struct mi_search_result *r;
-	struct mi_predictor own;
-	const struct mi_predictor *pred;
-	struct mi_plan *def;
-	struct mi_pred_graph pg;
-	int ndevs;
-	struct mi_pred_dev devs[MI_PRED_MAXDEV];
-	struct mi_pred_dev *dp[MI_PRED_MAXDEV];
-	const char *names[MI_PRED_MAXDEV];
-	char **devname0;	/* pg's device strings as built */
-	int ng;
-	struct sgroup *g;
-	double *base_ns;	/* per position, the default's, -1 predict */
-	double *scale;		/* per position: measured / predicted */
-	double *cpu_int8_ns;	/* per position on the CPU (device groups) */
-	double int8_macs;	/* of the default plan */
-	double loss0;		/* default's measured 1 - cosine */
-	double L0, M0, score0;	/* the default's */
-	int nfixed;		/* candidates measured whatever is predicted */
-	/* evaluation scratch */
-	double *ns;
-	bool *int8;
-	/* verification */
-	int nin, nout;
-	struct mi_value *in;
-	float **ref;
-	size_t *refn;
-	struct timespec t0;
-	uint64_t *seen;
-	size_t nseen, capseen;
-};
+/* States the region-only search adds (region_search) */
+#define MI_SEARCH_REGION_TOP 2
+/* Score per unit of an intent limit a beam state is off by */
+#define MI_SEARCH_PENALTY 1e6
 
 static double now_s(void)
 {
@@ -118,7 +73,7 @@ int mi_search_parse_weights(const char *str, double w[3])
 	return 0;
 }
 
-static int pos_of_name(const struct mi_pred_graph *pg, const char *name)
+int mi_search_pos_of(const struct mi_pred_graph *pg, const char *name)
 {
 	for (int k = 0; k < pg->n; k++)
 		if (!strcmp(pg->v[k].name, name))
@@ -176,7 +131,7 @@ static void setup_devs(struct search *s)
 	}
 }
 
-static int slot_of(struct search *s, const char *dev)
+int mi_search_slot_of(const struct search *s, const char *dev)
 {
 	for (int d = 0; d < s->ndevs; d++)
 		if (!strcmp(s->names[d], dev))
@@ -232,7 +187,7 @@ static int variant_groups(struct search *s)
 		struct sgroup *g;
 		int nc = mi_plan_candidates(s->m, pe->name, &c), k;
 
-		k = pos_of_name(&s->pg, pe->name);
+		k = mi_search_pos_of(&s->pg, pe->name);
 		if (nc < 2 || k < 0 || strcmp(pe->device, "cpu"))
 			continue;
 		g = group_add(s);
@@ -249,10 +204,13 @@ static int variant_groups(struct search *s)
 		g->fused = pe->fused;	/* the default plan's, lives as long */
 		/* option 0: what the default runs */
 		g->opt[0].variant = strdup(pe->variant);
+		g->opt[0].lay = strdup(pe->lay_out ? pe->lay_out : "auto");
+		g->opt[0].lay_in = strdup(pe->lay_in ? pe->lay_in : "auto");
 		g->opt[0].int8 = s->pg.v[k].node.int8;
 		g->nopt = 1;
 		for (int i = 0; i < nc; i++) {
 			struct sopt *op;
+			bool nchw;
 
 			/* the reference op is the fallback, never faster:
 			 * not searched unless the default runs it */
@@ -261,13 +219,26 @@ static int variant_groups(struct search *s)
 				continue;
 			op = &g->opt[g->nopt++];
 			op->variant = strdup(c[i].variant);
+			/* the NCHW registry's variants read and write NCHW
+			 * (the candidate names the node's layout now) */
+			nchw = mi_plan_variant_prov(pe->op, c[i].variant) ==
+			       MI_PROV_NCHW;
+			op->lay = strdup(nchw ? "NCHW" : c[i].layout_out ?
+				       c[i].layout_out : "auto");
+			op->lay_in = strdup(nchw ? "NCHW" : c[i].layout_in ?
+					  c[i].layout_in : "auto");
 			op->int8 = c[i].precision &&
 				   !strcmp(c[i].precision, "int8");
 		}
 		for (int i = 0; i < g->nopt; i++) {
+			struct mi_pred_node nd = s->pg.v[k].node;
+
 			g->opt[i].ns = malloc(sizeof(double));
-			if (!g->opt[i].variant || !g->opt[i].ns)
+			if (!g->opt[i].variant || !g->opt[i].ns ||
+			    !g->opt[i].lay || !g->opt[i].lay_in)
 				return -ENOMEM;
+			nd.int8 = g->opt[i].int8;
+			g->opt[i].ws = mi_pred_variant_ws(&nd, g->opt[i].variant);
 			g->opt[i].ns[0] = i ? pred_variant_ns(s, k,
 						g->opt[i].variant,
 						g->opt[i].int8) :
@@ -277,6 +248,8 @@ static int variant_groups(struct search *s)
 			/* only fusion-changing alternatives: not searched */
 			for (int i = 0; i < g->nopt; i++) {
 				free(g->opt[i].variant);
+				free(g->opt[i].lay);
+				free(g->opt[i].lay_in);
 				free(g->opt[i].ns);
 			}
 			free(g->opt);
@@ -320,7 +293,7 @@ static int device_groups(struct search *s)
 			goto out;
 		for (int i = 0; i < q->nmembers; i++) {
 			int ni = q->members[i];
-			int k = pos_of_name(&s->pg, rb.labels[ni]);
+			int k = mi_search_pos_of(&s->pg, rb.labels[ni]);
 
 			/* members fused into another entry move with it */
 			if (k < 0 || !mi_plan_find(s->def, rb.labels[ni]))
@@ -399,20 +372,24 @@ static bool seen(struct search *s, uint64_t h)
 
 /*
  * Predict one state.  Returns false when a hard limit removes it (the
- * reason in why when given).
+ * reason in why when given).  The score is set either way.
  */
 static bool evaluate(struct search *s, const int *choice,
 		     struct mi_search_cand *c, char *why, size_t wlen)
 {
 	struct mi_pred_graph *pg = &s->pg;
+	const struct mi_intents *iv = &s->r->intents;
 	struct mi_pred_result res;
-	double mem = 0, i8 = 0, score;
+	double mem = 0, i8 = 0, score, imean[MI_SEARCH_MAXINTENT];
 	const double *w = s->o->w;
 
 	for (int k = 0; k < pg->n; k++) {
 		s->ns[k] = s->base_ns[k];
 		s->int8[k] = pg->v[k].node.int8;
 		pg->v[k].device = s->devname0[k];
+		s->ws[k] = s->base_ws[k];
+		s->lay[k] = s->base_lay[k];
+		s->lay_in[k] = s->base_lay_in[k];
 	}
 	for (int gi = 0; gi < s->ng; gi++) {
 		const struct sgroup *g = &s->g[gi];
@@ -426,12 +403,17 @@ static bool evaluate(struct search *s, const int *choice,
 			if (g->dev) {
 				pg->v[k].device = (char *)s->names[op->slot];
 				s->ns[k] = op->ns[i];
+				s->ws[k] = 0;
 			} else if (!strcmp(pg->v[k].device, "cpu")) {
 				s->ns[k] = op->ns[i];
+				s->ws[k] = op->ws;
+				s->lay[k] = op->lay;
+				s->lay_in[k] = op->lay_in;
 			}
 			s->int8[k] = op->int8;
 		}
 	}
+	s->penalty = INFINITY;
 	if (mi_pred_plan_ns(s->pred, pg, s->dp, s->names, s->ndevs, s->ns,
 			    &res))
 		return false;
@@ -443,6 +425,32 @@ static bool evaluate(struct search *s, const int *choice,
 	c->pred_ns = res.total_ns;
 	c->pred_mem = mem;
 	c->pred_loss = s->int8_macs > 0 ? s->loss0 * i8 / s->int8_macs : 0;
+	if (iv->n && mi_pred_plan_live(pg, s->names, s->ndevs, s->live))
+		return false;
+	for (int i = 0; i < iv->n; i++)
+		c->ival[i] = mi_search_region_value(s, i, &imean[i]);
+	if (s->L0 <= 0) { /* the default itself: the normalizers */
+		memcpy(s->ival0, c->ival, sizeof(s->ival0));
+		memcpy(s->imean0, imean, sizeof(s->imean0));
+		c->score = 0;
+	} else {
+		score = w[0] * c->pred_ns / s->L0 +
+			w[1] * (s->M0 > 0 ? c->pred_mem / s->M0 : 0) +
+			w[2] * c->pred_loss / 0.01;
+		/* a region's memory: half its peak, half its mean over
+		 * the region's steps, so that a change which lowers the
+		 * bytes in use but not yet the peak still counts (the
+		 * peak usually needs several nodes changed together) */
+		for (int i = 0; i < iv->n; i++) {
+			double x = s->ival0[i] > 0 ? c->ival[i] / s->ival0[i] : 0;
+
+			if (iv->v[i].kind == MI_INTENT_MEMORY_CONSTRAINED &&
+			    s->imean0[i] > 0)
+				x = (x + imean[i] / s->imean0[i]) / 2;
+			score += iv->v[i].weight * x;
+		}
+		c->score = score;
+	}
 	for (int d = 0; d < res.ndevs; d++) {
 		double dm = res.peak_bytes[d] + res.weight_bytes[d];
 
@@ -462,13 +470,8 @@ static bool evaluate(struct search *s, const int *choice,
 				 1 - c->pred_loss, s->o->min_cosine);
 		return false;
 	}
-	if (s->L0 <= 0) /* the default itself: the normalizers */
-		return true;
-	score = w[0] * c->pred_ns / s->L0 +
-		w[1] * (s->M0 > 0 ? c->pred_mem / s->M0 : 0) +
-		w[2] * c->pred_loss / 0.01;
-	c->score = score;
-	return true;
+	s->penalty = 0;
+	return iv->n ? mi_search_intent_limits(s, c, why, wlen) : true;
 }
 
 /* ---- measuring ------------------------------------------------------ */
@@ -707,7 +710,7 @@ static int verify(struct search *s, struct mi_search_cand *c, bool is_default)
 			 "measured cosine %.4f is below --min-cosine %.4f",
 			 c->cosine, s->o->min_cosine);
 	}
-	if (s->o->max_mem > 0 && c->pred_mem > 0) {
+	if ((s->o->max_mem > 0 && c->pred_mem > 0) || s->r->intents.n) {
 		struct mi_search_cand tmp = *c;
 		char why[160] = "";
 
@@ -895,8 +898,9 @@ static void states_free(struct bstate *b, int n)
 	free(b);
 }
 
+/* only: the groups searched (NULL: all; the others stay at 0). */
 static int beam_search(struct search *s, struct bstate *top, int *ntop,
-		       int ktop)
+		       int ktop, const unsigned char *only)
 {
 	int bw = s->o->beam > 0 ? s->o->beam : 8, nb = 1, maxopt = 1;
 	struct bstate *beam, *next;
@@ -910,13 +914,16 @@ static int beam_search(struct search *s, struct bstate *top, int *ntop,
 	next = states_new(cap, s->ng);
 	if (!beam || !next)
 		goto out;
-	beam[0].score = s->score0;
+	beam[0].score = s->score0 + (s->def_ok ? 0 :
+				     MI_SEARCH_PENALTY * s->penalty0);
 	seen(s, state_hash(beam[0].c, s->ng));
 	for (int gi = 0; gi < s->ng; gi++) {
 		int nn = 0;
 
 		if (s->o->budget_s > 0 && elapsed(s) > s->o->budget_s / 2)
 			break;
+		if (only && !only[gi])
+			continue;
 		if (gi % 8 == 0)
 			progress(s, "search", gi, s->ng);
 		for (int b = 0; b < nb; b++) {
@@ -935,12 +942,20 @@ static int beam_search(struct search *s, struct bstate *top, int *ntop,
 				s->r->evaluated++;
 				if (!evaluate(s, st, &c, NULL, 0)) {
 					s->r->pruned++;
+					/* an intent's limit may need several
+					 * nodes changed together: the state
+					 * stays in the beam, behind every state
+					 * within the limits, never a candidate */
+					if (isfinite(s->penalty))
+						next[nn++].score = c.score +
+							MI_SEARCH_PENALTY * s->penalty;
 					continue;
 				}
 				next[nn++].score = c.score;
 				/* only plans predicted better than the default
-				 * are worth measuring */
-				if (c.score < s->score0 - 1e-9)
+				 * are worth measuring (any, when the default
+				 * breaks an intent's limit) */
+				if (c.score < s->score0 - 1e-9 || !s->def_ok)
 					top_insert(top, ntop, ktop, st, c.score,
 						   s->ng);
 			}
@@ -961,6 +976,39 @@ out:
 	return err;
 }
 
+/*
+ * With intents, a second beam over the groups of the intents' regions
+ * only (the others at the default's choice) adds its best few states:
+ * a plan that changes only the region is the intent's direct answer, and
+ * the first beam's top list may hold only states that also change other
+ * nodes (which the apply step may reject).
+ */
+static int region_search(struct search *s, struct bstate **top2, int *ntop2)
+{
+	unsigned char *only = calloc(s->ng + 1, 1);
+	int n = 0, err;
+
+	if (!only)
+		return -ENOMEM;
+	for (int gi = 0; gi < s->ng; gi++)
+		for (int i = 0; i < s->g[gi].nmem && !only[gi]; i++)
+			for (int k = 0; k < s->r->intents.n && !only[gi]; k++)
+				only[gi] = s->region[k][s->g[gi].pos[i]];
+	for (int gi = 0; gi < s->ng; gi++)
+		n += only[gi];
+	err = n && n < s->ng ? 0 : 1;	/* none, or the first beam again */
+	if (!err) {
+		*top2 = states_new(MI_SEARCH_REGION_TOP, s->ng);
+		err = *top2 ? 0 : -ENOMEM;
+	}
+	if (!err) {
+		s->nseen = 0;	/* its states may have been seen, not kept */
+		err = beam_search(s, *top2, ntop2, MI_SEARCH_REGION_TOP, only);
+	}
+	free(only);
+	return err > 0 ? 0 : err;
+}
+
 static void search_fini(struct search *s)
 {
 	for (int gi = 0; gi < s->ng; gi++) {
@@ -968,6 +1016,8 @@ static void search_fini(struct search *s)
 
 		for (int i = 0; i < g->nopt; i++) {
 			free(g->opt[i].variant);
+			free(g->opt[i].lay);
+			free(g->opt[i].lay_in);
 			free(g->opt[i].ns);
 		}
 		free(g->opt);
@@ -997,6 +1047,19 @@ static void search_fini(struct search *s)
 	free(s->ref);
 	free(s->refn);
 	free(s->seen);
+	for (int i = 0; i < MI_SEARCH_MAXINTENT; i++)
+		free(s->region[i]);
+	free(s->prec);
+	free(s->prec_from);
+	free(s->pref);
+	free(s->pref_from);
+	free(s->base_ws);
+	free(s->ws);
+	free(s->base_lay);
+	free(s->lay);
+	free(s->base_lay_in);
+	free(s->lay_in);
+	free(s->live);
 	mi_pred_fini(&s->own);
 }
 
@@ -1006,6 +1069,7 @@ void mi_search_result_fini(struct mi_search_result *r)
 		free(r->cand[i].choice);
 	free(r->cand);
 	mi_plan_free(r->plan);
+	mi_intents_fini(&r->intents);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -1104,9 +1168,9 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 {
 	struct mi_search_opts oo = *o;
 	struct search s = { .m = m, .o = &oo, .r = r };
-	struct bstate *top = NULL;
+	struct bstate *top = NULL, *top2 = NULL;
 	struct mi_search_cand dc = { 0 };
-	int ktop = o->top > 0 ? o->top : 5, ntop = 0, err, best = -1;
+	int ktop = o->top > 0 ? o->top : 5, ntop = 0, ntop2 = 0, err, best = -1;
 	double t0;
 
 	memset(r, 0, sizeof(*r));
@@ -1133,7 +1197,7 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 		goto out;
 	setup_devs(&s);
 	for (int k = 0; k < s.pg.n; k++)
-		if (slot_of(&s, s.pg.v[k].device) == 0 &&
+		if (mi_search_slot_of(&s, s.pg.v[k].device) == 0 &&
 		    strcmp(s.pg.v[k].device, "cpu")) {
 			err = mi_set_error(-ENODEV, "search: node '%s' is on %s, not one of the model's devices",
 					   s.pg.v[k].name, s.pg.v[k].device);
@@ -1148,6 +1212,8 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 		err = variant_groups(&s);
 	if (!err)
 		err = device_groups(&s);
+	if (!err)
+		err = mi_search_intents_setup(&s);
 	if (err)
 		goto out;
 	r->ngroups = s.ng;
@@ -1168,7 +1234,8 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 	evaluate(&s, dc.choice, &dc, NULL, 0);
 	s.L0 = dc.pred_ns;
 	s.M0 = dc.pred_mem;
-	evaluate(&s, dc.choice, &dc, NULL, 0);
+	s.def_ok = evaluate(&s, dc.choice, &dc, NULL, 0);
+	s.penalty0 = s.penalty;
 	s.score0 = dc.score;
 	top = states_new(ktop, s.ng);
 	if (!top) {
@@ -1176,11 +1243,13 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 		goto out;
 	}
 	t0 = now_s();
-	err = beam_search(&s, top, &ntop, ktop);
+	err = beam_search(&s, top, &ntop, ktop, NULL);
+	if (!err && r->intents.n)
+		err = region_search(&s, &top2, &ntop2);
 	r->search_s = now_s() - t0 + r->calib_s;
 	if (err)
 		goto out;
-	r->cand = calloc(ntop + 2, sizeof(*r->cand));
+	r->cand = calloc(ntop + ntop2 + 2, sizeof(*r->cand));
 	if (!r->cand) {
 		err = -ENOMEM;
 		goto out;
@@ -1209,6 +1278,20 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 		evaluate(&s, c->choice, c, NULL, 0);
 		r->ncand++;
 	}
+	for (int i = 0; i < ntop2; i++) {
+		struct mi_search_cand *c = &r->cand[r->ncand];
+		bool dup = false;
+
+		for (int k = 1; k < r->ncand && !dup; k++)
+			dup = !memcmp(r->cand[k].choice, top2[i].c,
+				      s.ng * sizeof(int));
+		if (dup)
+			continue;
+		c->choice = top2[i].c;
+		top2[i].c = NULL;
+		evaluate(&s, c->choice, c, NULL, 0);
+		r->ncand++;
+	}
 	{
 		/* worth verifying?  The best predicted latency gain over
 		 * `amortize` inferences against what verifying costs */
@@ -1223,7 +1306,9 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 
 		for (int i = nf; i < r->ncand; i++)
 			gain = fmax(gain, r->cand[0].pred_ns - r->cand[i].pred_ns);
-		if (def_ok && (r->ncand == nf || gain * amort < cost)) {
+		/* intents ask for more than speed: not counted in ms */
+		if (def_ok && (r->ncand == nf ||
+			       (!r->intents.n && gain * amort < cost))) {
 			r->kept_default = true;
 			snprintf(r->note, sizeof(r->note),
 				 r->ncand == nf ?
@@ -1260,8 +1345,26 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 	}
 	/* The fastest measured eligible plan; another plan replaces a
 	 * feasible default only when it is faster by more than the noise
-	 * of the verification median (MI_SEARCH_MARGIN). */
-	for (int i = 0; i < r->ncand; i++) {
+	 * of the verification median (MI_SEARCH_MARGIN).  With intents the
+	 * lowest measured score instead, by more than that noise's share
+	 * of it. */
+	if (r->intents.n) {
+		double lat_w = mi_search_measured_scores(&s);
+
+		for (int i = 0; i < r->ncand; i++) {
+			const struct mi_search_cand *c = &r->cand[i];
+
+			if (!c->feasible)
+				continue;
+			if (i && r->cand[0].feasible &&
+			    c->mscore >= r->cand[0].mscore -
+						 MI_SEARCH_MARGIN * lat_w)
+				continue;
+			if (best < 0 || c->mscore < r->cand[best].mscore)
+				best = i;
+		}
+	}
+	for (int i = 0; !r->intents.n && i < r->ncand; i++) {
 		const struct mi_search_cand *c = &r->cand[i];
 
 		if (!c->feasible)
@@ -1295,6 +1398,7 @@ int mi_search_run(struct mi_model *m, const struct mi_search_opts *o,
 out:
 	free(dc.choice);
 	states_free(top, ktop);
+	states_free(top2, MI_SEARCH_REGION_TOP);
 	search_fini(&s);
 	if (err == -ENOMEM)
 		mi_set_error(err, "search: out of memory");

@@ -4,10 +4,12 @@
 # objects (plan.mk); the tests are host only: the CPU and two emulated
 # accelerators.
 #
-#   make check-tune   search invariants + the CLI (in make check)
+#   make check-tune   search invariants, hardware intents (test-intent)
+#                     + the CLI (in make check)
 #   make bench-tune   tuned vs default, measured (in make bench)
 
 SEARCH_TEST := $(O)/lib/plan/tests/test-search
+INTENT_TEST := $(O)/lib/plan/tests/test-intent
 # The plan tests' small exports (plan.mk) and the int8 models that
 # tools/hetero/hetero.mk makes (included after this file: named here).
 TUNE_MODELS := $(O)/plan/models
@@ -20,7 +22,11 @@ $(SEARCH_TEST): lib/plan/tests/test-search.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
 
-ALL += $(SEARCH_TEST)
+$(INTENT_TEST): lib/plan/tests/test-intent.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
+
+ALL += $(SEARCH_TEST) $(INTENT_TEST)
 CHECKS += check-tune
 BENCHES += bench-tune
 
@@ -29,8 +35,10 @@ tune-models:
 	@$(PYTHON) tools/models/export.py --out $(TUNE_MODELS) --size 64 \
 		--seq 16 --only $(PLAN_NETS) -q
 
-check-tune: $(SEARCH_TEST) $(O)/metainfer tune-models $(O)/hetero/models/transformer.int8.onnx
+check-tune: $(SEARCH_TEST) $(INTENT_TEST) $(O)/metainfer tune-models $(O)/hetero/models/transformer.int8.onnx
 	$(SEARCH_TEST) --check $(TUNE_CHECK)
+	$(INTENT_TEST) $(TUNE_MODELS)/squeezenet1_1.onnx \
+		$(O)/hetero/models/transformer.int8.onnx
 	@PYTHON=$(PYTHON) tools/metainfer/test-tune-cli.sh $(O)/metainfer \
 		$(TUNE_MODELS)/squeezenet1_1.onnx
 

@@ -155,3 +155,68 @@ out:
 	free(cur);
 	return err;
 }
+
+/*
+ * Workspace a conv variant allocates while it runs, from the kernels'
+ * own sizes: im2col's column buffer Cg * kh * kw * Ho * Wo elements
+ * (lib/ops/conv.c, lib/quant), Winograd F(4,3)'s transformed input and
+ * GEMM outputs 36 * (C + M) * tiles plus its transformed filter, 36/9 of
+ * the weights (lib/cpu/winograd.c; tiles of 4x4 outputs, a square output
+ * assumed).  Direct, depthwise and 1x1 GEMM variants: none counted.
+ */
+double mi_pred_variant_ws(const struct mi_pred_node *n, const char *variant)
+{
+	double es = n->int8 ? 1 : 4, g = n->groups > 0 ? n->groups : 1;
+
+	if (!variant || n->cls > MI_PC_DWCONV)
+		return 0;
+	if (strstr(variant, "winograd")) {
+		double t = ceil(sqrt(n->out_hw) / 4);
+
+		return 36 * (n->cin + n->cout) * t * t * 4 + n->w_bytes * 3;
+	}
+	if (strstr(variant, "im2col")) {
+		if (n->kh * n->kw == 1 && n->stride == 1)
+			return 0;
+		return n->cin / g * n->kh * n->kw * n->out_hw * es;
+	}
+	return 0;
+}
+
+int mi_pred_plan_live(const struct mi_pred_graph *pg, const char *const *names,
+		      int ndevs, double *live)
+{
+	int *dv = calloc(pg->n + 1, sizeof(int));
+
+	if (!dv)
+		return -ENOMEM;
+	for (int k = 0; k < pg->n; k++) {
+		dv[k] = dev_of(&pg->v[k], names, ndevs);
+		live[k] = 0;
+		if (dv[k] < 0) {
+			free(dv);
+			return -ENODEV;
+		}
+	}
+	/* as mi_pred_plan_ns: a tensor lives from its node to its last
+	 * consumer, once on its device and once per other consumer device */
+	for (int k = 0; k < pg->n; k++) {
+		const struct mi_pred_pnode *v = &pg->v[k];
+		int end = v->is_output || v->last_use < 0 ? pg->n - 1 :
+							     v->last_use;
+		bool on[MI_PRED_MAXDEV] = { false };
+		int copies = 0;
+
+		on[dv[k]] = true;
+		for (int j = k + 1; j <= end && j < pg->n; j++)
+			for (int i = 0; i < pg->v[j].ninputs; i++)
+				if (pg->v[j].inputs[i] == k)
+					on[dv[j]] = true;
+		for (int d = 0; d < ndevs; d++)
+			copies += on[d];
+		for (int s = k; s <= end && s < pg->n; s++)
+			live[s] += copies * v->out_bytes;
+	}
+	free(dv);
+	return 0;
+}

@@ -267,6 +267,13 @@ int mi_pred_plan_ns(const struct mi_predictor *p,
 		    const struct mi_pred_graph *pg,
 		    struct mi_pred_dev *const *devs, const char *const *names,
 		    int ndevs, const double *node_ns, struct mi_pred_result *r);
+/* Bytes of activations live at each step (all devices, copies included,
+ * as the peaks above count them) into live[pg->n].  -ENODEV as above. */
+int mi_pred_plan_live(const struct mi_pred_graph *pg, const char *const *names,
+		      int ndevs, double *live);
+/* Workspace bytes a conv node allocates with this kernel variant (im2col
+ * columns, Winograd tiles and filter); 0 for the others. */
+double mi_pred_variant_ws(const struct mi_pred_node *n, const char *variant);
 
 /* ---- the simulator's timing model (sim.c) -------------------------- */
 /* Hidden and visible parameters of a sim personality (Documentation/

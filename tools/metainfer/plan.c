@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * metainfer plan: write a model's default plan as JSON, or explain it
- * (per node the legal candidates and why the default took one).  Uses
- * the public API only.
+ * (per node the legal candidates and why the default took one, and the
+ * model's hardware intents).  Uses the public API, and the search's
+ * intents (plan/search-impl.h) for --explain.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "metainfer/metainfer.h"
+#include "plan/search-impl.h"
 
 #include "cli.h"
 
@@ -92,11 +94,23 @@ static void print_fused(FILE *f, const char *const *fused, int n)
 static int explain(FILE *f, struct mi_model *m, const struct mi_plan *p)
 {
 	struct mi_plan_info info;
+	struct mi_intents iv;
+	int err;
 
+	/* the intents `metainfer tune` honours (bad ones: the error) */
+	err = mi_intents_load(m, NULL, 0, &iv);
+	if (err)
+		return err;
 	mi_plan_info(p, &info);
 	fprintf(f, "plan of %s: %d nodes, %d threads, ISA %s, fingerprint %016llx\n",
 		info.model, info.nodes, info.threads, info.isa,
 		(unsigned long long)info.fingerprint);
+	for (int i = 0; i < iv.n; i++) {
+		char d[320];
+
+		mi_intent_describe(&iv.v[i], d, sizeof(d));
+		fprintf(f, "intent %s\n", d);
+	}
 	for (int i = 0; i < info.nodes; i++) {
 		const struct mi_plan_candidate *c;
 		struct mi_plan_node nd;
@@ -106,10 +120,21 @@ static int explain(FILE *f, struct mi_model *m, const struct mi_plan *p)
 		fprintf(f, "\n%s (%s): %s, %s -> %s, %s", nd.name, nd.op,
 			nd.variant, nd.layout_in, nd.layout_out, nd.precision);
 		print_fused(f, nd.fused, nd.nfused);
+		for (int k = 0, n = 0; k < iv.n; k++)
+			if (mi_intent_has(&iv.v[k], nd.name))
+				fprintf(f, "%s%s", n++ ? ", " : " [intents: ",
+					iv.v[k].name);
+		for (int k = 0; k < iv.n; k++)
+			if (mi_intent_has(&iv.v[k], nd.name)) {
+				fputc(']', f);
+				break;
+			}
 		fputc('\n', f);
 		nc = mi_plan_candidates(m, nd.name, &c);
-		if (nc < 0)
+		if (nc < 0) {
+			mi_intents_fini(&iv);
 			return nc;
+		}
 		for (int k = 0; k < nc; k++) {
 			fprintf(f, "  %c %s", c[k].is_current ? '*' : ' ',
 				c[k].variant);
@@ -117,6 +142,7 @@ static int explain(FILE *f, struct mi_model *m, const struct mi_plan *p)
 			fprintf(f, ": %s\n", c[k].why);
 		}
 	}
+	mi_intents_fini(&iv);
 	return 0;
 }
 

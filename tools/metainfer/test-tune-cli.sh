@@ -96,6 +96,60 @@ expect_err "bad predictor file" 1 "not a predictor file" \
 expect_err "unwritable output" 1 "cannot write" \
 	"$MI" tune "$MODEL" -t 1 -q --top 1 --runs 1 -o "$W/no/dir/x.json"
 
+# Hardware intents: in the model's metadata (tools/models/intent.py) and
+# with --intent; tune and plan --explain name them; a bad one is one line.
+PY=${PYTHON:-/usr/bin/python3}
+ADD="$(dirname "$0")/../models/intent.py"
+expect_ok "intent.py --add" "$PY" "$ADD" "$MODEL" -o "$W/int.onnx" \
+	--add 'all=MEMORY_CONSTRAINED:*:weight=2,precisions=fp32'
+expect_ok "intent.py --list" "$PY" "$ADD" "$W/int.onnx" --list
+grep -qx 'all=MEMORY_CONSTRAINED:\*:weight=2,precisions=fp32' "$W/out" ||
+	fail "intent.py --list: $(cat "$W/out")"
+expect_ok "tune with the model's intent" "$MI" tune "$W/int.onnx" -t 1 -q \
+	--top 2 --runs 2 -o "$W/plan3.json"
+grep -Eq '^intent all: MEMORY_CONSTRAINED on [0-9]+ nodes \(\*\), weight 2, precisions fp32' \
+	"$W/out" || fail "tune does not name the intent: $(head -c 300 "$W/out")"
+grep -Eq '^tuned .* [0-9.]+ +$|^tuned .* [0-9.]+  ' "$W/out" ||
+	fail "no region column on the tuned row: $(grep ^tuned "$W/out")"
+expect_ok "plan --explain with intents" "$MI" plan "$W/int.onnx" --explain
+grep -q '^intent all: MEMORY_CONSTRAINED' "$W/out" && grep -q '\[intents: all\]' "$W/out" ||
+	fail "plan --explain does not show the intent"
+expect_ok "--intent besides the model's" "$MI" tune "$W/int.onnx" -t 1 -q \
+	--top 1 --runs 1 --intent 'fast=LATENCY_CRITICAL:*:weight=8' -o "$W/plan4.json"
+grep -q '^intent fast: LATENCY_CRITICAL' "$W/out" || fail "--intent not shown"
+expect_err "intent.py: unknown intent" 2 "unknown intent 'FAST'" \
+	"$PY" "$ADD" "$MODEL" -o "$W/y.onnx" --add 'a=FAST:*'
+expect_err "intent.py: unknown node" 2 "unknown node 'nosuch'" \
+	"$PY" "$ADD" "$MODEL" -o "$W/y.onnx" --add 'a=POWER_SENSITIVE:nosuch'
+expect_err "--intent: unknown intent" 1 "unknown intent 'FAST'" \
+	"$MI" tune "$MODEL" -q --intent 'a=FAST:*' -o "$W/x.json"
+expect_err "--intent: unknown node" 1 "unknown node 'nosuch'" \
+	"$MI" tune "$MODEL" -q --intent 'a=MEMORY_CONSTRAINED:nosuch' -o "$W/x.json"
+expect_err "--intent: unknown option" 1 "unknown option 'speed'" \
+	"$MI" tune "$MODEL" -q --intent 'a=MEMORY_CONSTRAINED:*:speed=9' -o "$W/x.json"
+expect_err "--intent: not NAME=SPEC" 1 "is not NAME=KIND" \
+	"$MI" tune "$MODEL" -q --intent 'MEMORY_CONSTRAINED' -o "$W/x.json"
+expect_err "--intent: the model's name again" 1 "given twice" \
+	"$MI" tune "$W/int.onnx" -q --intent 'all=POWER_SENSITIVE:*' -o "$W/x.json"
+expect_err "intent: impossible region limit" 1 "max_mem" \
+	"$MI" tune "$MODEL" -t 1 -q --runs 1 \
+	--intent 'm=MEMORY_CONSTRAINED:*:max_mem=1k' -o "$W/x.json"
+expect_err "intent: precision no node can meet" 1 "allows int8" \
+	"$MI" tune "$MODEL" -t 1 -q --runs 1 \
+	--intent 'p=LATENCY_CRITICAL:*:precisions=int8' -o "$W/x.json"
+# a key under metainfer.intent that is not metainfer.intent.<name>
+"$PY" - "$MODEL" "$W/badkey.onnx" <<'PYEOF'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+m.metadata_props.add(key="metainfer.intents", value="x")
+onnx.save(m, sys.argv[2])
+PYEOF
+expect_err "unknown metadata key" 1 "unknown metadata key 'metainfer.intents'" \
+	"$MI" tune "$W/badkey.onnx" -q -o "$W/x.json"
+expect_err "plan --explain: unknown metadata key" 1 "unknown metadata key" \
+	"$MI" plan "$W/badkey.onnx" --explain
+[ -e "$W/x.json" ] && fail "a bad intent wrote a plan"
+
 if [ "$fails" -ne 0 ]; then
 	echo "test-tune-cli: $fails failed"
 	exit 1

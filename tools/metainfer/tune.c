@@ -29,7 +29,8 @@ static void usage_tune(FILE *f, const char *prog)
 		"w1 * latency + w2 * peak memory + w3 * accuracy loss (each against the\n"
 		"default plan), measure the best few and the default plan, and write the\n"
 		"fastest measured one that meets the limits.  `metainfer run --plan\n"
-		"PLAN.json` runs it.\n"
+		"PLAN.json` runs it.  Hardware intents in the model's metadata\n"
+		"(metainfer.intent.NAME) add per-region weights and limits.\n"
 		"\n"
 		"  -o, --output FILE      the tuned plan (JSON)\n"
 		"  -D, --devices LIST     devices the plan may use (\"npu0,npu1\", \"all\";\n"
@@ -38,6 +39,9 @@ static void usage_tune(FILE *f, const char *prog)
 		"      --max-mem SIZE     peak memory per device (bytes, or k/M/G suffix)\n"
 		"      --min-cosine C     outputs' cosine against the fp32 reference\n"
 		"      --budget S         seconds for the whole search (default: none)\n"
+		"  -i, --intent N=SPEC    a hardware intent besides the model's own\n"
+		"                         metainfer.intent.N metadata (SPEC: KIND:NODES\n"
+		"                         [:opt=val,...], Documentation/search.rst)\n"
 		"  -k, --top K            plans measured besides the default (default 5)\n"
 		"  -r, --runs N           timed runs per measured plan (default 5)\n"
 		"  -P, --predictor FILE   fitted predictor (predict-eval --save)\n"
@@ -88,12 +92,22 @@ static bool plan_has_int8(const struct mi_plan *p)
 	return false;
 }
 
-static void line(const char *what, const struct mi_search_cand *c)
+/* Per intent the region's figure: ms, MiB or uJ. */
+static double ival_unit(const struct mi_intent *it, double v)
 {
-	printf("%-8s %10.3f %10.3f %10.2f %10.5f  %s\n", what,
+	return it->kind == MI_INTENT_MEMORY_CONSTRAINED ? v / 1048576.0 :
+							  v / 1e6;
+}
+
+static void line(const char *what, const struct mi_search_cand *c,
+		 const struct mi_intents *iv)
+{
+	printf("%-8s %10.3f %10.3f %10.2f %10.5f", what,
 	       c->pred_ns / 1e6, c->measured ? c->meas_ns / 1e6 : NAN,
-	       c->pred_mem / 1048576.0, c->measured ? c->cosine : NAN,
-	       c->why);
+	       c->pred_mem / 1048576.0, c->measured ? c->cosine : NAN);
+	for (int i = 0; i < iv->n; i++)
+		printf(" %10.3f", ival_unit(&iv->v[i], c->ival[i]));
+	printf("  %s\n", c->why);
 }
 
 int mi_cli_tune(int argc, char **argv, const char *prog)
@@ -105,6 +119,7 @@ int mi_cli_tune(int argc, char **argv, const char *prog)
 		{ "max-mem", required_argument, NULL, 'M' },
 		{ "min-cosine", required_argument, NULL, 'C' },
 		{ "budget", required_argument, NULL, 'B' },
+		{ "intent", required_argument, NULL, 'i' },
 		{ "top", required_argument, NULL, 'k' },
 		{ "runs", required_argument, NULL, 'r' },
 		{ "predictor", required_argument, NULL, 'P' },
@@ -124,13 +139,14 @@ int mi_cli_tune(int argc, char **argv, const char *prog)
 	struct mi_model *m = NULL, *ref = NULL;
 	struct mi_plan *def = NULL;
 	struct mi_dev *md[MI_PRED_MAXDEV];
+	const char *intents[MI_SEARCH_MAXINTENT + 1];
 	int c, ret = 1, err;
 	char *end;
 	FILE *f;
 
 	optind = 1;
 	opterr = 0;	/* one line of our own instead */
-	while ((c = getopt_long(argc, argv, "o:D:w:k:r:P:t:qh", lopts,
+	while ((c = getopt_long(argc, argv, "o:D:w:k:r:P:t:i:qh", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'o':
@@ -169,6 +185,15 @@ int mi_cli_tune(int argc, char **argv, const char *prog)
 					prog, optarg);
 				return 2;
 			}
+			break;
+		case 'i':
+			if (so.nintents == MI_SEARCH_MAXINTENT) {
+				fprintf(stderr, "%s tune: more than %d --intent options\n",
+					prog, MI_SEARCH_MAXINTENT);
+				return 2;
+			}
+			intents[so.nintents++] = optarg;
+			so.intents = intents;
 			break;
 		case 'k':
 		case 'r':
@@ -266,16 +291,32 @@ int mi_cli_tune(int argc, char **argv, const char *prog)
 	printf("%s: %d decision groups (%d variant, %d device), %ld plans scored, %ld pruned by limits, %d rejected by apply\n",
 	       argv[optind], res.ngroups, res.nvar, res.ndev, res.evaluated,
 	       res.pruned, res.rejected);
-	printf("%-8s %10s %10s %10s %10s\n", "plan", "pred ms", "meas ms",
+	for (int i = 0; i < res.intents.n; i++) {
+		char d[320];
+
+		mi_intent_describe(&res.intents.v[i], d, sizeof(d));
+		printf("intent %s\n", d);
+	}
+	printf("%-8s %10s %10s %10s %10s", "plan", "pred ms", "meas ms",
 	       "mem MiB", "cosine");
-	line("default", &res.cand[0]);
+	for (int i = 0; i < res.intents.n; i++) {
+		const struct mi_intent *it = &res.intents.v[i];
+		char h[80];
+
+		snprintf(h, sizeof(h), "%.6s %s", it->name,
+			 it->kind == MI_INTENT_LATENCY_CRITICAL ? "ms" :
+			 it->kind == MI_INTENT_MEMORY_CONSTRAINED ? "MiB" : "uJ");
+		printf(" %10s", h);
+	}
+	putchar('\n');
+	line("default", &res.cand[0], &res.intents);
 	for (int i = 1; i < res.ncand; i++) {
 		char name[16];
 
 		snprintf(name, sizeof(name), "cand%d", i);
-		line(name, &res.cand[i]);
+		line(name, &res.cand[i], &res.intents);
 	}
-	line("tuned", &res.cand[res.best]);
+	line("tuned", &res.cand[res.best], &res.intents);
 	if (res.cand[0].measured && res.cand[res.best].meas_ns > 0)
 		printf("speedup %.3fx (measured, default / tuned)%s\n",
 		       res.cand[0].meas_ns / res.cand[res.best].meas_ns,

@@ -3,7 +3,9 @@
 # -> streams), `metainfer serve`, its host test and the switch-latency
 # benchmark.  Documentation/live.rst.
 #
-#   make check-serve        check-live on a small supernet + a serve run (host)
+#   make check-serve        check-live on a small supernet + serve runs (host):
+#                           the switch timeline in metainfer trace, and two
+#                           serve nodes on one etcd, one killed
 #   make bench-live-switch  switch latency chain over >= 100 events (host)
 #   make demo-live          in the VM: three sims + the CPU, two streams, one
 #                           chip heated and cooled by a live personality
@@ -50,6 +52,7 @@ CHECKS += check-serve
 check-serve: $(LIVE_CHECK) $(LIVE_SUPERNET) $(LIVE_SUPERNET8) $(O)/metainfer
 	$(LIVE_CHECK) $(LIVE_SUPERNET) $(LIVE_SUPERNET8)
 	tools/metainfer/test-serve.sh $(O)/metainfer $(LIVE_SUPERNET) $(LIVE_SUPERNET8)
+	tools/metainfer/test-serve-etcd.sh $(O)/metainfer $(LIVE_SUPERNET)
 
 bench-live: bench-live-switch
 bench-live-switch: $(LIVE_BENCH) $(LIVE_SUPERNET) $(LIVE_SUPERNET8)

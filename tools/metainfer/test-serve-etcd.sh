@@ -55,6 +55,7 @@ common=(serve "$MODEL" --streams 4 --emulate 1 --registry "etcd://127.0.0.1:$PC/
 apid=$!
 "$BIN" "${common[@]}" --node b --own 2-3 --duration 30 >"$tmp/b" 2>"$tmp/b.err" &
 bpid=$!
+disown $bpid	# no job-control line when it is killed
 # b runs its streams for a while, then dies without a word
 for _ in $(seq 100); do
 	grep -q '^etcd stream 3: owned, next item [1-9]' "$tmp/b" && break
@@ -62,9 +63,16 @@ for _ in $(seq 100); do
 done
 sleep 1
 kill -9 $bpid
-wait $bpid 2>/dev/null
+while kill -0 $bpid 2>/dev/null; do sleep 0.01; done
 bpid=
 tk=$(date +%s.%N)
+# kill -> adoption of both streams, as a prints it
+ta=
+for _ in $(seq 200); do
+	[ "$(grep -c '^etcd: stream . adopted from b' "$tmp/a")" = 2 ] &&
+		{ ta=$(date +%s.%N); break; }
+	sleep 0.05
+done
 wait $apid
 rc=$?
 apid=
@@ -104,7 +112,19 @@ for k in 0 1 2 3; do
 done
 # how long from the kill to the adoption (a's log lines are not timed:
 # the watch's "left" line comes 2/3 TTL .. TTL after the kill)
-echo "test-serve-etcd: kill at +$(awk "BEGIN { printf \"%.1f\", $tk - $t0 }") s; $(grep -c '^etcd: stream . adopted' "$tmp/a") streams adopted"
+[ -n "$ta" ] || fail "b's streams not adopted within 10 s of the kill"
+echo "test-serve-etcd: b killed at +$(awk "BEGIN { printf \"%.1f\", $tk - $t0 }") s; both streams adopted $(awk "BEGIN { printf \"%.2f\", ${ta:-$tk} - $tk }") s after the kill (TTL 2 s)"
+
+# etcd not there: one line, every stream runs locally; a bad spec: one line
+"$BIN" serve "$MODEL" --registry "etcd://127.0.0.1:1/t" --duration 1 -q \
+	>"$tmp/o" 2>"$tmp/err"; rc=$?
+[ $rc = 0 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "running every stream on local state" "$tmp/err" &&
+	grep -q '^summary: [1-9][0-9]* runs, 0 failed' "$tmp/o" ||
+	fail "etcd unreachable: rc $rc: $(cat "$tmp/err")"
+"$BIN" serve "$MODEL" --registry "zk://x" --duration 1 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || fail "bad --registry: rc $rc: $(cat "$tmp/err")"
+"$BIN" serve "$MODEL" --own 3-1 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] || fail "bad --own: rc $rc"
 
 [ $fails = 0 ] && echo "test-serve-etcd: ok" || {
 	echo "test-serve-etcd: FAILED ($fails)"

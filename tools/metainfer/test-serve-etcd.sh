@@ -5,7 +5,7 @@
 # dir); two serve processes, nodes a and b, each with its own emulated
 # device, the same 4 streams: a claims 0-1, b claims 2-3 (--own), lease TTL
 # 2 s.  b is killed with SIGKILL; its lease expires and a adopts streams
-# 2 and 3 at the item b had completed.  Checks: each node sees the other
+# 2 and 3 at the item b had completed; 2 s later a stops on SIGTERM.  Checks: each node sees the other
 # join, a sees b leave and adopts both streams, and for every stream etcd's
 # done counter equals what the nodes committed (a's count from its
 # adoption item on; b's up to it): no item lost or run twice.  Without
@@ -51,7 +51,7 @@ ectl get /x >/dev/null 2>&1 || { fail "etcd did not come up: $(tail -3 "$tmp/etc
 t0=$(date +%s.%N)
 common=(serve "$MODEL" --streams 4 --emulate 1 --registry "etcd://127.0.0.1:$PC/t"
 	--ttl 2 --interval 50)
-"$BIN" "${common[@]}" --node a --own 0-1 --duration 9 >"$tmp/a" 2>"$tmp/a.err" &
+"$BIN" "${common[@]}" --node a --own 0-1 --duration 60 >"$tmp/a" 2>"$tmp/a.err" &
 apid=$!
 "$BIN" "${common[@]}" --node b --own 2-3 --duration 30 >"$tmp/b" 2>"$tmp/b.err" &
 bpid=$!
@@ -73,9 +73,14 @@ for _ in $(seq 200); do
 		{ ta=$(date +%s.%N); break; }
 	sleep 0.05
 done
+# a runs them for 2 s, then stops on SIGTERM (summary, lease revoked)
+sleep 2
+kill -TERM $apid
 wait $apid
 rc=$?
 apid=
+left=$(ectl get --prefix --keys-only /metainfer/t/nodes/ | grep -c .)
+[ "$left" = 0 ] || fail "$left node keys left after a stopped (lease not revoked)"
 
 [ $rc = 0 ] || fail "node a exited $rc: $(tail -2 "$tmp/a.err")"
 grep -q '^etcd: node b joined' "$tmp/a" || fail "a did not see b join"

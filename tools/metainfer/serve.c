@@ -46,6 +46,9 @@ struct stream {
 	pthread_t th;
 	/* device jobs per device (index in serve.devs) since the last print */
 	atomic_ulong jobs[SERVE_MAX_DEVS];
+	/* with etcd: the item being run and its inferences so far */
+	int64_t item;
+	int item_runs;
 };
 
 /* --heat DEV:START:END[:LEVEL]: thermal headroom LEVEL on DEV from START
@@ -68,6 +71,7 @@ struct serve {
 	bool have[SERVE_MAX_DEVS];
 	int push_err;
 	FILE *timeline;		/* --timeline: one JSON line per chain */
+	int runs_per_item;	/* --item-runs */
 	struct serve_etcd *etcd;	/* --registry etcd://: streams owned there */
 };
 
@@ -143,10 +147,16 @@ static void *stream_main(void *arg)
 		int64_t t0, item = 0;
 		int ret;
 
-		/* with etcd: only a stream this node owns runs, item by item */
+		/* with etcd: only a stream this node owns runs, item by item
+		 * (--item-runs inferences each, all again if it moved) */
 		if (s->sv->etcd && !serve_etcd_owns(s->sv->etcd, s->id, &item)) {
+			s->item_runs = 0;
 			usleep(5000);
 			continue;
+		}
+		if (s->sv->etcd && item != s->item) {
+			s->item = item;
+			s->item_runs = 0;
 		}
 		if (mi_live_begin(s->live, s->id, NULL) < 0) {
 			usleep(1000);
@@ -156,8 +166,11 @@ static void *stream_main(void *arg)
 		ret = mi_model_run(s->model, s->in, s->nin, &out, 1);
 		mi_live_end(s->live, s->id, ret, now_ns() - t0);
 		count_jobs(s);
-		if (s->sv->etcd && !ret)
+		if (s->sv->etcd && !ret &&
+		    ++s->item_runs >= s->sv->runs_per_item) {
 			serve_etcd_commit(s->sv->etcd, s->id, item);
+			s->item_runs = 0;
+		}
 	}
 	return NULL;
 }
@@ -492,6 +505,8 @@ static void usage(FILE *f, const char *prog)
 		"      --ttl S            etcd lease TTL, 2..3600 (default 10)\n"
 		"      --own LIST         streams to claim when nobody owns them\n"
 		"                         ('0,2-3', 'all', 'none'; default all)\n"
+		"      --item-runs N      inferences per etcd item, i.e. per commit\n"
+		"                         (default 1)\n"
 		"      --timeline FILE    write each switch chain as a JSON line with\n"
 		"                         CLOCK_MONOTONIC timestamps, for\n"
 		"                         'metainfer trace --timeline FILE'\n"
@@ -591,6 +606,7 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 		{ "node", required_argument, NULL, 'N' },
 		{ "ttl", required_argument, NULL, 'U' },
 		{ "own", required_argument, NULL, 'O' },
+		{ "item-runs", required_argument, NULL, 'I' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -618,6 +634,7 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 	char *end;
 
 	memset(st, 0, sizeof(st));
+	sv.runs_per_item = 1;
 	pthread_mutex_init(&sv.lock, NULL);
 	optind = 1;
 	opterr = 0;
@@ -715,6 +732,15 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 		case 'O':
 			if (parse_own(prog, optarg, &own))
 				return 2;
+			break;
+		case 'I':
+			sv.runs_per_item = strtol(optarg, &end, 10);
+			if (*end || sv.runs_per_item < 1 ||
+			    sv.runs_per_item > 1000000) {
+				fprintf(stderr, "%s serve: --item-runs takes 1..1000000, got '%s'\n",
+					prog, optarg);
+				return 2;
+			}
 			break;
 		case 'j':
 			json = true;

@@ -50,7 +50,7 @@ ectl get /x >/dev/null 2>&1 || { fail "etcd did not come up: $(tail -3 "$tmp/etc
 
 t0=$(date +%s.%N)
 common=(serve "$MODEL" --streams 4 --emulate 1 --registry "etcd://127.0.0.1:$PC/t"
-	--ttl 2 --interval 50)
+	--ttl 2 --interval 50 --item-runs 4)
 "$BIN" "${common[@]}" --node a --own 0-1 --duration 60 >"$tmp/a" 2>"$tmp/a.err" &
 apid=$!
 "$BIN" "${common[@]}" --node b --own 2-3 --duration 30 >"$tmp/b" 2>"$tmp/b.err" &

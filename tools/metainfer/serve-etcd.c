@@ -62,6 +62,7 @@ struct serve_etcd {
 	uint64_t own;
 	bool json;
 	struct se_stream st[SE_MAX_STREAMS];
+	int orphan_looks[SE_MAX_STREAMS];	/* the scanning thread's */
 	pthread_t th;
 	atomic_bool stop, rescan, down;
 	pthread_mutex_t lock;
@@ -72,6 +73,8 @@ struct serve_etcd {
 struct se_view {
 	const struct serve_etcd *e;
 	char nodes[SE_MAX_NODES][32];
+	int cap[SE_MAX_NODES];	/* its devices published as available */
+	int load[SE_MAX_NODES];	/* streams it owns (+ planned adoptions) */
 	int nnodes;
 	char owner[SE_MAX_STREAMS][32];	/* "" absent */
 	char done[SE_MAX_STREAMS][24];	/* "" absent */
@@ -108,10 +111,13 @@ static int nodes_cb(const char *key, const char *val, size_t len,
 		return 0;
 	memcpy(name, p, slash - p);
 	name[slash - p] = 0;
-	if (v->nnodes && !strcmp(v->nodes[v->nnodes - 1], name))
-		return 0;	/* key order: a node's keys are adjacent */
-	if (v->nnodes < SE_MAX_NODES)
+	/* key order: a node's keys are adjacent */
+	if ((!v->nnodes || strcmp(v->nodes[v->nnodes - 1], name)) &&
+	    v->nnodes < SE_MAX_NODES)
 		snprintf(v->nodes[v->nnodes++], sizeof(v->nodes[0]), "%s", name);
+	if (v->nnodes && !strcmp(v->nodes[v->nnodes - 1], name) &&
+	    memmem(val, len, "\"available\":true", 16))
+		v->cap[v->nnodes - 1]++;
 	return 0;
 }
 
@@ -134,12 +140,40 @@ static int streams_cb(const char *key, const char *val, size_t len,
 	return 0;
 }
 
-static bool alive(const struct se_view *v, const char *node)
+static int node_index(const struct se_view *v, const char *node)
 {
 	for (int i = 0; i < v->nnodes; i++)
 		if (!strcmp(v->nodes[i], node))
-			return true;
-	return false;
+			return i;
+	return -1;
+}
+
+static bool alive(const struct se_view *v, const char *node)
+{
+	return node_index(v, node) >= 0;
+}
+
+/*
+ * The node an orphaned stream should go to: the live one with the least
+ * load per available device (ties: the name first in key order), its
+ * load counted up so the next orphan sees it.  Every node computes the
+ * same from the same keys; -1 if no node has an available device.
+ */
+static int pick_adopter(struct se_view *v)
+{
+	int best = -1;
+
+	for (int i = 0; i < v->nnodes; i++) {
+		if (!v->cap[i])
+			continue;
+		/* (load + 1) / cap compared without division */
+		if (best < 0 || (int64_t)(v->load[i] + 1) * v->cap[best] <
+					(int64_t)(v->load[best] + 1) * v->cap[i])
+			best = i;
+	}
+	if (best >= 0)
+		v->load[best]++;
+	return best;
 }
 
 static void set_down(struct serve_etcd *e, bool down)
@@ -211,8 +245,24 @@ static void scan(struct serve_etcd *e)
 	}
 	set_down(e, false);
 	for (int k = 0; k < e->nstreams; k++) {
+		int i = v.owner[k][0] ? node_index(&v, v.owner[k]) : -1;
+
+		if (i >= 0)
+			v.load[i]++;
+	}
+	for (int k = 0; k < e->nstreams; k++) {
 		struct se_stream *s = &e->st[k];
 		bool mine = !strcmp(v.owner[k], e->o.node);
+		bool orphan = v.owner[k][0] && !alive(&v, v.owner[k]);
+		int to = orphan ? pick_adopter(&v) : -1;
+
+		/* an orphan that its adopter leaves (slow, or it saw other
+		 * keys) is taken by anyone after 4 looks (1 s) */
+		if (!orphan)
+			e->orphan_looks[k] = 0;
+		else if (to < 0 || strcmp(v.nodes[to], e->o.node))
+			if (++e->orphan_looks[k] < 4)
+				continue;
 
 		if (atomic_load(&s->owned) && !mine) {
 			atomic_store(&s->owned, false);
@@ -227,8 +277,7 @@ static void scan(struct serve_etcd *e)
 		}
 		if (atomic_load(&s->owned))
 			continue;
-		if (mine || (!v.owner[k][0] && (e->own >> k & 1)) ||
-		    (v.owner[k][0] && !alive(&v, v.owner[k])))
+		if (mine || orphan || (!v.owner[k][0] && (e->own >> k & 1)))
 			take(e, k, &v);
 	}
 }

@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # test-serve-etcd.sh METAINFER SUPERNET.onnx: `metainfer serve --registry
 # etcd://...` on the host.  etcd on 127.0.0.1 (free ports, a temporary data
-# dir); two serve processes, nodes a and b, each with its own emulated
-# device, the same 4 streams: a claims 0-1, b claims 2-3 (--own), lease TTL
-# 2 s.  b is killed with SIGKILL; its lease expires and a adopts streams
-# 2 and 3 at the item b had completed; 2 s later a stops on SIGTERM.  Checks: each node sees the other
-# join, a sees b leave and adopts both streams, and for every stream etcd's
-# done counter equals what the nodes committed (a's count from its
-# adoption item on; b's up to it): no item lost or run twice.  Without
-# etcd: a SKIP line, exit 0.
+# dir); three serve processes, nodes a, b and c, each with its own emulated
+# device, the same 6 streams: a claims 0-1, b 2-3, c 4-5 (--own), lease
+# TTL 2 s, 4 inferences per item.  c is killed with SIGKILL; its lease
+# expires and its two streams are adopted, one by a and one by b (the
+# least loaded per available device), at the item c had completed; 2 s
+# later a and b stop on SIGTERM.  Checks: the nodes see each other join
+# and c leave, the adoptions, the node keys gone after SIGTERM (leases
+# revoked), and for every stream etcd's done counter equals the items the
+# nodes committed (c's: up to the adoption item): none lost, none twice.
+# Then an unreachable etcd and bad options.  Without etcd: SKIP, exit 0.
 set -u
 BIN=$1
 MODEL=$2
@@ -24,10 +26,9 @@ if [ -z "$ETCD" ] || ! command -v etcdctl >/dev/null; then
 fi
 tmp=$(mktemp -d)
 epid=
-apid=
-bpid=
+pids=
 cleanup() {
-	for p in $apid $bpid $epid; do kill -9 "$p" 2>/dev/null; done
+	for p in $pids $epid; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -rf "$tmp"
 }
@@ -49,76 +50,77 @@ for _ in $(seq 100); do ectl get /x >/dev/null 2>&1 && break; sleep 0.1; done
 ectl get /x >/dev/null 2>&1 || { fail "etcd did not come up: $(tail -3 "$tmp/etcd.log")"; exit 1; }
 
 t0=$(date +%s.%N)
-common=(serve "$MODEL" --streams 4 --emulate 1 --registry "etcd://127.0.0.1:$PC/t"
-	--ttl 2 --interval 50 --item-runs 4)
-"$BIN" "${common[@]}" --node a --own 0-1 --duration 60 >"$tmp/a" 2>"$tmp/a.err" &
-apid=$!
-"$BIN" "${common[@]}" --node b --own 2-3 --duration 30 >"$tmp/b" 2>"$tmp/b.err" &
-bpid=$!
-disown $bpid	# no job-control line when it is killed
-# b runs its streams for a while, then dies without a word
-for _ in $(seq 100); do
-	grep -q '^etcd stream 3: owned, next item [1-9]' "$tmp/b" && break
+common=(serve "$MODEL" --streams 6 --emulate 1 --registry "etcd://127.0.0.1:$PC/t"
+	--ttl 2 --interval 50 --item-runs 4 --duration 60)
+declare -A pid own=([a]=0-1 [b]=2-3 [c]=4-5)
+for n in a b c; do
+	"$BIN" "${common[@]}" --node $n --own ${own[$n]} >"$tmp/$n" 2>"$tmp/$n.err" &
+	pid[$n]=$!
+	disown ${pid[$n]}	# no job-control line when one is killed
+	pids="$pids ${pid[$n]}"
+done
+# c runs its streams for a while, then dies without a word
+for _ in $(seq 150); do
+	grep -q '^etcd stream 5: owned, next item [1-9]' "$tmp/c" && break
 	sleep 0.1
 done
 sleep 1
-kill -9 $bpid
-while kill -0 $bpid 2>/dev/null; do sleep 0.01; done
-bpid=
+kill -9 ${pid[c]}
+while kill -0 ${pid[c]} 2>/dev/null; do sleep 0.01; done
 tk=$(date +%s.%N)
-# kill -> adoption of both streams, as a prints it
+# kill -> adoption of both streams, as a and b print it
 ta=
 for _ in $(seq 200); do
-	[ "$(grep -c '^etcd: stream . adopted from b' "$tmp/a")" = 2 ] &&
+	[ "$(cat "$tmp/a" "$tmp/b" | grep -c '^etcd: stream . adopted from c')" = 2 ] &&
 		{ ta=$(date +%s.%N); break; }
 	sleep 0.05
 done
-# a runs them for 2 s, then stops on SIGTERM (summary, lease revoked)
+# a and b run them for 2 s, then stop on SIGTERM (summary, lease revoked)
 sleep 2
-kill -TERM $apid
-wait $apid
-rc=$?
-apid=
+kill -TERM ${pid[a]} ${pid[b]}
+for n in a b; do
+	for _ in $(seq 200); do kill -0 ${pid[$n]} 2>/dev/null || break; sleep 0.05; done
+	kill -0 ${pid[$n]} 2>/dev/null && fail "$n did not stop on SIGTERM"
+	grep -q '^etcd summary: ' "$tmp/$n" || fail "$n printed no etcd summary: $(tail -2 "$tmp/$n.err")"
+	grep -q '^summary: .* 0 failed' "$tmp/$n" || fail "$n: $(grep '^summary' "$tmp/$n")"
+done
 left=$(ectl get --prefix --keys-only /metainfer/t/nodes/ | grep -c .)
-[ "$left" = 0 ] || fail "$left node keys left after a stopped (lease not revoked)"
+[ "$left" = 0 ] || fail "$left node keys left after a and b stopped (leases not revoked)"
 
-[ $rc = 0 ] || fail "node a exited $rc: $(tail -2 "$tmp/a.err")"
-grep -q '^etcd: node b joined' "$tmp/a" || fail "a did not see b join"
-grep -q '^etcd: node a joined' "$tmp/b" || fail "b did not see a join"
-grep -q '^etcd: node b left' "$tmp/a" || fail "a did not see b leave"
-for k in 0 1; do
-	grep -q "^etcd: stream $k claimed at item 0" "$tmp/a" || fail "a did not claim stream $k"
+for n in a b c; do
+	for m in a b c; do
+		[ $n = $m ] || grep -q "^etcd: node $m joined" "$tmp/$n" || fail "$n did not see $m join"
+	done
 done
-for k in 2 3; do
-	grep -q "^etcd: stream $k claimed at item 0" "$tmp/b" || fail "b did not claim stream $k"
-	grep -q "^etcd: stream $k adopted from b at item [0-9]" "$tmp/a" ||
-		fail "a did not adopt stream $k"
+for n in a b; do
+	grep -q '^etcd: node c left' "$tmp/$n" || fail "$n did not see c leave"
+	[ "$(grep -c '^etcd: stream . adopted from c' "$tmp/$n")" = 1 ] ||
+		fail "$n adopted $(grep -c '^etcd: stream . adopted from c' "$tmp/$n") of c's streams, not 1"
 done
-grep -q '^summary: .* 0 failed' "$tmp/a" || fail "a: $(grep summary "$tmp/a")"
-# every stream: etcd's done = the items committed by whoever owned it
-for k in 0 1 2 3; do
+[ -n "$ta" ] || fail "c's streams not adopted within 10 s of the kill"
+# every stream: etcd's done = the items committed by a and b (their final
+# counts) + c's (the item its stream was adopted at)
+committed() {	# NODE STREAM: the node's last count for the stream
+	sed -n "s/^etcd stream $2: .*committed here \([0-9]*\),.*/\1/p" "$tmp/$1" | tail -1
+}
+for k in 0 1 2 3 4 5; do
 	done_e=$(ectl get --print-value-only "/metainfer/t/streams/$k/done")
-	owner=$(ectl get --print-value-only "/metainfer/t/streams/$k/owner")
-	ca=$(sed -n "s/^etcd stream $k: .*committed here \([0-9]*\),.*/\1/p" "$tmp/a" | tail -1)
-	from=$(sed -n "s/^etcd: stream $k adopted from b at item \([0-9]*\).*/\1/p" "$tmp/a")
-	[ "$owner" = a ] || fail "stream $k: owner '$owner' at the end, not a"
-	[ -n "$done_e" ] && [ "${ca:-0}" -gt 0 ] || { fail "stream $k: done '$done_e', a committed '$ca'"; continue; }
-	if [ $k -ge 2 ]; then
-		[ $((from + ca)) = "$done_e" ] ||
-			fail "stream $k: adopted at $from + $ca committed by a != done $done_e"
-		# b's last printed second cannot be ahead of where a took over
-		cb=$(sed -n "s/^etcd stream $k: .*committed here \([0-9]*\),.*/\1/p" "$tmp/b" | tail -1)
-		[ "${cb:-0}" -le "$from" ] && [ "$from" -gt 0 ] ||
-			fail "stream $k: b printed $cb committed, a adopted at $from"
-		echo "stream $k: b committed $from items, a $ca after adopting; etcd done $done_e"
-	else
-		[ "$ca" = "$done_e" ] || fail "stream $k: a committed $ca != done $done_e"
+	ca=$(committed a $k)
+	cb=$(committed b $k)
+	sum=$((${ca:-0} + ${cb:-0}))
+	from=
+	if [ $k -ge 4 ]; then
+		from=$(cat "$tmp/a" "$tmp/b" | sed -n "s/^etcd: stream $k adopted from c at item \([0-9]*\).*/\1/p")
+		cc=$(committed c $k)
+		[ -n "$from" ] && [ "$from" -gt 0 ] && [ "${cc:-0}" -le "$from" ] ||
+			fail "stream $k: c printed ${cc:-0} committed, adopted at '$from'"
+		sum=$((sum + ${from:-0}))
 	fi
+	[ -n "$done_e" ] && [ "$sum" = "$done_e" ] && [ "$sum" -gt "${from:-0}" ] ||
+		fail "stream $k: etcd done '$done_e' != a ${ca:-0} + b ${cb:-0} + c ${from:-0}"
+	echo "stream $k: committed by c ${from:--}, a ${ca:-0}, b ${cb:-0}; etcd done $done_e"
 done
-# how long from the kill to the adoption (a's log lines are not timed:
-# the watch's "left" line comes 2/3 TTL .. TTL after the kill)
-[ -n "$ta" ] || fail "b's streams not adopted within 10 s of the kill"
-echo "test-serve-etcd: b killed at +$(awk "BEGIN { printf \"%.1f\", $tk - $t0 }") s; both streams adopted $(awk "BEGIN { printf \"%.2f\", ${ta:-$tk} - $tk }") s after the kill (TTL 2 s)"
+echo "test-serve-etcd: c killed at +$(awk "BEGIN { printf \"%.1f\", $tk - $t0 }") s; both its streams adopted $(awk "BEGIN { printf \"%.2f\", ${ta:-$tk} - $tk }") s after the kill (TTL 2 s)"
 
 # etcd not there: one line, every stream runs locally; a bad spec: one line
 "$BIN" serve "$MODEL" --registry "etcd://127.0.0.1:1/t" --duration 1 -q \
@@ -130,11 +132,11 @@ echo "test-serve-etcd: b killed at +$(awk "BEGIN { printf \"%.1f\", $tk - $t0 }"
 [ $rc = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || fail "bad --registry: rc $rc: $(cat "$tmp/err")"
 "$BIN" serve "$MODEL" --own 3-1 >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc = 2 ] || fail "bad --own: rc $rc"
+"$BIN" serve "$MODEL" --item-runs 0 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] || fail "bad --item-runs: rc $rc"
 
 [ $fails = 0 ] && echo "test-serve-etcd: ok" || {
 	echo "test-serve-etcd: FAILED ($fails)"
-	echo "--- a"; grep '^etcd\|summary' "$tmp/a" | tail -30
-	echo "--- b"; grep '^etcd' "$tmp/b" | tail -20
-	cat "$tmp/a.err" "$tmp/b.err"
+	for n in a b c; do echo "--- $n"; grep '^etcd\|^summary' "$tmp/$n" | tail -25; cat "$tmp/$n.err"; done
 }
 exit $((fails != 0))

@@ -11,6 +11,7 @@
 # and c leave, the adoptions, the node keys gone after SIGTERM (leases
 # revoked), and for every stream etcd's done counter equals the items the
 # nodes committed (c's: up to the adoption item): none lost, none twice.
+# A fourth node (--json) then adopts all six where a and b left them.
 # Then an unreachable etcd and bad options.  Without etcd: SKIP, exit 0.
 set -u
 BIN=$1
@@ -118,9 +119,32 @@ for k in 0 1 2 3 4 5; do
 	fi
 	[ -n "$done_e" ] && [ "$sum" = "$done_e" ] && [ "$sum" -gt "${from:-0}" ] ||
 		fail "stream $k: etcd done '$done_e' != a ${ca:-0} + b ${cb:-0} + c ${from:-0}"
-	echo "stream $k: committed by c ${from:--}, a ${ca:-0}, b ${cb:-0}; etcd done $done_e"
+	echo "stream $k: committed by c ${from:--}, a ${ca:-0}, b ${cb:-0}; etcd done $done_e" |
+		tee -a "$tmp/summary"
 done
 echo "test-serve-etcd: c killed at +$(awk "BEGIN { printf \"%.1f\", $tk - $t0 }") s; both its streams adopted $(awk "BEGIN { printf \"%.2f\", ${ta:-$tk} - $tk }") s after the kill (TTL 2 s)"
+
+# a fourth node with --json after a and b stopped: it adopts all six
+# streams where they were left (their owners' leases were revoked) and
+# goes on; every line is JSON
+"$BIN" "${common[@]}" --node d --own none --json --duration 2 >"$tmp/d" 2>"$tmp/d.err" ||
+	fail "node d exited $?: $(tail -2 "$tmp/d.err")"
+"$PY" - "$tmp/d" <<'PYEOF' || fail "node d's JSON output"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+ad = [l for l in lines if l.get("etcd_event") == "adopted"]
+fin = [l["etcd"] for l in lines if "etcd" in l and l["etcd"]["final"]]
+assert sorted(l["stream"] for l in ad) == list(range(6)), ad
+assert len(fin) == 1 and all(s["owned"] and s["committed"] > 0 for s in fin[0]["streams"]), fin
+PYEOF
+for k in 0 1 2 3 4 5; do
+	before=$(sed -n "s/^stream $k: .*etcd done \([0-9]*\)$/\1/p" "$tmp/summary")
+	from=$("$PY" -c 'import json, sys
+for l in open(sys.argv[1]):
+    l = json.loads(l)
+    if l.get("etcd_event") == "adopted" and l["stream"] == int(sys.argv[2]): print(l["item"])' "$tmp/d" "$k")
+	[ "$from" = "$before" ] || fail "stream $k: d adopted at '$from', etcd had done $before"
+done
 
 # etcd not there: one line, every stream runs locally; a bad spec: one line
 "$BIN" serve "$MODEL" --registry "etcd://127.0.0.1:1/t" --duration 1 -q \

@@ -65,6 +65,11 @@ demo-live: modules $(O)/metainfer $(LIVE_SUPERNET8)
 	@tools/vm/vmrun -t 300 $(ST_VMRUN_FLAGS) -- scheduler/demo-live \
 		$(O) $(LIVE_SUPERNET8)
 
+# serve under metainfer trace --user-only (no driver needed): the switch
+# timeline ends up in $(O)/demo-live-host-trace.json for Perfetto
 demo-live-host: $(O)/metainfer $(LIVE_SUPERNET8)
-	$(O)/metainfer serve $(LIVE_SUPERNET8) --streams 2 --emulate 2 \
-		--duration 8 --heat emu0:2:5:0.15
+	$(O)/metainfer trace --user-only --timeline $(O)/demo-live-host.jsonl \
+		-o $(O)/demo-live-host-trace.json -- \
+		$(O)/metainfer serve $(LIVE_SUPERNET8) --streams 2 --emulate 2 \
+		--duration 8 --heat emu0:2:5:0.15 \
+		--timeline $(O)/demo-live-host.jsonl

@@ -3,7 +3,9 @@
 # -> streams), `metainfer serve`, its host test and the switch-latency
 # benchmark.  Documentation/live.rst.
 #
-#   make check-serve        check-live on a small supernet + a serve run (host)
+#   make check-serve        check-live on a small supernet + serve runs (host):
+#                           the switch timeline in metainfer trace, and two
+#                           serve nodes on one etcd, one killed
 #   make bench-live-switch  switch latency chain over >= 100 events (host)
 #   make demo-live          in the VM: three sims + the CPU, two streams, one
 #                           chip heated and cooled by a live personality
@@ -50,6 +52,7 @@ CHECKS += check-serve
 check-serve: $(LIVE_CHECK) $(LIVE_SUPERNET) $(LIVE_SUPERNET8) $(O)/metainfer
 	$(LIVE_CHECK) $(LIVE_SUPERNET) $(LIVE_SUPERNET8)
 	tools/metainfer/test-serve.sh $(O)/metainfer $(LIVE_SUPERNET) $(LIVE_SUPERNET8)
+	tools/metainfer/test-serve-etcd.sh $(O)/metainfer $(LIVE_SUPERNET)
 
 bench-live: bench-live-switch
 bench-live-switch: $(LIVE_BENCH) $(LIVE_SUPERNET) $(LIVE_SUPERNET8)
@@ -62,6 +65,11 @@ demo-live: modules $(O)/metainfer $(LIVE_SUPERNET8)
 	@tools/vm/vmrun -t 300 $(ST_VMRUN_FLAGS) -- scheduler/demo-live \
 		$(O) $(LIVE_SUPERNET8)
 
+# serve under metainfer trace --user-only (no driver needed): the switch
+# timeline ends up in $(O)/demo-live-host-trace.json for Perfetto
 demo-live-host: $(O)/metainfer $(LIVE_SUPERNET8)
-	$(O)/metainfer serve $(LIVE_SUPERNET8) --streams 2 --emulate 2 \
-		--duration 8 --heat emu0:2:5:0.15
+	$(O)/metainfer trace --user-only --timeline $(O)/demo-live-host.jsonl \
+		-o $(O)/demo-live-host-trace.json -- \
+		$(O)/metainfer serve $(LIVE_SUPERNET8) --streams 2 --emulate 2 \
+		--duration 8 --heat emu0:2:5:0.15 \
+		--timeline $(O)/demo-live-host.jsonl

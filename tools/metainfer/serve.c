@@ -27,6 +27,7 @@
 #include "device/device.h"
 #include "health/health.h"
 #include "live.h"
+#include "serve-etcd.h"
 
 #define SERVE_MAX_DEVS 16
 #define SERVE_MAX_INJECT 8
@@ -45,6 +46,9 @@ struct stream {
 	pthread_t th;
 	/* device jobs per device (index in serve.devs) since the last print */
 	atomic_ulong jobs[SERVE_MAX_DEVS];
+	/* with etcd: the item being run and its inferences so far */
+	int64_t item;
+	int item_runs;
 };
 
 /* --heat DEV:START:END[:LEVEL]: thermal headroom LEVEL on DEV from START
@@ -66,6 +70,9 @@ struct serve {
 	struct mi_health_vec last[SERVE_MAX_DEVS];
 	bool have[SERVE_MAX_DEVS];
 	int push_err;
+	FILE *timeline;		/* --timeline: one JSON line per chain */
+	int runs_per_item;	/* --item-runs */
+	struct serve_etcd *etcd;	/* --registry etcd://: streams owned there */
 };
 
 static volatile sig_atomic_t serve_stop;
@@ -137,9 +144,20 @@ static void *stream_main(void *arg)
 	struct mi_value out;
 
 	while (!atomic_load(s->stop)) {
-		int64_t t0;
+		int64_t t0, item = 0;
 		int ret;
 
+		/* with etcd: only a stream this node owns runs, item by item
+		 * (--item-runs inferences each, all again if it moved) */
+		if (s->sv->etcd && !serve_etcd_owns(s->sv->etcd, s->id, &item)) {
+			s->item_runs = 0;
+			usleep(5000);
+			continue;
+		}
+		if (s->sv->etcd && item != s->item) {
+			s->item = item;
+			s->item_runs = 0;
+		}
 		if (mi_live_begin(s->live, s->id, NULL) < 0) {
 			usleep(1000);
 			continue;
@@ -148,6 +166,11 @@ static void *stream_main(void *arg)
 		ret = mi_model_run(s->model, s->in, s->nin, &out, 1);
 		mi_live_end(s->live, s->id, ret, now_ns() - t0);
 		count_jobs(s);
+		if (s->sv->etcd && !ret &&
+		    ++s->item_runs >= s->sv->runs_per_item) {
+			serve_etcd_commit(s->sv->etcd, s->id, item);
+			s->item_runs = 0;
+		}
 	}
 	return NULL;
 }
@@ -363,6 +386,50 @@ static void print_chain(struct serve *sv, const struct mi_live_chain *c,
 	       dc, cs, sa, ao, co);
 }
 
+static const char *const phase_key[MI_LIVE_NPHASE] = {
+	"detect", "confirm", "solve", "take", "activate", "output",
+};
+
+/*
+ * --timeline FILE: each completed chain as one JSON line with its phases'
+ * absolute CLOCK_MONOTONIC timestamps (ns), the clock of ftrace's "mono"
+ * trace_clock, so that `metainfer trace --timeline FILE` can put the
+ * switches on the same axis as the devices' jobs.  Flushed per line: a
+ * killed serve leaves every chain it completed.
+ */
+static void timeline_chain(struct serve *sv, const struct mi_live_chain *c)
+{
+	FILE *f = sv->timeline;
+
+	if (!f)
+		return;
+	fprintf(f, "{\"timeline\": \"chain\", \"pid\": %d, \"event\": %llu, \"type\": \"%s\", \"device\": \"%s\", \"dim\": \"%s\", \"stream\": %d, \"from_device\": \"%s\", \"to_device\": \"%s\", \"from_config\": %d, \"to_config\": %d",
+		(int)getpid(), (unsigned long long)c->seq, ev_name(c->type),
+		sv->devs[c->device]->name,
+		c->dim >= 0 ? dim_short[c->dim] : "device", c->stream,
+		sv->devs[c->from_device]->name, sv->devs[c->to_device]->name,
+		c->from_config, c->to_config);
+	for (int p = 0; p < MI_LIVE_NPHASE; p++)
+		fprintf(f, ", \"%s_ns\": %lld", phase_key[p],
+			(long long)c->ns[p]);
+	fprintf(f, "}\n");
+	fflush(f);
+}
+
+static void timeline_start(struct serve *sv, int nstreams)
+{
+	FILE *f = sv->timeline;
+
+	if (!f)
+		return;
+	fprintf(f, "{\"timeline\": \"start\", \"pid\": %d, \"clock\": \"CLOCK_MONOTONIC\", \"start_ns\": %lld, \"streams\": %d, \"devices\": [",
+		(int)getpid(), (long long)sv->t_start, nstreams);
+	for (int d = 0; d < sv->ndev; d++)
+		fprintf(f, "%s\"%s\"", d ? ", " : "", sv->devs[d]->name);
+	fprintf(f, "]}\n");
+	fflush(f);
+}
+
 static void summary(struct serve *sv, int nstreams, bool json)
 {
 	static struct mi_live_chain ch[4096];
@@ -430,6 +497,19 @@ static void usage(FILE *f, const char *prog)
 		"                         START to END seconds, in place of its sensor\n"
 		"                         (its reading, or 1.0 without one, outside the\n"
 		"                         window; host demo; repeatable)\n"
+		"      --registry SPEC    'local' (default) or etcd://HOST[:PORT][/CLUSTER]:\n"
+		"                         publish confirmed device states to etcd, watch\n"
+		"                         the other nodes, run only the streams this\n"
+		"                         node owns there and adopt a dead node's\n"
+		"      --node NAME        this node's name in etcd (default: hostname)\n"
+		"      --ttl S            etcd lease TTL, 2..3600 (default 10)\n"
+		"      --own LIST         streams to claim when nobody owns them\n"
+		"                         ('0,2-3', 'all', 'none'; default all)\n"
+		"      --item-runs N      inferences per etcd item, i.e. per commit\n"
+		"                         (default 1)\n"
+		"      --timeline FILE    write each switch chain as a JSON line with\n"
+		"                         CLOCK_MONOTONIC timestamps, for\n"
+		"                         'metainfer trace --timeline FILE'\n"
 		"  -j, --json             one JSON object per second, event and summary\n"
 		"  -q, --quiet            only events and the summary\n",
 		prog);
@@ -460,6 +540,43 @@ static int parse_heat(const char *prog, const char *arg, struct serve *sv,
 	return 0;
 }
 
+/* --own LIST: stream numbers "0,2-3" or "all" / "none" */
+static int parse_own(const char *prog, const char *arg, uint64_t *own)
+{
+	const char *p = arg;
+
+	if (!strcmp(arg, "all") || !strcmp(arg, "none")) {
+		*own = arg[0] == 'a' ? ~0ull : 0;
+		return 0;
+	}
+	*own = 0;
+	while (*p) {
+		char *e;
+		long a = strtol(p, &e, 10), b = a;
+
+		if (e == p || a < 0 || a >= 64)
+			goto bad;
+		if (*e == '-') {
+			p = e + 1;
+			b = strtol(p, &e, 10);
+			if (e == p || b < a || b >= 64)
+				goto bad;
+		}
+		for (long k = a; k <= b; k++)
+			*own |= 1ull << k;
+		if (*e == ',')
+			e++;
+		else if (*e)
+			goto bad;
+		p = e;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "%s serve: --own takes stream numbers like '0,2-3', 'all' or 'none', got '%s'\n",
+		prog, arg);
+	return -1;
+}
+
 static double dev_speed(const struct mi_dev *d)
 {
 	/* relative to the CPU the models' tables were measured on (about
@@ -484,6 +601,12 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 		{ "budget", required_argument, NULL, 'B' },
 		{ "emulate", required_argument, NULL, 'E' },
 		{ "heat", required_argument, NULL, 'H' },
+		{ "timeline", required_argument, NULL, 'L' },
+		{ "registry", required_argument, NULL, 'R' },
+		{ "node", required_argument, NULL, 'N' },
+		{ "ttl", required_argument, NULL, 'U' },
+		{ "own", required_argument, NULL, 'O' },
+		{ "item-runs", required_argument, NULL, 'I' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -504,10 +627,14 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 	int32_t threads = 1;
 	bool json = false, quiet = false;
 	int c, ns = 0, ret = 1, nmodels, started = 0;
-	uint64_t next = 0;
+	uint64_t next = 0, own = ~0ull;
+	const char *registry = NULL;
+	char node[32] = "";
+	long ttl = 0;
 	char *end;
 
 	memset(st, 0, sizeof(st));
+	sv.runs_per_item = 1;
 	pthread_mutex_init(&sv.lock, NULL);
 	optind = 1;
 	opterr = 0;
@@ -571,6 +698,49 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 		case 'H':
 			if (parse_heat(prog, optarg, &sv, heat_dev, &sv.ninj))
 				return 2;
+			break;
+		case 'L':
+			if (sv.timeline)
+				fclose(sv.timeline);
+			sv.timeline = fopen(optarg, "w");
+			if (!sv.timeline) {
+				fprintf(stderr, "%s serve: --timeline: %s: %s\n",
+					prog, optarg, strerror(errno));
+				return 1;
+			}
+			break;
+		case 'R':
+			registry = optarg;
+			break;
+		case 'N':
+			if (!*optarg || strlen(optarg) >= sizeof(node) ||
+			    strchr(optarg, '/')) {
+				fprintf(stderr, "%s serve: --node takes a name of 1..%zu characters without '/', got '%s'\n",
+					prog, sizeof(node) - 1, optarg);
+				return 2;
+			}
+			snprintf(node, sizeof(node), "%s", optarg);
+			break;
+		case 'U':
+			ttl = strtol(optarg, &end, 10);
+			if (*end || ttl < 2 || ttl > 3600) {
+				fprintf(stderr, "%s serve: --ttl takes 2..3600 s, got '%s'\n",
+					prog, optarg);
+				return 2;
+			}
+			break;
+		case 'O':
+			if (parse_own(prog, optarg, &own))
+				return 2;
+			break;
+		case 'I':
+			sv.runs_per_item = strtol(optarg, &end, 10);
+			if (*end || sv.runs_per_item < 1 ||
+			    sv.runs_per_item > 1000000) {
+				fprintf(stderr, "%s serve: --item-runs takes 1..1000000, got '%s'\n",
+					prog, optarg);
+				return 2;
+			}
 			break;
 		case 'j':
 			json = true;
@@ -694,6 +864,25 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 		fprintf(stderr, "%s serve: %s\n", prog, mi_last_error());
 		goto out;
 	}
+	if (registry) {
+		struct serve_etcd_opts eo = { .spec = registry, .node = node,
+					      .ttl_s = ttl, .nstreams = ns,
+					      .own = own, .json = json };
+
+		if (!node[0]) {
+			gethostname(node, sizeof(node) - 1);
+			node[strcspn(node, "/")] = 0;
+		}
+		c = serve_etcd_start(mi_live_registry(sv.live), &eo, &sv.etcd);
+		if (c == -EINVAL) {
+			fprintf(stderr, "%s serve: --registry: %s\n", prog,
+				mi_last_error());
+			goto out;
+		}
+		if (c)
+			fprintf(stderr, "%s serve: %s; running every stream on local state\n",
+				prog, mi_last_error());
+	}
 	ho.period_ms = interval;
 	ho.ring = 8;
 	ho.cb = on_round;
@@ -705,6 +894,7 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 	signal(SIGINT, serve_sigint);
 	signal(SIGTERM, serve_sigint);
 	sv.t_start = now_ns();
+	timeline_start(&sv, ns);
 	for (; started < ns; started++)
 		if (pthread_create(&st[started].th, NULL, stream_main,
 				   &st[started])) {
@@ -724,13 +914,17 @@ int mi_cli_serve(int argc, char **argv, const char *prog)
 		while (!serve_stop && now_ns() < until) {
 			usleep(20000);
 			while ((n = mi_live_chains(sv.live, next, ch, 64, &next)) > 0)
-				for (int i = 0; i < n; i++)
+				for (int i = 0; i < n; i++) {
 					print_chain(&sv, &ch[i], json);
+					timeline_chain(&sv, &ch[i]);
+				}
 			fflush(stdout);
 		}
 		if (!quiet)
 			print_second(&sv, st, ns, (now_ns() - sv.t_start) / 1e9,
 				     json);
+		if (!quiet && sv.etcd)
+			serve_etcd_print(sv.etcd, json, false);
 		if (duration > 0 && sec >= duration)
 			break;
 	}
@@ -745,10 +939,15 @@ out:
 		int n;
 
 		while ((n = mi_live_chains(sv.live, next, ch, 64, &next)) > 0)
-			for (int i = 0; i < n; i++)
+			for (int i = 0; i < n; i++) {
 				print_chain(&sv, &ch[i], json);
+				timeline_chain(&sv, &ch[i]);
+			}
 		summary(&sv, ns, json);
+		if (sv.etcd)
+			serve_etcd_print(sv.etcd, json, true);
 	}
+	serve_etcd_stop(sv.etcd);	/* revokes: the others adopt at once */
 	mi_live_destroy(sv.live);
 	for (int i = 0; i < ns; i++) {
 		for (int k = 0; k < st[i].nin; k++)
@@ -758,5 +957,10 @@ out:
 	}
 	for (int j = 0; j < sv.ninj; j++)
 		free((char *)heat_dev[j]);
+	if (sv.timeline && fclose(sv.timeline) && !ret) {
+		fprintf(stderr, "%s serve: --timeline: %s\n", prog,
+			strerror(errno));
+		ret = 1;
+	}
 	return ret;
 }

@@ -50,6 +50,52 @@ assert "structure" in secs[0]["streams"][0]
 assert len(summ) == 1 and summ[0]["failures"] == 0, summ
 PYEOF
 
+# the switch timeline: serve --timeline under metainfer trace --user-only
+# (no driver on the host), merged into the trace file
+"$BIN" trace --user-only --timeline "$tmp/tl" -o "$tmp/trace.json" -- \
+	"$BIN" serve "$MODEL" --streams 2 --emulate 2 --duration 4 \
+	--heat "$dev:1:2:0.1" --timeline "$tmp/tl" >"$tmp/tout" 2>&1 ||
+	fail "trace --user-only -- serve --timeline exited $?: $(tail -2 "$tmp/tout")"
+"$PY" - "$tmp/trace.json" "$tmp/tout" <<'PYEOF' || fail "switch timeline in the trace"
+import json, re, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+out = open(sys.argv[2]).read()
+printed = re.findall(r"^event (\d+): (\S+) \S+ (\S+) -> stream (\d+) (\S+)->(\S+),",
+                     out, re.M)
+chains = [e for e in ev if e.get("ph") == "X" and "from_device" in e.get("args", {})]
+steps = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "switch"
+         and "from_device" not in e.get("args", {})]
+names = [e for e in ev if e.get("ph") == "M" and e["name"] == "process_name"]
+assert printed, "serve printed no chain"
+assert len(chains) == len(printed), (len(chains), len(printed))
+assert any("live switching" in n["args"]["name"] for n in names), names
+assert len(steps) == 5 * len(chains), (len(steps), len(chains))
+for c in chains:
+    a = c["args"]
+    assert (str(a["event"]), a["device"], a["type"], str(c["tid"]), a["from_device"],
+            a["to_device"]) in printed, a
+    mine = [s for s in steps if s["args"]["event"] == a["event"] and s["tid"] == c["tid"]]
+    assert len(mine) == 5, mine
+    t = c["ts"]
+    for s in sorted(mine, key=lambda s: s["ts"]):
+        # nested in the chain's slice, one after the other (ts, dur
+        # are rounded to 1 ns each)
+        assert s["ts"] >= t - 0.01 and s["ts"] + s["dur"] <= c["ts"] + c["dur"] + 0.01, (s, c)
+        t = s["ts"] + s["dur"]
+    moves = [e for e in ev if e.get("ph") == "i" and e.get("args", {}).get("event") == a["event"]
+             and e["tid"] == c["tid"]]
+    assert len(moves) == (a["from_device"] != a["to_device"]), (moves, a)
+ts = [e["ts"] for e in ev if e.get("ph") != "M"]
+assert ts == sorted(ts), "events not in time order"
+print("timeline: %d chains in the trace" % len(chains))
+PYEOF
+printf '{"timeline": "chain", "pid": 1}\n' >"$tmp/badtl"
+"$BIN" trace --user-only --timeline "$tmp/badtl" -o "$tmp/bad.json" -d 0.1 \
+	>/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 1 ] && grep -q "badtl:1: not a chain line" "$tmp/err" || fail "bad timeline line: rc $rc"
+"$BIN" trace --user-only -d 0.1 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] || fail "--user-only without --timeline: rc $rc"
+
 "$BIN" serve >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc = 2 ] && grep -q "no model" "$tmp/err" || fail "no model: rc $rc"
 "$BIN" serve "$MODEL" --heat nosuch:1:2 --duration 1 >/dev/null 2>"$tmp/err"; rc=$?

@@ -28,6 +28,11 @@
  *  - an instant event per job timeout;
  *  - counter tracks per device: temperature_C, clock_MHz, power_mW,
  *    queue_depth (a sensor the device does not have is left out);
+ *  - with --timeline FILE (what `metainfer serve --timeline FILE`
+ *    wrote: one JSON line per switch chain, CLOCK_MONOTONIC ns), a
+ *    process per serve ("metainfer serve PID: live switching"), a thread
+ *    per stream, per chain one slice from detection to first output with
+ *    its phases nested in it and an instant per move between devices;
  *  - timestamps in microseconds from the start of the recording, events
  *    in timestamp order.
  */
@@ -53,6 +58,9 @@
 #define EXIT_USAGE 2
 #define MAX_DEVS 64
 #define MINOR_FIRST 128
+#define MAX_TIMELINES 8
+/* serve processes in the file: pid + this, clear of render minors */
+#define TL_PID_BASE 1000000
 
 static const char *prog = "metainfer trace";
 static volatile sig_atomic_t stop;
@@ -872,6 +880,189 @@ static int write_json(struct rec *r, const char *path, char **cmd)
 	return err;
 }
 
+/* ---- serve's switch timeline ------------------------------------ */
+
+/* The value after "key": in a flat JSON line (serve writes them). */
+static const char *jv(const char *line, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\"", key);
+	p = strstr(line, pat);
+	if (!p)
+		return NULL;
+	p += strlen(pat);
+	while (*p == ' ')
+		p++;
+	if (*p++ != ':')
+		return NULL;
+	while (*p == ' ')
+		p++;
+	return p;
+}
+
+static bool jv_i64(const char *line, const char *key, int64_t *v)
+{
+	const char *p = jv(line, key);
+	char *e;
+
+	if (!p)
+		return false;
+	*v = strtoll(p, &e, 10);
+	return e != p;
+}
+
+/* A string value without escapes (names serve prints) into buf. */
+static bool jv_str(const char *line, const char *key, char *buf, size_t cap)
+{
+	const char *p = jv(line, key);
+	size_t n = 0;
+
+	if (!p || *p++ != '"')
+		return false;
+	while (p[n] && p[n] != '"' && p[n] != '\\')
+		n++;
+	if (p[n] != '"' || n >= cap)
+		return false;
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	return true;
+}
+
+static const char *const tl_phase[] = {
+	"detect", "confirm", "solve", "take", "activate", "output",
+};
+/* the slice from one phase to the next, nested in the chain's slice */
+static const char *const tl_step[] = {
+	"confirm (credibility)", "solve + choose", "wait for the stream",
+	"activate", "first output",
+};
+
+/*
+ * One chain line: a slice detect -> output on its stream's thread with
+ * the five steps nested in it.  Returns 1 if added, 0 if not a chain or
+ * before the recording (a stale file), -1 if malformed.
+ */
+static int tl_chain(struct rec *r, const char *line, int *pid_out,
+		    int *stream_out)
+{
+	char type[32], dev[64], dim[32], from[64], to[64];
+	int64_t ns[6], pid, stream, ev, fc, tc;
+	char name[384];
+	int p;
+
+	if (!strstr(line, "\"timeline\": \"chain\""))
+		return 0;
+	if (!jv_i64(line, "pid", &pid) || !jv_i64(line, "event", &ev) ||
+	    !jv_i64(line, "stream", &stream) ||
+	    !jv_i64(line, "from_config", &fc) ||
+	    !jv_i64(line, "to_config", &tc) ||
+	    !jv_str(line, "type", type, sizeof(type)) ||
+	    !jv_str(line, "device", dev, sizeof(dev)) ||
+	    !jv_str(line, "dim", dim, sizeof(dim)) ||
+	    !jv_str(line, "from_device", from, sizeof(from)) ||
+	    !jv_str(line, "to_device", to, sizeof(to)) || pid < 0 ||
+	    pid > 4194304 || stream < 0 || stream > 1023)
+		return -1;
+	for (p = 0; p < 6; p++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "%s_ns", tl_phase[p]);
+		if (!jv_i64(line, key, &ns[p]) || (p && ns[p] < ns[p - 1]))
+			return -1;
+	}
+	if (ns[0] < r->t0)
+		return 0;
+	pid += TL_PID_BASE;
+	snprintf(name, sizeof(name), "%s %s %s: %s -> %s, configuration %d -> %d",
+		 dev, dim, type, from, to, (int)fc, (int)tc);
+	add_event(
+		r, ns[0],
+		"{\"ph\":\"X\",\"cat\":\"switch\",\"name\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"event\":%" PRId64
+		",\"device\":\"%s\",\"dim\":\"%s\",\"type\":\"%s\",\"from_device\":\"%s\",\"to_device\":\"%s\",\"from_config\":%d,\"to_config\":%d,\"confirm_to_output_ms\":%.3f,\"detect_to_output_ms\":%.3f}}",
+		name, (int)pid, (int)stream, US(r, ns[0]),
+		(double)(ns[5] - ns[0]) / 1000.0, ev, dev, dim, type, from, to,
+		(int)fc, (int)tc, (ns[5] - ns[1]) / 1e6, (ns[5] - ns[0]) / 1e6);
+	for (p = 0; p < 5; p++)
+		add_event(
+			r, ns[p],
+			"{\"ph\":\"X\",\"cat\":\"switch\",\"name\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"event\":%" PRId64
+			"}}",
+			tl_step[p], (int)pid, (int)stream, US(r, ns[p]),
+			(double)(ns[p + 1] - ns[p]) / 1000.0, ev);
+	if (strcmp(from, to))
+		add_event(
+			r, ns[4],
+			"{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"switch\",\"name\":\"move %s -> %s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"args\":{\"event\":%" PRId64
+			"}}",
+			from, to, (int)pid, (int)stream, US(r, ns[4]), ev);
+	*pid_out = (int)pid;
+	*stream_out = (int)stream;
+	return 1;
+}
+
+/*
+ * Merge a serve timeline file.  serve's timestamps are CLOCK_MONOTONIC,
+ * as are the "mono" ftrace clock and GET_COUNTERS': no conversion.
+ * Returns the chains added, or -1 (with one line) if the file cannot be
+ * read or has a malformed chain line.
+ */
+static int tl_merge(struct rec *r, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int pids[64], npids = 0, tids[64][2], ntids = 0, n = 0, lineno = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	int i, ret = 0;
+
+	if (!f) {
+		fprintf(stderr, "%s: --timeline %s: %s\n", prog, path,
+			strerror(errno));
+		return -1;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		int pid, stream, k;
+
+		lineno++;
+		k = tl_chain(r, line, &pid, &stream);
+		if (k < 0) {
+			fprintf(stderr, "%s: --timeline %s:%d: not a chain line of metainfer serve\n",
+				prog, path, lineno);
+			ret = -1;
+			break;
+		}
+		if (!k)
+			continue;
+		n++;
+		for (i = 0; i < npids && pids[i] != pid; i++)
+			;
+		if (i == npids && npids < 64)
+			pids[npids++] = pid;
+		for (i = 0; i < ntids &&
+			    (tids[i][0] != pid || tids[i][1] != stream); i++)
+			;
+		if (i == ntids && ntids < 64) {
+			tids[ntids][0] = pid;
+			tids[ntids++][1] = stream;
+		}
+	}
+	free(line);
+	fclose(f);
+	/* names: metadata sorts first (ts of the recording's start) */
+	for (i = 0; i < npids; i++)
+		add_event(
+			r, r->t0,
+			"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"metainfer serve %d: live switching\"}}",
+			pids[i], pids[i] - TL_PID_BASE);
+	for (i = 0; i < ntids; i++)
+		add_event(
+			r, r->t0,
+			"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"stream %d\"}}",
+			tids[i][0], tids[i][1], tids[i][1]);
+	return ret < 0 ? ret : n;
+}
+
 /* ---- command line ------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -889,10 +1080,17 @@ static void usage(FILE *f)
 		"  -d, --duration S      stop after S seconds (default: 10, or when\n"
 		"                        COMMAND exits)\n"
 		"  -i, --interval MS     sensor sampling period (default 100)\n"
+		"  -L, --timeline FILE   merge the switch chains that 'metainfer serve\n"
+		"                        --timeline FILE' wrote (read at the end;\n"
+		"                        repeatable)\n"
+		"  -U, --user-only       record no kernel events or sensors (no tracefs\n"
+		"                        needed): only the --timeline files, e.g. of\n"
+		"                        serve on emulated devices\n"
 		"  -h, --help            this text\n"
 		"\n"
 		"With COMMAND, record while it runs and exit with its status.\n"
-		"Ctrl-C stops the recording and writes the file.  Needs root.\n");
+		"Ctrl-C stops the recording and writes the file.  Needs root\n"
+		"(except --user-only).\n");
 }
 
 int mi_trace_main(int argc, char **argv);
@@ -903,6 +1101,8 @@ int mi_trace_main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
+		{ "timeline", required_argument, NULL, 'L' },
+		{ "user-only", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -912,13 +1112,28 @@ int mi_trace_main(int argc, char **argv)
 	struct rec r = { .pipe_fd = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	int64_t end = 0, next, t;
+	const char *tl[MAX_TIMELINES];
+	int ntl = 0, chains = 0;
+	bool user_only = false;
 	pid_t child = 0;
 	int c, rc = 1, err, status;
 	char *e;
 	size_t i;
 
-	while ((c = getopt_long(argc, argv, "+o:d:i:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:d:i:L:Uh", lopts, NULL)) !=
+	       -1) {
 		switch (c) {
+		case 'L':
+			if (ntl == MAX_TIMELINES) {
+				fprintf(stderr, "%s: at most %d --timeline files\n",
+					prog, MAX_TIMELINES);
+				return EXIT_USAGE;
+			}
+			tl[ntl++] = optarg;
+			break;
+		case 'U':
+			user_only = true;
+			break;
 		case 'o':
 			out = optarg;
 			break;
@@ -956,14 +1171,21 @@ int mi_trace_main(int argc, char **argv)
 	}
 	if (optind >= argc && !duration)
 		duration = 10;
+	if (user_only && !ntl) {
+		fprintf(stderr, "%s: --user-only needs a --timeline file\n",
+			prog);
+		return EXIT_USAGE;
+	}
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	open_devices(&r);
-	if (rec_start(&r))
-		goto cleanup;
-	if (!r.sched_events)
+	if (!user_only) {
+		open_devices(&r);
+		if (rec_start(&r))
+			goto cleanup;
+	}
+	if (!user_only && !r.sched_events)
 		fprintf(stderr,
 			"%s: no gpu_scheduler tracepoints: jobs are matched by their ids only\n",
 			prog);
@@ -992,13 +1214,13 @@ int mi_trace_main(int argc, char **argv)
 	next = r.t0;
 	for (;;) {
 		t = now_ns();
-		if (t >= next) {
+		if (t >= next && !user_only) {
 			sample(&r);
 			next += interval_ms * 1000000LL;
 			if (next < t)
 				next = t + interval_ms * 1000000LL;
 		}
-		err = drain_pipe(&r);
+		err = user_only ? 0 : drain_pipe(&r);
 		if (err) {
 			fprintf(stderr, "%s: trace_pipe: %s\n", prog,
 				strerror(-err));
@@ -1017,19 +1239,29 @@ int mi_trace_main(int argc, char **argv)
 	}
 	/* the last events: everything before tracing stops */
 	t = now_ns();
-	inst_write(&r, "tracing_on", "0");
-	sample(&r);
-	drain_pipe(&r);
+	if (!user_only) {
+		inst_write(&r, "tracing_on", "0");
+		sample(&r);
+		drain_pipe(&r);
+	}
 	if (child > 0)
 		fprintf(stderr, "%s: stopped; %s (pid %d) is still running\n",
 			prog, argv[optind], (int)child);
 	job_events_add(&r, t);
+	for (i = 0; i < (size_t)ntl; i++) {
+		int k = tl_merge(&r, tl[i]);
+
+		if (k < 0)
+			rc = 1;
+		else
+			chains += k;
+	}
 	if (write_json(&r, out,
 		       child >= 0 && optind < argc ? argv + optind : NULL))
 		rc = 1;
 	else
-		fprintf(stderr, "%s: %zu jobs, %zu events -> %s%s\n", prog,
-			r.njobs, r.nev, out,
+		fprintf(stderr, "%s: %zu jobs, %d switch chains, %zu events -> %s%s\n",
+			prog, r.njobs, chains, r.nev, out,
 			r.lost_lines ?
 				" (ftrace lost events: the buffer overflowed)" :
 				"");

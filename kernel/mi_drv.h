@@ -75,6 +75,7 @@ struct mi_uring_job;
  * @fence_seqno: last hardware fence seqno (scheduler thread only)
  * @jobs_run: jobs handed to run_job
  * @resets: timeouts handled on this queue
+ * @queued: jobs pushed to an entity of this queue, not yet at run_job
  * @sched: the scheduler
  * @name: scheduler (thread) name
  */
@@ -91,6 +92,7 @@ struct mi_queue {
 	u64 fence_seqno;
 	atomic64_t jobs_run;
 	atomic64_t resets;
+	atomic_t queued;
 	struct drm_gpu_scheduler sched;
 	char name[32];
 };

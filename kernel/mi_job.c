@@ -31,7 +31,7 @@
 
 /* mi_job.flags bit: the hardware fence was initialised by run_job */
 #define MI_JOB_FENCE_INIT 2
-/* counted out of mi_ctx.queued */
+/* counted out of mi_ctx.queued and mi_queue.queued */
 #define MI_JOB_DEQUEUED 3
 
 static const char *mi_fence_driver_name(struct dma_fence *f)
@@ -227,6 +227,19 @@ int mi_status_to_user(int err)
 	return err == -ESRCH ? -ECANCELED : err;
 }
 
+/*
+ * The job has left its entity's queue: reached run_job, or was dropped
+ * by the kill path (see mi_ctx_teardown() and mi_queues_fini()).
+ */
+static void mi_job_dequeued(struct mi_job *job)
+{
+	if (test_and_set_bit(MI_JOB_DEQUEUED, &job->flags))
+		return;
+	atomic_dec(&job->q->queued);
+	if (atomic_dec_and_test(&job->ctx->queued))
+		wake_up_all(&job->ctx->drain_wq);
+}
+
 static struct dma_fence *mi_sched_run_job(struct drm_sched_job *sj)
 {
 	struct mi_job *job = to_mi_job(sj);
@@ -241,10 +254,7 @@ static struct dma_fence *mi_sched_run_job(struct drm_sched_job *sj)
 	atomic_inc(&mi_hw_fences_live);
 	/* one reference for the scheduler (returned), one for the job */
 	dma_fence_get(fence);
-	/* the job has left its entity's queue (see mi_ctx_teardown()) */
-	if (!test_and_set_bit(MI_JOB_DEQUEUED, &job->flags) &&
-	    atomic_dec_and_test(&job->ctx->queued))
-		wake_up_all(&job->ctx->drain_wq);
+	mi_job_dequeued(job);
 	job->start_time = ktime_get();
 	atomic64_inc(&q->jobs_run);
 
@@ -328,6 +338,7 @@ static void mi_sched_free_job(struct drm_sched_job *sj)
 	struct dma_fence *f;
 	int status;
 
+	mi_job_dequeued(job);
 	/* jobs of a killed entity never ran */
 	mi_counters_account(job, -ECANCELED);
 	status = mi_status_to_user(sj->s_fence->finished.error);
@@ -466,10 +477,20 @@ void mi_queues_kill(struct mi_device *mdev)
 	mi_uring_kill(mdev);
 }
 
+/*
+ * Nothing left for the scheduler thread: no job handed to the queue
+ * awaits its cleanup, and no job waits in a context's entity.  The latter
+ * matters at unregister: a job still queued behind the one reset() aborted
+ * must reach run_job (which fails it with -ENODEV, @q->dead being set)
+ * before the thread stops, else its fence stays unsignalled and a WAIT on
+ * it sleeps until its timeout.
+ */
 static bool mi_queue_idle(struct mi_queue *q)
 {
 	bool idle;
 
+	if (atomic_read(&q->queued))
+		return false;
 	spin_lock(&q->sched.job_list_lock);
 	idle = list_empty(&q->sched.pending_list);
 	spin_unlock(&q->sched.job_list_lock);
@@ -482,7 +503,9 @@ static bool mi_queue_idle(struct mi_queue *q)
  *
  * Waits (bounded) for jobs already handed to the queues to be cleaned up,
  * stops the scheduler threads and frees the jobs they left behind.  Jobs
- * still queued in contexts are dropped when their context is destroyed.
+ * queued in contexts are let through run_job first, which fails them with
+ * -ENODEV; only those still waiting for an in-fence when the wait ends are
+ * dropped later, when their context is destroyed.
  */
 void mi_queues_fini(struct mi_device *mdev)
 {
@@ -980,6 +1003,7 @@ int mi_job_submit(struct drm_device *drm, struct drm_metainfer_submit *args,
 		mi_dep_arm(job->dep);
 	}
 	atomic_inc(&ctx->queued);
+	atomic_inc(&ctx->q->queued);
 	drm_sched_entity_push_job(&job->base);
 	WRITE_ONCE(ctx->last_seqno, seqno);
 	mutex_unlock(&ctx->submit_lock);

@@ -40,7 +40,7 @@ modules-debug: kernel-debug
 		echo "modules-debug: compiler warnings (W=1), see $(KDEBUG_EXT)/modules.log" >&2; exit 1; fi
 
 check-kernel-debug: modules-debug selftests $(UFUZZ)
-	tools/vm/vmrun -t 1500 -m $(KDEBUG_MEM) --hung-task 120 \
+	tools/vm/vmrun -t 1500 -m $(KDEBUG_MEM) --hung-task 120 --boot-limit 600 \
 		--image $(KDEBUG)/arch/x86/boot/bzImage --moddir $$(echo $(KDEBUG_EXT)/modinst/lib/modules/*) \
 		-M '$(KDEBUG_EXT)/kernel/metainfer.ko:job_timeout_ms=$(KDEBUG_JOB_TIMEOUT_MS)' \
 		-M $(KDEBUG_EXT)/kernel/sim/metainfer_sim.ko \

@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# The closed loop after deployment (lib/plan/adapt.c + lib/predict/recal.c,
+# Documentation/predict.rst "Closed loop").  adapt.c goes into
+# libmetainfer.a with the other lib/plan objects (plan.mk); the test is
+# host only: the quantized transformer on the CPU and two emulated
+# accelerators, one of which gets a live firmware update.
+#
+#   make check-loop   recalibration fit, no false trigger, convergence
+
+ADAPT_TEST := $(O)/lib/plan/tests/test-adapt
+ADAPT_MODEL := $(O)/hetero/models/transformer.int8.onnx
+
+$(ADAPT_TEST): lib/plan/tests/test-adapt.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
+
+ALL += $(ADAPT_TEST)
+CHECKS += check-loop
+
+.PHONY: check-loop
+check-loop: $(ADAPT_TEST) $(ADAPT_MODEL)
+	$(ADAPT_TEST) $(ADAPT_MODEL)

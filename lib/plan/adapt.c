@@ -43,6 +43,10 @@
 #define ADAPT_WINDOW	5
 #define ADAPT_ITERS	3
 #define ADAPT_STRIKES	2	/* runs in a row beyond the jitter band */
+/* A deployed model runs on: a re-plan's verification is paid once and
+ * its gain counted over this many inferences (the search's own default,
+ * 1000, is for a one-off tune). */
+#define ADAPT_AMORTIZE	100000
 
 enum { A_SAMPLE, A_WATCH };
 
@@ -237,6 +241,7 @@ static int replan(struct mi_adapt *a, int *moved)
 	so.top = a->o.search_top;
 	so.runs = a->o.search_runs;
 	so.seed = 1;
+	so.amortize = ADAPT_AMORTIZE;
 	err = mi_search_run(a->m, &so, &r);
 	if (err) {
 		free(before);

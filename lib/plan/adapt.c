@@ -443,7 +443,8 @@ int mi_adapt_new(struct mi_model *m, const struct mi_adapt_opts *o,
 	mi_pred_init(&a->pred);
 	if (a->o.predictor && (err = mi_pred_load(&a->pred, a->o.predictor))) {
 		mi_adapt_free(a);
-		return err;
+		return mi_set_error(err, "adapt: %s: cannot load the predictor (%s)",
+				    o->predictor, strerror(-err));
 	}
 	a->ndevs = m->place ? m->place->ndevs : 1;
 	for (int d = 0; d < a->ndevs; d++) {

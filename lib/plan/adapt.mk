@@ -5,7 +5,8 @@
 # host only: the quantized transformer on the CPU and two emulated
 # accelerators, one of which gets a live firmware update.
 #
-#   make check-loop   recalibration fit, no false trigger, convergence
+#   make check-loop   recalibration fit, no false trigger, convergence,
+#                     then `metainfer adapt` and its error cases
 
 ADAPT_TEST := $(O)/lib/plan/tests/test-adapt
 ADAPT_MODEL := $(O)/hetero/models/transformer.int8.onnx
@@ -18,5 +19,7 @@ ALL += $(ADAPT_TEST)
 CHECKS += check-loop
 
 .PHONY: check-loop
-check-loop: $(ADAPT_TEST) $(ADAPT_MODEL)
+check-loop: $(ADAPT_TEST) $(O)/metainfer $(ADAPT_MODEL)
 	$(ADAPT_TEST) $(ADAPT_MODEL)
+	@tools/metainfer/test-adapt-cli.sh $(O)/metainfer $(ADAPT_MODEL) \
+		$(O)/hetero/models/transformer.onnx

@@ -168,6 +168,20 @@ static int run_random(struct mi_model *m, struct mi_value *in, int *nin)
 	return 0;
 }
 
+/* Nodes the model's plan puts on accelerators. */
+static uint64_t placed_nodes(struct mi_model *m)
+{
+	uint64_t n = 0;
+
+	for (int d = 1; d < mi_model_device_count(m); d++) {
+		struct mi_device_stats st;
+
+		if (!mi_model_device_stats(m, d, &st))
+			n += st.nodes;
+	}
+	return n;
+}
+
 int mi_cli_adapt(int argc, char **argv, const char *prog)
 {
 	static const struct option lo[] = {
@@ -275,13 +289,17 @@ int mi_cli_adapt(int argc, char **argv, const char *prog)
 		fprintf(stderr, "%s adapt: %s\n", prog, mi_last_error());
 		return 1;
 	}
-	if (mi_model_device_count(m) < 2) {
+	if (!placed_nodes(m)) {
 		fprintf(stderr, "%s adapt: %s: nothing placed on an accelerator\n",
 			prog, argv[optind]);
 		goto out;
 	}
-	if (run_random(m, in, &nin) || mi_adapt_new(m, &ao, &a)) {
-		fprintf(stderr, "%s adapt: %s\n", prog, mi_last_error());
+	c = run_random(m, in, &nin);
+	if (!c)
+		c = mi_adapt_new(m, &ao, &a);
+	if (c) {
+		fprintf(stderr, "%s adapt: %s\n", prog,
+			c == -ENOMEM ? "out of memory" : mi_last_error());
 		goto out;
 	}
 	for (long r = 1; r <= runs; r++) {

@@ -312,7 +312,8 @@ static int window_close(struct mi_adapt *a)
 		a->st.recals++;
 		len += snprintf(line + len, len < sizeof(line) ?
 					     sizeof(line) - len : 0,
-				"device %s: measured %.2fx predicted (%s-bound ops) -> recalibrated",
+				"%sdevice %s: measured %.2fx predicted (%s-bound ops) -> recalibrated",
+				nrec > 1 ? "; " : "",
 				a->m->place->devs[d]->name, ratio,
 				rc.dma ? "dma" : "compute");
 	}

@@ -363,9 +363,23 @@ static void check_loop(const char *path)
 
 	/* a firmware update halves npu0's DMA bandwidth */
 	placement(m, pl0, sizeof(pl0));
-	tm[0].dma_bw /= 2;
-	CHECK(!mi_dev_emu_update(emu[0], &tm[0]), "update: %s",
-	      mi_last_error());
+	{
+		struct mi_dev_caps before = emu[0]->caps;
+		struct mi_dev_emu_timing now;
+
+		tm[0].dma_bw /= 2;
+		CHECK(!mi_dev_emu_update(emu[0], &tm[0]), "update: %s",
+		      mi_last_error());
+		CHECK(emu[0]->caps.fw_version == before.fw_version + 1 &&
+		      emu[0]->caps.dma_bw == before.dma_bw,
+		      "update: firmware version %llu -> %llu, caps dma_bw %llu -> %llu",
+		      (unsigned long long)before.fw_version,
+		      (unsigned long long)emu[0]->caps.fw_version,
+		      (unsigned long long)before.dma_bw,
+		      (unsigned long long)emu[0]->caps.dma_bw);
+		CHECK(!mi_dev_emu_get_timing(emu[0], &now) &&
+		      now.dma_bw == tm[0].dma_bw, "update: timing not in use");
+	}
 	printf("     npu0: dma_bw halved live (firmware update)\n");
 	n = phase(m, a, &io, 5, false, &min_cos);	/* the jitter */
 	n += phase(m, a, &io, 60, true, &min_cos);

@@ -6,6 +6,7 @@
  * --update changes one's hidden timing live, as a firmware update would.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@ static void usage(FILE *f, const char *prog)
 		"      --devices LIST     devices (default: the emulated ones, or all)\n"
 		"      --emulate N        add N emulated accelerators emu0.. (1..%d)\n"
 		"      --update R:DEV:PARAM=F  before run R multiply DEV's hidden\n"
-		"                         PARAM (dma_bw, clock, macs) by F (emulated)\n"
+		"                         PARAM (dma_bw, clock, macs) by F (an emulated\n"
+		"                         device; a metainfer_sim chip: dma_bw, clock)\n"
 		"  -n, --runs N           runs (default 40)\n"
 		"      --tolerance P      measured/predicted band in %% (default 20)\n"
 		"      --jitter P         run-to-run change that opens a window, %% (10)\n"
@@ -73,6 +75,57 @@ static int parse_update(const char *s, struct update *u)
 	return 0;
 }
 
+/*
+ * A metainfer_sim chip: its personality attribute (Documentation/sim.rst)
+ * changes the live fields, the advertised caps stay.
+ */
+static int sim_update(struct mi_dev *d, const struct update *u,
+		      const char *prog)
+{
+	const char *key = !strcmp(u->param, "dma_bw") ? "dma_bw" :
+			  !strcmp(u->param, "clock") ? "clock_hz" : NULL;
+	const char *node = strrchr(d->node, '/');
+	char path[160], line[128];
+	unsigned long long v = 0;
+	bool found = false;
+	FILE *f;
+
+	if (!key || !node) {
+		fprintf(stderr, "%s adapt: --update: %s of %s is not live\n",
+			prog, u->param, u->dev);
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "/sys/class/drm/%s/device/personality",
+		 node + 1);
+	f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "%s adapt: %s: %s\n", prog, path,
+			strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)) &&
+		    line[strlen(key)] == '=') {
+			v = strtoull(line + strlen(key) + 1, NULL, 0);
+			found = true;
+		}
+	fclose(f);
+	if (!found || !v) {
+		fprintf(stderr, "%s adapt: %s: no %s\n", prog, path, key);
+		return -EINVAL;
+	}
+	v = (unsigned long long)((double)v * u->factor);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%s=%llu\n", key, v ? v : 1) < 0 || fclose(f)) {
+		fprintf(stderr, "%s adapt: writing %s: %s\n", prog, path,
+			strerror(errno));
+		return -EIO;
+	}
+	printf("run %ld: %s %s x%g (personality %s=%llu)\n", u->at, u->dev,
+	       u->param, u->factor, key, v ? v : 1);
+	return 0;
+}
+
 static int apply_update(const struct update *u, const char *prog)
 {
 	struct mi_dev *d = NULL;
@@ -82,8 +135,10 @@ static int apply_update(const struct update *u, const char *prog)
 	for (int i = 0; i < mi_dev_count(); i++)
 		if (mi_dev_get(i) && !strcmp(mi_dev_get(i)->name, u->dev))
 			d = mi_dev_get(i);
+	if (d && d->kind != MI_DEV_EMU && !strcmp(d->backend, "sim"))
+		return sim_update(d, u, prog);
 	if (!d || mi_dev_emu_get_timing(d, &t)) {
-		fprintf(stderr, "%s adapt: --update: %s is not an emulated device\n",
+		fprintf(stderr, "%s adapt: --update: %s is not an emulated or simulated device\n",
 			prog, u->dev);
 		return -ENODEV;
 	}

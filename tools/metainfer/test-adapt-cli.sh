@@ -50,7 +50,7 @@ expect_err "bad --tolerance" 2 "percentage" "$MI" adapt "$MODEL" --tolerance 120
 expect_err "bad --emulate" 2 "emulate" "$MI" adapt "$MODEL" --emulate 9
 expect_err "missing model" 1 "adapt:" "$MI" adapt "$W/none.onnx" --emulate 1
 expect_err "fp32 model: nothing placed" 1 "nothing placed" "$MI" adapt "$FP32" --emulate 1
-expect_err "update of a device not emulated" 1 "not an emulated device" \
+expect_err "update of a device not emulated" 1 "not an emulated or simulated device" \
 	"$MI" adapt "$MODEL" --emulate 1 --runs 3 --update 2:npu7:dma_bw=0.5
 expect_err "unreadable predictor" 1 "adapt:" "$MI" adapt "$MODEL" --emulate 1 --predictor "$W/none.pred"
 

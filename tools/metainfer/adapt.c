@@ -135,7 +135,7 @@ static int apply_update(const struct update *u, const char *prog)
 	for (int i = 0; i < mi_dev_count(); i++)
 		if (mi_dev_get(i) && !strcmp(mi_dev_get(i)->name, u->dev))
 			d = mi_dev_get(i);
-	if (d && d->kind != MI_DEV_EMU && !strcmp(d->backend, "sim"))
+	if (d && d->kind == MI_DEV_KERNEL)
 		return sim_update(d, u, prog);
 	if (!d || mi_dev_emu_get_timing(d, &t)) {
 		fprintf(stderr, "%s adapt: --update: %s is not an emulated or simulated device\n",

@@ -70,10 +70,10 @@ struct mi_adapt {
 	double *jsamp;			/* njobs * window */
 };
 
-static void logf_(struct mi_adapt *a, const char *fmt, ...)
+static void say(struct mi_adapt *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static void logf_(struct mi_adapt *a, const char *fmt, ...)
+static void say(struct mi_adapt *a, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -124,7 +124,7 @@ static struct mi_pred_dev *pred_dev(struct mi_adapt *a, int d)
 	return pd;
 }
 
-static void window_open(struct mi_adapt *a, const char *why)
+static int window_open(struct mi_adapt *a, const char *why)
 {
 	struct mi_place *pl = a->m->place;
 
@@ -136,6 +136,7 @@ static void window_open(struct mi_adapt *a, const char *why)
 	a->jsamp = calloc((size_t)(a->njobs + 1) * a->o.window,
 			  sizeof(double));
 	a->st.windows++;
+	return a->jsamp ? 0 : -ENOMEM;
 }
 
 /* Device busy of this run per slot, from the running totals. */
@@ -251,7 +252,7 @@ static int replan(struct mi_adapt *a, int *moved)
 	for (int k = 0; after && k < a->m->g.norder; k++)
 		*moved += before[k] != after[k];
 	if (r.kept_default && r.note[0])
-		logf_(a, "  re-plan kept the default plan: %s\n", r.note);
+		say(a, "  re-plan kept the default plan: %s\n", r.note);
 	mi_search_result_fini(&r);
 	free(before);
 	free(after);
@@ -323,7 +324,7 @@ static int window_close(struct mi_adapt *a)
 	a->st.ratio = worst;
 	if (!recal) {
 		if (a->st.iters) {
-			logf_(a, "converged after %d recalibration%s (%s): measured %.2fx predicted\n",
+			say(a, "converged after %d recalibration%s (%s): measured %.2fx predicted\n",
 			      a->st.iters, a->st.iters > 1 ? "s" : "", a->why,
 			      worst);
 			if (a->st.iters > a->st.max_iters_seen)
@@ -338,7 +339,7 @@ static int window_close(struct mi_adapt *a)
 	a->st.converged = 0;
 	a->st.iters++;
 	if (a->st.iters > a->o.max_iters) {
-		logf_(a, "%s; not converged after %d recalibrations: watching\n",
+		say(a, "%s; not converged after %d recalibrations: watching\n",
 		      line, a->o.max_iters);
 		a->st.nonconverged++;
 		a->st.iters = 0;
@@ -351,11 +352,11 @@ static int window_close(struct mi_adapt *a)
 	err = replan(a, &moved);
 	if (err)
 		return err;
-	logf_(a, "%s, re-planned: %d node%s moved (iteration %d, %s)\n", line,
+	say(a, "%s, re-planned: %d node%s moved (iteration %d, %s)\n", line,
 	      moved, moved == 1 ? "" : "s", a->st.iters, a->why);
 	resync(a);
-	window_open(a, "after re-plan");
-	return 1;
+	err = window_open(a, "after re-plan");
+	return err ? err : 1;
 }
 
 int mi_adapt_observe(struct mi_adapt *a)
@@ -371,10 +372,10 @@ int mi_adapt_observe(struct mi_adapt *a)
 		return 0;
 	run_busy(a, b);
 	if (a->state == A_SAMPLE) {
-		if (pl->njobs != a->njobs) {	/* re-placed under us */
-			window_open(a, "placement changed");
-			return 0;
-		}
+		if (!a->jsamp)
+			return -ENOMEM;
+		if (pl->njobs != a->njobs)	/* re-placed under us */
+			return window_open(a, "placement changed");
 		for (int j = 0; j < a->njobs; j++)
 			a->jsamp[a->nwin * a->njobs + j] =
 				pl->jobs[j].bound && pl->jobs[j].state == MI_PJ_DEV ?
@@ -401,8 +402,7 @@ int mi_adapt_observe(struct mi_adapt *a)
 				 pl->devs[d]->name,
 				 (b[d] / a->base[d] - 1) * 100);
 			a->st.triggers++;
-			window_open(a, why);
-			return 0;
+			return window_open(a, why);
 		}
 	}
 	return 0;
@@ -457,7 +457,10 @@ int mi_adapt_new(struct mi_model *m, const struct mi_adapt_opts *o,
 	}
 	if (m->place)
 		resync(a);
-	window_open(a, "warm-up");
+	if (window_open(a, "warm-up")) {
+		mi_adapt_free(a);
+		return -ENOMEM;
+	}
 	*ap = a;
 	return 0;
 }

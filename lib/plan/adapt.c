@@ -311,12 +311,12 @@ static int window_close(struct mi_adapt *a)
 		recal = true;
 		nrec++;
 		a->st.recals++;
-		len += snprintf(line + len, len < sizeof(line) ?
-					     sizeof(line) - len : 0,
-				"%sdevice %s: measured %.2fx predicted (%s-bound ops) -> recalibrated",
-				nrec > 1 ? "; " : "",
-				a->m->place->devs[d]->name, ratio,
-				rc.dma ? "dma" : "compute");
+		if (len < sizeof(line))
+			len += snprintf(line + len, sizeof(line) - len,
+					"%sdevice %s: measured %.2fx predicted (%s-bound ops) -> recalibrated",
+					nrec > 1 ? "; " : "",
+					a->m->place->devs[d]->name, ratio,
+					rc.dma ? "dma" : "compute");
 	}
 	mi_pred_graph_fini(&pg);
 	if (err)

@@ -197,6 +197,14 @@ struct mi_dev_emu_timing {
 	uint32_t preferred_layout;	/* DRM_METAINFER_LAYOUT_x */
 };
 int mi_dev_emu_set_timing(struct mi_dev *d, const struct mi_dev_emu_timing *t);
+/* The timing in use; -ENODATA when none is set. */
+int mi_dev_emu_get_timing(struct mi_dev *d, struct mi_dev_emu_timing *t);
+/* A live personality change, as a firmware update: new timing, the
+ * firmware version incremented, the advertised caps unchanged. */
+int mi_dev_emu_update(struct mi_dev *d, const struct mi_dev_emu_timing *t);
+/* Run-to-run noise: every job's busy_ns times 1 + u * pct / 100, u
+ * uniform in [-1, 1) from seed (0 pct: none); pct < 100. */
+int mi_dev_emu_set_noise(struct mi_dev *d, uint32_t pct, uint64_t seed);
 uint64_t mi_dev_emu_time(const struct mi_dev_emu_timing *t, const void *cmds,
 			 size_t size);
 

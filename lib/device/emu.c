@@ -33,6 +33,8 @@ struct emu {
 	bool lost;
 	bool timed;			/* busy_ns from the model below */
 	struct mi_dev_emu_timing timing;
+	uint32_t noise_pct;		/* busy_ns * (1 +- noise_pct / 100) */
+	uint64_t noise_state;		/* splitmix64 */
 };
 
 static uint64_t now_ns(void)
@@ -41,6 +43,17 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Uniform in [-1, 1) from a splitmix64 state. */
+static double noise_draw(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (double)(z >> 11) / (double)(1ull << 52) - 1.0;
 }
 
 static void emu_destroy(struct mi_dev *d)
@@ -193,6 +206,10 @@ static int emu_submit(struct mi_dev *d, struct mi_dev_job *const *jobs, int n)
 		if (e->timed && !job->status)
 			job->busy_ns = mi_dev_emu_time(&e->timing, job->cmds,
 						       job->cmds_size);
+		if (e->noise_pct && !job->status)
+			job->busy_ns = (uint64_t)((double)job->busy_ns *
+				(1 + e->noise_pct / 100.0 *
+					     noise_draw(&e->noise_state)));
 	}
 	return 0;
 }
@@ -283,5 +300,52 @@ int mi_dev_emu_set_timing(struct mi_dev *d, const struct mi_dev_emu_timing *t)
 	e->timed = t != NULL;
 	if (t)
 		e->timing = *t;
+	return 0;
+}
+
+int mi_dev_emu_get_timing(struct mi_dev *d, struct mi_dev_emu_timing *t)
+{
+	struct emu *e;
+
+	if (d->kind != MI_DEV_EMU)
+		return mi_set_error(-EINVAL, "%s: not an emulated device", d->name);
+	e = d->priv;
+	if (!e->timed)
+		return mi_set_error(-ENODATA, "%s: no timing model set", d->name);
+	*t = e->timing;
+	return 0;
+}
+
+/*
+ * A firmware update while models run: the hidden timing changes (a
+ * slower DMA engine, another clock) and the firmware version moves on,
+ * as GET_PARAM_FW_VERSION would show; the advertised caps stay, so only
+ * measurements can tell what changed.  Jobs submitted after the call
+ * are timed with t.
+ */
+int mi_dev_emu_update(struct mi_dev *d, const struct mi_dev_emu_timing *t)
+{
+	int err;
+
+	if (!t)
+		return mi_set_error(-EINVAL, "%s: no timing given", d->name);
+	err = mi_dev_emu_set_timing(d, t);
+	if (!err)
+		d->caps.fw_version++;
+	return err;
+}
+
+int mi_dev_emu_set_noise(struct mi_dev *d, uint32_t pct, uint64_t seed)
+{
+	struct emu *e;
+
+	if (d->kind != MI_DEV_EMU)
+		return mi_set_error(-EINVAL, "%s: not an emulated device", d->name);
+	if (pct >= 100)
+		return mi_set_error(-EINVAL, "%s: noise %u%% out of range",
+				    d->name, pct);
+	e = d->priv;
+	e->noise_pct = pct;
+	e->noise_state = seed;
 	return 0;
 }

@@ -76,6 +76,12 @@ double mi_pred_roofline(const struct mi_pred_node *n,
 	return c->launch_ns + fmax(compute_ns(n, c), mem_ns(n, c)) + 1.0;
 }
 
+bool mi_pred_dma_bound(const struct mi_pred_node *n,
+		       const struct mi_pred_caps *c)
+{
+	return mem_ns(n, c) > compute_ns(n, c);
+}
+
 static float lg(double v)
 {
 	return (float)log10(v > 1e-3 ? v : 1e-3);
@@ -166,6 +172,11 @@ static double dev_bias(const struct mi_pred_dev *d, int cls)
 	if (cls < 0 || cls >= MI_PC_COUNT)
 		return g;
 	return (d->bias_sum[cls] + SHRINK * g) / (d->bias_n[cls] + SHRINK);
+}
+
+double mi_pred_dev_bias(const struct mi_pred_dev *d, int cls)
+{
+	return dev_bias(d, cls);
 }
 
 double mi_pred_node_ns(const struct mi_predictor *p,

@@ -142,6 +142,11 @@ int mi_pred_variant(struct mi_predictor *p, const char *name, bool add);
 /* The analytic term alone, ns. */
 double mi_pred_roofline(const struct mi_pred_node *n,
 			const struct mi_pred_caps *c);
+/* Whether the memory term of the roofline is the larger one. */
+bool mi_pred_dma_bound(const struct mi_pred_node *n,
+		       const struct mi_pred_caps *c);
+/* The per-class log correction dev applies to class cls (shrunk). */
+double mi_pred_dev_bias(const struct mi_pred_dev *d, int cls);
 /* Fit the trees on samples[n] (all with the same nemb). */
 int mi_pred_fit(struct mi_predictor *p, const struct mi_pred_sample *s,
 		int n, const struct mi_gbrt_params *gp);
@@ -300,6 +305,48 @@ double mi_pred_simchip_ns(const struct mi_pred_simchip *c,
 /* Caps as GET_PARAM would give them (the hidden parameters not). */
 void mi_pred_simchip_dev(const struct mi_pred_simchip *c,
 			 struct mi_pred_dev *d);
+
+/* ---- recalibration from measured device jobs (recal.c) ------------ */
+/*
+ * Jobs a device ran, as the predictor sees them: job j is the nodes
+ * nodes[first[j]] .. nodes[first[j + 1] - 1] in submission order, and the
+ * device measured meas_ns[j] for it (a median over sampled runs).  A
+ * job's predicted time is its nodes' times with the launch paid once, as
+ * mi_pred_plan() counts it.
+ */
+struct mi_pred_jobs {
+	int njobs;
+	const int *first;		/* njobs + 1 entries */
+	const struct mi_pred_node *nodes;
+	const double *meas_ns;
+};
+
+struct mi_pred_recal {
+	double meas_ns, pred_ns;	/* all jobs, before */
+	double after_ns;		/* predicted with the new terms */
+	double factor[MI_PC_COUNT];	/* applied per class, 1 unchanged */
+	double dma_factor;		/* time-weighted over dma-bound nodes */
+	double compute_factor;		/* ... over compute-bound nodes */
+	bool dma;			/* dma-bound ops moved most */
+};
+
+/* Weight a recalibrated class's correction gets in dev's bias: far more
+ * than the few measurements folded in before, so it replaces them. */
+#define MI_PRED_RECAL_WEIGHT	1000.0
+
+/* Predicted time of job j on dev, ns. */
+double mi_pred_job_ns(const struct mi_predictor *p,
+		      const struct mi_pred_dev *dev,
+		      const struct mi_pred_jobs *jobs, int j);
+/*
+ * Fit per-class factors so that the predicted job times match the
+ * measured ones (multiplicative updates, each job's error shared among
+ * its classes by their predicted time) and fold them into dev's
+ * per-class bias.  Fills r (may be NULL).  -EINVAL without usable jobs.
+ */
+int mi_pred_recalibrate(const struct mi_predictor *p, struct mi_pred_dev *dev,
+			const struct mi_pred_jobs *jobs,
+			struct mi_pred_recal *r);
 
 /* ---- small statistics (stats.c) ------------------------------------ */
 double mi_pred_spearman(const double *a, const double *b, int n);

@@ -32,4 +32,7 @@ int mi_cli_serve(int argc, char **argv, const char *prog);
 /* metainfer devices (devices.c) */
 int mi_cli_devices(int argc, char **argv, const char *prog);
 
+/* metainfer adapt (adapt.c) */
+int mi_cli_adapt(int argc, char **argv, const char *prog);
+
 #endif /* MI_CLI_H */

@@ -61,6 +61,7 @@ static void usage_main(FILE *f)
 		"  switch MODEL.onnx    switchable layers: list, run or choose a configuration\n"
 		"  serve MODEL.onnx...  continuous streams with live re-placement and switching\n"
 		"  devices              the CPU and the accelerators, with their capabilities\n"
+		"  adapt MODEL.onnx     run with the closed loop: recalibrate, re-plan\n"
 		"  version              print the library version\n"
 		"\n"
 		"'%s <command> --help' describes a command's options.\n",
@@ -864,6 +865,8 @@ int main(int argc, char **argv)
 		return mi_cli_serve(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "devices"))
 		return mi_cli_devices(argc - 1, argv + 1, prog);
+	if (!strcmp(cmd, "adapt"))
+		return mi_cli_adapt(argc - 1, argv + 1, prog);
 	if (!strcmp(cmd, "quantize")) {
 #ifdef MI_HAVE_QUANT_MAIN
 		return mi_quant_main(argc - 1, argv + 1);

@@ -443,6 +443,55 @@ int mi_meta_choose(const struct mi_model *model,
 		   const struct mi_meta_goal *goal, int *choice,
 		   struct mi_meta_result *res);
 
+/*
+ * The closed loop after deployment (Documentation/predict.rst, "Closed
+ * loop").  Call mi_adapt_observe() after every mi_model_run() of a model
+ * placed on accelerators: it samples the device jobs' times in windows
+ * (after creation, after a re-plan, and when a device's run time jitters),
+ * recalibrates a device's predictor terms when measured and predicted
+ * differ by more than the tolerance, and re-plans the model (the plan
+ * search with the recalibrated predictor).  Since METAINFER_0.6l.
+ */
+struct mi_adapt;
+
+struct mi_adapt_opts {
+	double tolerance;	/* |measured / predicted - 1| band, 0: 0.20 */
+	double jitter;		/* run-to-run change that opens a window,
+				 * 0: 0.10 */
+	int32_t window;		/* sampled runs per window (<= 64), 0: 5 */
+	int32_t max_iters;	/* recalibrations before giving up, 0: 3 */
+	int32_t search_top;	/* plans a re-plan verifies, 0: 3 */
+	int32_t search_runs;	/* timed runs per verified plan, 0: 3 */
+	const char *predictor;	/* predictor file to start from, NULL: the
+				 * roofline of the advertised caps */
+	const char *save;	/* written after each recalibration, NULL */
+	FILE *log;		/* one line per recalibration, NULL: quiet */
+	uint64_t reserved[4];	/* must be zero */
+};
+
+struct mi_adapt_stats {
+	uint64_t runs;		/* observed */
+	uint64_t sampled;	/* runs inside sampling windows */
+	uint64_t windows;	/* sampling windows opened */
+	uint64_t triggers;	/* of them: opened by jitter */
+	uint64_t recals;	/* device recalibrations */
+	uint64_t replans;
+	uint64_t moved;		/* nodes moved between devices, all re-plans */
+	uint64_t nonconverged;	/* episodes that hit max_iters */
+	int32_t iters;		/* recalibrations of the episode under way */
+	int32_t max_iters_seen;	/* most any converged episode needed */
+	int32_t converged;	/* 1: the last window was within tolerance */
+	int32_t sampling;	/* 1: a window is open */
+	double ratio;		/* worst measured / predicted, last window */
+};
+
+int mi_adapt_new(struct mi_model *model, const struct mi_adapt_opts *opts,
+		 struct mi_adapt **adaptp);
+/* 1 when it re-planned the model, 0, or -errno. */
+int mi_adapt_observe(struct mi_adapt *adapt);
+int mi_adapt_stats(const struct mi_adapt *adapt, struct mi_adapt_stats *st);
+void mi_adapt_free(struct mi_adapt *adapt);
+
 #ifdef __cplusplus
 }
 #endif

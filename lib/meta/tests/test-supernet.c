@@ -14,7 +14,9 @@
  *    configuration's own reference; activation time P50/P99/max;
  *  - bad configurations, a model without switches and bad metadata fail
  *    with a clear error, the model keeping its configuration;
- *  - the meta-controller: a stressed device gets a cheaper configuration.
+ *  - the meta-controller (the trained one in the model's metadata): a
+ *    stressed device gets a cheaper configuration; a truncated
+ *    controller fails the load.
  */
 #include <errno.h>
 #include <math.h>
@@ -318,9 +320,16 @@ int main(int argc, char **argv)
 		e = mi_last_error();
 		CHECK(strstr(e, "metainfer.switch metadata"), "message: %s", e);
 		printf("ok   bad metadata: %s\n", e);
+		snprintf(p, sizeof(p), "%s/badctl.onnx", dir);
+		CHECK(mi_model_load(p, NULL, &pl) == -EINVAL,
+		      "a truncated controller loads");
+		e = mi_last_error();
+		CHECK(strstr(e, "metainfer.metactl metadata"), "message: %s", e);
+		printf("ok   bad controller: %s\n", e);
 	}
 
-	/* meta-controller */
+	/* meta-controller: the trained one check_supernet.py stored */
+	CHECK(m->sw && m->sw->ctl, "supernet.onnx has no trained controller");
 	{
 		struct mi_meta_device healthy = { .health_present = 0x3f,
 			.health = { 1, 1, 0, 1, 1, 1 } };

@@ -21,6 +21,7 @@
  *        layer variants: the share of nom that is compute
  *   14   the slope of log(nom) over log(MACs) across the device's table
  *        (1: compute-bound, 0: launch-bound)
+ *   15   log(the device's cheapest layer variant / nom): the launch share
  * They predict g = log(latency / nom); the controller's latency is
  * sum_l nom[l][k_l] * exp(g(health) - g(full health)), so a healthy
  * device gets exactly its own table and the trees only model how a state
@@ -63,8 +64,8 @@ void mi_meta_nominal(const struct mi_switch *sw,
 			double s = dev && dev->scale[L->kind[k]] > 0 ?
 					   dev->scale[L->kind[k]] : 1;
 
-			nom[i] = dev && dev->latency_us ? dev->latency_us[i] :
-							  L->lat_us[k] * s;
+			nom[i] = (dev && dev->latency_us ? dev->latency_us[i] :
+							   L->lat_us[k]) * s;
 		}
 	}
 }
@@ -77,7 +78,7 @@ void mi_metactl_features(const struct mi_switch *sw, const double *nom,
 	double t = fmax(row[k], 1e-3), lo = t;
 	double macs = L->macs[k] > 0 ? (double)L->macs[k] : 1;
 
-	double r = INFINITY, sx = 0, sy = 0, sxx = 0, sxy = 0;
+	double r = INFINITY, sx = 0, sy = 0, sxx = 0, sxy = 0, all = INFINITY;
 	int n = 0;
 
 	for (int j = 0; j < L->nvar; j++)
@@ -90,6 +91,7 @@ void mi_metactl_features(const struct mi_switch *sw, const double *nom,
 					    (double)sw->layers[i].macs[j] : 1;
 
 			r = fmin(r, u / mm);
+			all = fmin(all, u);
 			sx += log(mm), sy += log(u), n++;
 			sxx += log(mm) * log(mm), sxy += log(mm) * log(u);
 		}
@@ -102,6 +104,7 @@ void mi_metactl_features(const struct mi_switch *sw, const double *nom,
 	for (int i = 0; i < 6; i++)
 		x[7 + i] = health[i];
 	x[13] = log(macs * r / t);
+	x[15] = log(all / t);
 	x[14] = n * sxx - sx * sx > 0 ?
 			(n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
 }

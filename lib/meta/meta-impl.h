@@ -72,11 +72,11 @@ struct mi_switch {
  * writes it).
  */
 #define MI_METACTL_KEY	 "metainfer.metactl"
-#define MI_METACTL_NFEAT 15
+#define MI_METACTL_NFEAT 16
 
 /* The device's per-layer, per-variant latency at full health, us, at
- * nom[layer * MI_SWITCH_MAX_VARIANTS + variant]: its own table, else the
- * model's scaled by scale[kind]. */
+ * nom[layer * MI_SWITCH_MAX_VARIANTS + variant]: its own table (else the
+ * model's) times scale[kind]. */
 void mi_meta_nominal(const struct mi_switch *sw,
 		     const struct mi_meta_device *dev, double *nom);
 /* The six health dimensions, absent ones healthy, clamped to [0, 1]. */

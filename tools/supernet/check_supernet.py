@@ -110,8 +110,10 @@ def main():
         raise SystemExit("FAIL: switch --choose:\n" + out)
     print("ok   metainfer switch --list / --config / --choose / bad config")
     t2 = time.time()
-    out = sh([args.metactl, model, "--stored", "--max-regret", "2.5", "--max-miss", "10",
-              "--min-hot", "70"]).strip()
+    # bounds: below the formula's best and above the trained controller's
+    # worst over seeds 1-4 (Documentation/supernet.rst)
+    out = sh([args.metactl, model, "--stored", "--max-regret", "3",
+              "--max-miss", "12", "--min-hot", "80", "--beat-formula"]).strip()
     print(out)
     print("ok   trained meta-controller within bounds (%.1fs)"
           % (time.time() - t2))

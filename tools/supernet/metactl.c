@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * metactl MODEL.onnx [--stored] [--out FILE] [--devices N] [--states N]
- *         [--eval N]
+ *         [--trees N] [--depth D] [--eval N]
  *         [--seed S] [--max-regret PCT] [--max-miss PCT] [--min-hot PCT]
+ *         [--beat-formula]
  *
  * Trains the meta-controller of a switchable model (lib/meta/ctl.c) and
  * evaluates it against the hand-written fallback on held-out devices;
@@ -38,7 +39,8 @@
  *            share of devices that get a faster configuration.
  * Exit 1 when the trained controller's mean fastest regret exceeds
  * --max-regret, its budget misses exceed --max-miss, or its hot share is
- * under --min-hot (percent).
+ * under --min-hot (percent), and with --beat-formula when its mean
+ * fastest regret or its budget misses are above the formula's.
  */
 #include <errno.h>
 #include <math.h>
@@ -213,8 +215,8 @@ static void dev_meta(const struct dev *d, const struct mi_switch *sw,
 
 struct opts {
 	const char *model, *out;
-	bool stored;
-	int devices, states, eval;
+	bool stored, beat;
+	int devices, states, eval, trees, depth;
 	uint64_t seed;
 	double max_regret, max_miss, min_hot;
 };
@@ -226,7 +228,7 @@ static int train(struct mi_model *m, const struct opts *o, char **text)
 		      MI_SWITCH_MAX_VARIANTS, r = 0;
 	float *x = malloc(rows * MI_METACTL_NFEAT * sizeof(*x));
 	float *y = malloc(rows * sizeof(*y));
-	struct mi_gbrt_params gp = { .ntrees = 200, .depth = 6 };
+	struct mi_gbrt_params gp = { .ntrees = o->trees, .depth = o->depth };
 	struct mi_gbrt t;
 	uint64_t seed = o->seed;
 	double t0 = now_s(), t1;
@@ -386,6 +388,7 @@ static void print_score(const char *name, const struct score *s)
 int main(int argc, char **argv)
 {
 	struct opts o = { .devices = 300, .states = 24, .eval = 60,
+			  .trees = 200, .depth = 6,
 			  .seed = 1, .max_regret = -1, .max_miss = -1,
 			  .min_hot = -1 };
 	struct mi_model *m;
@@ -405,6 +408,10 @@ int main(int argc, char **argv)
 			o.stored = true;
 			continue;
 		}
+		if (!strcmp(a, "--beat-formula")) {
+			o.beat = true;
+			continue;
+		}
 		if (!v) {
 			fprintf(stderr, "metactl: %s needs a value\n", a);
 			return 2;
@@ -414,6 +421,10 @@ int main(int argc, char **argv)
 			o.out = v;
 		else if (!strcmp(a, "--devices"))
 			o.devices = atoi(v);
+		else if (!strcmp(a, "--trees"))
+			o.trees = atoi(v);
+		else if (!strcmp(a, "--depth"))
+			o.depth = atoi(v);
 		else if (!strcmp(a, "--states"))
 			o.states = atoi(v);
 		else if (!strcmp(a, "--eval"))
@@ -431,8 +442,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!o.model || o.devices < 3 || o.states < 3 || o.eval < 0) {
-		fprintf(stderr, "usage: metactl MODEL.onnx [--stored] [--out FILE] [--devices N>=3] [--states N>=3] [--eval N] [--seed S] [--max-regret PCT] [--max-miss PCT] [--min-hot PCT]\n");
+	if (!o.model || o.devices < 3 || o.states < 3 || o.eval < 0 ||
+	    o.trees < 1 || o.depth < 1 || o.depth > 12) {
+		fprintf(stderr, "usage: metactl MODEL.onnx [--stored] [--out FILE] [--devices N>=3] [--states N>=3] [--trees N] [--depth 1..12] [--eval N] [--seed S] [--max-regret PCT] [--max-miss PCT] [--min-hot PCT] [--beat-formula]\n");
 		return 2;
 	}
 	if (mi_model_load(o.model, NULL, &m)) {
@@ -503,6 +515,13 @@ int main(int argc, char **argv)
 		    100.0 * tr.miss / (tr.nb ? tr.nb : 1) > o.max_miss) {
 			printf("FAIL: trained budget misses above %.1f %%\n",
 			       o.max_miss);
+			rc = 1;
+		}
+		if (o.beat && (tr.regret_sum / (tr.n ? tr.n : 1) >
+			       fo.regret_sum / (fo.n ? fo.n : 1) ||
+			       (double)tr.miss / (tr.nb ? tr.nb : 1) >
+			       (double)fo.miss / (fo.nb ? fo.nb : 1))) {
+			printf("FAIL: the trained controller does worse than the formula\n");
 			rc = 1;
 		}
 		if (o.min_hot >= 0 && 100.0 * tr.hot_ok < o.min_hot * tr.hot_n) {

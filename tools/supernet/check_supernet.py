@@ -110,8 +110,9 @@ def main():
         raise SystemExit("FAIL: switch --choose:\n" + out)
     print("ok   metainfer switch --list / --config / --choose / bad config")
     t2 = time.time()
-    # bounds: below the formula's best and above the trained controller's
-    # worst over seeds 1-4 (Documentation/supernet.rst)
+    # regret and miss bounds: below the formula's best and above the
+    # trained controller's worst over seeds 1-4; hot: above the formula's
+    # mean (Documentation/supernet.rst)
     out = sh([args.metactl, model, "--stored", "--max-regret", "3",
               "--max-miss", "12", "--min-hot", "80", "--beat-formula"]).strip()
     print(out)

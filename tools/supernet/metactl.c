@@ -388,7 +388,7 @@ static void print_score(const char *name, const struct score *s)
 int main(int argc, char **argv)
 {
 	struct opts o = { .devices = 300, .states = 24, .eval = 60,
-			  .trees = 200, .depth = 6,
+			  .trees = 100, .depth = 6,
 			  .seed = 1, .max_regret = -1, .max_miss = -1,
 			  .min_hot = -1 };
 	struct mi_model *m;

@@ -42,12 +42,21 @@ static double formula(const struct mi_switch *sw, const double *nom,
 	return total;
 }
 
+/* fac: the trained controller's slow-down per layer variant, or NULL */
 static double predict(const struct mi_switch *sw,
 		      const struct mi_switch_config *c, const double *nom,
-		      const double *h)
+		      const double *fac, const double *h)
 {
-	return sw->ctl ? mi_metactl_predict(sw, nom, h, c->choice) :
-			 formula(sw, nom, h, c->choice);
+	double total = 0;
+
+	if (!fac)
+		return formula(sw, nom, h, c->choice);
+	for (int l = 0; l < sw->nlayers; l++) {
+		int i = l * MI_SWITCH_MAX_VARIANTS + c->choice[l];
+
+		total += nom[i] * fac[i];
+	}
+	return total;
 }
 
 int mi_meta_choose(const struct mi_model *m, const struct mi_meta_device *dev,
@@ -60,6 +69,7 @@ int mi_meta_choose(const struct mi_model *m, const struct mi_meta_device *dev,
 	int best = -1, most_acc = -1;
 	double best_lat = 0, h[6];
 	double nom[MI_SWITCH_MAX_LAYERS * MI_SWITCH_MAX_VARIANTS];
+	double fac[MI_SWITCH_MAX_LAYERS * MI_SWITCH_MAX_VARIANTS];
 	bool best_fits = false;
 
 	if (!m || !choice)
@@ -71,9 +81,11 @@ int mi_meta_choose(const struct mi_model *m, const struct mi_meta_device *dev,
 			m->label);
 	mi_meta_nominal(sw, dev, nom);
 	mi_meta_health(dev, h);
+	if (sw->ctl)
+		mi_metactl_factors(sw, nom, h, fac);
 	for (int i = 0; i < sw->ncfg; i++) {
 		const struct mi_switch_config *c = &sw->cfg[i];
-		double lat = predict(sw, c, nom, h);
+		double lat = predict(sw, c, nom, sw->ctl ? fac : NULL, h);
 		bool fits;
 
 		if (most_acc < 0 || c->accuracy > sw->cfg[most_acc].accuracy)
@@ -99,7 +111,8 @@ int mi_meta_choose(const struct mi_model *m, const struct mi_meta_device *dev,
 	}
 	if (best < 0) { /* nothing meets the floor: the most accurate */
 		best = most_acc;
-		best_lat = predict(sw, &sw->cfg[best], nom, h);
+		best_lat = predict(sw, &sw->cfg[best], nom, sw->ctl ? fac : NULL,
+				   h);
 		best_fits = false;
 	}
 	for (int l = 0; l < sw->nlayers; l++)

@@ -23,7 +23,8 @@
  *        (1: compute-bound, 0: launch-bound)
  *   15   log(the device's cheapest layer variant / nom): the launch share
  * They predict g = log(latency / nom); the controller's latency is
- * sum_l nom[l][k_l] * exp(g(health) - g(full health)), so a healthy
+ * sum_l nom[l][k_l] * exp(g(health) - g(full health)) (the factors are
+ * computed once per layer variant, not per configuration), so a healthy
  * device gets exactly its own table and the trees only model how a state
  * slows each variant down.
  */
@@ -109,22 +110,19 @@ void mi_metactl_features(const struct mi_switch *sw, const double *nom,
 			(n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
 }
 
-double mi_metactl_predict(const struct mi_switch *sw, const double *nom,
-			  const double *health, const int *choice)
+void mi_metactl_factors(const struct mi_switch *sw, const double *nom,
+			const double *health, double *fac)
 {
 	float x[MI_METACTL_NFEAT], x0[MI_METACTL_NFEAT];
-	double sum = 0;
 
-	for (int l = 0; l < sw->nlayers; l++) {
-		int k = choice[l];
-
-		mi_metactl_features(sw, nom, l, k, health, x);
-		mi_metactl_features(sw, nom, l, k, healthy, x0);
-		sum += nom[l * MI_SWITCH_MAX_VARIANTS + k] *
-		       exp(mi_gbrt_eval(&sw->ctl->t, x) -
-			   mi_gbrt_eval(&sw->ctl->t, x0));
-	}
-	return sum;
+	for (int l = 0; l < sw->nlayers; l++)
+		for (int k = 0; k < sw->layers[l].nvar; k++) {
+			mi_metactl_features(sw, nom, l, k, health, x);
+			mi_metactl_features(sw, nom, l, k, healthy, x0);
+			fac[l * MI_SWITCH_MAX_VARIANTS + k] =
+				exp(mi_gbrt_eval(&sw->ctl->t, x) -
+				    mi_gbrt_eval(&sw->ctl->t, x0));
+		}
 }
 
 void mi_metactl_free(struct mi_metactl *c)

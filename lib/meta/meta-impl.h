@@ -87,8 +87,9 @@ void mi_metactl_features(const struct mi_switch *sw, const double *nom,
 /* Parse a controller's text and attach it to sw (replacing one). */
 int mi_metactl_set(struct mi_switch *sw, const char *text);
 void mi_metactl_free(struct mi_metactl *c);
-/* Predicted latency, us, of configuration cfg on dev (sw->ctl set). */
-double mi_metactl_predict(const struct mi_switch *sw, const double *nom,
-			  const double *health, const int *choice);
+/* fac[layer * MI_SWITCH_MAX_VARIANTS + variant]: how much slower than
+ * nom each layer variant runs in this health state (sw->ctl set). */
+void mi_metactl_factors(const struct mi_switch *sw, const double *nom,
+			const double *health, double *fac);
 
 #endif /* MI_META_IMPL_H */

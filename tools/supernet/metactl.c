@@ -285,7 +285,7 @@ static int train(struct mi_model *m, const struct opts *o, char **text)
 }
 
 struct score {
-	double regret_sum, regret_max, acc_sum, logerr;
+	double regret_sum, regret_max, acc_sum, logerr, choose_s;
 	int n, nb, miss, hot_ok, hot_n;
 };
 
@@ -317,8 +317,8 @@ static void evaluate(struct mi_model *m, struct mi_metactl *ctl,
 	sw->ctl = ctl;
 	for (int i = 0; lat && lat0 && i < o->eval; i++) {
 		struct dev d;
-		double tab[NTAB], h[6], budget;
-		int top, chose_healthy = -1;
+		double tab[NTAB], h[6], budget, t0;
+		int top, chose_healthy = -1, err;
 
 		dev_random(&d, &seed, i % 3 != 2);
 		for (int c = 0; c < sw->ncfg; c++)
@@ -339,7 +339,10 @@ static void evaluate(struct mi_model *m, struct mi_metactl *ctl,
 				if (lat[c] < lat[best])
 					best = c;
 			}
-			if (mi_meta_choose(m, &md, &fast, ch, &r))
+			t0 = now_s();
+			err = mi_meta_choose(m, &md, &fast, ch, &r);
+			sc->choose_s += now_s() - t0;
+			if (err)
 				continue;
 			sc->logerr += fabs(log(r.predicted_us / lat[r.config]));
 			sc->regret_sum += lat[r.config] / lat[best] - 1;
@@ -377,8 +380,9 @@ static void evaluate(struct mi_model *m, struct mi_metactl *ctl,
 
 static void print_score(const char *name, const struct score *s)
 {
-	printf("%-9s |log error| %.3f; fastest: mean regret %5.1f %%, max %6.1f %% (%d states); budget: %4.1f %% missed, accuracy regret %.2f points (%d states); hot -> cheaper %d/%d\n",
-	       name, s->logerr / (s->n ? s->n : 1), 100 * s->regret_sum / (s->n ? s->n : 1),
+	printf("%-9s %.1f us per choice, |log error| %.3f; fastest: mean regret %5.1f %%, max %6.1f %% (%d states); budget: %4.1f %% missed, accuracy regret %.2f points (%d states); hot -> cheaper %d/%d\n",
+	       name, 1e6 * s->choose_s / (s->n ? s->n : 1),
+	       s->logerr / (s->n ? s->n : 1), 100 * s->regret_sum / (s->n ? s->n : 1),
 	       100 * s->regret_max, s->n,
 	       100.0 * s->miss / (s->nb ? s->nb : 1),
 	       s->acc_sum / (s->nb - s->miss > 0 ? s->nb - s->miss : 1), s->nb,

@@ -71,31 +71,50 @@ void mi_meta_nominal(const struct mi_switch *sw,
 	}
 }
 
-void mi_metactl_features(const struct mi_switch *sw, const double *nom,
-			 int l, int k, const double *health, float *x)
-{
-	const struct mi_switch_layer *L = &sw->layers[l];
-	const double *row = nom + l * MI_SWITCH_MAX_VARIANTS;
-	double t = fmax(row[k], 1e-3), lo = t;
-	double macs = L->macs[k] > 0 ? (double)L->macs[k] : 1;
+/* Device-level features, from its whole table (the same for every
+ * layer variant of one call). */
+struct dev_stats {
+	double r;	/* least us per MAC */
+	double slope;	/* of log nom over log MACs */
+	double all;	/* cheapest layer variant, us */
+};
 
-	double r = INFINITY, sx = 0, sy = 0, sxx = 0, sxy = 0, all = INFINITY;
+static void dev_stats(const struct mi_switch *sw, const double *nom,
+		      struct dev_stats *d)
+{
+	double sx = 0, sy = 0, sxx = 0, sxy = 0;
 	int n = 0;
 
-	for (int j = 0; j < L->nvar; j++)
-		lo = fmin(lo, fmax(row[j], 1e-3));
+	d->r = INFINITY;
+	d->all = INFINITY;
 	for (int i = 0; i < sw->nlayers; i++)
 		for (int j = 0; j < sw->layers[i].nvar; j++) {
 			double u = fmax(nom[i * MI_SWITCH_MAX_VARIANTS + j],
 					1e-3);
 			double mm = sw->layers[i].macs[j] > 0 ?
 					    (double)sw->layers[i].macs[j] : 1;
+			double lm = log(mm), lu = log(u);
 
-			r = fmin(r, u / mm);
-			all = fmin(all, u);
-			sx += log(mm), sy += log(u), n++;
-			sxx += log(mm) * log(mm), sxy += log(mm) * log(u);
+			d->r = fmin(d->r, u / mm);
+			d->all = fmin(d->all, u);
+			sx += lm, sy += lu, n++;
+			sxx += lm * lm, sxy += lm * lu;
 		}
+	d->slope = n * sxx - sx * sx > 0 ?
+			   (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
+}
+
+static void features(const struct mi_switch *sw, const double *nom,
+		     const struct dev_stats *d, int l, int k,
+		     const double *health, float *x)
+{
+	const struct mi_switch_layer *L = &sw->layers[l];
+	const double *row = nom + l * MI_SWITCH_MAX_VARIANTS;
+	double t = fmax(row[k], 1e-3), lo = t;
+	double macs = L->macs[k] > 0 ? (double)L->macs[k] : 1;
+
+	for (int j = 0; j < L->nvar; j++)
+		lo = fmin(lo, fmax(row[j], 1e-3));
 	x[0] = log(t);
 	for (int i = 0; i < MI_META_KINDS; i++)
 		x[1 + i] = L->kind[k] == i;
@@ -104,21 +123,31 @@ void mi_metactl_features(const struct mi_switch *sw, const double *nom,
 	x[6] = log(t / lo);
 	for (int i = 0; i < 6; i++)
 		x[7 + i] = health[i];
-	x[13] = log(macs * r / t);
-	x[15] = log(all / t);
-	x[14] = n * sxx - sx * sx > 0 ?
-			(n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
+	x[13] = log(macs * d->r / t);
+	x[14] = d->slope;
+	x[15] = log(d->all / t);
+}
+
+void mi_metactl_features(const struct mi_switch *sw, const double *nom,
+			 int l, int k, const double *health, float *x)
+{
+	struct dev_stats d;
+
+	dev_stats(sw, nom, &d);
+	features(sw, nom, &d, l, k, health, x);
 }
 
 void mi_metactl_factors(const struct mi_switch *sw, const double *nom,
 			const double *health, double *fac)
 {
 	float x[MI_METACTL_NFEAT], x0[MI_METACTL_NFEAT];
+	struct dev_stats d;
 
+	dev_stats(sw, nom, &d);
 	for (int l = 0; l < sw->nlayers; l++)
 		for (int k = 0; k < sw->layers[l].nvar; k++) {
-			mi_metactl_features(sw, nom, l, k, health, x);
-			mi_metactl_features(sw, nom, l, k, healthy, x0);
+			features(sw, nom, &d, l, k, health, x);
+			features(sw, nom, &d, l, k, healthy, x0);
 			fac[l * MI_SWITCH_MAX_VARIANTS + k] =
 				exp(mi_gbrt_eval(&sw->ctl->t, x) -
 				    mi_gbrt_eval(&sw->ctl->t, x0));

@@ -501,7 +501,10 @@ int main(int argc, char **argv)
 		}
 		ctl = tmp.ctl;
 	}
-	/* evaluate() attaches the controller it scores */
+	/* evaluate() attaches the controller it scores; a stored one that
+	 * was not asked for goes */
+	if (m->sw->ctl != ctl)
+		mi_metactl_free(m->sw->ctl);
 	m->sw->ctl = NULL;
 	if (o.eval > 0 && ctl) {
 		evaluate(m, ctl, &o, &tr);

@@ -39,9 +39,11 @@ $(LIVE_BENCH): scheduler/bench/bench-switch.c $(SCHED_A) $(LIB_A) $(SCHED_HDRS)
 ALL += $(LIVE_CHECK) $(LIVE_BENCH)
 
 # A small supernet (3 epochs, about 10 s of training; tools/supernet)
-$(LIVE_SUPERNET): tools/supernet/supernet.py
+# with its trained meta-controller (lib/meta/meta.mk: METACTL)
+$(LIVE_SUPERNET): tools/supernet/supernet.py $(METACTL)
 	@mkdir -p $(dir $@)
-	$(PYTHON) tools/supernet/supernet.py --out $(dir $@) --epochs 3 --warmup 2
+	$(PYTHON) tools/supernet/supernet.py --out $(dir $@) --epochs 3 --warmup 2 \
+		--metactl $(METACTL)
 
 # Quantized (QDQ), so that its layers run on accelerators
 $(LIVE_SUPERNET8): $(LIVE_SUPERNET) $(O)/metainfer

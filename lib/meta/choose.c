@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * The meta-controller: pick a configuration of a switchable model for one
- * device from the model's per-configuration tables (accuracy measured on
- * held-out data, latency per layer variant) and the device's embedding
- * and health vector.  The prediction model is in metainfer.h (above
- * mi_meta_choose) and Documentation/supernet.rst; it is deliberately
- * small: per-variant-kind scale factors are the device embedding, and
- * health scales latency so that a stressed device prefers cheap variants.
+ * device from the model's per-configuration accuracy (measured on
+ * held-out data), the device's latency table at full health (its own, or
+ * the model's scaled per variant kind: the device embedding) and its
+ * health vector.  The latency under that health comes from the model's
+ * trained controller (ctl.c) when it has one; a model without one gets
+ * the hand-written fallback below.  Documentation/supernet.rst.
  */
 #include <errno.h>
 #include <math.h>
@@ -16,40 +16,45 @@
 
 enum { H_COMPUTE, H_MEMORY, H_BANDWIDTH, H_THERMAL, H_POWER, H_QUEUE };
 
-static double dim(const struct mi_meta_device *d, int i, double absent)
+/*
+ * Fallback for models without a trained controller: a busy or throttled
+ * device slows everything, a hot one MAC-heavy variants most.
+ */
+static double formula(const struct mi_switch *sw, const double *nom,
+		      const double *h, const int *choice)
 {
-	if (!d || !(d->health_present & (1u << i)))
-		return absent;
-	return d->health[i] < 0 ? 0 : d->health[i] > 1 ? 1 : d->health[i];
-}
-
-static double predict(const struct mi_switch *sw,
-		      const struct mi_switch_config *c,
-		      const struct mi_meta_device *d)
-{
-	double compute = fmax(dim(d, H_COMPUTE, 1), 0.05);
-	double thermal = dim(d, H_THERMAL, 1);
-	double bw = dim(d, H_BANDWIDTH, 0);
+	double compute = fmax(h[H_COMPUTE], 0.05);
 	double total = 0;
 
 	for (int l = 0; l < sw->nlayers; l++) {
 		const struct mi_switch_layer *L = &sw->layers[l];
-		int k = c->choice[l];
-		double scale = d && d->scale[L->kind[k]] > 0 ?
-				       d->scale[L->kind[k]] : 1;
+		int k = choice[l];
 		uint64_t maxm = 0;
 
 		for (int j = 0; j < L->nvar; j++)
 			if (L->macs[j] > maxm)
 				maxm = L->macs[j];
-		double lat = d && d->latency_us ?
-				     d->latency_us[l * MI_SWITCH_MAX_VARIANTS + k] :
-				     L->lat_us[k];
+		total += nom[l * MI_SWITCH_MAX_VARIANTS + k] / compute *
+			 (1 + (1 - h[H_THERMAL]) *
+				      (maxm ? (double)L->macs[k] / maxm : 1)) *
+			 (1 + h[H_BANDWIDTH]);
+	}
+	return total;
+}
 
-		total += lat * scale / compute *
-			 (1 + (1 - thermal) * (maxm ? (double)L->macs[k] / maxm :
-						       1)) *
-			 (1 + bw);
+/* fac: the trained controller's slow-down per layer variant, or NULL */
+static double predict(const struct mi_switch *sw,
+		      const struct mi_switch_config *c, const double *nom,
+		      const double *fac, const double *h)
+{
+	double total = 0;
+
+	if (!fac)
+		return formula(sw, nom, h, c->choice);
+	for (int l = 0; l < sw->nlayers; l++) {
+		int i = l * MI_SWITCH_MAX_VARIANTS + c->choice[l];
+
+		total += nom[i] * fac[i];
 	}
 	return total;
 }
@@ -62,7 +67,9 @@ int mi_meta_choose(const struct mi_model *m, const struct mi_meta_device *dev,
 	double floor = goal ? goal->min_accuracy : 0;
 	double budget = goal ? goal->latency_budget_us : 0;
 	int best = -1, most_acc = -1;
-	double best_lat = 0;
+	double best_lat = 0, h[6];
+	double nom[MI_SWITCH_MAX_LAYERS * MI_SWITCH_MAX_VARIANTS];
+	double fac[MI_SWITCH_MAX_LAYERS * MI_SWITCH_MAX_VARIANTS];
 	bool best_fits = false;
 
 	if (!m || !choice)
@@ -72,9 +79,13 @@ int mi_meta_choose(const struct mi_model *m, const struct mi_meta_device *dev,
 		return mi_set_error(-ENOENT,
 			"%s: no switchable layers with measured configurations",
 			m->label);
+	mi_meta_nominal(sw, dev, nom);
+	mi_meta_health(dev, h);
+	if (sw->ctl)
+		mi_metactl_factors(sw, nom, h, fac);
 	for (int i = 0; i < sw->ncfg; i++) {
 		const struct mi_switch_config *c = &sw->cfg[i];
-		double lat = predict(sw, c, dev);
+		double lat = predict(sw, c, nom, sw->ctl ? fac : NULL, h);
 		bool fits;
 
 		if (most_acc < 0 || c->accuracy > sw->cfg[most_acc].accuracy)
@@ -100,7 +111,8 @@ int mi_meta_choose(const struct mi_model *m, const struct mi_meta_device *dev,
 	}
 	if (best < 0) { /* nothing meets the floor: the most accurate */
 		best = most_acc;
-		best_lat = predict(sw, &sw->cfg[best], dev);
+		best_lat = predict(sw, &sw->cfg[best], nom, sw->ctl ? fac : NULL,
+				   h);
 		best_fits = false;
 	}
 	for (int l = 0; l < sw->nlayers; l++)

@@ -5,7 +5,8 @@
 #
 #   make check-supernet   train a tiny supernet (tools/supernet), compare
 #                         every configuration with ONNX Runtime, pruned vs
-#                         full graph, switching under a loop of runs
+#                         full graph, switching under a loop of runs, the
+#                         trained meta-controller against the oracle
 
 META_SRCS := $(wildcard lib/meta/*.c)
 META_OBJS := $(patsubst %.c,$(O)/%.o,$(META_SRCS))
@@ -20,11 +21,19 @@ $(SUPERNET_TEST): lib/meta/tests/test-supernet.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
 
-ALL += $(SUPERNET_TEST)
+# The meta-controller's trainer (tools/supernet/metactl.c)
+METACTL := $(O)/tools/supernet/metactl-train
+
+$(METACTL): tools/supernet/metactl.c $(LIB_A) $(wildcard lib/meta/*.h lib/predict/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) $< -o $@ $(LIB_A) $(LIB_LDLIBS)
+
+ALL += $(SUPERNET_TEST) $(METACTL)
 CHECKS += check-supernet
 
 .PHONY: check-supernet
 # ONNX Runtime: `make ort` (tools/bench/bench.mk)
-check-supernet: $(SUPERNET_TEST) $(O)/metainfer $(O)/ort/node_modules/onnxruntime-node/package.json
+check-supernet: $(SUPERNET_TEST) $(METACTL) $(O)/metainfer $(O)/ort/node_modules/onnxruntime-node/package.json
 	$(PYTHON) tools/supernet/check_supernet.py --out $(SUPERNET_DIR) \
-		--test $(SUPERNET_TEST) --metainfer $(O)/metainfer
+		--test $(SUPERNET_TEST) --metainfer $(O)/metainfer \
+		--metactl $(METACTL)

@@ -70,6 +70,10 @@ static int layer_init(struct mi_model *m, struct mi_switch_layer *L,
 				 mi_mj_get(o, "in_channels")->num : 0);
 	L->out_ch = (int)(mi_mj_get(o, "out_channels") ?
 				  mi_mj_get(o, "out_channels")->num : 0);
+	L->height = (int)(mi_mj_get(o, "height") ?
+				  mi_mj_get(o, "height")->num : 0);
+	L->width = (int)(mi_mj_get(o, "width") ?
+				 mi_mj_get(o, "width")->num : 0);
 	L->in_t = in && in->type == MJ_STR ?
 			  mi_graph_find_tensor(g, in->str) : -1;
 	L->merge_n = -1;
@@ -174,7 +178,7 @@ static int configs_init(struct mi_model *m, struct mi_switch *sw,
 int mi_switch_init(struct mi_model *m)
 {
 	struct mi_graph *g = &m->g;
-	const char *text = NULL;
+	const char *text = NULL, *ctl = NULL;
 	const struct mi_mj *layers;
 	struct mi_switch *sw;
 	struct mi_mj root;
@@ -183,6 +187,8 @@ int mi_switch_init(struct mi_model *m)
 	for (int i = 0; i < g->nmeta; i++)
 		if (!strcmp(g->meta_key[i], KEY))
 			text = g->meta_value[i];
+		else if (!strcmp(g->meta_key[i], MI_METACTL_KEY))
+			ctl = g->meta_value[i];
 	if (!text)
 		return 0;
 	if (mi_mj_parse(text, &root, &pos))
@@ -221,6 +227,10 @@ int mi_switch_init(struct mi_model *m)
 		sw->dead0[i] = g->nodes[i].dead;
 	for (int l = 0; l < sw->nlayers; l++)
 		sw->cur[l] = -1;
+	if (ctl && mi_metactl_set(sw, ctl))
+		err = mi_graph_err(g, NULL, -EINVAL,
+				   "%s metadata: not a controller of version 1 with %d features",
+				   MI_METACTL_KEY, MI_METACTL_NFEAT);
 out:
 	mi_mj_free(&root);
 	return err;
@@ -275,6 +285,7 @@ void mi_switch_fini(struct mi_model *m)
 	}
 	free(sw->cfg);
 	free(sw->dead0);
+	mi_metactl_free(sw->ctl);
 	free(sw);
 	m->sw = NULL;
 }

@@ -3,15 +3,20 @@
 """check-supernet: train a tiny supernet, then check MetaInfer against it.
 
   check_supernet.py --out DIR --test TEST-SUPERNET --metainfer BIN
+                    --metactl METACTL-TRAIN
 
-1. tools/supernet/supernet.py --configs-onnx (few epochs: a tiny run);
-2. plain.onnx (the metadata removed) and badmeta.onnx (a selector name
-   that does not exist) for the error cases;
+1. tools/supernet/supernet.py --configs-onnx --metactl (few epochs: a
+   tiny run; the meta-controller trained and stored in the model);
+2. plain.onnx (the metadata removed), badmeta.onnx (a selector name
+   that does not exist) and badctl.onnx (a truncated controller) for the
+   error cases;
 3. ONNX Runtime (tools/bench/ort-run.js) on every config_<abc>.onnx ->
    ort_<abc>.npy;
 4. lib/meta/tests/test-supernet DIR (pruned == full == ORT, switching
    under a loop of runs, errors, meta-controller);
-5. the CLI: metainfer switch --list / --config / a bad --config.
+5. the CLI: metainfer switch --list / --config / a bad --config;
+6. the trained meta-controller against the oracle on held-out devices
+   and states, within bounds (Documentation/supernet.rst).
 """
 
 import argparse
@@ -41,6 +46,8 @@ def main():
     ap.add_argument("--test", required=True)
     ap.add_argument("--metainfer", required=True)
     ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--metactl", required=True,
+                    help="the meta-controller trainer (metactl-train)")
     args = ap.parse_args()
 
     import numpy as np
@@ -49,7 +56,7 @@ def main():
     t0 = time.time()
     print(sh([sys.executable, os.path.join(HERE, "supernet.py"), "--out",
               args.out, "--epochs", str(args.epochs), "--warmup", "2",
-              "--configs-onnx"]).strip())
+              "--configs-onnx", "--metactl", args.metactl]).strip())
     t_train = time.time() - t0
     d = args.out
     meta_ok = onnx.load(os.path.join(d, "supernet.onnx"))
@@ -60,6 +67,11 @@ def main():
     meta["layers"][1]["select"][2] = "metainfer.switch.L1.nosuch"
     meta_ok.metadata_props[0].value = json.dumps(meta)
     onnx.save(meta_ok, os.path.join(d, "badmeta.onnx"))
+    badctl = onnx.load(os.path.join(d, "supernet.onnx"))
+    for p in badctl.metadata_props:
+        if p.key == "metainfer.metactl":
+            p.value = p.value[:len(p.value) // 2]
+    onnx.save(badctl, os.path.join(d, "badctl.onnx"))
 
     t1 = time.time()
     x = os.path.join(d, "test_x.npy")
@@ -97,6 +109,15 @@ def main():
     if "chose" not in out:
         raise SystemExit("FAIL: switch --choose:\n" + out)
     print("ok   metainfer switch --list / --config / --choose / bad config")
+    t2 = time.time()
+    # regret and miss bounds: below the formula's best and above the
+    # trained controller's worst over seeds 1-4; hot: above the formula's
+    # mean (Documentation/supernet.rst)
+    out = sh([args.metactl, model, "--stored", "--max-regret", "3",
+              "--max-miss", "12", "--min-hot", "80", "--beat-formula"]).strip()
+    print(out)
+    print("ok   trained meta-controller within bounds (%.1fs)"
+          % (time.time() - t2))
     print("PASS check-supernet (training %.1fs, total %.1fs)"
           % (t_train, time.time() - t0))
     return 0

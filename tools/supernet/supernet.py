@@ -44,7 +44,9 @@ runs it unchanged, MetaInfer prunes the unselected branches
 model's metadata_props "metainfer.switch" holds JSON: the layers (name,
 channels, variants, selector names, merge node and output tensor, MACs and
 latency per variant), the latency table's source, the held-out accuracy of
-all 3^L configurations (PyTorch, eval mode) and the default.
+all 3^L configurations (PyTorch, eval mode) and the default.  With
+--metactl TRAINER, metadata_props "metainfer.metactl" also holds the
+meta-controller trained on it (tools/supernet/metactl.c).
 
 Files written into --out: supernet.onnx, test_x.npy [N,1,8,8], test_y.npy,
 supernet.json (the metadata plus timings); with --configs-onnx also
@@ -284,6 +286,29 @@ def export(net, choice, meta, path):
     os.replace(path + ".tmp", path)
 
 
+def attach_metactl(trainer, path):
+    """Train the meta-controller on the exported model (its tables and
+    accuracies) and store it as metadata_props["metainfer.metactl"]."""
+    import subprocess
+    import onnx
+    from onnx import helper
+
+    ctl = path + ".metactl"
+    out = subprocess.run([trainer, path, "--out", ctl, "--eval", "0"],
+                         check=True, capture_output=True, text=True)
+    print(out.stdout.strip())
+    with open(ctl) as f:
+        text = f.read()
+    os.remove(ctl)
+    model = onnx.load(path)
+    props = {p.key: p.value for p in model.metadata_props}
+    props["metainfer.metactl"] = text
+    del model.metadata_props[:]
+    helper.set_model_props(model, props)
+    onnx.save(model, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -298,6 +323,10 @@ def main():
     ap.add_argument("--measure-latency", default="", metavar="METAINFER",
                     help="measure the table with this metainfer binary")
     ap.add_argument("--test-fraction", type=float, default=0.2)
+    ap.add_argument("--metactl", default="", metavar="TRAINER",
+                    help="train the meta-controller with this binary "
+                         "(build/tools/supernet/metactl-train) and store "
+                         "it in the model")
     ap.add_argument("--configs-onnx", action="store_true",
                     help="also write config_<abc>.onnx per configuration")
     args = ap.parse_args()
@@ -409,6 +438,8 @@ def main():
             "configs": configs}
     path = os.path.join(args.out, "supernet.onnx")
     export(net, default, meta, path)
+    if args.metactl:
+        attach_metactl(args.metactl, path)
     if args.configs_onnx:
         for c in configs:
             export(net, c["choice"], meta, os.path.join(

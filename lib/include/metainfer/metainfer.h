@@ -394,14 +394,14 @@ int mi_model_set_devices(struct mi_model *model, const char *devices);
 /*
  * Meta-controller: pick a configuration for one device.  Inputs: the
  * model's per-configuration accuracy and latency tables (above), the
- * device's embedding (relative cost of each variant kind on it, 1 = as in
- * the model's table) and its health vector (lib/health's six dimensions,
- * in [0, 1], with a present mask; absent dimensions count as healthy).
- * Predicted latency per layer variant (lat from the device's table if
- * it has one, else the model's):
- *   lat * scale[kind] / max(compute, 0.05)
- *       * (1 + (1 - thermal) * macs / max_macs_of_layer)
- *       * (1 + bandwidth saturation)
+ * device's embedding (its own latency table at full health, or the
+ * model's; times the relative cost of each variant kind on it, 1 = as in
+ * the table) and its health vector (lib/health's six dimensions, in
+ * [0, 1], with a present mask; absent dimensions count as healthy).  The
+ * latency under that health comes from the controller trained offline
+ * and stored in the model ("metainfer.metactl" metadata,
+ * tools/supernet/metactl.c); a model without one gets a fixed fallback
+ * formula (Documentation/supernet.rst).
  * Goal: with latency_budget_us > 0, the most accurate configuration whose
  * prediction fits the budget (the fastest if none does); otherwise the
  * fastest; both among configurations at or above min_accuracy (if none

@@ -14,7 +14,9 @@
  *    configuration's own reference; activation time P50/P99/max;
  *  - bad configurations, a model without switches and bad metadata fail
  *    with a clear error, the model keeping its configuration;
- *  - the meta-controller: a stressed device gets a cheaper configuration.
+ *  - the meta-controller (the trained one in the model's metadata): a
+ *    stressed device gets a cheaper configuration; a truncated
+ *    controller fails the load; a model without one gets the formula.
  */
 #include <errno.h>
 #include <math.h>
@@ -318,9 +320,16 @@ int main(int argc, char **argv)
 		e = mi_last_error();
 		CHECK(strstr(e, "metainfer.switch metadata"), "message: %s", e);
 		printf("ok   bad metadata: %s\n", e);
+		snprintf(p, sizeof(p), "%s/badctl.onnx", dir);
+		CHECK(mi_model_load(p, NULL, &pl) == -EINVAL,
+		      "a truncated controller loads");
+		e = mi_last_error();
+		CHECK(strstr(e, "metainfer.metactl metadata"), "message: %s", e);
+		printf("ok   bad controller: %s\n", e);
 	}
 
-	/* meta-controller */
+	/* meta-controller: the trained one check_supernet.py stored */
+	CHECK(m->sw && m->sw->ctl, "supernet.onnx has no trained controller");
 	{
 		struct mi_meta_device healthy = { .health_present = 0x3f,
 			.health = { 1, 1, 0, 1, 1, 1 } };
@@ -355,6 +364,18 @@ int main(int argc, char **argv)
 		      "a busy device keeps the configuration");
 		CHECK(rt.config != rh.config || !rt.fits,
 		      "a hot device keeps the configuration");
+		{
+			struct mi_switch_config ch_h, ch_s, ch_t;
+
+			mi_model_config(m, rh.config, &ch_h);
+			mi_model_config(m, rs.config, &ch_s);
+			mi_model_config(m, rt.config, &ch_t);
+			CHECK(ch_t.latency_us < ch_h.latency_us &&
+			      ch_s.latency_us < ch_h.latency_us,
+			      "busy %.1f us / hot %.1f us: not cheaper than healthy %.1f us",
+			      ch_s.latency_us, ch_t.latency_us,
+			      ch_h.latency_us);
+		}
 		printf("ok   meta-controller, budget %.1f us: healthy -> %d%d%d (%.2f%%, %.1f us); compute 0.4 -> %d%d%d (%.2f%%, %.1f us); thermal 0 -> %d%d%d (%.2f%%, %.1f us)\n",
 		       goal.latency_budget_us, ch[0], ch[1], ch[2], rh.accuracy,
 		       rh.predicted_us, cs[0], cs[1], cs[2], rs.accuracy,
@@ -384,6 +405,20 @@ int main(int argc, char **argv)
 			printf("ok   fastest: model's table -> %d%d%d (%.1f us); device table with dws x10 -> %d%d%d (%.1f us)\n",
 			       ch[0], ch[1], ch[2], rh.predicted_us, co[0],
 			       co[1], co[2], rs.predicted_us);
+		}
+		/* without a stored controller: the fallback formula */
+		{
+			struct mi_model *fm = load("config_000.onnx");
+			struct mi_meta_result rf;
+
+			CHECK(fm->sw && !fm->sw->ctl,
+			      "config_000.onnx has a controller");
+			CHECK(!mi_meta_choose(fm, &hot, &goal, ch, &rf) &&
+			      rf.config >= 0,
+			      "fallback: %s", mi_last_error());
+			printf("ok   no stored controller: the formula, thermal 0 -> %d%d%d (%.1f us)\n",
+			       ch[0], ch[1], ch[2], rf.predicted_us);
+			mi_model_free(fm);
 		}
 		goal.latency_budget_us = 0;
 		goal.min_accuracy = 101;

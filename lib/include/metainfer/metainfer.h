@@ -450,7 +450,7 @@ int mi_meta_choose(const struct mi_model *model,
  * (after creation, after a re-plan, and when a device's run time jitters),
  * recalibrates a device's predictor terms when measured and predicted
  * differ by more than the tolerance, and re-plans the model (the plan
- * search with the recalibrated predictor).  Since METAINFER_0.6l.
+ * search with the recalibrated predictor).  Since METAINFER_0.6.
  */
 struct mi_adapt;
 

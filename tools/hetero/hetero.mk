@@ -24,7 +24,15 @@ $(HETERO_CHECK_EMU): tools/hetero/hetero-check.c tools/hetero/hetero-emu.c $(LIB
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOLS_CFLAGS) -DHETERO_EMU $(filter %.c,$^) -o $@ $(LIB_A) $(LIB_LDLIBS)
 
-ALL += $(HETERO_CHECK) $(HETERO_CHECK_EMU)
+# Debugging: the first device entry whose placement changes an output
+# (tools/hetero/hetero-bisect.c, emulated devices).
+HETERO_BISECT := $(O)/tools/hetero-bisect
+
+$(HETERO_BISECT): tools/hetero/hetero-bisect.c tools/hetero/hetero-emu.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOLS_CFLAGS) $(filter %.c,$^) -o $@ $(LIB_A) $(LIB_LDLIBS)
+
+ALL += $(HETERO_CHECK) $(HETERO_CHECK_EMU) $(HETERO_BISECT)
 
 HETERO_FP32 := $(patsubst %,$(HETERO_MODELS)/%.onnx,$(HETERO_NETS))
 

@@ -114,6 +114,7 @@ static int entry_copy(struct mi_plan_entry *d, const struct mi_plan_entry *s)
 	d->name = dup0(s->name);
 	d->op = dup0(s->op);
 	d->device = dup0(s->device);
+	d->job = s->job;
 	d->variant = dup0(s->variant);
 	d->lay_in = dup0(s->lay_in);
 	d->lay_out = dup0(s->lay_out);
@@ -212,6 +213,7 @@ int mi_plan_set(struct mi_plan *p, const char *name, const char *variant,
 	ne.name = strdup(name);
 	ne.op = strdup(op);
 	ne.device = strdup(e ? e->device : "cpu");
+	ne.job = e ? e->job : 0;
 	ne.variant = strdup(variant);
 	ne.lay_in = strdup("auto");
 	ne.lay_out = strdup("auto");
@@ -534,6 +536,9 @@ int mi_plan_readback(struct mi_model *m, struct mi_plan_rb *r, struct mi_plan **
 		e->name = strdup(r->labels[i]);
 		e->op = strdup(g->nodes[i].op_type);
 		e->device = strdup(mi_place_node_device(m, i));
+		/* the grouping into jobs is the plan's too: the default rule
+		 * splits by measured rates, which another run measures anew */
+		e->job = mi_place_node_job(m, i) + 1;
 		e->variant = strdup(v);
 		e->lay_in = strdup(li);
 		e->lay_out = strdup(lo);
@@ -659,10 +664,11 @@ static int replan(struct mi_model *m)
 	return err;
 }
 
-/* The plan's constraints per node, checked against the model. */
+/* The plan's constraints per node, checked against the model; pins,
+ * jpins: per node the device slot + 1 and the plan's job + 1. */
 static int build_req(struct mi_model *m, const struct mi_plan *p,
 		     char **labels, struct mi_plan_req **reqp, int *pins,
-		     char *why, size_t wlen)
+		     int *jpins, char *why, size_t wlen)
 {
 	struct mi_graph *g = &m->g;
 	struct mi_plan_ctx *c = m->plan_ctx;
@@ -696,6 +702,8 @@ static int build_req(struct mi_model *m, const struct mi_plan *p,
 			BAD("node '%s': %s", e->name, dwhy);
 		if (pins)
 			pins[i] = slot + 1;
+		if (jpins)
+			jpins[i] = slot ? e->job : 0;
 		prov = mi_plan_variant_prov(g->nodes[i].op_type, e->variant);
 		if (prov < 0)
 			BAD("node '%s': unknown variant '%s' for %s", e->name,
@@ -734,6 +742,8 @@ static int build_req(struct mi_model *m, const struct mi_plan *p,
 			req[i].fused[req[i].nfused++] = j;
 			if (pins)
 				pins[j] = pins[i];
+			if (jpins)
+				jpins[j] = jpins[i];
 		}
 	}
 	for (int k = 0; k < p->nremoved; k++) {
@@ -868,6 +878,7 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 	struct mi_plan_rb r;
 	char why[600];
 	int err, round, *pins = NULL, *old_pins = NULL;
+	int *jpins = NULL, *old_jpins = NULL;
 	uint64_t old_max_job = mi_place_max_job(m);
 
 	if (!m || !plan)
@@ -907,20 +918,26 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 			m->label, plan->isa, mi_cpu_isa_name(c->isa));
 	}
 	pins = calloc(m->g.nnodes + 1, sizeof(*pins));
+	jpins = calloc(m->g.nnodes + 1, sizeof(*jpins));
 	err = mi_plan_dup(plan, &copy);
-	if (!err && !pins)
+	if (!err && (!pins || !jpins))
 		err = -ENOMEM;
 	if (!err)
-		err = build_req(m, copy, r.labels, &req, pins, why, sizeof(why));
+		err = build_req(m, copy, r.labels, &req, pins, jpins, why,
+				sizeof(why));
 	if (!err && m->place) {
 		/* placement reads the pins while planning */
 		old_pins = m->place->pin;
+		old_jpins = m->place->jpin;
 		m->place->pin = pins;
+		m->place->jpin = jpins;
 		m->place->npin = m->g.nnodes;
 		pins = NULL;
+		jpins = NULL;
 		mi_place_set_max_job(m, copy->max_job_us * 1000);
 	}
 	free(pins);
+	free(jpins);
 	mi_plan_rb_fini(&r);
 	if (err) {
 		mi_plan_free(copy);
@@ -961,18 +978,23 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 		mi_plan_free(copy);
 		if (m->place) {
 			free(m->place->pin);
+			free(m->place->jpin);
 			m->place->pin = old_pins;
+			m->place->jpin = old_jpins;
 			old_pins = NULL;
+			old_jpins = NULL;
 			if (!m->place->pin)
 				m->place->npin = 0;
 			mi_place_set_max_job(m, old_max_job);
 		}
 		replan(m);
 		free(old_pins);
+		free(old_jpins);
 		return mi_set_error(err, "%s: %s", m->label, why);
 	}
 	req_free(old, c->nnodes);
 	free(old_pins);
+	free(old_jpins);
 	mi_plan_free(m->plan);
 	m->plan = copy;
 	mi_plan_cands_free(m->cands);

@@ -21,6 +21,8 @@ struct mi_plan_entry {
 	char *name;		/* node name, or "<op>#<index>" (see apply.c) */
 	char *op;
 	char *device;		/* "cpu" */
+	int job;		/* device job of the placement + 1 (JSON
+				 * "job": N), 0: none, or the default rule */
 	char *variant;		/* stable kernel variant name, "ref" */
 	char *lay_in, *lay_out;	/* "NCHW", "NCHW16c", ..., "auto" */
 	char *precision;	/* "fp32", "int8" */

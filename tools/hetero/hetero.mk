@@ -32,7 +32,15 @@ $(HETERO_BISECT): tools/hetero/hetero-bisect.c tools/hetero/hetero-emu.c $(LIB_A
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOLS_CFLAGS) $(filter %.c,$^) -o $@ $(LIB_A) $(LIB_LDLIBS)
 
-ALL += $(HETERO_CHECK) $(HETERO_CHECK_EMU) $(HETERO_BISECT)
+# A placed model's plan is a value: written, read back and applied to a
+# fresh load, it places and computes the same (lib/plan/tests).
+PLACE_PLAN_TEST := $(O)/lib/plan/tests/test-place-plan
+
+$(PLACE_PLAN_TEST): lib/plan/tests/test-place-plan.c tools/hetero/hetero-emu.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOLS_CFLAGS) $(filter %.c,$^) -o $@ $(LIB_A) $(LIB_LDLIBS)
+
+ALL += $(HETERO_CHECK) $(HETERO_CHECK_EMU) $(HETERO_BISECT) $(PLACE_PLAN_TEST)
 
 HETERO_FP32 := $(patsubst %,$(HETERO_MODELS)/%.onnx,$(HETERO_NETS))
 
@@ -75,7 +83,9 @@ demo-hetero: modules $(HETERO_CHECK) $(O)/metainfer $(HETERO_MODELS)/mobilenet_v
 # accelerators (npu0 NHWC with every op, npu1 NCHW without LUT) vs the
 # CPU int8 run, and with every job failing (npu2: -EIO each time; npu3:
 # lost at its first job), so each inference reruns the jobs' nodes on the
-# CPU's int8 kernels.  Limits: cosine 0.999 and the same top-1 for every
+# CPU's int8 kernels; their plans written, read back and applied to a
+# fresh load give the same placement, jobs and output bits
+# (test-place-plan, about 17 s).  Limits: cosine 0.999 and the same top-1 for every
 # input (hetero-check's defaults), but EfficientNet-B0's device runs
 # (one step of fixed-point rounding per op, amplified through its
 # squeeze-excite blocks: input 5 of seed 1 reaches 0.939 and another
@@ -85,7 +95,11 @@ demo-hetero: modules $(HETERO_CHECK) $(O)/metainfer $(HETERO_MODELS)/mobilenet_v
 # timeout, chain in place (--shared).
 CHECKS += check-hetero-host
 .PHONY: check-hetero-host check-hetero-host-100
-check-hetero-host: $(HETERO_CHECK_EMU) $(HETERO_INT8)
+check-hetero-host: $(HETERO_CHECK_EMU) $(PLACE_PLAN_TEST) $(HETERO_INT8)
+	$(PLACE_PLAN_TEST) npu0 $(HETERO_MODELS)/resnet18.int8.onnx
+	$(PLACE_PLAN_TEST) npu1,npu0 $(filter-out %/resnet18.int8.onnx,$(HETERO_INT8))
+	$(PLACE_PLAN_TEST) npu4,npu1 $(HETERO_MODELS)/mobilenet_v2.int8.onnx
+	$(PLACE_PLAN_TEST) -s npu1,npu0 $(HETERO_MODELS)/mobilenet_v2.int8.onnx
 	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/transformer.int8.onnx -d npu0 -n 40
 	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/transformer.int8.onnx -d npu1 -n 20
 	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/transformer.int8.onnx -d npu3 -n 40 --expect-faults

@@ -567,6 +567,20 @@ int mi_plan_readback(struct mi_model *m, struct mi_plan_rb *r, struct mi_plan **
 	return 0;
 }
 
+static int replan(struct mi_model *m);
+
+int mi_plan_settle(struct mi_model *m)
+{
+	int err;
+
+	if (m->prepared || !m->place || !m->plan_ctx || !m->plan_ctx->live)
+		return 0;
+	err = replan(m);
+	return err ? mi_set_error(err, "%s: placing again failed: %s",
+				  m->label,
+				  m->g.err[0] ? m->g.err : strerror(-err)) : 0;
+}
+
 int mi_model_plan_get(struct mi_model *m, struct mi_plan **planp)
 {
 	struct mi_plan_rb r;
@@ -574,6 +588,9 @@ int mi_model_plan_get(struct mi_model *m, struct mi_plan **planp)
 
 	if (!m || !planp)
 		return mi_set_error(-EINVAL, "mi_model_plan_get: bad arguments");
+	err = mi_plan_settle(m);
+	if (err)
+		return err;
 	err = mi_plan_rb_init(&r, m);
 	if (err)
 		return err;
@@ -883,6 +900,9 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 
 	if (!m || !plan)
 		return mi_set_error(-EINVAL, "mi_model_plan_apply: bad arguments");
+	err = mi_plan_settle(m);
+	if (err)
+		return err;
 	err = mi_plan_rb_init(&r, m);
 	if (err)
 		return err;

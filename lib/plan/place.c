@@ -34,6 +34,7 @@
 
 #include "internal.h"
 #include "plan/place-impl.h"
+#include "plan/plan-impl.h"
 
 /* The uapi lowering (lib/device/lower.c); tests install their own. */
 static const struct mi_lowering lowering_uapi = {
@@ -612,12 +613,17 @@ void mi_place_print(struct mi_model *m, FILE *f)
 
 int mi_model_placement_write(struct mi_model *m, FILE *f)
 {
+	int err;
+
 	if (!m || !f)
 		return mi_set_error(-EINVAL, "mi_model_placement_write: bad arguments");
 	if (!m->place) {
 		fprintf(f, "devices: cpu\n");
 		return 0;
 	}
+	err = mi_plan_settle(m);
+	if (err)
+		return err;
 	mi_place_print(m, f);
 	return ferror(f) ? -EIO : 0;
 }

@@ -51,6 +51,10 @@ struct mi_plan_entry *mi_plan_find(const struct mi_plan *p, const char *name);
 
 /* Reading back what a model runs (apply.c). */
 struct mi_model;
+/* A placed model one of whose jobs timed out places again before its
+ * next run (devexec.c); reading its plan or placement does it first, so
+ * they are what that run will have.  0 or -errno. */
+int mi_plan_settle(struct mi_model *m);
 struct mi_plan_ctx;
 
 struct mi_plan_rb {

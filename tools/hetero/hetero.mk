@@ -84,8 +84,8 @@ demo-hetero: modules $(HETERO_CHECK) $(O)/metainfer $(HETERO_MODELS)/mobilenet_v
 # CPU int8 run, and with every job failing (npu2: -EIO each time; npu3:
 # lost at its first job), so each inference reruns the jobs' nodes on the
 # CPU's int8 kernels; their plans written, read back and applied to a
-# fresh load give the same placement, jobs and output bits
-# (test-place-plan, about 17 s).  Limits: cosine 0.999 and the same top-1 for every
+# fresh load give the same placement, jobs and output bits, also after
+# a run whose job timed out (test-place-plan, about 20 s).  Limits: cosine 0.999 and the same top-1 for every
 # input (hetero-check's defaults), but EfficientNet-B0's device runs
 # (one step of fixed-point rounding per op, amplified through its
 # squeeze-excite blocks: input 5 of seed 1 reaches 0.939 and another
@@ -100,6 +100,7 @@ check-hetero-host: $(HETERO_CHECK_EMU) $(PLACE_PLAN_TEST) $(HETERO_INT8)
 	$(PLACE_PLAN_TEST) npu1,npu0 $(filter-out %/resnet18.int8.onnx,$(HETERO_INT8))
 	$(PLACE_PLAN_TEST) npu4,npu1 $(HETERO_MODELS)/mobilenet_v2.int8.onnx
 	$(PLACE_PLAN_TEST) -s npu1,npu0 $(HETERO_MODELS)/mobilenet_v2.int8.onnx
+	$(PLACE_PLAN_TEST) -t npu0 $(HETERO_MODELS)/mobilenet_v2.int8.onnx
 	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/transformer.int8.onnx -d npu0 -n 40
 	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/transformer.int8.onnx -d npu1 -n 20
 	$(HETERO_CHECK_EMU) $(HETERO_MODELS)/transformer.int8.onnx -d npu3 -n 40 --expect-faults

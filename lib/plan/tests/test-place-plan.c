@@ -14,7 +14,10 @@
  * drops 16x (as another process may measure it), which moves the
  * default rule's time-budget splits: the plan's jobs must not move.
  * -s: first apply a plan with a 1 us job budget (a job per unit, units
- * that share a node kept together) and round-trip that.
+ * that share a node kept together) and round-trip that; -t: first run
+ * once with the first device's first job timing out (the model is then
+ * to be placed again, the device down) and round-trip the plan read
+ * back after it.
  *
  *   test-place-plan [-s] DEVICES MODEL.int8.onnx...
  */
@@ -213,7 +216,41 @@ static int one_unit_jobs(struct mi_model *m)
 	return err;
 }
 
-static void roundtrip(const char *path, const char *devices, bool split)
+/* A run whose first job times out: the device is marked down and the
+ * model is to be placed again before its next run; its plan must still
+ * read back (it is the one that next run will have). */
+static int timed_out_run(struct mi_model *m, const char *devices)
+{
+	struct mi_dev *d[8];
+	struct mi_value in = { 0 }, out;
+	struct mi_tensor_info ti;
+	size_t cnt = 1;
+	float *x;
+	int err;
+
+	/* d[0] is the CPU */
+	if (mi_dev_select(devices, d, 8) < 2 ||
+	    mi_model_input_info(m, 0, &ti))
+		return -EINVAL;
+	in.name = ti.name;
+	in.dtype = ti.dtype;
+	in.ndim = ti.ndim;
+	for (int k = 0; k < ti.ndim; k++) {
+		in.dims[k] = ti.dims[k] < 0 ? 1 : ti.dims[k];
+		cnt *= (size_t)in.dims[k];
+	}
+	x = calloc(cnt, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	in.data = x;
+	in.nbytes = cnt * sizeof(*x);
+	mi_dev_emu_inject(d[1], -ETIMEDOUT, 1);
+	err = mi_model_run(m, &in, 1, &out, 1);
+	free(x);
+	return err;
+}
+
+static void roundtrip(const char *path, const char *devices, int mode)
 {
 	struct mi_model *a = load(path, devices), *b = NULL;
 	struct mi_plan *p = NULL;
@@ -224,8 +261,11 @@ static void roundtrip(const char *path, const char *devices, bool split)
 	CHECK(a, "%s on %s: load", path, devices);
 	if (!a)
 		return;
-	CHECK(!split || !one_unit_jobs(a), "%s on %s: one unit per job: %s",
+	CHECK(mode != 's' || !one_unit_jobs(a), "%s on %s: one unit per job: %s",
 	      path, devices, mi_last_error());
+	CHECK(mode != 't' || !timed_out_run(a, devices),
+	      "%s on %s: a run with a time-out: %s", path, devices,
+	      mi_last_error());
 	ja = plan_text(a);
 	pa = text_of(wr_placement, a);
 	CHECK(ja && pa, "%s on %s: plan / placement", path, devices);
@@ -263,7 +303,8 @@ static void roundtrip(const char *path, const char *devices, bool split)
 	      "%s on %s: re-applying its own plan changes it", path, devices);
 	if (failures == fails)
 		printf("%s on %s%s: plan and placement round-trip\n", path,
-		       devices, split ? " (a job per unit)" : "");
+		       devices, mode == 's' ? " (a job per unit)" :
+				mode == 't' ? " (after a time-out)" : "");
 out:
 	free(ja);
 	free(jb);
@@ -278,17 +319,19 @@ out:
 
 int main(int argc, char **argv)
 {
-	bool split = argc > 1 && !strcmp(argv[1], "-s");
-	int a = split ? 2 : 1;
+	int mode = argc > 1 && (!strcmp(argv[1], "-s") ||
+				!strcmp(argv[1], "-t")) ? argv[1][1] : 0;
+	int a = mode ? 2 : 1;
 
 	if (argc < a + 2) {
-		fprintf(stderr, "usage: %s [-s] DEVICES MODEL.onnx...\n", argv[0]);
+		fprintf(stderr, "usage: %s [-s|-t] DEVICES MODEL.onnx...\n",
+			argv[0]);
 		return 2;
 	}
 	if (hetero_emu_setup())
 		return 1;
 	for (int i = a + 1; i < argc; i++)
-		roundtrip(argv[i], argv[a], split);
+		roundtrip(argv[i], argv[a], mode);
 	if (failures) {
 		fprintf(stderr, "test-place-plan: %d failures\n", failures);
 		return 1;

@@ -74,6 +74,7 @@ void mi_plan_entry_fini(struct mi_plan_entry *e)
 	free(e->name);
 	free(e->op);
 	free(e->device);
+	free(e->job_dev);
 	free(e->variant);
 	free(e->lay_in);
 	free(e->lay_out);
@@ -115,6 +116,7 @@ static int entry_copy(struct mi_plan_entry *d, const struct mi_plan_entry *s)
 	d->op = dup0(s->op);
 	d->device = dup0(s->device);
 	d->job = s->job;
+	d->job_dev = dup0(s->job_dev);
 	d->variant = dup0(s->variant);
 	d->lay_in = dup0(s->lay_in);
 	d->lay_out = dup0(s->lay_out);
@@ -122,7 +124,8 @@ static int entry_copy(struct mi_plan_entry *d, const struct mi_plan_entry *s)
 	d->qparams = dup0(s->qparams);
 	d->threads = s->threads;
 	if (!d->name || !d->op || !d->device || !d->variant || !d->lay_in ||
-	    !d->lay_out || !d->precision || (s->qparams && !d->qparams))
+	    !d->lay_out || !d->precision || (s->qparams && !d->qparams) ||
+	    (s->job_dev && !d->job_dev))
 		return -ENOMEM;
 	for (int i = 0; i < s->nfused; i++)
 		if (mi_plan_strv_add(&d->fused, &d->nfused, s->fused[i]))
@@ -213,14 +216,15 @@ int mi_plan_set(struct mi_plan *p, const char *name, const char *variant,
 	ne.name = strdup(name);
 	ne.op = strdup(op);
 	ne.device = strdup(e ? e->device : "cpu");
-	ne.job = e ? e->job : 0;
+	ne.job = e ? mi_plan_entry_job(e) : 0;
+	ne.job_dev = ne.job ? strdup(e->device) : NULL;
 	ne.variant = strdup(variant);
 	ne.lay_in = strdup("auto");
 	ne.lay_out = strdup("auto");
 	ne.precision = strdup("auto");
 	ne.threads = e ? e->threads : 0;
 	if (!ne.name || !ne.op || !ne.device || !ne.variant || !ne.lay_in ||
-	    !ne.lay_out || !ne.precision)
+	    !ne.lay_out || !ne.precision || (ne.job && !ne.job_dev))
 		err = -ENOMEM;
 	for (int i = 0; !err && i < nfused; i++)
 		err = mi_plan_strv_add(&ne.fused, &ne.nfused, fused[i]);
@@ -539,6 +543,7 @@ int mi_plan_readback(struct mi_model *m, struct mi_plan_rb *r, struct mi_plan **
 		/* the grouping into jobs is the plan's too: the default rule
 		 * splits by measured rates, which another run measures anew */
 		e->job = mi_place_node_job(m, i) + 1;
+		e->job_dev = e->job ? strdup(e->device) : NULL;
 		e->variant = strdup(v);
 		e->lay_in = strdup(li);
 		e->lay_out = strdup(lo);
@@ -548,6 +553,7 @@ int mi_plan_readback(struct mi_model *m, struct mi_plan_rb *r, struct mi_plan **
 		e->threads = r->c->nthreads;
 		if (!e->name || !e->op || !e->device || !e->variant ||
 		    !e->lay_in || !e->lay_out || !e->precision ||
+		    (e->job && !e->job_dev) ||
 		    (mi_plan_prov_of(r, i) == MI_PROV_INT8 && !e->qparams))
 			err = -ENOMEM;
 		for (int k = 0; !err && k < g->nnodes; k++)
@@ -720,7 +726,7 @@ static int build_req(struct mi_model *m, const struct mi_plan *p,
 		if (pins)
 			pins[i] = slot + 1;
 		if (jpins)
-			jpins[i] = slot ? e->job : 0;
+			jpins[i] = slot ? mi_plan_entry_job(e) : 0;
 		prov = mi_plan_variant_prov(g->nodes[i].op_type, e->variant);
 		if (prov < 0)
 			BAD("node '%s': unknown variant '%s' for %s", e->name,

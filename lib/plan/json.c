@@ -76,7 +76,7 @@ int mi_plan_json_write(const struct mi_plan *p, FILE *f)
 		put_str(f, e->op);
 		fputs(", \"device\": ", f);
 		put_str(f, e->device);
-		if (e->job)
+		if (mi_plan_entry_job(e))
 			fprintf(f, ", \"job\": %d", e->job - 1);
 		fputs(", \"variant\": ", f);
 		put_str(f, e->variant);
@@ -520,6 +520,9 @@ static int map_node(const struct jv *o, int idx, struct mi_plan *p, char *err,
 
 		ret = get_int(o, "job", &job, where, err, errlen);
 		e->job = job + 1;
+		/* a job belongs to the device the entry names */
+		if (!ret && !(e->job_dev = strdup(e->device ? e->device : "cpu")))
+			ret = -ENOMEM;
 	}
 	if (!ret)
 		ret = get_str(o, "variant", true, &e->variant, where, err,

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "metainfer/metainfer.h"
 
@@ -23,6 +24,8 @@ struct mi_plan_entry {
 	char *device;		/* "cpu" */
 	int job;		/* device job of the placement + 1 (JSON
 				 * "job": N), 0: none, or the default rule */
+	char *job_dev;		/* the device job was given for: an edit of
+				 * device alone (a search) drops the job */
 	char *variant;		/* stable kernel variant name, "ref" */
 	char *lay_in, *lay_out;	/* "NCHW", "NCHW16c", ..., "auto" */
 	char *precision;	/* "fp32", "int8" */
@@ -43,6 +46,13 @@ struct mi_plan {
 	int nremoved;		/* nodes planning removed (read by nobody) */
 	char **removed;
 };
+
+/* e's job (+ 1) if it still holds: given for the device e names. */
+static inline int mi_plan_entry_job(const struct mi_plan_entry *e)
+{
+	return e->job && e->job_dev && e->device &&
+	       !strcmp(e->job_dev, e->device) ? e->job : 0;
+}
 
 int mi_plan_entry_add(struct mi_plan *p, struct mi_plan_entry **ep);
 void mi_plan_entry_fini(struct mi_plan_entry *e);

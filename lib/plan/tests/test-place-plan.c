@@ -301,6 +301,21 @@ static void roundtrip(const char *path, const char *devices, int mode)
 	pa2 = text_of(wr_placement, a);
 	CHECK(ja2 && !strcmp(ja, ja2) && pa2 && !strcmp(pa, pa2),
 	      "%s on %s: re-applying its own plan changes it", path, devices);
+	/* an edit of a device alone (what a search does) drops that
+	 * entry's job: it is not written */
+	for (int k = 0; p && k < p->n; k++) {
+		if (!p->e[k].job)
+			continue;
+		free(p->e[k].device);
+		p->e[k].device = strdup("cpu");
+		CHECK(!mi_plan_entry_job(&p->e[k]),
+		      "%s on %s: a moved entry keeps its job", path, devices);
+		break;
+	}
+	free(jb);
+	jb = p ? text_of(wr_plan, p) : NULL;
+	CHECK(jb && !strstr(jb, "\"device\": \"cpu\", \"job\""),
+	      "%s on %s: a job written for a CPU entry", path, devices);
 	if (failures == fails)
 		printf("%s on %s%s: plan and placement round-trip\n", path,
 		       devices, mode == 's' ? " (a job per unit)" :

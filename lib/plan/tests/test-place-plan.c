@@ -31,6 +31,8 @@
 #include <metainfer/metainfer.h>
 
 #include "device/device.h"
+#include "internal.h"
+#include "plan/place-impl.h"
 #include "plan/plan-impl.h"
 
 /* tools/hetero/hetero-emu.c: npu0 (NHWC, every op), npu1 (NCHW, no LUT),
@@ -246,6 +248,8 @@ static int timed_out_run(struct mi_model *m, const char *devices)
 	in.nbytes = cnt * sizeof(*x);
 	mi_dev_emu_inject(d[1], -ETIMEDOUT, 1);
 	err = mi_model_run(m, &in, 1, &out, 1);
+	/* the jobs of the plan applied did not fit: the rule groups again */
+	CHECK(!m->place->jpin, "a time-out keeps the plan's jobs");
 	free(x);
 	return err;
 }
@@ -263,6 +267,15 @@ static void roundtrip(const char *path, const char *devices, int mode)
 		return;
 	CHECK(mode != 's' || !one_unit_jobs(a), "%s on %s: one unit per job: %s",
 	      path, devices, mi_last_error());
+	/* -t: with a plan (its jobs) applied first, as `run --plan` */
+	if (mode == 't') {
+		struct mi_plan *own;
+
+		CHECK(!mi_model_plan_get(a, &own) && !mi_model_plan_apply(a, own),
+		      "%s on %s: apply its own plan: %s", path, devices,
+		      mi_last_error());
+		mi_plan_free(own);
+	}
 	CHECK(mode != 't' || !timed_out_run(a, devices),
 	      "%s on %s: a run with a time-out: %s", path, devices,
 	      mi_last_error());

@@ -74,6 +74,7 @@ void mi_plan_entry_fini(struct mi_plan_entry *e)
 	free(e->name);
 	free(e->op);
 	free(e->device);
+	free(e->job_dev);
 	free(e->variant);
 	free(e->lay_in);
 	free(e->lay_out);
@@ -114,6 +115,8 @@ static int entry_copy(struct mi_plan_entry *d, const struct mi_plan_entry *s)
 	d->name = dup0(s->name);
 	d->op = dup0(s->op);
 	d->device = dup0(s->device);
+	d->job = s->job;
+	d->job_dev = dup0(s->job_dev);
 	d->variant = dup0(s->variant);
 	d->lay_in = dup0(s->lay_in);
 	d->lay_out = dup0(s->lay_out);
@@ -121,7 +124,8 @@ static int entry_copy(struct mi_plan_entry *d, const struct mi_plan_entry *s)
 	d->qparams = dup0(s->qparams);
 	d->threads = s->threads;
 	if (!d->name || !d->op || !d->device || !d->variant || !d->lay_in ||
-	    !d->lay_out || !d->precision || (s->qparams && !d->qparams))
+	    !d->lay_out || !d->precision || (s->qparams && !d->qparams) ||
+	    (s->job_dev && !d->job_dev))
 		return -ENOMEM;
 	for (int i = 0; i < s->nfused; i++)
 		if (mi_plan_strv_add(&d->fused, &d->nfused, s->fused[i]))
@@ -212,13 +216,15 @@ int mi_plan_set(struct mi_plan *p, const char *name, const char *variant,
 	ne.name = strdup(name);
 	ne.op = strdup(op);
 	ne.device = strdup(e ? e->device : "cpu");
+	ne.job = e ? mi_plan_entry_job(e) : 0;
+	ne.job_dev = ne.job ? strdup(e->device) : NULL;
 	ne.variant = strdup(variant);
 	ne.lay_in = strdup("auto");
 	ne.lay_out = strdup("auto");
 	ne.precision = strdup("auto");
 	ne.threads = e ? e->threads : 0;
 	if (!ne.name || !ne.op || !ne.device || !ne.variant || !ne.lay_in ||
-	    !ne.lay_out || !ne.precision)
+	    !ne.lay_out || !ne.precision || (ne.job && !ne.job_dev))
 		err = -ENOMEM;
 	for (int i = 0; !err && i < nfused; i++)
 		err = mi_plan_strv_add(&ne.fused, &ne.nfused, fused[i]);
@@ -534,6 +540,10 @@ int mi_plan_readback(struct mi_model *m, struct mi_plan_rb *r, struct mi_plan **
 		e->name = strdup(r->labels[i]);
 		e->op = strdup(g->nodes[i].op_type);
 		e->device = strdup(mi_place_node_device(m, i));
+		/* the grouping into jobs is the plan's too: the default rule
+		 * splits by measured rates, which another run measures anew */
+		e->job = mi_place_node_job(m, i) + 1;
+		e->job_dev = e->job ? strdup(e->device) : NULL;
 		e->variant = strdup(v);
 		e->lay_in = strdup(li);
 		e->lay_out = strdup(lo);
@@ -543,6 +553,7 @@ int mi_plan_readback(struct mi_model *m, struct mi_plan_rb *r, struct mi_plan **
 		e->threads = r->c->nthreads;
 		if (!e->name || !e->op || !e->device || !e->variant ||
 		    !e->lay_in || !e->lay_out || !e->precision ||
+		    (e->job && !e->job_dev) ||
 		    (mi_plan_prov_of(r, i) == MI_PROV_INT8 && !e->qparams))
 			err = -ENOMEM;
 		for (int k = 0; !err && k < g->nnodes; k++)
@@ -562,6 +573,20 @@ int mi_plan_readback(struct mi_model *m, struct mi_plan_rb *r, struct mi_plan **
 	return 0;
 }
 
+static int replan(struct mi_model *m);
+
+int mi_plan_settle(struct mi_model *m)
+{
+	int err;
+
+	if (m->prepared || !m->place || !m->plan_ctx || !m->plan_ctx->live)
+		return 0;
+	err = replan(m);
+	return err ? mi_set_error(err, "%s: placing again failed: %s",
+				  m->label,
+				  m->g.err[0] ? m->g.err : strerror(-err)) : 0;
+}
+
 int mi_model_plan_get(struct mi_model *m, struct mi_plan **planp)
 {
 	struct mi_plan_rb r;
@@ -569,6 +594,9 @@ int mi_model_plan_get(struct mi_model *m, struct mi_plan **planp)
 
 	if (!m || !planp)
 		return mi_set_error(-EINVAL, "mi_model_plan_get: bad arguments");
+	err = mi_plan_settle(m);
+	if (err)
+		return err;
 	err = mi_plan_rb_init(&r, m);
 	if (err)
 		return err;
@@ -659,10 +687,11 @@ static int replan(struct mi_model *m)
 	return err;
 }
 
-/* The plan's constraints per node, checked against the model. */
+/* The plan's constraints per node, checked against the model; pins,
+ * jpins: per node the device slot + 1 and the plan's job + 1. */
 static int build_req(struct mi_model *m, const struct mi_plan *p,
 		     char **labels, struct mi_plan_req **reqp, int *pins,
-		     char *why, size_t wlen)
+		     int *jpins, char *why, size_t wlen)
 {
 	struct mi_graph *g = &m->g;
 	struct mi_plan_ctx *c = m->plan_ctx;
@@ -696,6 +725,8 @@ static int build_req(struct mi_model *m, const struct mi_plan *p,
 			BAD("node '%s': %s", e->name, dwhy);
 		if (pins)
 			pins[i] = slot + 1;
+		if (jpins)
+			jpins[i] = slot ? mi_plan_entry_job(e) : 0;
 		prov = mi_plan_variant_prov(g->nodes[i].op_type, e->variant);
 		if (prov < 0)
 			BAD("node '%s': unknown variant '%s' for %s", e->name,
@@ -734,6 +765,8 @@ static int build_req(struct mi_model *m, const struct mi_plan *p,
 			req[i].fused[req[i].nfused++] = j;
 			if (pins)
 				pins[j] = pins[i];
+			if (jpins)
+				jpins[j] = jpins[i];
 		}
 	}
 	for (int k = 0; k < p->nremoved; k++) {
@@ -868,10 +901,14 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 	struct mi_plan_rb r;
 	char why[600];
 	int err, round, *pins = NULL, *old_pins = NULL;
+	int *jpins = NULL, *old_jpins = NULL;
 	uint64_t old_max_job = mi_place_max_job(m);
 
 	if (!m || !plan)
 		return mi_set_error(-EINVAL, "mi_model_plan_apply: bad arguments");
+	err = mi_plan_settle(m);
+	if (err)
+		return err;
 	err = mi_plan_rb_init(&r, m);
 	if (err)
 		return err;
@@ -907,20 +944,26 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 			m->label, plan->isa, mi_cpu_isa_name(c->isa));
 	}
 	pins = calloc(m->g.nnodes + 1, sizeof(*pins));
+	jpins = calloc(m->g.nnodes + 1, sizeof(*jpins));
 	err = mi_plan_dup(plan, &copy);
-	if (!err && !pins)
+	if (!err && (!pins || !jpins))
 		err = -ENOMEM;
 	if (!err)
-		err = build_req(m, copy, r.labels, &req, pins, why, sizeof(why));
+		err = build_req(m, copy, r.labels, &req, pins, jpins, why,
+				sizeof(why));
 	if (!err && m->place) {
 		/* placement reads the pins while planning */
 		old_pins = m->place->pin;
+		old_jpins = m->place->jpin;
 		m->place->pin = pins;
+		m->place->jpin = jpins;
 		m->place->npin = m->g.nnodes;
 		pins = NULL;
+		jpins = NULL;
 		mi_place_set_max_job(m, copy->max_job_us * 1000);
 	}
 	free(pins);
+	free(jpins);
 	mi_plan_rb_fini(&r);
 	if (err) {
 		mi_plan_free(copy);
@@ -961,18 +1004,23 @@ int mi_model_plan_apply(struct mi_model *m, const struct mi_plan *plan)
 		mi_plan_free(copy);
 		if (m->place) {
 			free(m->place->pin);
+			free(m->place->jpin);
 			m->place->pin = old_pins;
+			m->place->jpin = old_jpins;
 			old_pins = NULL;
+			old_jpins = NULL;
 			if (!m->place->pin)
 				m->place->npin = 0;
 			mi_place_set_max_job(m, old_max_job);
 		}
 		replan(m);
 		free(old_pins);
+		free(old_jpins);
 		return mi_set_error(err, "%s: %s", m->label, why);
 	}
 	req_free(old, c->nnodes);
 	free(old_pins);
+	free(old_jpins);
 	mi_plan_free(m->plan);
 	m->plan = copy;
 	mi_plan_cands_free(m->cands);

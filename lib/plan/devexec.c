@@ -723,6 +723,10 @@ static int job_failed(struct mi_model *m, int k, int status)
 		mi_dev_wall_rate_cap(d, pl->jobs[k].lj->macs,
 				     d->caps.job_timeout_ms * 1000000ull);
 		pl->replan = true;
+		/* an applied plan's jobs did not fit either: the budget
+		 * rule groups from now on (its devices stay pinned) */
+		free(pl->jpin);
+		pl->jpin = NULL;
 	}
 	return rerun(m, k);
 }

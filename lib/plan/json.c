@@ -6,7 +6,7 @@
  *
  *	{ "schema": "metainfer-plan/2", "model": ..., "fingerprint": "<hex>",
  *	  "isa": ..., "threads": N, "max_job_us": N?,
- *	  "nodes": [ { "name", "op", "device", "variant", "layout_in",
+ *	  "nodes": [ { "name", "op", "device", "job"?, "variant", "layout_in",
  *		       "layout_out", "precision", "qparams"?, "threads"?,
  *		       "fused": [names] }, ... ],
  *	  "removed": [names] }
@@ -76,6 +76,8 @@ int mi_plan_json_write(const struct mi_plan *p, FILE *f)
 		put_str(f, e->op);
 		fputs(", \"device\": ", f);
 		put_str(f, e->device);
+		if (mi_plan_entry_job(e))
+			fprintf(f, ", \"job\": %d", e->job - 1);
 		fputs(", \"variant\": ", f);
 		put_str(f, e->variant);
 		fputs(", \"layout_in\": ", f);
@@ -484,8 +486,8 @@ static int get_strv(const struct jv *o, const char *key, char ***v, int *n,
 static const char *const top_keys[] = { "schema", "model", "fingerprint",
 					"isa", "threads", "max_job_us", "nodes",
 					"removed", NULL };
-static const char *const node_keys[] = { "name", "op", "device", "variant",
-					 "layout_in", "layout_out",
+static const char *const node_keys[] = { "name", "op", "device", "job",
+					 "variant", "layout_in", "layout_out",
 					 "precision", "qparams", "threads",
 					 "fused", NULL };
 
@@ -513,6 +515,15 @@ static int map_node(const struct jv *o, int idx, struct mi_plan *p, char *err,
 		ret = get_str(o, "op", true, &e->op, where, err, errlen);
 	if (!ret)
 		ret = get_str(o, "device", false, &e->device, where, err, errlen);
+	if (!ret && member(o, "job")) {
+		int job = 0;
+
+		ret = get_int(o, "job", &job, where, err, errlen);
+		e->job = job + 1;
+		/* a job belongs to the device the entry names */
+		if (!ret && !(e->job_dev = strdup(e->device ? e->device : "cpu")))
+			ret = -ENOMEM;
+	}
 	if (!ret)
 		ret = get_str(o, "variant", true, &e->variant, where, err,
 			      errlen);

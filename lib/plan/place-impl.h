@@ -99,6 +99,8 @@ struct mi_place {
 	int ndevs;
 	struct mi_place_stats st[MI_PLACE_MAX_DEVS];
 	int *pin;			/* per node: slot + 1, 0 = free */
+	int *jpin;			/* per node: the plan's job + 1 (beside
+					 * pin, may be NULL), 0 = the rule's */
 	int npin;
 	struct mi_qunit *units;
 	int nunits;
@@ -127,7 +129,7 @@ void mi_place_fini(struct mi_model *m);
 int mi_place_slot(struct mi_model *m, const char *name, char *why,
 		  size_t wlen);
 /* Per node device pins from an applied plan (slot + 1, 0 free; copied),
- * NULL to clear. */
+ * NULL to clear (the job pins too). */
 int mi_place_pin(struct mi_model *m, const int *pin, int n);
 /* Before CPU planning (shapes inferred): find units, choose devices,
  * group and lower jobs. */

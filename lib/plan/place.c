@@ -10,7 +10,10 @@
  * only when none of its inputs depends on the job through a node outside
  * it (the job could not run as one piece then).  A plan may pin nodes to
  * devices (mi_place_pin); a pinned unit goes where its nodes are pinned or
- * planning fails with the reason.
+ * planning fails with the reason.  A plan may also say which job a unit
+ * is in (its own placement read back: the plan is a value): then units of
+ * one job stay together and a new job starts where the plan's does, with
+ * no time budget split (that depends on rates measured in this process).
  *
  * Jobs are also split by a time budget: the kernel fails a job that runs
  * past the device's job timeout (wall time), so a job's predicted time,
@@ -31,6 +34,7 @@
 
 #include "internal.h"
 #include "plan/place-impl.h"
+#include "plan/plan-impl.h"
 
 /* The uapi lowering (lib/device/lower.c); tests install their own. */
 static const struct mi_lowering lowering_uapi = {
@@ -94,6 +98,7 @@ void mi_place_fini(struct mi_model *m)
 	mi_devexec_unbind(m);
 	free_jobs(pl);
 	free(pl->pin);
+	free(pl->jpin);
 	free(pl->node_job);
 	free(pl->shared_node);
 	free(pl->tfirst);
@@ -134,6 +139,10 @@ int mi_place_pin(struct mi_model *m, const int *pin, int n)
 	free(pl->pin);
 	pl->pin = p;
 	pl->npin = pin ? n : 0;
+	if (!pin) {
+		free(pl->jpin);
+		pl->jpin = NULL;
+	}
 	return 0;
 }
 
@@ -146,6 +155,19 @@ static int unit_pin(const struct mi_place *pl, const struct mi_qunit *u)
 	for (int k = 0; k < u->nmembers; k++)
 		if (u->members[k] < pl->npin && pl->pin[u->members[k]])
 			return pl->pin[u->members[k]];
+	return 0;
+}
+
+/* The plan's job of unit u + 1, 0 when it names none (as unit_pin). */
+static int unit_jpin(const struct mi_place *pl, const struct mi_qunit *u)
+{
+	if (!pl->jpin)
+		return 0;
+	if (u->anchor < pl->npin && pl->pin[u->anchor])
+		return pl->jpin[u->anchor];
+	for (int k = 0; k < u->nmembers; k++)
+		if (u->members[k] < pl->npin && pl->pin[u->members[k]])
+			return pl->jpin[u->members[k]];
 	return 0;
 }
 
@@ -376,7 +398,7 @@ static int group(struct mi_model *m)
 	unsigned char *inj = malloc(g->nnodes + 1);
 	struct mi_place_job *open = NULL;
 	uint64_t budget[MI_PLACE_MAX_DEVS];
-	int *reachv = share_reach(pl), reach = -1;
+	int *reachv = share_reach(pl), reach = -1, open_jpin = 0;
 	int err = 0;
 
 	pl->jobs = calloc(pl->nunits + 1, sizeof(*pl->jobs));
@@ -387,8 +409,9 @@ static int group(struct mi_model *m)
 	for (int s = 0; s < pl->ndevs; s++)
 		budget[s] = s ? job_budget(pl, pl->devs[s]) : 0;
 	for (int u = 0; u < pl->nunits && !err; u++) {
-		int s = pl->unit_slot[u];
+		int s = pl->unit_slot[u], jp = unit_jpin(pl, &pl->units[u]);
 		uint64_t t;
+		bool split;
 
 		if (!s) {
 			open = NULL;
@@ -399,15 +422,19 @@ static int group(struct mi_model *m)
 					dev_rate(g, pl->devs[s], &pl->units[u])) : 0;
 		/* a budget split never separates units that share a node (a
 		 * DequantizeLinear read by both): neither job could stand
-		 * for it alone */
-		if (!open || open->slot != s ||
-		    (budget[s] && open->pred_ns + t > budget[s] &&
-		     reach < u) ||
+		 * for it alone; the plan's jobs replace the budget */
+		if (jp)
+			split = open && jp != open_jpin;
+		else
+			split = open && budget[s] &&
+				open->pred_ns + t > budget[s] && reach < u;
+		if (!open || open->slot != s || split ||
 		    !can_join(g, open, &pl->units[u], dep, inj)) {
 			err = add_job(pl, s, pl->nunits - u);
 			open = &pl->jobs[pl->njobs - 1];
 			reach = -1;
 		}
+		open_jpin = jp;
 		if (!err) {
 			open->units[open->nunits++] = &pl->units[u];
 			open->pred_ns += t;
@@ -586,12 +613,17 @@ void mi_place_print(struct mi_model *m, FILE *f)
 
 int mi_model_placement_write(struct mi_model *m, FILE *f)
 {
+	int err;
+
 	if (!m || !f)
 		return mi_set_error(-EINVAL, "mi_model_placement_write: bad arguments");
 	if (!m->place) {
 		fprintf(f, "devices: cpu\n");
 		return 0;
 	}
+	err = mi_plan_settle(m);
+	if (err)
+		return err;
 	mi_place_print(m, f);
 	return ferror(f) ? -EIO : 0;
 }

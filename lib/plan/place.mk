@@ -5,8 +5,10 @@
 PLACE_TEST := $(O)/lib/plan/tests/test-place
 PLACE_MODELS := $(O)/place/models
 
-# The executor and the model open place-impl.h (struct mi_place) too.
-$(O)/lib/exec.o $(O)/lib/model.o: lib/plan/place-impl.h lib/device/device.h
+# The executor, the model and the meta-controller open place-impl.h
+# (struct mi_place) too.
+$(O)/lib/exec.o $(O)/lib/model.o $(O)/lib/meta/devices.o: lib/plan/place-impl.h \
+	lib/device/device.h
 
 $(PLACE_TEST): lib/plan/tests/test-place.c lib/plan/place-impl.h $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "metainfer/metainfer.h"
 
@@ -21,6 +22,10 @@ struct mi_plan_entry {
 	char *name;		/* node name, or "<op>#<index>" (see apply.c) */
 	char *op;
 	char *device;		/* "cpu" */
+	int job;		/* device job of the placement + 1 (JSON
+				 * "job": N), 0: none, or the default rule */
+	char *job_dev;		/* the device job was given for: an edit of
+				 * device alone (a search) drops the job */
 	char *variant;		/* stable kernel variant name, "ref" */
 	char *lay_in, *lay_out;	/* "NCHW", "NCHW16c", ..., "auto" */
 	char *precision;	/* "fp32", "int8" */
@@ -42,6 +47,13 @@ struct mi_plan {
 	char **removed;
 };
 
+/* e's job (+ 1) if it still holds: given for the device e names. */
+static inline int mi_plan_entry_job(const struct mi_plan_entry *e)
+{
+	return e->job && e->job_dev && e->device &&
+	       !strcmp(e->job_dev, e->device) ? e->job : 0;
+}
+
 int mi_plan_entry_add(struct mi_plan *p, struct mi_plan_entry **ep);
 void mi_plan_entry_fini(struct mi_plan_entry *e);
 int mi_plan_strv_add(char ***v, int *n, const char *s);
@@ -49,6 +61,10 @@ struct mi_plan_entry *mi_plan_find(const struct mi_plan *p, const char *name);
 
 /* Reading back what a model runs (apply.c). */
 struct mi_model;
+/* A placed model one of whose jobs timed out places again before its
+ * next run (devexec.c); reading its plan or placement does it first, so
+ * they are what that run will have.  0 or -errno. */
+int mi_plan_settle(struct mi_model *m);
 struct mi_plan_ctx;
 
 struct mi_plan_rb {

@@ -57,6 +57,7 @@ struct opts {
 	long min_shared;
 	int procs;
 	int quiet;
+	int isa;		/* enum mi_isa_cap of both loads' CPU kernels */
 	int at_k[MAX_AT];
 	const char *at_cmd[MAX_AT];
 	int nat;
@@ -168,6 +169,7 @@ static int load(const struct opts *o, const char *devices,
 	int ret;
 
 	mo.devices = devices;
+	mo.isa = o->isa;
 	if (!devices && o->ref_qdq)
 		mo.flags |= MI_MODEL_NO_INT8;
 	if (devices && o->no_uring)
@@ -346,6 +348,8 @@ static void usage(FILE *f, const char *argv0)
 		"      --shared K         fail unless K job inputs per inference come from\n"
 		"                         another job's buffer in place (PRIME / same BO)\n"
 		"  -p, --procs P          P processes at once (default 1)\n"
+		"  -i, --isa NAME         CPU kernels of both runs: native (default),\n"
+		"                         generic, avx2, avx512\n"
 		"  -q, --quiet            one summary per process\n",
 		argv0);
 }
@@ -366,6 +370,7 @@ int main(int argc, char **argv)
 		{ "shared", required_argument, NULL, 'S' },
 		{ "procs", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "isa", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -373,7 +378,7 @@ int main(int argc, char **argv)
 			  .procs = 1, .max_faults = -1 };
 	int c, fails = 0;
 
-	while ((c = getopt_long(argc, argv, "d:n:s:c:t:p:r:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:n:s:c:t:p:r:i:qh", lo, NULL)) != -1) {
 		char *end;
 
 		switch (c) {
@@ -409,6 +414,22 @@ int main(int argc, char **argv)
 		}
 		case 'p': o.procs = atoi(optarg); break;
 		case 'q': o.quiet = 1; break;
+		case 'i': {
+			/* enum mi_isa_cap order */
+			static const char *const names[] = { "native", "generic",
+							      "avx2", "avx512" };
+
+			o.isa = -1;
+			for (int k = 0; k < 4; k++)
+				if (!strcmp(optarg, names[k]))
+					o.isa = k;
+			if (o.isa < 0) {
+				fprintf(stderr, "hetero-check: --isa is native, generic, avx2 or avx512, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'A':
 			if (o.nat == MAX_AT) {
 				fprintf(stderr, "hetero-check: at most %d --at\n", MAX_AT);

@@ -12,7 +12,8 @@
  * ends with -EIO (a DMA error: the device is marked down, answers again
  * at the next run, fails again), and npu3 is lost at its first job
  * (-ENODEV: down for good), so each inference reruns every job's nodes
- * on the CPU.
+ * on the CPU.  npu4 is npu0 without CONV2D: every conv stays on the CPU
+ * and the other units form many small jobs between them.
  */
 #include <errno.h>
 #include <limits.h>
@@ -43,9 +44,10 @@ int hetero_emu_setup(void)
 		/* as the sims in the VM: jobs are sized to a share of it */
 		.job_timeout_ms = 2000,
 	};
-	struct mi_dev_caps nchw = nhwc;
+	struct mi_dev_caps nchw = nhwc, noconv = nhwc;
 	struct mi_dev *d;
 
+	noconv.op_mask &= ~(1ull << DRM_METAINFER_OP_CONV2D);
 	nchw.op_mask &= ~(1ull << DRM_METAINFER_OP_LUT);
 	nchw.preferred_layout = DRM_METAINFER_LAYOUT_NCHW;
 	nchw.sram_bytes = 2 << 20;
@@ -55,7 +57,8 @@ int hetero_emu_setup(void)
 	    mi_dev_emu_add("npu2", &nhwc, &d) ||
 	    mi_dev_emu_inject(d, -EIO, INT_MAX) ||
 	    mi_dev_emu_add("npu3", &nchw, &d) ||
-	    mi_dev_emu_inject(d, -ENODEV, 1)) {
+	    mi_dev_emu_inject(d, -ENODEV, 1) ||
+	    mi_dev_emu_add("npu4", &noconv, &d)) {
 		fprintf(stderr, "hetero-check: emulated devices: %s\n",
 			mi_last_error());
 		return -1;

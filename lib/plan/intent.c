@@ -40,7 +40,10 @@ static_assert(sizeof(mi_intent_kind_names) / sizeof(mi_intent_kind_names[0]) ==
 
 #define MI_INTENT_WEIGHT 4.0
 
-static int parse_size(const char *s, size_t n, double *v)
+/* A byte count: a positive number with an optional k/M/G (binary) and B
+ * or iB ("64k", "1.5MiB"), n characters of s.  `tune --max-mem` and the
+ * intents' max_mem= read it. */
+int mi_parse_size(const char *s, size_t n, double *v)
 {
 	char buf[48], *end;
 	double x;
@@ -63,6 +66,8 @@ static int parse_size(const char *s, size_t n, double *v)
 		x *= 1073741824.0, end++;
 		break;
 	}
+	if (*end == 'B' || *end == 'i')
+		end += strspn(end, "iB");
 	if (*end)
 		return -EINVAL;
 	*v = x;
@@ -100,7 +105,7 @@ static int parse_opt(struct mi_intent *it, const char *o, size_t n,
 	} else if (is_eq(o, kn, "max_mem")) {
 		if (it->kind != MI_INTENT_MEMORY_CONSTRAINED)
 			BAD("max_mem is an option of MEMORY_CONSTRAINED only");
-		if (parse_size(v, vn, &it->max_mem))
+		if (mi_parse_size(v, vn, &it->max_mem))
 			BAD("bad max_mem '%.*s' (bytes > 0, k/M/G suffix)",
 			    (int)vn, v);
 	} else if (is_eq(o, kn, "layout")) {

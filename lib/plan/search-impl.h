@@ -73,6 +73,8 @@ struct mi_intents {
 
 extern const char *const mi_intent_kind_names[MI_INTENT_COUNT];
 
+/* A byte count ("64k", "1.5MiB"): n characters of s; -EINVAL if bad. */
+int mi_parse_size(const char *s, size_t n, double *v);
 /* One spec; -EINVAL with one line in err naming what is wrong.  Free
  * it with mi_intent_fini() either way. */
 int mi_intent_parse(const char *name, const char *spec, struct mi_intent *it,

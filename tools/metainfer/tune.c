@@ -53,32 +53,6 @@ static void usage_tune(FILE *f, const char *prog)
 		prog);
 }
 
-static int parse_size(const char *s, double *v)
-{
-	char *end;
-	double x = strtod(s, &end);
-
-	if (end == s || !isfinite(x) || x <= 0)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K':
-		x *= 1024, end++;
-		break;
-	case 'm': case 'M':
-		x *= 1048576, end++;
-		break;
-	case 'g': case 'G':
-		x *= 1073741824.0, end++;
-		break;
-	}
-	if (*end == 'B' || *end == 'i')
-		end += strspn(end, "iB");
-	if (*end)
-		return -EINVAL;
-	*v = x;
-	return 0;
-}
-
 static bool plan_has_int8(const struct mi_plan *p)
 {
 	struct mi_plan_info pi;
@@ -163,7 +137,7 @@ int mi_cli_tune(int argc, char **argv, const char *prog)
 			}
 			break;
 		case 'M':
-			if (parse_size(optarg, &so.max_mem)) {
+			if (mi_parse_size(optarg, strlen(optarg), &so.max_mem)) {
 				fprintf(stderr, "%s tune: bad --max-mem '%s' (bytes > 0, k/M/G suffix)\n",
 					prog, optarg);
 				return 2;

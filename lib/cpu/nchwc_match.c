@@ -130,11 +130,23 @@ static int conv_shape(struct mi_graph *g, struct mi_node *n,
 	    s->pt < 0 || s->pl < 0 || s->pb < 0 || s->pr < 0 || s->sh < 1 ||
 	    s->sw < 1 || s->dh < 1 || s->dw < 1 || s->oh < 1 || s->ow < 1)
 		return -EOPNOTSUPP;
-	if (s->group == 1)
-		return NC_CONV;
-	if (s->group == s->c && s->m == s->c)
+	if (s->group > 1 && s->group == s->c && s->m == s->c)
 		return NC_DW;
-	return -EOPNOTSUPP;
+	/* groups > 1: grouped_ok() says whether the block fits them */
+	return NC_CONV;
+}
+
+/*
+ * A grouped conv (1 < groups, not depthwise) runs as one direct conv per
+ * group when the channels and outputs per group are whole blocks of b:
+ * group i then reads input blocks [i*cg/b, (i+1)*cg/b) and writes output
+ * blocks [i*mg/b, (i+1)*mg/b), and no block mixes two groups.  Others
+ * (ResNeXt's 4 channels per group on AVX2 and AVX-512) stay on im2col.
+ */
+static bool grouped_ok(const struct mi_conv_shape *s, int b)
+{
+	return s->group > 1 && !(s->c / s->group % b) &&
+	       !(s->m / s->group % b);
 }
 
 /* The ISA whose kernel table k is (the pass plans for one ISA). */
@@ -256,11 +268,19 @@ int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 	f->slot2 = -1;
 	if (is_op(n, "Conv")) {
 		struct mi_conv_shape s;
-		int kind = conv_shape(g, n, &s);
+		int kind = conv_shape(g, n, &s), gd;
 
 		if (kind < 0)
 			return NC_NONE;
-		if (kind == NC_CONV && f->want_wgo == 1) {
+		if (kind == NC_CONV && s.group > 1) {
+			/* the grouped direct conv, or im2col (NCHW) */
+			if (!grouped_ok(&s, f->k->b) ||
+			    (f->want_wgo >= 0 && f->want_wgo != 2))
+				return NC_NONE;
+			f->grp = s.group;
+		} else if (kind == NC_CONV && f->want_wgo == 2) {
+			return NC_NONE;	/* named the grouped conv */
+		} else if (kind == NC_CONV && f->want_wgo == 1) {
 			f->wgo = 1;	/* a plan names the blocked Winograd */
 		} else if (kind != NC_CONV && f->want_wgo >= 0) {
 			return NC_NONE;	/* named a conv variant */
@@ -271,8 +291,11 @@ int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 				return NC_NONE;
 			f->wgo = 1;
 		}
+		/* grouped: one group's conv (nchwc_pass.h) */
+		gd = f->grp > 1 ? f->grp : 1;
 		f->p = (struct mi_nc_conv){
-			.c = s.c, .h = s.h, .w = s.w, .m = s.m, .oh = s.oh,
+			.c = s.c / gd, .h = s.h, .w = s.w, .m = s.m / gd,
+			.oh = s.oh,
 			.ow = s.ow, .kh = s.kh, .kw = s.kw, .sh = s.sh,
 			.sw = s.sw, .dh = s.dh, .dw = s.dw, .pt = s.pt,
 			.pl = s.pl,
@@ -317,7 +340,7 @@ int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 }
 
 int mi_cpu_nchwc_conv_variants(struct mi_graph *g, struct mi_node *n,
-			       const char **names, int max)
+			       int isa, const char **names, int max)
 {
 	struct mi_conv_shape s;
 	struct mi_nc_conv p;
@@ -325,6 +348,13 @@ int mi_cpu_nchwc_conv_variants(struct mi_graph *g, struct mi_node *n,
 
 	if (n->dead || !is_op(n, "Conv") || conv_shape(g, n, &s) != NC_CONV)
 		return 0;
+	if (s.group > 1) {
+		if (!grouped_ok(&s, mi_nc_kern_get(isa)->b))
+			return 0;
+		if (max > 0)
+			names[0] = MI_NC_VARIANT_GROUP;
+		return 1;
+	}
 	if (k < max)
 		names[k] = MI_NC_VARIANT_DIRECT;
 	k++;

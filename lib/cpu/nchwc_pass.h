@@ -49,6 +49,11 @@ struct nc_node {
 	int64_t hw, ohw;
 	int xblk, yblk, bblk; /* main input, output, 2nd operand layouts */
 	int flat;         /* 1x1 s1 p0 conv planned as one row of h*w */
+	/* conv groups (1 dense): p is then one group's conv (c / grp ->
+	 * m / grp channels, both multiples of the block) with wp and bias
+	 * at group 0; group i's input, output, residual, weight and bias
+	 * blocks follow i groups' worth of them (nc_piece re-bases) */
+	int grp;
 	/* conv work split (mi_nc_plan_split): sg x sr parts of block groups x
 	 * position units, run as pieces, group-major (gmaj: a group's
 	 * weights stay in L2 while it sweeps its units, nsub pieces per
@@ -58,7 +63,8 @@ struct nc_node {
 	int steal; /* the caller runs every part (as when workers are late) */
 	/* 3x3 stride-1 conv on Winograd's shapes: blocked Winograd (wgo set
 	 * by mi_nc_classify, wino by finish); want_wgo: what a plan asks of
-	 * a conv (-1 the cost rules choose, 0 direct, 1 Winograd) */
+	 * a conv (-1 the cost rules choose, 0 direct, 1 Winograd, 2 the
+	 * grouped direct conv) */
 	int wgo, want_wgo;
 	struct mi_ncw *wino;
 	/* conv with pads: each image is first copied into a zero-padded

@@ -272,14 +272,17 @@ int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f)
 
 		if (kind < 0)
 			return NC_NONE;
+		/* a plan naming a dense kernel for a grouped conv or the
+		 * grouped one for a dense conv: the rules choose, and the
+		 * plan's read-back names the node and what it runs */
+		if (kind == NC_CONV && f->want_wgo >= 0 &&
+		    (s.group > 1) != (f->want_wgo == 2))
+			f->want_wgo = -1;
 		if (kind == NC_CONV && s.group > 1) {
 			/* the grouped direct conv, or im2col (NCHW) */
-			if (!grouped_ok(&s, f->k->b) ||
-			    (f->want_wgo >= 0 && f->want_wgo != 2))
+			if (!grouped_ok(&s, f->k->b))
 				return NC_NONE;
 			f->grp = s.group;
-		} else if (kind == NC_CONV && f->want_wgo == 2) {
-			return NC_NONE;	/* named the grouped conv */
 		} else if (kind == NC_CONV && f->want_wgo == 1) {
 			f->wgo = 1;	/* a plan names the blocked Winograd */
 		} else if (kind != NC_CONV && f->want_wgo >= 0) {

@@ -177,7 +177,7 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 	 * "<op>.nchwc" */
 	f->hdr.variant = f->kind == NC_DW ? "conv.nchwc.dw" :
 			 f->kind != NC_CONV ? NULL :
-			 f->grp > 1 ? MI_NC_VARIANT_GROUP :
+			 f->gk ? MI_NC_VARIANT_GROUP :
 			 f->wgo ? MI_NC_VARIANT_WINO : MI_NC_VARIANT_DIRECT;
 	f->hdr.lay_in = f->xblk ? MI_LAYOUT_NCHWC : MI_LAYOUT_NCHW;
 	f->hdr.blk_in = f->xblk ? B : 0;
@@ -190,8 +190,14 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 
 		/* grouped: [m][c / groups][kh][kw] packs as a dense conv of
 		 * c / groups inputs, output block o in group o * B / mg */
-		f->p.wp = mi_nc_pack_weights(B, f->kind == NC_DW, f->m, f->p.c,
-					     f->p.kh, f->p.kw, w->data);
+		if (f->gk > 1)
+			f->p.wp = mi_nc_pack_merged(B, f->m, f->m / (f->grp * f->gk),
+						    f->p.c / f->gk, f->gk, f->p.kh,
+						    f->p.kw, w->data);
+		else
+			f->p.wp = mi_nc_pack_weights(B, f->kind == NC_DW, f->m,
+						     f->p.c, f->p.kh, f->p.kw,
+						     w->data);
 		f->p.bias = mi_nc_pack_bias(B, f->m, bs ? bs->data : NULL);
 		if (!f->p.wp || !f->p.bias)
 			return -ENOMEM;
@@ -396,7 +402,7 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa,
 				/* a grouped conv's alternative is im2col
 				 * (several times slower): it stays blocked,
 				 * reading and writing NCHW where it must */
-				if (fs[i]->grp > 1)
+				if (fs[i]->gk)
 					break;
 				/* on a 1x1 map (squeeze-excitation FCs) NCHW
 				 * and blocked are the same pixel: the lane by

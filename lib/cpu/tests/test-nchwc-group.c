@@ -10,8 +10,9 @@
  * (t and u blocked: the grouped conv reads and writes NCHWc), or (lone)
  * x -> grouped Conv + Relu -> y (reads and writes NCHW).  Groups 2, 4, 8
  * and 32, 1x1 and 3x3, strides 1 and 2, batch 1 and 2, 1-3 threads.
- * Channels per group that are not whole blocks must stay off the blocked
- * pass (im2col) and still match.  Outputs are pre-filled with NaN.  Run
+ * Pairs of groups of half a block run merged (zero weights across the
+ * pair); a quarter block per group, or an odd count of half blocks, must
+ * stay off the blocked pass (im2col) and still match.  Outputs are pre-filled with NaN.  Run
  * once per ISA (--isa).
  */
 #include <errno.h>
@@ -160,7 +161,8 @@ struct gcase {
 	bool res, lone;
 };
 
-/* One case; fits: cg and mg whole blocks (the grouped kernel runs). */
+/* One case; fits: the grouped kernel runs (groups or pairs of groups
+ * are whole blocks). */
 static void run_case(const struct gcase *q, bool fits)
 {
 	struct mi_graph g;
@@ -238,8 +240,11 @@ static void run_case(const struct gcase *q, bool fits)
 	mi_graph_fini(&g);
 }
 
-/* Random cases: groups from {2, 4, 8, 32}, 1-2 blocks per group. */
-static void random_case(int it, bool fits)
+/* Random cases: groups from {2, 4, 8, 32}; mode 0: 1-2 blocks per
+ * group; 1: pairs of groups are whole blocks (merged: half a block per
+ * group in one or both of input and output); 2: a quarter block per
+ * group (im2col). */
+static void random_case(int it, int mode)
 {
 	static const int groups[] = { 2, 4, 8, 32 };
 	const int B = mi_nc_kern_get(test_isa)->b;
@@ -249,10 +254,13 @@ static void random_case(int it, bool fits)
 	q.group = groups[it % 4];
 	cg = B * (1 + (int)rnd(q.group >= 32 ? 1 : 2));
 	mg = q.group >= 32 ? cg : B * (1 + (int)rnd(2));
-	if (!fits) {
-		/* a partial block per group (ResNeXt's 4 channels) */
-		cg = B > 4 ? B / 2 : 3;
-		mg = cg;
+	if (mode == 1) {
+		cg = it % 3 == 1 ? B : B / 2;
+		mg = it % 3 == 2 ? B : B / 2;
+	} else if (mode == 2) {
+		/* ResNeXt's 4 channels per group with AVX-512 */
+		cg = B / 4;
+		mg = 2 * cg;
 	}
 	q.c = cg * q.group;
 	q.m = mg * q.group;
@@ -264,7 +272,7 @@ static void random_case(int it, bool fits)
 	q.nt = 1 + (int)rnd(3);
 	q.res = q.c == q.m && q.s == 1 && rnd(2);
 	q.lone = it % 5 == 4;
-	run_case(&q, fits);
+	run_case(&q, mode < 2);
 }
 
 int main(int argc, char **argv)
@@ -293,9 +301,20 @@ int main(int argc, char **argv)
 				  .lone = true },
 		 true);
 	for (int it = 0; it < 60; it++)
-		random_case(it, true);
+		random_case(it, 0);
+	for (int it = 0; it < 30; it++)
+		random_case(it, 1);
 	for (int it = 0; it < 8; it++)
-		random_case(it, false);
+		random_case(it, 2);
+	/* an odd group count of half blocks: im2col */
+	run_case(&(struct gcase){ .nb = 1, .c = 3 * B / 2, .m = 3 * B / 2,
+				  .group = 3, .k = 3, .s = 1, .d = 1, .hw = 8,
+				  .nt = 1 },
+		 false);
+	/* two groups of half a block: one merged group (a dense conv) */
+	run_case(&(struct gcase){ .nb = 2, .c = B, .m = B, .group = 2, .k = 3,
+				  .s = 1, .d = 1, .hw = 9, .nt = 2, .res = true },
+		 true);
 	printf("test-nchwc-group: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -170,8 +170,9 @@ void mi_ncw_fini(struct mi_ncw *wg);
 /* The blocked conv variants a plan may name for node n as the graph is
  * now, with ISA isa's block (count, at most max stored): direct for any
  * dense fp32 conv the pass can block, the blocked Winograd for its 3x3
- * stride-1 shapes, the grouped direct conv for 1 < groups < channels
- * with channels and outputs per group multiples of the block. */
+ * stride-1 shapes, the grouped direct conv for other groups > 1 whose
+ * channels and outputs per group (or per pair of groups) are multiples
+ * of the block. */
 struct mi_graph;
 struct mi_node;
 int mi_cpu_nchwc_conv_variants(struct mi_graph *g, struct mi_node *n,

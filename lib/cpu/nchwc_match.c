@@ -132,7 +132,7 @@ static int conv_shape(struct mi_graph *g, struct mi_node *n,
 		return -EOPNOTSUPP;
 	if (s->group > 1 && s->group == s->c && s->m == s->c)
 		return NC_DW;
-	/* groups > 1: grouped_ok() says whether the block fits them */
+	/* groups > 1: group_merge() says whether the block fits them */
 	return NC_CONV;
 }
 

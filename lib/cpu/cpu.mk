@@ -8,13 +8,14 @@ CPU_TEST_KERNELS := $(O)/lib/cpu/tests/test-cpu-kernels
 CPU_TEST_PLAN := $(O)/lib/cpu/tests/test-cpu-plan
 CPU_TEST_XFORM := $(O)/lib/cpu/tests/test-xform
 CPU_TEST_NCHWC := $(O)/lib/cpu/tests/test-nchwc
+CPU_TEST_NCHWC_GROUP := $(O)/lib/cpu/tests/test-nchwc-group
 CPU_BENCH := $(O)/mi-cpu-bench
 CPU_TFLAGS = $(CFLAGS_COMMON) -pthread
 # the library's other parts (ops, importer) need these when linked statically
 CPU_LDLIBS = $(LIB_LDLIBS)
 
 CPU_TESTS := $(CPU_TEST_KERNELS) $(CPU_TEST_PLAN) $(CPU_TEST_XFORM) \
-	$(CPU_TEST_NCHWC)
+	$(CPU_TEST_NCHWC) $(CPU_TEST_NCHWC_GROUP)
 
 $(CPU_TESTS): $(O)/lib/cpu/tests/%: lib/cpu/tests/%.c \
 		lib/cpu/tests/cpu-test.h $(CPU_LIBA)
@@ -35,6 +36,7 @@ check-cpu: $(CPU_TESTS) $(O)/metainfer
 		$(CPU_TEST_PLAN) --isa $$isa | tail -n 20; \
 		$(CPU_TEST_XFORM) --isa $$isa | tail -n 20; \
 		$(CPU_TEST_NCHWC) --isa $$isa | tail -n 20; \
+		$(CPU_TEST_NCHWC_GROUP) --isa $$isa | tail -n 20; \
 		$(PYTHON) lib/cpu/tests/xform-models.py \
 			$(O)/metainfer "$$tmp/$$isa" $$isa | tail -n 1; \
 	done

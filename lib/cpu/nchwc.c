@@ -4,7 +4,8 @@
  *
  * mi_cpu_plan_nchwc() runs before the NCHW planner.  It
  *  1. marks the live fp32 nodes that have an NCHWc kernel: Conv (groups 1:
- *     direct convolution; groups == channels: depthwise), MaxPool /
+ *     direct convolution; groups == channels: depthwise; other groups of
+ *     whole blocks: a direct convolution per group), MaxPool /
  *     AveragePool, GlobalAveragePool, the squeeze-excitation channel scale
  *     Mul(x [N,C,H,W], s [N,C,1,1]) and same-shape Add; another
  *     provider's nodes (lib/quant's standalone DequantizeLinear and int8
@@ -35,7 +36,9 @@
  * Which convolutions: every conv is marked; a 3x3 stride-1 conv that the
  * Winograd kernel takes (mi_cpu_wino_pays, plan.c) runs on the blocked
  * Winograd (struct mi_ncw, winograd.c; Winograd is ~2x the direct
- * convolution's FLOP rate there).
+ * convolution's FLOP rate there).  A grouped conv whose channels and
+ * outputs per group are whole blocks runs as one direct conv per group
+ * (conv.nchwc.group); other grouped convs are left to im2col.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -174,6 +177,7 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 	 * "<op>.nchwc" */
 	f->hdr.variant = f->kind == NC_DW ? "conv.nchwc.dw" :
 			 f->kind != NC_CONV ? NULL :
+			 f->gk ? MI_NC_VARIANT_GROUP :
 			 f->wgo ? MI_NC_VARIANT_WINO : MI_NC_VARIANT_DIRECT;
 	f->hdr.lay_in = f->xblk ? MI_LAYOUT_NCHWC : MI_LAYOUT_NCHW;
 	f->hdr.blk_in = f->xblk ? B : 0;
@@ -184,8 +188,16 @@ static int finish(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 	if (f->kind == NC_CONV || f->kind == NC_DW) {
 		struct mi_tensor *w = mi_in(g, n, 1), *bs = mi_in(g, n, 2);
 
-		f->p.wp = mi_nc_pack_weights(B, f->kind == NC_DW, f->m, f->c,
-					     f->p.kh, f->p.kw, w->data);
+		/* grouped: [m][c / groups][kh][kw] packs as a dense conv of
+		 * c / groups inputs, output block o in group o * B / mg */
+		if (f->gk > 1)
+			f->p.wp = mi_nc_pack_merged(B, f->m, f->m / (f->grp * f->gk),
+						    f->p.c / f->gk, f->gk, f->p.kh,
+						    f->p.kw, w->data);
+		else
+			f->p.wp = mi_nc_pack_weights(B, f->kind == NC_DW, f->m,
+						     f->p.c, f->p.kh, f->p.kw,
+						     w->data);
 		f->p.bias = mi_nc_pack_bias(B, f->m, bs ? bs->data : NULL);
 		if (!f->p.wp || !f->p.bias)
 			return -ENOMEM;
@@ -289,7 +301,8 @@ static bool x1_keep(struct mi_graph *g, struct mi_node *n, const struct nc_node 
 }
 
 /* What a plan asks of node ni's conv: -1 nothing (the cost rules
- * choose), 0 the direct kernel, 1 the blocked Winograd. */
+ * choose), 0 the direct kernel, 1 the blocked Winograd, 2 the grouped
+ * direct kernel. */
 static int want_wgo(const struct mi_cpu_opts *opts, int ni)
 {
 	const char *v = mi_cpu_plan_variant(opts, ni);
@@ -298,6 +311,8 @@ static int want_wgo(const struct mi_cpu_opts *opts, int ni)
 		return -1;
 	if (!strcmp(v, MI_NC_VARIANT_WINO))
 		return 1;
+	if (!strcmp(v, MI_NC_VARIANT_GROUP))
+		return 2;
 	return !strcmp(v, MI_NC_VARIANT_DIRECT) ? 0 : -1;
 }
 
@@ -383,6 +398,11 @@ int mi_cpu_plan_nchwc(struct mi_graph *g, int nthreads, int isa,
 				/* a plan named its kernel: it stays, reading
 				 * and writing NCHW at a chain's ends */
 				if (fs[i]->want_wgo >= 0)
+					break;
+				/* a grouped conv's alternative is im2col
+				 * (several times slower): it stays blocked,
+				 * reading and writing NCHW where it must */
+				if (fs[i]->gk)
 					break;
 				/* on a 1x1 map (squeeze-excitation FCs) NCHW
 				 * and blocked are the same pixel: the lane by

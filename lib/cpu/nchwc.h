@@ -28,7 +28,8 @@
 
 #include "cpu/cpu.h"
 
-/* One image of a convolution (direct, groups 1) or depthwise conv. */
+/* One image of a convolution (direct, groups 1; a grouped conv runs as
+ * one of these per group) or depthwise conv. */
 struct mi_nc_conv {
 	int c, h, w;       /* input channels and map */
 	int m, oh, ow;     /* output channels and map */
@@ -161,17 +162,21 @@ void mi_ncw_run(const struct mi_ncw *wg, const float *x, const float *res,
 		float *y, float *ws);
 void mi_ncw_fini(struct mi_ncw *wg);
 
-/* The blocked pass's two conv variants (the names plans use). */
+/* The blocked pass's conv variants (the names plans use). */
 #define MI_NC_VARIANT_DIRECT "conv.nchwc.direct"
 #define MI_NC_VARIANT_WINO "conv.nchwc.winograd"
+#define MI_NC_VARIANT_GROUP "conv.nchwc.group"
 
 /* The blocked conv variants a plan may name for node n as the graph is
- * now (count, at most max stored): direct for any dense fp32 conv the
- * pass can block, the blocked Winograd for its 3x3 stride-1 shapes. */
+ * now, with ISA isa's block (count, at most max stored): direct for any
+ * dense fp32 conv the pass can block, the blocked Winograd for its 3x3
+ * stride-1 shapes, the grouped direct conv for other groups > 1 whose
+ * channels and outputs per group (or per pair of groups) are multiples
+ * of the block. */
 struct mi_graph;
 struct mi_node;
 int mi_cpu_nchwc_conv_variants(struct mi_graph *g, struct mi_node *n,
-			       const char **names, int max);
+			       int isa, const char **names, int max);
 
 /* plan.c: would the NCHW planner run this conv with Winograd on ISA isa? */
 int mi_cpu_wino_pays(const struct mi_conv_shape *s, int isa);

@@ -204,7 +204,8 @@ void mi_nc_fuse_xdw(struct mi_graph *g, struct nc_ws *ws, int nthreads)
 		int t = n->outputs[0], c;
 
 		if (n->dead || !h || h->run != mi_nc_run || f->kind != NC_CONV ||
-		    !f->flat || f->pad || f->slot2 >= 0 || !f->yblk || f->xdw ||
+		    f->gk || !f->flat || f->pad || f->slot2 >= 0 ||
+		    !f->yblk || f->xdw ||
 		    (g->tensors[t].flags & MI_TF_OUTPUT) ||
 		    mi_cpu_consumers(g, t, &c, 1) != 1)
 			continue;
@@ -277,7 +278,7 @@ int mi_nc_fuse_semul(struct mi_graph *g)
 		float *wsc;
 
 		if (n->dead || !h || h->run != mi_nc_run || f->kind != NC_CONV ||
-		    !f->flat || f->pad || f->xdw || f->sem || t < 0 ||
+		    f->gk || !f->flat || f->pad || f->xdw || f->sem || t < 0 ||
 		    2 * (int64_t)f->m > f->p.ow ||
 		    (g->tensors[t].flags & MI_TF_OUTPUT) ||
 		    (pr = g->tensors[t].producer) < 0 ||

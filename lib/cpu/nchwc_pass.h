@@ -49,6 +49,13 @@ struct nc_node {
 	int64_t hw, ohw;
 	int xblk, yblk, bblk; /* main input, output, 2nd operand layouts */
 	int flat;         /* 1x1 s1 p0 conv planned as one row of h*w */
+	/* grouped conv (gk > 0): it runs as grp groups of gk ONNX groups
+	 * each (gk 2: two groups' weights side by side, zeros across them;
+	 * mi_nc_pack_merged); p is one run group's conv (c / grp -> m / grp
+	 * channels, both multiples of the block) with wp and bias at group
+	 * 0; group i's input, output, residual, weight and bias blocks
+	 * follow i groups' worth of them (nc_piece re-bases) */
+	int grp, gk;
 	/* conv work split (mi_nc_plan_split): sg x sr parts of block groups x
 	 * position units, run as pieces, group-major (gmaj: a group's
 	 * weights stay in L2 while it sweeps its units, nsub pieces per
@@ -58,7 +65,8 @@ struct nc_node {
 	int steal; /* the caller runs every part (as when workers are late) */
 	/* 3x3 stride-1 conv on Winograd's shapes: blocked Winograd (wgo set
 	 * by mi_nc_classify, wino by finish); want_wgo: what a plan asks of
-	 * a conv (-1 the cost rules choose, 0 direct, 1 Winograd) */
+	 * a conv (-1 the cost rules choose, 0 direct, 1 Winograd, 2 the
+	 * grouped direct conv) */
 	int wgo, want_wgo;
 	struct mi_ncw *wino;
 	/* conv with pads: each image is first copied into a zero-padded
@@ -154,6 +162,10 @@ static inline void nc_unit_span(const struct nc_node *f, int u0, int u1, int *r0
 
 /* nchwc_match.c: kind of node n (or NC_NONE); fills f's shape fields. */
 int mi_nc_classify(struct mi_graph *g, struct mi_node *n, struct nc_node *f);
+/* nchwc_match.c: ONNX grouped weights w [m][cg][kh][kw] packed for k
+ * groups of mg outputs merged into one of k * cg inputs */
+float *mi_nc_pack_merged(int b, int m, int mg, int cg, int k, int kh, int kw,
+			 const float *w);
 /* nchwc_fuse.c */
 void mi_nc_absorb(struct mi_graph *g, struct mi_node *n, struct nc_node *f,
 		  int ci);

@@ -200,6 +200,35 @@ static int nc_part_span(const struct nc_node *f, int p, int *b0, int *b1,
 	return *u1 - *u0;
 }
 
+/*
+ * Output blocks [b0, b1) of a grouped conv: per group they cover, the
+ * direct conv on that group's re-based parameters (f->p is group 0's:
+ * group i's input, output and residual start i * cg and i * mg channels
+ * later, in either layout since both are whole blocks; its weights and
+ * bias i * mg / B output blocks later).
+ */
+static void nc_piece_grouped(const struct nc_cjob *j, int b0, int b1, int r0,
+			     int r1, int c0, int c1)
+{
+	const struct nc_node *f = j->f;
+	const int B = f->k->b, mbg = f->p.m / B;
+	const int64_t xg = (int64_t)f->p.c * f->p.h * f->p.w;
+	const int64_t yg = (int64_t)f->p.m * f->p.oh * f->p.ow;
+	const size_t wg = (size_t)f->p.kh * f->p.kw * f->p.c * f->p.m;
+
+	while (b0 < b1) {
+		int gi = b0 / mbg, e = (gi + 1) * mbg < b1 ? (gi + 1) * mbg : b1;
+		struct mi_nc_conv p = f->p;
+
+		p.wp += gi * wg;
+		p.bias += (size_t)gi * f->p.m;
+		f->k->conv(&p, j->x + gi * xg, j->r ? j->r + gi * yg : NULL,
+			   j->y + gi * yg, b0 - gi * mbg, e - gi * mbg, r0, r1,
+			   c0, c1);
+		b0 = e;
+	}
+}
+
 static void nc_piece(const struct nc_cjob *j, int p, int k)
 {
 	const struct nc_node *f = j->f;
@@ -220,6 +249,10 @@ static void nc_piece(const struct nc_cjob *j, int p, int k)
 		u1 = u0 + 1;
 	}
 	nc_unit_span(f, u0, u1, &r0, &r1, &c0, &c1);
+	if (f->grp > 1) {
+		nc_piece_grouped(j, b0, b1, r0, r1, c0, c1);
+		return;
+	}
 	f->k->conv(&f->p, j->x, j->r, j->y, b0, b1, r0, r1, c0, c1);
 }
 

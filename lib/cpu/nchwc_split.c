@@ -51,18 +51,24 @@ static double split_cost(const struct nc_node *f, int sg, int sr, int *gmaj)
 	const double l2 = nc_l2_budget();
 	int blocks = (mb + sg - 1) / sg, nu = (f->units + sr - 1) / sr;
 	int ng = (blocks + f->k->ob - 1) / f->k->ob;
-	int r0, r1, c0, c1, ih;
+	int r0, r1, c0, c1, ih, xc = f->xblk ? nc_cb(f->c, B) * B : f->c;
 	double pos, flops, wp, xp, bg, bu;
 
+	/* grouped: an output block reads its group's f->p.c channels, a
+	 * part the groups its blocks span */
+	if (f->grp > 1) {
+		int span = blocks / (f->p.m / B) + 1;
+
+		xc = (span < f->grp ? span : f->grp) * f->p.c;
+	}
 	nc_unit_span(f, 0, nu, &r0, &r1, &c0, &c1);
 	pos = (double)(r1 - r0) * (c1 - c0);
-	flops = 2.0 * f->p.kh * f->p.kw * f->c * blocks * B * pos;
-	wp = 4.0 * f->p.kh * f->p.kw * f->c * blocks * B;
+	flops = 2.0 * f->p.kh * f->p.kw * f->p.c * blocks * B * pos;
+	wp = 4.0 * f->p.kh * f->p.kw * f->p.c * blocks * B;
 	/* input rows the part reads */
 	ih = (r1 - r0 - 1) * f->p.sh + (f->p.kh - 1) * f->p.dh + 1;
 	ih = ih < f->p.h ? ih : f->p.h;
-	xp = 4.0 * (f->xblk ? nc_cb(f->c, B) * B : f->c) * ih *
-	     (f->flat ? (double)(c1 - c0) : f->p.w);
+	xp = 4.0 * xc * ih * (f->flat ? (double)(c1 - c0) : f->p.w);
 	bg = wp + xp * (xp <= l2 ? 1 : ng);
 	bu = xp + wp * (wp <= l2 ? 1 : nu);
 	/* ties of flat 1x1 convs: unit-major while the weights take at
@@ -87,9 +93,9 @@ void mi_nc_plan_split(struct nc_node *f)
 	/* as the other node runs: small convs stay on one thread, unless
 	 * their weights alone (read once, mostly from beyond the L2: the
 	 * squeeze-excitation FCs on 1x1 maps) take longer than a split */
-	if ((double)f->p.oh * f->p.ow * f->m * f->c * f->p.kh * f->p.kw <
+	if ((double)f->p.oh * f->p.ow * f->m * f->p.c * f->p.kh * f->p.kw <
 		    65536.0 &&
-	    4.0 * f->m * f->c * f->p.kh * f->p.kw < NC_SPLIT_WBYTES)
+	    4.0 * f->m * f->p.c * f->p.kh * f->p.kw < NC_SPLIT_WBYTES)
 		nt = 1;
 	nt = nt < NC_MAXPART ? nt : NC_MAXPART;
 

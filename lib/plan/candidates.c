@@ -146,7 +146,7 @@ static int nchwc_variants(struct mi_plan_rb *r, int i, const char **names,
 		out0 = n->outputs[0];
 		n->outputs[0] = r->c->out0[i];
 	}
-	k = mi_cpu_nchwc_conv_variants(g, n, names, max);
+	k = mi_cpu_nchwc_conv_variants(g, n, r->c->isa, names, max);
 	n->inputs = in;
 	n->ninputs = nin;
 	if (n->noutputs > 0)

@@ -15,11 +15,15 @@ typedef void (*tile_fn)(const int8_t *a, const uint8_t *b, size_t ldb,
 			int k4, int32_t *acc);
 
 /*
- * mi_qrequant's rounding (quant.h) for a vector: f is the fp32 products
- * (float)a * m, clamped by the caller or not; cvt rounds them, and lanes
- * where f is a half-integer or |a| >= 2^24 (rare: the fp32 product cannot
- * tell which way the exact one rounds) are redone by mi_qround_exact with
- * the clamp [flo, fhi].  One floor, subtract and two compares per vector.
+ * mi_qrequant's rounding (quant.h) for a vector: the nearest integer of
+ * the exact product acc * m, halves up.
+ *
+ * AVX-512 (per-instruction rounding): w = rd(x * m), x = (float)a, is the
+ * largest float <= the exact product p where x is exact (|a| < 2^24); as
+ * every half-integer below 2^22 is a float, floor(w + 1/2) = floor(p +
+ * 1/2), and rd(w + 1/2) keeps that floor.  One add more than rne(x * m);
+ * the integral clamps commute with it.  Lanes with |a| >= 2^24 (a compare
+ * per vector; none in the zoo's convs) are redone by mi_qround_exact.
  */
 __attribute__((target("avx512f"), noinline, cold, unused)) static __m512i
 mi_qround_slow512(__m512i q, __m512i a, __m512 m, __mmask16 k, float flo, float fhi)
@@ -36,29 +40,39 @@ mi_qround_slow512(__m512i q, __m512i a, __m512 m, __mmask16 k, float flo, float 
 	return _mm512_loadu_si512(qq);
 }
 
-__attribute__((target("avx512f"), always_inline)) static inline __m512i
-mi_qround_fix512(__m512i a, __m512 m, __m512 f, float flo, float fhi)
+/* lanes with |a| >= 2^24: a + 2^24 - 1 > 2^25 - 2 unsigned */
+__attribute__((target("avx512f"), always_inline)) static inline __mmask16
+mi_qwide512(__m512i a)
 {
-	__m512i q = _mm512_cvtps_epi32(f);
-	__m512 fl = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-	__mmask16 k = _mm512_cmp_ps_mask(_mm512_sub_ps(f, fl), _mm512_set1_ps(0.5f), _CMP_EQ_OQ) |
-		      _mm512_cmpgt_epu32_mask(_mm512_add_epi32(a, _mm512_set1_epi32(0xffffff)),
-					      _mm512_set1_epi32(0x1fffffe));
-
-	if (__builtin_expect(k != 0, 0))
-		q = mi_qround_slow512(q, a, m, k, flo, fhi);
-	return q;
+	return _mm512_cmpgt_epu32_mask(_mm512_add_epi32(a, _mm512_set1_epi32(0xffffff)),
+				       _mm512_set1_epi32(0x1fffffe));
 }
 
-/* (float)a * m clamped to [lo, hi] (NaN -> lo), rounded as mi_qrequant */
+/* (float)a * m clamped to [lo, hi] (integral; NaN -> lo), rounded as
+ * mi_qrequant */
 __attribute__((target("avx512f"), always_inline)) static inline __m512i
 mi_qrq512(__m512i a, __m512 m, __m512 lo, __m512 hi)
 {
-	__m512 f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), m), lo), hi);
+	const int rd = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+	__m512 w = _mm512_mul_round_ps(_mm512_cvtepi32_ps(a), m, rd);
+	__m512i q;
+	__mmask16 k;
 
-	return mi_qround_fix512(a, m, f, _mm512_cvtss_f32(lo), _mm512_cvtss_f32(hi));
+	w = _mm512_min_ps(_mm512_max_ps(w, lo), hi);
+	q = _mm512_cvt_roundps_epi32(_mm512_add_round_ps(w, _mm512_set1_ps(0.5f), rd), rd);
+	k = mi_qwide512(a);
+	if (__builtin_expect(k != 0, 0))
+		q = mi_qround_slow512(q, a, m, k, _mm512_cvtss_f32(lo), _mm512_cvtss_f32(hi));
+	return q;
 }
 
+/*
+ * AVX2 (no per-instruction rounding): cvt rounds the fp32 products f
+ * (clamped by the caller or not) to even; lanes where f is a half-integer
+ * (the fp32 product cannot tell the side) or |a| >= 2^24 are redone by
+ * mi_qround_exact with the clamp [flo, fhi].  A floor, a subtract and two
+ * compares per vector.
+ */
 __attribute__((target("avx2,fma"), noinline, cold, unused)) static __m256i
 mi_qround_slow256(__m256i q, __m256i a, __m256 m, int k, float flo, float fhi)
 {
@@ -282,9 +296,16 @@ rq_sat_set(struct rq_sat *r, const struct mi_qepi *ep)
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline __m512i
 rq_sat_cvt(__m512i a, __m512 m)
 {
-	/* the packs saturate what the float clamps would: +-2^30 for the
-	 * rare lanes mi_qround_exact redoes */
-	return mi_qround_fix512(a, m, _mm512_mul_ps(_mm512_cvtepi32_ps(a), m), -0x1p30f, 0x1p30f);
+	/* mi_qrq512 without the clamps (the packs saturate what they would
+	 * clamp: +-2^30 for the wide lanes mi_qround_exact redoes) */
+	const int rd = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+	__m512 w = _mm512_mul_round_ps(_mm512_cvtepi32_ps(a), m, rd);
+	__m512i q = _mm512_cvt_roundps_epi32(_mm512_add_round_ps(w, _mm512_set1_ps(0.5f), rd), rd);
+	__mmask16 k = mi_qwide512(a);
+
+	if (__builtin_expect(k != 0, 0))
+		q = mi_qround_slow512(q, a, m, k, -0x1p30f, 0x1p30f);
+	return q;
 }
 
 /* Four rq_sat_cvt results -> bytes (per 128-bit lane: 4 of a, b, c, d),

@@ -16,14 +16,16 @@ typedef void (*tile_fn)(const int8_t *a, const uint8_t *b, size_t ldb,
 
 /*
  * mi_qrequant's rounding (quant.h) for a vector: the nearest integer of
- * the exact product acc * m, halves up.
+ * the exact product acc * m, an exact half to even.
  *
  * AVX-512 (per-instruction rounding): w = rd(x * m), x = (float)a, is the
  * largest float <= the exact product p where x is exact (|a| < 2^24); as
  * every half-integer below 2^22 is a float, floor(w + 1/2) = floor(p +
- * 1/2), and rd(w + 1/2) keeps that floor.  One add more than rne(x * m);
- * the integral clamps commute with it.  Lanes with |a| >= 2^24 (a compare
- * per vector; none in the zoo's convs) are redone by mi_qround_exact.
+ * 1/2) (nearest, halves up; rd(w + 1/2) keeps the floor).  Likewise
+ * ceil(ru(x * m) - 1/2) is the nearest, halves down.  They differ only
+ * where p is exactly a half: the even one of the two.  The integral
+ * clamps commute with both.  Lanes with |a| >= 2^24 (a compare per
+ * vector; none in the zoo's convs) are redone by mi_qround_exact.
  */
 __attribute__((target("avx512f"), noinline, cold, unused)) static __m512i
 mi_qround_slow512(__m512i q, __m512i a, __m512 m, __mmask16 k, float flo, float fhi)
@@ -54,12 +56,15 @@ __attribute__((target("avx512f"), always_inline)) static inline __m512i
 mi_qrq512(__m512i a, __m512 m, __m512 lo, __m512 hi)
 {
 	const int rd = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
-	__m512 w = _mm512_mul_round_ps(_mm512_cvtepi32_ps(a), m, rd);
-	__m512i q;
+	const int ru = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
+	__m512 x = _mm512_cvtepi32_ps(a), h = _mm512_set1_ps(0.5f);
+	__m512 w = _mm512_min_ps(_mm512_max_ps(_mm512_mul_round_ps(x, m, rd), lo), hi);
+	__m512 u = _mm512_min_ps(_mm512_max_ps(_mm512_mul_round_ps(x, m, ru), lo), hi);
+	__m512i q = _mm512_cvt_roundps_epi32(_mm512_add_round_ps(w, h, rd), rd);
+	__m512i qdn = _mm512_cvt_roundps_epi32(_mm512_sub_round_ps(u, h, ru), ru);
 	__mmask16 k;
 
-	w = _mm512_min_ps(_mm512_max_ps(w, lo), hi);
-	q = _mm512_cvt_roundps_epi32(_mm512_add_round_ps(w, _mm512_set1_ps(0.5f), rd), rd);
+	q = _mm512_mask_and_epi32(q, _mm512_cmpneq_epi32_mask(q, qdn), q, _mm512_set1_epi32(~1));
 	k = mi_qwide512(a);
 	if (__builtin_expect(k != 0, 0))
 		q = mi_qround_slow512(q, a, m, k, _mm512_cvtss_f32(lo), _mm512_cvtss_f32(hi));
@@ -299,9 +304,15 @@ rq_sat_cvt(__m512i a, __m512 m)
 	/* mi_qrq512 without the clamps (the packs saturate what they would
 	 * clamp: +-2^30 for the wide lanes mi_qround_exact redoes) */
 	const int rd = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
-	__m512 w = _mm512_mul_round_ps(_mm512_cvtepi32_ps(a), m, rd);
-	__m512i q = _mm512_cvt_roundps_epi32(_mm512_add_round_ps(w, _mm512_set1_ps(0.5f), rd), rd);
+	const int ru = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
+	__m512 x = _mm512_cvtepi32_ps(a), h = _mm512_set1_ps(0.5f);
+	__m512i q = _mm512_cvt_roundps_epi32(
+		_mm512_add_round_ps(_mm512_mul_round_ps(x, m, rd), h, rd), rd);
+	__m512i qdn = _mm512_cvt_roundps_epi32(
+		_mm512_sub_round_ps(_mm512_mul_round_ps(x, m, ru), h, ru), ru);
 	__mmask16 k = mi_qwide512(a);
+
+	q = _mm512_mask_and_epi32(q, _mm512_cmpneq_epi32_mask(q, qdn), q, _mm512_set1_epi32(~1));
 
 	if (__builtin_expect(k != 0, 0))
 		q = mi_qround_slow512(q, a, m, k, -0x1p30f, 0x1p30f);

@@ -264,8 +264,10 @@ int mi_qwino_run(const struct mi_qwino *wn, const void *x, bool in_c4, uint8_t f
 /* ---- reference helpers (tests) -------------------------------------- */
 /*
  * Requantization rounds the exact product acc * mult (mult the fp32
- * multiplier) to nearest, halves up, as the accelerators' fixed point
- * (lib/device/lower_ops.c) does, then clamps to [flo, fhi] (integral; NaN
+ * multiplier) to nearest, as the accelerators' fixed point
+ * (lib/device/lower_ops.c) does; an exact product of exactly k + 1/2
+ * goes to even, as QuantizeLinear (the devices round it up: only
+ * multipliers with many trailing zero bits meet one).  Then it clamps to [flo, fhi] (integral; NaN
  * -> flo) and adds zy.  The fp32 product v decides alone unless v is a
  * half-integer (for |v| < 2^22 any other v lies strictly between the same
  * two half-integers as the exact product) or |acc| >= 2^24 ((float)acc
@@ -279,7 +281,8 @@ static inline float mi_qround_exact(int32_t acc, float mult, float flo, float fh
 	double a = acc, m = mult, p = a * m, e = __builtin_fma(a, m, -p);
 	double r = __builtin_floor(p), d = p - r;
 
-	if (d > 0.5 || (d == 0.5 && e >= 0))
+	/* exactly a half: to even, as QuantizeLinear */
+	if (d > 0.5 || (d == 0.5 && (e > 0 || (e == 0 && r != 2 * __builtin_floor(r / 2)))))
 		r += 1;
 	r = !(r >= flo) ? flo : r; /* NaN -> flo */
 	return r > fhi ? fhi : (float)r;

@@ -43,7 +43,7 @@ static int wget(const void *vctx, int g, int o, int k)
  * The requantization's definition, in integers (as the accelerators'
  * fixed point): mult = M / 2^sh exactly (M the 24-bit mantissa), the
  * result floor((2 acc M + 2^sh) / 2^(sh+1)) (nearest of the exact
- * product, halves up), clamped, + zy.  mi_qrequant must equal it.
+ * product; an exact half to even, as QuantizeLinear), clamped, + zy.  mi_qrequant must equal it.
  */
 static int32_t exact_rq(int32_t acc, float mult, int32_t zy, float flo, float fhi)
 {
@@ -59,8 +59,14 @@ static int32_t exact_rq(int32_t acc, float mult, int32_t zy, float flo, float fh
 		r = p * ((__int128)1 << (sh < -60 ? 60 : -sh));
 	else if (sh > 100)
 		r = 0; /* |acc m| < 2^55: |product| < 2^-45 */
-	else
-		r = (2 * p + ((__int128)1 << sh)) >> (sh + 1);
+	else {
+		__int128 n = 2 * p + ((__int128)1 << sh);
+
+		r = n >> (sh + 1);
+		/* exactly a half: to even */
+		if (!(n & (((__int128)1 << (sh + 1)) - 1)) && (r & 1))
+			r -= 1;
+	}
 	if (r < (__int128)flo)
 		r = (__int128)flo;
 	if (r > (__int128)fhi)

@@ -266,8 +266,9 @@ int mi_qwino_run(const struct mi_qwino *wn, const void *x, bool in_c4, uint8_t f
  * Requantization rounds the exact product acc * mult (mult the fp32
  * multiplier) to nearest, as the accelerators' fixed point
  * (lib/device/lower_ops.c) does; an exact product of exactly k + 1/2
- * goes to even, as QuantizeLinear (the devices round it up: only
- * multipliers with many trailing zero bits meet one).  Then it clamps to [flo, fhi] (integral; NaN
+ * goes to even, as QuantizeLinear (the devices round it up; inside the
+ * 8-bit range only a mantissa ending in >= 14 zero bits meets one).
+ * Then it clamps to [flo, fhi] (integral; NaN
  * -> flo) and adds zy.  The fp32 product v decides alone unless v is a
  * half-integer (for |v| < 2^22 any other v lies strictly between the same
  * two half-integers as the exact product) or |acc| >= 2^24 ((float)acc

@@ -9,7 +9,11 @@
  * graph by at most one step.  Per op:
  *  - Conv/Gemm: CONV2D / GEMM with the input and weight zero points, the
  *    int32 bias in units of sx * sw[oc] and M/S per output channel from
- *    sx * sw[oc] / sy; a fused Relu/Clip is the clamp.
+ *    the CPU kernels' fp32 multiplier mi_qmult(sx, sw[oc], sy) (MatMul:
+ *    mi_qmult(sa, sb, sy)): its 24-bit mantissa makes M exact, so both
+ *    round the same exact product acc * mult, halves up (multipliers
+ *    below 2^-38 excepted: qu_mult_shift caps the shift); a fused
+ *    Relu/Clip is the clamp.
  *  - Add: a_mult/b_mult = round(sa / sy * 2^k), round(sb / sy * 2^k),
  *    shift k as large as keeps both below 2^31 (at most 50).  Mul: one
  *    multiplier for sa * sb / sy the same way.
@@ -34,6 +38,7 @@
 
 #include "device/lower-impl.h"
 #include "ops/ops.h"
+#include "quant/quant-impl.h"
 
 static bool same_q(const struct qu_act *a, const struct qu_act *b)
 {
@@ -144,7 +149,8 @@ static int conv_consts(struct lb *b, const struct qu_info *qi, int *bti,
 		}
 		bias[o] = (int32_t)(v < -2147483648.0 ? -2147483648.0 :
 				    v > 2147483647.0 ? 2147483647.0 : v);
-		err = qu_mult_shift(sc / qi->out.scale, &m[o], &s[o]);
+		err = qu_mult_shift(mi_qmult(qi->in[0].scale, qi->wscale[o], qi->out.scale),
+				    &m[o], &s[o]);
 	}
 	if (err)
 		goto out;
@@ -319,7 +325,7 @@ static int lower_matmul(struct lb *b, struct qu_info *qi)
 	bi = ai >= 0 ? lb_get(b, qi->in[1].t, DRM_METAINFER_LAYOUT_NCHW) : ai;
 	if (bi < 0)
 		return bi;
-	err = per_tensor_ms(b, (double)qi->in[0].scale * qi->in[1].scale / qi->out.scale,
+	err = per_tensor_ms(b, mi_qmult(qi->in[0].scale, qi->in[1].scale, qi->out.scale),
 			    &mti, &sti);
 	if (err)
 		return err;

@@ -33,12 +33,13 @@ dw_store(int32_t *acc, int x, __mmask16 m, __m512i a, const struct dw_rq *rq,
 		_mm512_mask_storeu_ps((float *)(void *)rq->out + x, m, f);
 		return;
 	}
-	f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(f, v->mult), v->lo), v->hi);
+	__m512i q = _mm512_add_epi32(mi_qrq512(_mm512_add_epi32(a, v->comp), v->mult, v->lo, v->hi),
+				     v->zy);
+
 	if (rq->c4)
-		store16_c4(rq->out + (size_t)x * 4, m,
-			   _mm512_add_epi32(_mm512_cvtps_epi32(f), v->zy));
+		store16_c4(rq->out + (size_t)x * 4, m, q);
 	else
-		store16_u8(rq->out + x, m, _mm512_add_epi32(_mm512_cvtps_epi32(f), v->zy));
+		store16_u8(rq->out + x, m, q);
 }
 
 /* 3x3 weights as (w, 0) int16 pairs (stride 1) or (w0, w1), (w2, 0) pairs

@@ -153,9 +153,7 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void
 dwq_avx2_store(__m256i a, const __m256i comp, const __m256 mult, const __m256 lo,
 	       const __m256 hi, const __m256i zy, const __m256i lowb, uint8_t *d, bool two)
 {
-	__m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a, comp)), mult);
-	__m256i qv =
-		_mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f, lo), hi)), zy);
+	__m256i qv = _mm256_add_epi32(mi_qrq256(_mm256_add_epi32(a, comp), mult, lo, hi), zy);
 
 	qv = _mm256_shuffle_epi8(qv, lowb);
 	__m128i b = _mm_unpacklo_epi32(_mm256_castsi256_si128(qv), _mm256_extracti128_si256(qv, 1));

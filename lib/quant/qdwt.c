@@ -373,9 +373,7 @@ dwt_quad_body(const struct dwt_job *j, int c0, int nc, int v0, int v1, const boo
 			continue;
 		}
 		/* the requantization of dw_store, four channels */
-#define MI_DWT_RQ(a, m)                                                                  \
-	_mm512_add_epi32(_mm512_cvtps_epi32(_mm512_min_ps(                               \
-		_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), m), lo), hi)), zy)
+#define MI_DWT_RQ(a, m) _mm512_add_epi32(mi_qrq512(a, m, lo, hi), zy)
 		a0 = MI_DWT_RQ(a0, m0);
 		a1 = MI_DWT_RQ(a1, m1);
 		a2 = MI_DWT_RQ(a2, m2);
@@ -542,10 +540,7 @@ dwt_dense_body(const struct dwt_job *j, int v0, int v1, const bool flip)
 									   mo[oo[5]], mo[oo[6]], mo[oo[7]]));
 				continue;
 			}
-#define MI_DWT_RQ(a, c)                                                                  \
-	_mm512_add_epi32(_mm512_cvtps_epi32(_mm512_min_ps(                               \
-		_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), _mm512_set1_ps(ep->mult[c])), \
-			      lo), hi)), zy)
+#define MI_DWT_RQ(a, c) _mm512_add_epi32(mi_qrq512(a, _mm512_set1_ps(ep->mult[c]), lo, hi), zy)
 			a0 = MI_DWT_RQ(a0, oo[0]);
 			a1 = MI_DWT_RQ(a1, oo[1]);
 			a2 = MI_DWT_RQ(a2, oo[2]);

@@ -15,6 +15,109 @@ typedef void (*tile_fn)(const int8_t *a, const uint8_t *b, size_t ldb,
 			int k4, int32_t *acc);
 
 /*
+ * mi_qrequant's rounding (quant.h) for a vector: the nearest integer of
+ * the exact product acc * m, an exact half to even.
+ *
+ * AVX-512 (per-instruction rounding): w = rd(x * m), x = (float)a, is the
+ * largest float <= the exact product p where x is exact (|a| < 2^24); as
+ * every half-integer below 2^22 is a float, floor(w + 1/2) = floor(p +
+ * 1/2) (nearest, halves up; rd(w + 1/2) keeps the floor).  Likewise
+ * ceil(ru(x * m) - 1/2) is the nearest, halves down.  They differ only
+ * where p is exactly a half: the even one of the two.  The integral
+ * clamps commute with both.  Lanes with |a| >= 2^24 (a compare per
+ * vector; none in the zoo's convs) are redone by mi_qround_exact.
+ */
+__attribute__((target("avx512f"), noinline, cold, unused)) static __m512i
+mi_qround_slow512(__m512i q, __m512i a, __m512 m, __mmask16 k, float flo, float fhi)
+{
+	int32_t qa[16], qq[16];
+	float qm[16];
+
+	_mm512_storeu_si512(qa, a);
+	_mm512_storeu_si512(qq, q);
+	_mm512_storeu_ps(qm, m);
+	for (int i = 0; i < 16; i++)
+		if (k >> i & 1)
+			qq[i] = (int32_t)mi_qround_exact(qa[i], qm[i], flo, fhi);
+	return _mm512_loadu_si512(qq);
+}
+
+/* lanes with |a| >= 2^24: a + 2^24 - 1 > 2^25 - 2 unsigned */
+__attribute__((target("avx512f"), always_inline)) static inline __mmask16
+mi_qwide512(__m512i a)
+{
+	return _mm512_cmpgt_epu32_mask(_mm512_add_epi32(a, _mm512_set1_epi32(0xffffff)),
+				       _mm512_set1_epi32(0x1fffffe));
+}
+
+/* (float)a * m clamped to [lo, hi] (integral; NaN -> lo), rounded as
+ * mi_qrequant */
+__attribute__((target("avx512f"), always_inline)) static inline __m512i
+mi_qrq512(__m512i a, __m512 m, __m512 lo, __m512 hi)
+{
+	const int rd = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+	const int ru = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
+	__m512 x = _mm512_cvtepi32_ps(a), h = _mm512_set1_ps(0.5f);
+	__m512 w = _mm512_min_ps(_mm512_max_ps(_mm512_mul_round_ps(x, m, rd), lo), hi);
+	__m512 u = _mm512_min_ps(_mm512_max_ps(_mm512_mul_round_ps(x, m, ru), lo), hi);
+	__m512i q = _mm512_cvt_roundps_epi32(_mm512_add_round_ps(w, h, rd), rd);
+	__m512i qdn = _mm512_cvt_roundps_epi32(_mm512_sub_round_ps(u, h, ru), ru);
+	__mmask16 k;
+
+	q = _mm512_mask_and_epi32(q, _mm512_cmpneq_epi32_mask(q, qdn), q, _mm512_set1_epi32(~1));
+	k = mi_qwide512(a);
+	if (__builtin_expect(k != 0, 0))
+		q = mi_qround_slow512(q, a, m, k, _mm512_cvtss_f32(lo), _mm512_cvtss_f32(hi));
+	return q;
+}
+
+/*
+ * AVX2 (no per-instruction rounding): cvt rounds the fp32 products f
+ * (clamped by the caller or not) to even; lanes where f is a half-integer
+ * (the fp32 product cannot tell the side) or |a| >= 2^24 are redone by
+ * mi_qround_exact with the clamp [flo, fhi].  A floor, a subtract and two
+ * compares per vector.
+ */
+__attribute__((target("avx2,fma"), noinline, cold, unused)) static __m256i
+mi_qround_slow256(__m256i q, __m256i a, __m256 m, int k, float flo, float fhi)
+{
+	int32_t qa[8], qq[8];
+	float qm[8];
+
+	_mm256_storeu_si256((__m256i *)qa, a);
+	_mm256_storeu_si256((__m256i *)qq, q);
+	_mm256_storeu_ps(qm, m);
+	for (int i = 0; i < 8; i++)
+		if (k >> i & 1)
+			qq[i] = (int32_t)mi_qround_exact(qa[i], qm[i], flo, fhi);
+	return _mm256_loadu_si256((const __m256i *)qq);
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256i
+mi_qround_fix256(__m256i a, __m256 m, __m256 f, float flo, float fhi)
+{
+	__m256i q = _mm256_cvtps_epi32(f);
+	__m256 tie = _mm256_cmp_ps(_mm256_sub_ps(f, _mm256_floor_ps(f)), _mm256_set1_ps(0.5f),
+				   _CMP_EQ_OQ);
+	/* |a| >= 2^24: a + 2^24 - 1 >= 2^25 - 1 unsigned */
+	__m256i b = _mm256_add_epi32(a, _mm256_set1_epi32(0xffffff));
+	__m256i wide = _mm256_cmpeq_epi32(_mm256_max_epu32(b, _mm256_set1_epi32(0x1ffffff)), b);
+	int k = _mm256_movemask_ps(_mm256_or_ps(tie, _mm256_castsi256_ps(wide)));
+
+	if (__builtin_expect(k != 0, 0))
+		q = mi_qround_slow256(q, a, m, k, flo, fhi);
+	return q;
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256i
+mi_qrq256(__m256i a, __m256 m, __m256 lo, __m256 hi)
+{
+	__m256 f = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(a), m), lo), hi);
+
+	return mi_qround_fix256(a, m, f, _mm256_cvtss_f32(lo), _mm256_cvtss_f32(hi));
+}
+
+/*
  * Requantization by saturation, the same bytes with fewer operations: the
  * map f(x) = bytes(sat16(cvt(x)) +sat zy) (saturating packs and add) is
  * nondecreasing wherever cvt does not overflow, and on [flo, fhi] it is
@@ -198,7 +301,22 @@ rq_sat_set(struct rq_sat *r, const struct mi_qepi *ep)
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline __m512i
 rq_sat_cvt(__m512i a, __m512 m)
 {
-	return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(a), m));
+	/* mi_qrq512 without the clamps (the packs saturate what they would
+	 * clamp: +-2^30 for the wide lanes mi_qround_exact redoes) */
+	const int rd = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+	const int ru = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
+	__m512 x = _mm512_cvtepi32_ps(a), h = _mm512_set1_ps(0.5f);
+	__m512i q = _mm512_cvt_roundps_epi32(
+		_mm512_add_round_ps(_mm512_mul_round_ps(x, m, rd), h, rd), rd);
+	__m512i qdn = _mm512_cvt_roundps_epi32(
+		_mm512_sub_round_ps(_mm512_mul_round_ps(x, m, ru), h, ru), ru);
+	__mmask16 k = mi_qwide512(a);
+
+	q = _mm512_mask_and_epi32(q, _mm512_cmpneq_epi32_mask(q, qdn), q, _mm512_set1_epi32(~1));
+
+	if (__builtin_expect(k != 0, 0))
+		q = mi_qround_slow512(q, a, m, k, -0x1p30f, 0x1p30f);
+	return q;
 }
 
 /* Four rq_sat_cvt results -> bytes (per 128-bit lane: 4 of a, b, c, d),

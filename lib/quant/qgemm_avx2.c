@@ -190,11 +190,7 @@ rq_store_avx2_in(__m256i c00, __m256i c01, __m256i c10, __m256i c11, __m256i c20
 	const __m256i zy = _mm256_set1_epi32(ep->zy);
 	bool u8 = ep->mode == MI_QOUT_U8;
 	const float *mp = ep->mult + oc0;
-#define MI_Q_RQ2(x, r)                                                        \
-	_mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(                    \
-		_mm256_max_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(x),            \
-					    _mm256_set1_ps(mp[r])), flo),     \
-		fhi)), zy)
+#define MI_Q_RQ2(x, r) _mm256_add_epi32(mi_qrq256(x, _mm256_set1_ps(mp[r]), flo, fhi), zy)
 #define MI_Q_PK2(x, y) (u8 ? _mm256_packus_epi16(x, y) : _mm256_packs_epi16(x, y))
 	__m256i q00 = MI_Q_RQ2(c00, 0), q01 = MI_Q_RQ2(c01, 0);
 	__m256i q10 = MI_Q_RQ2(c10, 1), q11 = MI_Q_RQ2(c11, 1);

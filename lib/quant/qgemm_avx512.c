@@ -102,11 +102,7 @@ rq_store_body(__m512i c00, __m512i c01, __m512i c10, __m512i c11, __m512i c20, _
 	rq_sat_set(&rs, ep);
 #define MI_Q_RQ(x, r)                                                         \
 	(sat ? rq_sat_cvt(x, _mm512_set1_ps(mp[r])) :                         \
-	 _mm512_cvtps_epi32(_mm512_min_ps(                                    \
-		_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(x),            \
-					    _mm512_set1_ps(mp[r])),           \
-			      lo),                                            \
-		hi)))
+	 mi_qrq512(x, _mm512_set1_ps(mp[r]), lo, hi))
 #define MI_Q_PK(x, y, z, v) /* bytes, per 128-bit lane: x y z v (4 each) */   \
 	(sat ? rq_sat_pack(&rs, x, y, z, v) : ({                              \
 		__m512i p0_ = _mm512_add_epi16(_mm512_packs_epi32(x, y), zy); \

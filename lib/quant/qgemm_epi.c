@@ -68,10 +68,8 @@ epi_avx2(const int32_t *acc, int ldacc, int rows, int np,
 					__m256i a = _mm256_add_epi32(
 						_mm256_loadu_si256((const void *)(acc + (r + k) * ldacc + p)),
 						_mm256_set1_epi32(ep->comp[oc]));
-					__m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(a),
-								 _mm256_set1_ps(ep->mult[oc]));
-					__m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(
-						_mm256_min_ps(_mm256_max_ps(f, lo), hi)), zy);
+					__m256i q = _mm256_add_epi32(
+						mi_qrq256(a, _mm256_set1_ps(ep->mult[oc]), lo, hi), zy);
 
 					d = _mm256_or_si256(d, _mm256_slli_epi32(_mm256_and_si256(q, byte),
 										 8 * k));
@@ -115,8 +113,7 @@ epi_avx2(const int32_t *acc, int ldacc, int rows, int np,
 				_mm256_storeu_ps((float *)out + idx, f);
 				continue;
 			}
-			f = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(f, m), lo), hi);
-			__m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(f), zy);
+			__m256i q = _mm256_add_epi32(mi_qrq256(a, m, lo, hi), zy);
 			__m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q),
 						      _mm256_extracti128_si256(q, 1));
 			__m128i q8 = ep->mode == MI_QOUT_U8 ?
@@ -152,12 +149,9 @@ epi_avx512(const int32_t *acc, int ldacc, int rows, int np,
 					__m512i a = _mm512_add_epi32(
 						_mm512_maskz_loadu_epi32(k, acc + (r + j) * ldacc + p),
 						_mm512_set1_epi32(ep->comp[oc]));
-					__m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(a),
-								 _mm512_set1_ps(ep->mult[oc]));
-
-					f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
 					__m512i q = _mm512_and_si512(
-						_mm512_add_epi32(_mm512_cvtps_epi32(f), zy), byte);
+						_mm512_add_epi32(mi_qrq512(a, _mm512_set1_ps(ep->mult[oc]),
+									   lo, hi), zy), byte);
 
 					word = _mm512_or_si512(word, _mm512_slli_epi32(q, 8 * j));
 				}
@@ -194,8 +188,7 @@ epi_avx512(const int32_t *acc, int ldacc, int rows, int np,
 				_mm512_mask_storeu_ps((float *)out + idx, k, f);
 				continue;
 			}
-			f = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(f, m), lo), hi);
-			__m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
+			__m512i q = _mm512_add_epi32(mi_qrq512(a, m, lo, hi), zy);
 			if (ep->out_c4)
 				store16_c4((uint8_t *)out + ((r / 4) * ldo + p) * 4 + r % 4, k, q);
 			else

@@ -262,14 +262,50 @@ int mi_qwino_run(const struct mi_qwino *wn, const void *x, bool in_c4, uint8_t f
 		 mi_qparallel_for pf, int nt);
 
 /* ---- reference helpers (tests) -------------------------------------- */
-/* Scalar requantization: exactly what every kernel path computes. */
+/*
+ * Requantization rounds the exact product acc * mult (mult the fp32
+ * multiplier) to nearest, as the accelerators' fixed point
+ * (lib/device/lower_ops.c) does; an exact product of exactly k + 1/2
+ * goes to even, as QuantizeLinear (the devices round it up; inside the
+ * 8-bit range only a mantissa ending in >= 14 zero bits meets one).
+ * Then it clamps to [flo, fhi] (integral; NaN
+ * -> flo) and adds zy.  The fp32 product v decides alone unless v is a
+ * half-integer (for |v| < 2^22 any other v lies strictly between the same
+ * two half-integers as the exact product) or |acc| >= 2^24 ((float)acc
+ * rounds): those take mi_qround_exact, every int32 acc exact.  This is
+ * exactly what every kernel path computes (mi_qround_fix512/256 in
+ * qgemm-impl.h are the vector forms).
+ */
+static inline float mi_qround_exact(int32_t acc, float mult, float flo, float fhi)
+{
+	/* p + e is the exact product: e from the double fma */
+	double a = acc, m = mult, p = a * m, e = __builtin_fma(a, m, -p);
+	double r = __builtin_floor(p), d = p - r;
+
+	/* exactly a half: to even, as QuantizeLinear */
+	if (d > 0.5 || (d == 0.5 && (e > 0 || (e == 0 && r != 2 * __builtin_floor(r / 2)))))
+		r += 1;
+	r = !(r >= flo) ? flo : r; /* NaN -> flo */
+	return r > fhi ? fhi : (float)r;
+}
+
+/* |acc| >= 2^24: (float)acc may round */
+static inline bool mi_qacc_wide(int32_t acc)
+{
+	return (uint32_t)acc + 0xffffffu > 0x1fffffeu;
+}
+
 static inline int32_t mi_qrequant(int32_t acc, float mult, int32_t zy,
 				  float flo, float fhi)
 {
-	float v = (float)acc * mult;
+	float v = (float)acc * mult, r;
+
 	v = !(v >= flo) ? flo : v; /* NaN -> flo, as maxps(v, flo) */
 	v = v > fhi ? fhi : v;
-	return (int32_t)__builtin_nearbyintf(v) + zy;
+	r = __builtin_nearbyintf(v);
+	if (__builtin_expect(__builtin_fabsf(v - r) == 0.5f || mi_qacc_wide(acc), 0))
+		r = mi_qround_exact(acc, mult, flo, fhi);
+	return (int32_t)r + zy;
 }
 
 /* ---- ops, planner, CLI ------------------------------------------------ */

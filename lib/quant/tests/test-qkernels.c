@@ -39,10 +39,97 @@ static int wget(const void *vctx, int g, int o, int k)
 	return c->w[((size_t)g * c->ocg + o) * c->kg + k];
 }
 
+/*
+ * The requantization's definition, in integers (as the accelerators'
+ * fixed point): mult = M / 2^sh exactly (M the 24-bit mantissa), the
+ * result floor((2 acc M + 2^sh) / 2^(sh+1)) (nearest of the exact
+ * product; an exact half to even, as QuantizeLinear), clamped, + zy.  mi_qrequant must equal it.
+ */
+static int32_t exact_rq(int32_t acc, float mult, int32_t zy, float flo, float fhi)
+{
+	int e;
+	float fm = frexpf(mult, &e);
+	int64_t m = (int64_t)ldexpf(fm, 24);
+	int sh = 24 - e;
+	__int128 p = (__int128)acc * m, r;
+
+	if (!isfinite(mult))
+		return mi_qrequant(acc, mult, zy, flo, fhi);
+	if (sh <= 0)
+		r = p * ((__int128)1 << (sh < -60 ? 60 : -sh));
+	else if (sh > 100)
+		r = 0; /* |acc m| < 2^55: |product| < 2^-45 */
+	else {
+		__int128 n = 2 * p + ((__int128)1 << sh);
+
+		r = n >> (sh + 1);
+		/* exactly a half: to even */
+		if (!(n & (((__int128)1 << (sh + 1)) - 1)) && (r & 1))
+			r -= 1;
+	}
+	if (r < (__int128)flo)
+		r = (__int128)flo;
+	if (r > (__int128)fhi)
+		r = (__int128)fhi;
+	return (int32_t)r + zy;
+}
+
+/* products whose fp32 value is a half-integer inside the clamp: exact
+ * product below it, above it, on it; and wide sums (|acc| >= 2^24) */
+static long rq_below, rq_above, rq_on, rq_wide, rq_fails;
+
+static void rq_check(int32_t acc, float mult, int32_t zy, float flo, float fhi)
+{
+	float v = (float)acc * mult;
+	int32_t q = mi_qrequant(acc, mult, zy, flo, fhi);
+	int32_t x = exact_rq(acc, mult, zy, flo, fhi);
+
+	if (fabsf(v - nearbyintf(v)) == 0.5f && v > flo && v < fhi) {
+		double d = fma((double)acc, (double)mult, -(double)v);
+
+		rq_below += d < 0;
+		rq_above += d > 0;
+		rq_on += d == 0;
+	}
+	rq_wide += acc >= (1 << 24) || acc <= -(1 << 24);
+	if (q != x && rq_fails++ < 5)
+		fprintf(stderr, "FAIL requant: acc %d mult %.9g (fp32 product %.9g): %d, exact %d\n",
+			acc, mult, v, q, x);
+}
+
+/*
+ * Halfway products: for about half the channels mult is chosen so that
+ * the fp32 product of one output's sum tot is exactly k + 0.5 inside the
+ * clamp, the exact product just below, above or on it -- where rounding
+ * the fp32 product would be wrong.  U8/S8 outputs only.
+ */
+static void tie_mult(const struct mi_qepi *ep, float *mult, int o, int32_t tot)
+{
+	int lo = (int)ep->flo, hi = (int)ep->fhi;
+
+	if ((ep->mode != MI_QOUT_U8 && ep->mode != MI_QOUT_S8) || !tot || hi <= lo ||
+	    rnd() % 2)
+		return;
+	for (int t = 0; t < 8; t++) {
+		float k = (float)rndi(lo, hi - 1) + 0.5f;
+		float m = (float)((double)k / tot);
+
+		for (int d = 0; d < 6; d++) {
+			if ((float)tot * m == k) {
+				mult[o] = m;
+				return;
+			}
+			m = nextafterf(m, ((float)tot * m < k) == (tot > 0) ? INFINITY : -INFINITY);
+		}
+	}
+}
+
 static void ref_out(const struct mi_qepi *ep, int oc, int32_t acc, void *y,
 		    size_t idx)
 {
 	acc += ep->comp[oc];
+	if (ep->mode == MI_QOUT_U8 || ep->mode == MI_QOUT_S8)
+		rq_check(acc, ep->mult[oc], ep->zy, ep->flo, ep->fhi);
 	switch (ep->mode) {
 	case MI_QOUT_U8:
 		((uint8_t *)y)[idx] = (uint8_t)mi_qrequant(acc, ep->mult[oc], ep->zy,
@@ -526,8 +613,12 @@ static int test_conv(int iter)
 		struct mi_qepi rep = ep;
 		int32_t *rcomp = malloc(s.oc * 4);
 
-		for (int o = 0; o < s.oc; o++)
+		for (int o = 0; o < s.oc; o++) {
 			rcomp[o] = bias[o];
+			/* ep.mult is rep.mult */
+			tie_mult(&ep, mult, o,
+				 acc[(size_t)o * s.oh * s.ow + rndi(0, s.oh * s.ow - 1)] + bias[o]);
+		}
 		rep.comp = rcomp;
 		size_t es = esize(mode);
 		uint8_t *yr = malloc(ny * es), *yk = malloc(ny * es);
@@ -681,6 +772,8 @@ static int test_gemm(int iter)
 
 	for (int o = 0; o < n; o++) {
 		bias[o] = rndi(-3000, 3000);
+		if (iter % 3 == 2 && rnd() % 4 == 0) /* sums beyond 2^24 */
+			bias[o] += rnd() % 2 ? 1 << 25 : -(1 << 25);
 		comp[o] = bias[o] - za * qw.wsum[o];
 	}
 	for (int mode = 0; mode < 4; mode++) {
@@ -689,6 +782,8 @@ static int test_gemm(int iter)
 		uint8_t *yr = calloc((size_t)m * ldy, es), *yk = calloc((size_t)m * ldy, es);
 
 		make_epi(&ep, mode, n, comp, mult, fb, k);
+		for (int o = 0; o < n; o++)
+			tie_mult(&ep, mult, o, acc[rndi(0, m - 1) * n + o] + bias[o]);
 		rep = ep;
 		rep.comp = bias;
 		for (int i = 0; i < m; i++)
@@ -1186,6 +1281,14 @@ int main(int argc, char **argv)
 	}
 	dwq_focus = false;
 	fails += test_wino_bound();
+	/* every path was compared with mi_qrequant, which equals exact_rq */
+	printf("requantization: %ld fp32 products on a half-integer (exact product %ld below, %ld above, %ld on it), %ld sums beyond 2^24: %ld differ from the exact rounding\n",
+	       rq_below + rq_above + rq_on, rq_below, rq_above, rq_on, rq_wide, rq_fails);
+	fails += rq_fails;
+	if (n >= 50 && (!rq_below || !rq_above || !rq_on || !rq_wide)) {
+		fprintf(stderr, "FAIL requantization: a kind of halfway product or wide sum not drawn\n");
+		fails++;
+	}
 	printf("%d random conv + %d gemm cases x 4 output modes, %d q/dq + %d q-near-tie + %d q/dq-c4 + %d maxpool cases, x %d ISAs: %d failures\n",
 	       n, n, n, n, n, n, mi_quant_isa_max() + 1, fails);
 	printf("  (%d depthwise conv cases, %d with gather tables; %d dense ones with tables; %d 1x1 split by output channels; %d 1x1 on one pixel; %d 3x3 with Winograd; %d RGB first convs)\n",

@@ -941,8 +941,9 @@ static const char *const tl_step[] = {
 
 /*
  * One chain line: a slice detect -> output on its stream's thread with
- * the five steps nested in it.  Returns 1 if added, 0 if not a chain or
- * before the recording (a stale file), -1 if malformed.
+ * the five steps nested in it.  Returns 1 if added, 0 if blank, another
+ * kind of serve line or before the recording (a stale file), -1 if not a
+ * serve timeline line or a malformed chain.
  */
 static int tl_chain(struct rec *r, const char *line, int *pid_out,
 		    int *stream_out)
@@ -952,6 +953,12 @@ static int tl_chain(struct rec *r, const char *line, int *pid_out,
 	char name[384];
 	int p;
 
+	/* a blank line or another kind of serve line ("start"): skipped;
+	 * anything else is not a serve timeline */
+	if (line[strspn(line, " \t\r\n")] == 0)
+		return 0;
+	if (!strstr(line, "\"timeline\": \""))
+		return -1;
 	if (!strstr(line, "\"timeline\": \"chain\""))
 		return 0;
 	if (!jv_i64(line, "pid", &pid) || !jv_i64(line, "event", &ev) ||

@@ -169,7 +169,8 @@ void qp_par_range(int nthreads, int64_t n, int64_t min,
 		return;
 	}
 	j.chunk = (n + nthreads * 4 - 1) / (nthreads * 4);
-	j.chunk = (j.chunk < min ? min : j.chunk + 63) & ~(int64_t)63;
+	/* at least min, rounded up to whole lines (a min under 64 too) */
+	j.chunk = ((j.chunk < min ? min : j.chunk) + 63) & ~(int64_t)63;
 	qp_cur_threads = nthreads;
 	qp_pool_for((int)((n + j.chunk - 1) / j.chunk), prange_item, &j);
 }

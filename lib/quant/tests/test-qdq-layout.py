@@ -200,6 +200,7 @@ def main():
         (4, 13, 12, (11, 19), 2, True, False, True),    # pad lanes, 4-pixel tail
         (3, 40, 8, (60, 62), 1, True, False, True),     # > 128K floats, depthwise reader
         (4, 24, 16, (9, 9), 1, False, False, True),     # dense 3x3 reader
+        (4, 320, 8, (11, 11), 1, True, False, True),    # wide: split ranges under 64 px
     ]
     for i, (c0, c1, c2, hw, s, dw, lut, f32out) in enumerate(cases):
         path = os.path.join(tmp, "m%d.onnx" % i)

@@ -6,8 +6,11 @@
  *
  *   mi_tracecount [--hold] -- COMMAND [ARGS...]
  *
- * Prints "name count" lines after COMMAND exits and exits with COMMAND's
- * status.  --hold keeps the programs attached after COMMAND and waits for a
+ * Prints "count NAME N" lines after COMMAND exits and exits with COMMAND's
+ * status.  Before them, "missed NAME N" for each program the kernel skipped
+ * N times: a tracepoint that fires in an interrupt while another BPF
+ * program runs on the same CPU does not run its program (recursion
+ * protection), so the count alone can be short.  --hold keeps the programs attached after COMMAND and waits for a
  * line on stdin, so that `bpftool prog show` can look at them.
  */
 #include <errno.h>
@@ -17,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "mi_tracecount.h"
@@ -28,6 +32,27 @@ static const char *const names[MI_TC_COUNT] = {
 	[MI_TC_RESET] = "reset",	   [MI_TC_BO_CREATE] = "bo_create",
 	[MI_TC_BO_DESTROY] = "bo_destroy",
 };
+
+/* how often the kernel skipped each program (bpf_prog_info.recursion_misses) */
+static void print_misses(struct mi_tracecount_bpf *skel)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		const char *name = bpf_program__name(prog);
+
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			continue;
+		if (!strncmp(name, "mi_", 3))
+			name += 3;
+		if (info.recursion_misses)
+			printf("missed %s %llu\n", name,
+			       (unsigned long long)info.recursion_misses);
+	}
+}
 
 int main(int argc, char **argv)
 {
@@ -69,6 +94,7 @@ int main(int argc, char **argv)
 	}
 	if (waitpid(pid, &status, 0) != pid)
 		goto cleanup;
+	print_misses(skel);
 	for (i = 0; i < MI_TC_COUNT; i++)
 		printf("count %s %llu\n", names[i], (unsigned long long)skel->bss->counts[i]);
 	fflush(stdout);

@@ -25,8 +25,14 @@ ifeq ($(origin CC),default)
 CC := gcc
 endif
 OPT ?= -O2
+# -fno-semantic-interposition: with -fPIC, GCC will not inline a non-static
+# function into its own file's callers (another library could interpose
+# it).  Nothing here relies on interposition, and the int8 kernels that
+# lost `static` when qgemm.c was split per ISA need the inlining: without
+# it the int8 transformer ran 1.7x slower.
 CFLAGS_COMMON := -std=gnu11 -g $(OPT) -Wall -Wextra -Wno-unused-parameter \
-	-Wno-sign-compare -Wshadow -fno-strict-aliasing -fPIC -D_GNU_SOURCE \
+	-Wno-sign-compare -Wshadow -fno-strict-aliasing -fPIC \
+	-fno-semantic-interposition -D_GNU_SOURCE \
 	-I$(CURDIR)/uapi -I$(CURDIR)/lib/include -I$(CURDIR)/lib -I$(O)
 ALL :=
 CHECKS :=

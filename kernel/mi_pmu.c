@@ -142,19 +142,19 @@ static const struct attribute_group mi_pmu_format_group = {
 };
 
 /* PMU_EVENT_ATTR_STRING() names the file after a C identifier: no '-'. */
-#define MI_PMU_STR(_var, _name, _str)                                        \
-	static struct perf_pmu_events_attr _var = {                          \
-		.attr = { .attr = { .name = _name, .mode = 0444 },           \
-			  .show = perf_event_sysfs_show },                   \
-		.event_str = _str,                                           \
+#define MI_PMU_STR(_var, _name, _str)                              \
+	static struct perf_pmu_events_attr _var = {                \
+		.attr = { .attr = { .name = _name, .mode = 0444 }, \
+			  .show = perf_event_sysfs_show },         \
+		.event_str = _str,                                 \
 	}
 
-#define MI_PMU_EVENT(_id, _name, _config, _unit)                             \
-	MI_PMU_STR(mi_pmu_ev_##_id, _name, "event=" __stringify(_config));  \
+#define MI_PMU_EVENT(_id, _name, _config, _unit)                           \
+	MI_PMU_STR(mi_pmu_ev_##_id, _name, "event=" __stringify(_config)); \
 	MI_PMU_STR(mi_pmu_unit_##_id, _name ".unit", _unit)
 
-#define MI_PMU_GAUGE(_id, _name, _config, _unit)                             \
-	MI_PMU_EVENT(_id, _name, _config, _unit);                            \
+#define MI_PMU_GAUGE(_id, _name, _config, _unit)  \
+	MI_PMU_EVENT(_id, _name, _config, _unit); \
 	MI_PMU_STR(mi_pmu_scale_##_id, _name ".scale", "1e-6")
 
 MI_PMU_EVENT(busy, "busy-ns", 0x00, "ns");
@@ -175,19 +175,26 @@ MI_PMU_GAUGE(depth, "queue-depth", 0x13, "jobs");
 static_assert(MI_PMU_QUEUE_WAIT_NS == 0x09 && MI_PMU_TEMP == 0x10 &&
 	      MI_PMU_QUEUE_DEPTH == 0x13);
 
-#define MI_PMU_EV_ATTRS(_id)                                                 \
+#define MI_PMU_EV_ATTRS(_id) \
 	&mi_pmu_ev_##_id.attr.attr, &mi_pmu_unit_##_id.attr.attr
-#define MI_PMU_GAUGE_ATTRS(_id)                                              \
+#define MI_PMU_GAUGE_ATTRS(_id) \
 	MI_PMU_EV_ATTRS(_id), &mi_pmu_scale_##_id.attr.attr
 
 static struct attribute *mi_pmu_event_attrs[] = {
-	MI_PMU_EV_ATTRS(busy),	     MI_PMU_EV_ATTRS(jobs),
-	MI_PMU_EV_ATTRS(failed),     MI_PMU_EV_ATTRS(macs),
-	MI_PMU_EV_ATTRS(dma_in),     MI_PMU_EV_ATTRS(dma_out),
-	MI_PMU_EV_ATTRS(stall),	     MI_PMU_EV_ATTRS(submitted),
-	MI_PMU_EV_ATTRS(timed_out),  MI_PMU_EV_ATTRS(wait),
-	MI_PMU_GAUGE_ATTRS(temp),    MI_PMU_GAUGE_ATTRS(power),
-	MI_PMU_GAUGE_ATTRS(clock),   MI_PMU_GAUGE_ATTRS(depth),
+	MI_PMU_EV_ATTRS(busy),
+	MI_PMU_EV_ATTRS(jobs),
+	MI_PMU_EV_ATTRS(failed),
+	MI_PMU_EV_ATTRS(macs),
+	MI_PMU_EV_ATTRS(dma_in),
+	MI_PMU_EV_ATTRS(dma_out),
+	MI_PMU_EV_ATTRS(stall),
+	MI_PMU_EV_ATTRS(submitted),
+	MI_PMU_EV_ATTRS(timed_out),
+	MI_PMU_EV_ATTRS(wait),
+	MI_PMU_GAUGE_ATTRS(temp),
+	MI_PMU_GAUGE_ATTRS(power),
+	MI_PMU_GAUGE_ATTRS(clock),
+	MI_PMU_GAUGE_ATTRS(depth),
 	NULL,
 };
 
@@ -233,16 +240,16 @@ static void mi_pmu_gauge_fold(struct mi_pmu *pmu)
 
 	if (pmu->sampled && now > pmu->sample_ns)
 		for (i = 0; i < MI_PMU_GAUGES; i++)
-			pmu->gauge_sum[i] += div_u64(pmu->gauge_val[i] *
-						     (now - pmu->sample_ns),
-						     1000);
+			pmu->gauge_sum[i] += div_u64(
+				pmu->gauge_val[i] * (now - pmu->sample_ns),
+				1000);
 	pmu->sample_ns = now;
 }
 
 static void mi_pmu_sample_work(struct work_struct *work)
 {
-	struct mi_pmu *pmu = container_of(to_delayed_work(work), struct mi_pmu,
-					  sample);
+	struct mi_pmu *pmu =
+		container_of(to_delayed_work(work), struct mi_pmu, sample);
 	struct mi_device *mdev = pmu->mdev;
 	u64 val[MI_PMU_GAUGES] = {};
 	struct mi_hw_counters hw;
@@ -398,7 +405,8 @@ static int mi_pmu_event_init(struct perf_event *event)
 	raw_spin_unlock_irqrestore(&pmu->lock, flags);
 	if (ret)
 		return ret;
-	if (mi_pmu_is_gauge(config) && !mi_pmu_gauge_present(pmu->mdev, config)) {
+	if (mi_pmu_is_gauge(config) &&
+	    !mi_pmu_gauge_present(pmu->mdev, config)) {
 		/* the perf core calls no ->destroy() when ->event_init() fails */
 		mi_pmu_event_put(pmu);
 		return -EOPNOTSUPP;
@@ -576,9 +584,10 @@ void mi_pmu_init(struct mi_device *mdev)
 	}
 	if (mi_pmu_find(pmu->name)) {
 		mutex_unlock(&mi_pmu_list_lock);
-		drm_info(mdev->drm,
-			 "no perf PMU: %s is held by open events of a removed device\n",
-			 pmu->name);
+		drm_info(
+			mdev->drm,
+			"no perf PMU: %s is held by open events of a removed device\n",
+			pmu->name);
 		kfree(pmu);
 		return;
 	}

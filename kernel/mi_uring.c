@@ -199,8 +199,7 @@ void mi_uring_kill(struct mi_device *mdev)
  * Copy the submit arguments in by the uapi's size rule (as mi_ioctl_call()
  * does), queue the job with @uj armed, and write the seqno back.
  */
-static int mi_uring_submit_async(struct io_uring_cmd *ioucmd,
-				 void __user *uarg)
+static int mi_uring_submit_async(struct io_uring_cmd *ioucmd, void __user *uarg)
 {
 	struct drm_file *file = ioucmd->file->private_data;
 	struct drm_device *drm = file->minor->dev;
@@ -252,8 +251,9 @@ static int mi_uring_submit_async(struct io_uring_cmd *ioucmd,
 	 * be written back the CQE still comes; userspace that pre-set seqno
 	 * to 0 sees that it was not.
 	 */
-	if (put_user(args.seqno, (u64 __user *)(uarg + offsetof(
-					 struct drm_metainfer_submit, seqno))))
+	if (put_user(args.seqno,
+		     (u64 __user *)(uarg + offsetof(struct drm_metainfer_submit,
+						    seqno))))
 		drm_dbg_driver(drm, "uring: seqno write-back failed\n");
 	return -EIOCBQUEUED;
 }

@@ -377,12 +377,12 @@ static long long sim_state(int id, const char *key);
 
 /* ---- on-chip intermediates (Documentation/sim.rst) ---- */
 
-#define CX 0		/* conv input, 16x16x16 int8 */
-#define CW1 65536	/* conv 1 weights (2304), multiplier, shift */
-#define CY1 131072	/* conv 1 output = relu input */
-#define CY2 196608	/* relu output = conv 2 input */
-#define CW2 262144	/* conv 2 weights, multiplier, shift */
-#define CZ 327680	/* conv 2 output */
+#define CX 0 /* conv input, 16x16x16 int8 */
+#define CW1 65536 /* conv 1 weights (2304), multiplier, shift */
+#define CY1 131072 /* conv 1 output = relu input */
+#define CY2 196608 /* relu output = conv 2 input */
+#define CW2 262144 /* conv 2 weights, multiplier, shift */
+#define CZ 327680 /* conv 2 output */
 
 /* 3x3 conv, pad 1, 16 -> 16 channels, 16x16, int8 -> int8 (requantized) */
 static struct drm_metainfer_op_conv2d casc_conv(uint32_t lay, uint64_t in,
@@ -397,7 +397,8 @@ static struct drm_metainfer_op_conv2d casc_conv(uint32_t lay, uint64_t in,
 	op.output.offset = out;
 	op.output.dtype = DRM_METAINFER_DTYPE_INT8;
 	op.multiplier = mi_tensor(0, DRM_METAINFER_DTYPE_INT32,
-				  DRM_METAINFER_LAYOUT_PLAIN, w + 4096, 1, &one);
+				  DRM_METAINFER_LAYOUT_PLAIN, w + 4096, 1,
+				  &one);
 	op.shift = mi_tensor(0, DRM_METAINFER_DTYPE_INT32,
 			     DRM_METAINFER_LAYOUT_PLAIN, w + 4100, 1, &one);
 	op.rq.act_min = -128;
@@ -546,8 +547,8 @@ static void test_cascade(int id, const char *name)
 	p.sram_bytes = 10503;
 	snprintf(what, sizeof(what), "%s: one job, SRAM 1 byte short", name);
 	casc_job(&d, &p, 0, 2, 0, what, &over);
-	ok(sim_state(id, "sram_kept_bytes") == kept2 &&
-		   over.out == three.out && over.busy > one.busy,
+	ok(sim_state(id, "sram_kept_bytes") == kept2 && over.out == three.out &&
+		   over.busy > one.busy,
 	   "%s: just over SRAM spills: out %llu, busy %llu", name, over.out,
 	   over.busy);
 	snprintf(what, sizeof(what), "sram_bytes=%lld", sram0);
@@ -567,8 +568,9 @@ static void test_lut(int id, const char *name, int has_lut)
 	uint64_t om = 0;
 	struct pers p;
 	struct expect e = { 0 };
-	struct cost k = { .work = 1000, .in = 1000 + 256, .out = 1000,
-			  .esize = 1 };
+	struct cost k = {
+		.work = 1000, .in = 1000 + 256, .out = 1000, .esize = 1
+	};
 	int64_t st = -1;
 	int ret, good = 1;
 

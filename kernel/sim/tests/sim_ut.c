@@ -141,11 +141,12 @@ static struct mi_tensor ut_t(u32 bo, u64 off, u32 dtype, u32 layout, u32 ndim,
 	return t;
 }
 
-#define NHWC_I8(bo, off, h, w, c)                                       \
+#define NHWC_I8(bo, off, h, w, c)                                             \
 	ut_t(bo, off, DRM_METAINFER_DTYPE_INT8, DRM_METAINFER_LAYOUT_NHWC, 4, \
 	     1, h, w, c)
-#define VEC_I32(bo, off, n) \
-	ut_t(bo, off, DRM_METAINFER_DTYPE_INT32, DRM_METAINFER_LAYOUT_PLAIN, 1, n, 0, 0, 0)
+#define VEC_I32(bo, off, n)                                                  \
+	ut_t(bo, off, DRM_METAINFER_DTYPE_INT32, DRM_METAINFER_LAYOUT_PLAIN, \
+	     1, n, 0, 0, 0)
 
 /* 3x3 conv, 16 -> 16 channels, 16x16 int8 NHWC, requantized per tensor. */
 static void ut_conv(struct mi_op *op, struct mi_tensor in, u64 w_off,
@@ -166,8 +167,7 @@ static void ut_conv(struct mi_op *op, struct mi_tensor in, u64 w_off,
 	op->macs = 16 * 16 * 16 * 16 * 9;
 }
 
-static void ut_relu(struct mi_op *op, struct mi_tensor in,
-		    struct mi_tensor out)
+static void ut_relu(struct mi_op *op, struct mi_tensor in, struct mi_tensor out)
 {
 	memset(op, 0, sizeof(*op));
 	op->op = DRM_METAINFER_OP_RELU;
@@ -260,8 +260,7 @@ static void ut_cascade(const struct mi_sim_personality *p0)
 	ut_expect(test_bit(0, casc) && !test_bit(1, casc), "overlap read later",
 		  casc[0], 1);
 	/* a different view of the same bytes is not the intermediate */
-	ut_relu(&ops[1], NHWC_I8(2, 0, 16, 16, 8),
-		NHWC_I8(2, 8192, 16, 16, 8));
+	ut_relu(&ops[1], NHWC_I8(2, 0, 16, 16, 8), NHWC_I8(2, 8192, 16, 16, 8));
 	mi_sim_cascade_scan(ops, 2, casc);
 	ut_expect(!test_bit(0, casc), "other view", casc[0], 0);
 	/* in place (relu y1 -> y1) still feeds the next op from SRAM */

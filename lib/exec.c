@@ -546,6 +546,7 @@ int mi_model_prepare(struct mi_model *m, const int32_t *ndim,
 static int run_node(struct mi_model *m, struct mi_node *n, int ni)
 {
 	struct mi_graph *g = &m->g;
+	bool serial;
 	int err;
 
 	if (!n->def)
@@ -606,10 +607,16 @@ static int run_node(struct mi_model *m, struct mi_node *n, int ni)
 					"cannot allocate output '%s'", t->name);
 		}
 	}
+	serial = m->plan_ctx && m->plan_ctx->req && ni < m->plan_ctx->nnodes &&
+		 m->plan_ctx->req[ni].serial;
+	if (serial)
+		serial = !mi_pool_serial(true);
 	if (n->priv)
 		err = mi_cpu_node_run(g, n);
 	else
 		err = n->def->run(g, n);
+	if (serial)
+		mi_pool_serial(false);
 	if (err && !g->err[0])
 		mi_graph_err(g, n, err, "execution failed");
 	return err;

@@ -65,6 +65,10 @@ void mi_pool_run(int nt, mi_pool_fn fn, void *ctx);
  * it sleeps on the futex; off it sleeps at once (MI_MODEL_NO_SPIN: each
  * model run sets its thread's mode). */
 void mi_pool_caller_spin(bool on);
+/* While on, the calling thread's mi_pool_run() calls run every chunk
+ * inline, as on one thread (a node the plan gives 1 thread); returns the
+ * previous mode. */
+bool mi_pool_serial(bool on);
 /* Element-wise fast paths (eltwise.c): claims unplanned live fp32 nodes
  * (unary activations, Pow by a constant, broadcasting Add/Sub/Mul/Div,
  * last-axis Softmax) with the kernels of ISA isa; node->priv starts with

@@ -108,6 +108,8 @@ struct mi_plan_req {
 				 * earlier provider took it at its turn */
 	int nfused;		/* nodes (indices) fused into it */
 	int *fused;
+	bool serial;		/* runs on the calling thread alone (the
+				 * plan's "threads": 1) */
 };
 
 /*

@@ -289,6 +289,16 @@ static void wait_done_spin(int joined)
 	}
 }
 
+static __thread bool pool_serial;
+
+bool mi_pool_serial(bool on)
+{
+	bool was = pool_serial;
+
+	pool_serial = on;
+	return was;
+}
+
 void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 {
 	int t, i, d;
@@ -297,7 +307,7 @@ void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 		nt = 1;
 	if (nt > POOL_MAX)
 		nt = POOL_MAX;
-	if (nt > 1 && pthread_mutex_trylock(&pool.lock) == 0) {
+	if (nt > 1 && !pool_serial && pthread_mutex_trylock(&pool.lock) == 0) {
 		unsigned int s;
 		int joined;
 		bool slept = false;
@@ -344,7 +354,7 @@ void mi_pool_run(int nt, mi_pool_fn fn, void *ctx)
 		pthread_mutex_unlock(&pool.lock);
 		return;
 	}
-	/* Busy, nested or single-threaded: same chunks, in the caller. */
+	/* Busy, nested, serial or single-threaded: same chunks, in the caller. */
 	for (t = 0; t < nt; t++)
 		fn(ctx, t, nt);
 }

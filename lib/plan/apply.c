@@ -252,6 +252,20 @@ int mi_plan_unset(struct mi_plan *p, const char *name)
 	return 0;
 }
 
+int mi_plan_set_threads(struct mi_plan *p, const char *name, int threads)
+{
+	struct mi_plan_entry *e;
+
+	if (!p || !name || threads < 0)
+		return mi_set_error(-EINVAL, "mi_plan_set_threads: bad arguments");
+	e = mi_plan_find(p, name);
+	if (!e)
+		return mi_set_error(-ENOENT, "mi_plan_set_threads: no node '%s' in the plan",
+				    name);
+	e->threads = threads;
+	return 0;
+}
+
 int mi_plan_write(const struct mi_plan *p, FILE *f)
 {
 	if (!p || !f)
@@ -550,7 +564,8 @@ int mi_plan_readback(struct mi_model *m, struct mi_plan_rb *r, struct mi_plan **
 		e->precision = strdup(mi_plan_precision_of(r, i));
 		if (mi_plan_prov_of(r, i) == MI_PROV_INT8)
 			e->qparams = strdup("model");
-		e->threads = r->c->nthreads;
+		e->threads = r->c->req && r->c->req[i].serial ? 1 :
+							       r->c->nthreads;
 		if (!e->name || !e->op || !e->device || !e->variant ||
 		    !e->lay_in || !e->lay_out || !e->precision ||
 		    (e->job && !e->job_dev) ||
@@ -737,9 +752,15 @@ static int build_req(struct mi_model *m, const struct mi_plan *p,
 		if (!precision_ok(e->precision))
 			BAD("node '%s': bad precision '%s'", e->name,
 			    e->precision);
-		if (e->threads && e->threads != c->nthreads)
-			BAD("node '%s': a thread split for %d threads, the model runs %d",
+		if (e->threads && e->threads != c->nthreads && e->threads != 1)
+			BAD("node '%s': %d threads: a node runs on 1 thread or on all the model's %d",
 			    e->name, e->threads, c->nthreads);
+		if (e->threads == 1 && c->nthreads > 1) {
+			if (slot)
+				BAD("node '%s': a thread split is for CPU nodes, it is on %s",
+				    e->name, e->device);
+			req[i].serial = true;
+		}
 		req[i].variant = e->variant;
 		req[i].prov = prov;
 		req[i].fused = calloc(e->nfused + 1, sizeof(int));

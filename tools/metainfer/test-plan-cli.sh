@@ -149,6 +149,17 @@ expect_err "plan --apply of a bad plan" "unknown variant" "$MI" plan "$W/a.onnx"
 expect_ok "plan --apply of a good plan" "$MI" plan "$W/a.onnx" -t 1 --apply "$W/im2col.json" -o "$W/b.json"
 grep -q '"variant": "conv.im2col"' "$W/b.json" && pass "the applied plan reads back" || fail "the applied plan does not read back: $(head -c 400 "$W/b.json")"
 
+# the thread split: 1 or the model's count, for CPU nodes
+expect_ok "plan for 2 threads" "$MI" plan "$W/a.onnx" -t 2 -o "$W/a.json"
+expect_ok "run -t 2 without a plan" "$MI" run "$W/a.onnx" -t 2 -q -i "$W/x.npy" --output "$W/t0.npy"
+edit t1 "node('conv1')['threads'] = 1; node('conv2')['threads'] = 1"
+expect_ok "run --plan with conv1 and conv2 on one thread" "$MI" run "$W/a.onnx" -q -i "$W/x.npy" --plan "$W/t1.json" --output "$W/t1.npy"
+cmp -s "$W/t0.npy" "$W/t1.npy" && pass "one thread: the same output bits" || fail "one thread changes the output"
+expect_ok "plan --apply of the one-thread plan" "$MI" plan "$W/a.onnx" -t 2 --apply "$W/t1.json" -o "$W/t1b.json"
+[ "$(grep -c '"threads": 1' "$W/t1b.json")" = 2 ] && pass "the one-thread nodes read back" || fail "one-thread nodes do not read back: $(head -c 400 "$W/t1b.json")"
+edit t3 "node('conv1')['threads'] = 3"
+expect_err "a thread split other than 1 or the model's" "1 thread or on all the model's 2" "$MI" run "$W/a.onnx" -q --plan "$W/t3.json"
+
 if [ "$fails" = 0 ]; then
 	echo "ok   test-plan-cli: all passed"
 else

@@ -247,6 +247,9 @@ int mi_plan_set(struct mi_plan *plan, const char *name, const char *variant,
 		const char *const *fused, int nfused);
 /* Remove the entry of node name (-ENOENT: none). */
 int mi_plan_unset(struct mi_plan *plan, const char *name);
+/* The thread split of node name: 1 runs it on the calling thread alone,
+ * 0 on all the model's threads (-ENOENT: no entry).  Since METAINFER_0.7. */
+int mi_plan_set_threads(struct mi_plan *plan, const char *name, int threads);
 
 /*
  * The legal choices for one node of the model: every kernel variant that

@@ -267,9 +267,25 @@ static bool has(char *const *v, int n, const char *s)
 	return false;
 }
 
-/* One random plan derived from the default p0. */
+/* Entries that run on one thread. */
+static int nserial(const struct mi_plan *p)
+{
+	struct mi_plan_info info;
+	struct mi_plan_node nd;
+	int k = 0;
+
+	if (mi_plan_info(p, &info))
+		return -1;
+	for (int i = 0; i < info.nodes; i++)
+		if (!mi_plan_node(p, i, &nd) && nd.threads == 1)
+			k++;
+	return k;
+}
+
+/* One random plan derived from the default p0; with threads > 1 a
+ * quarter of the nodes also run on one thread. */
 static int draw(const struct mi_plan *p0, const struct node *nodes, int n,
-		struct mi_plan **out, int *changed)
+		int threads, struct mi_plan **out, int *changed)
 {
 	struct mi_plan *p;
 	int k = 0, err;
@@ -317,6 +333,12 @@ static int draw(const struct mi_plan *p0, const struct node *nodes, int n,
 				err = mi_plan_set(p, nd->default_fused[f], "ref",
 						  NULL, 0);
 	}
+	for (int i = 0; !err && threads > 1 && i < n; i++)
+		if (rnd() % 4 == 0) {
+			err = mi_plan_set_threads(p, nodes[i].name, 1);
+			if (err == -ENOENT)	/* fused into another: no entry */
+				err = 0;
+		}
 	free(pick);
 	if (err) {
 		mi_plan_free(p);
@@ -337,7 +359,7 @@ static int test_model(const char *path, int draws, int threads, int verbose,
 	struct io in = { 0 }, ref = { 0 }, got = { 0 };
 	struct mi_plan *p0 = NULL;
 	struct node *nodes = NULL;
-	int nn = 0, accepted = 0, drawn = 0, rejected = 0, ret = 1;
+	int nn = 0, accepted = 0, drawn = 0, rejected = 0, serial = 0, ret = 1;
 	double worst = 0, e;
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	char label[256];
@@ -389,7 +411,7 @@ static int test_model(const char *path, int draws, int threads, int verbose,
 		int changed, err;
 
 		drawn++;
-		if (draw(p0, nodes, nn, &p, &changed)) {
+		if (draw(p0, nodes, nn, threads, &p, &changed)) {
 			printf("FAIL %s: out of memory\n", label);
 			goto out;
 		}
@@ -401,6 +423,21 @@ static int test_model(const char *path, int draws, int threads, int verbose,
 				       mi_last_error());
 			mi_plan_free(p);
 			continue;
+		}
+		if (threads > 1) {
+			struct mi_plan *rb = NULL;
+			int want = nserial(p), have = -1;
+
+			if (!mi_model_plan_get(m, &rb))
+				have = nserial(rb);
+			mi_plan_free(rb);
+			if (have != want) {
+				printf("FAIL %s: plan %d: %d nodes on one thread, %d read back\n",
+				       label, drawn, want, have);
+				mi_plan_free(p);
+				goto out;
+			}
+			serial += want;
 		}
 		err = run_copy(m, &in, &got);
 		e = err ? INFINITY : out_err(&ref, &got);
@@ -419,9 +456,10 @@ static int test_model(const char *path, int draws, int threads, int verbose,
 		accepted++;
 		mi_plan_free(p);
 	}
-	printf("%s %s: %d random plans ok of %d drawn (%d rejected, %.0f%%), %d nodes, max error %.2g\n",
+	printf("%s %s: %d random plans ok of %d drawn (%d rejected, %.0f%%), %d nodes (%d on one thread), max error %.2g\n",
 	       accepted >= draws ? "ok  " : "FAIL", label, accepted, drawn,
-	       rejected, drawn ? 100.0 * rejected / drawn : 0.0, nn, worst);
+	       rejected, drawn ? 100.0 * rejected / drawn : 0.0, nn, serial,
+	       worst);
 	*nacc += accepted;
 	*ndrawn += drawn;
 	ret = accepted >= draws ? 0 : 1;

@@ -24,21 +24,11 @@
 #include "device/device.h"
 #include "device/mi_ref.h"
 #include "mi_test.h"
+#include "tests/check.h"
 
 #define ID_A 80
 #define ID_B 81
 #define BO_SIZE 4096
-
-static int fails;
-
-#define CHECK(c)                                                         \
-	do {                                                             \
-		if (!(c)) {                                              \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__,     \
-				__LINE__, #c);                            \
-			fails++;                                         \
-		}                                                        \
-	} while (0)
 
 static struct mi_dev *dev_of_sim(unsigned int id)
 {

@@ -14,17 +14,7 @@
 
 #include "metainfer/metainfer.h"
 #include "device/device.h"
-
-static int fails;
-
-#define CHECK(c)                                                         \
-	do {                                                             \
-		if (!(c)) {                                              \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__,     \
-				__LINE__, #c);                            \
-			fails++;                                         \
-		}                                                        \
-	} while (0)
+#include "tests/check.h"
 
 /* Render nodes whose driver is metainfer, counted from sysfs. */
 static int metainfer_nodes(void)

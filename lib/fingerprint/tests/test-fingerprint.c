@@ -21,27 +21,7 @@
 #include "metainfer/metainfer.h"
 #include "device/device.h"
 #include "fingerprint/fingerprint.h"
-
-static int failures;
-
-#define CHECK(c, ...)                                                   \
-	do {                                                            \
-		if (!(c)) {                                             \
-			failures++;                                     \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__,   \
-				__LINE__, #c);                          \
-			fprintf(stderr, __VA_ARGS__);                   \
-			fprintf(stderr, " (%s)\n", mi_last_error());    \
-		}                                                       \
-	} while (0)
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "tests/check.h"
 
 static char dir[512], lockp[600];
 
@@ -83,7 +63,7 @@ static void test_cpu(void)
 	int n, n2, err, k;
 
 	if (!db) {
-		failures++;
+		fails++;
 		return;
 	}
 	t0 = now_s();
@@ -199,7 +179,7 @@ static void test_emu(void)
 	int n, k, err;
 
 	if (!d || !db) {
-		failures++;
+		fails++;
 		return;
 	}
 	t0 = now_s();
@@ -278,7 +258,7 @@ static void test_embedding(void)
 	int err;
 
 	if (!b || !c || !never || !db) {
-		failures++;
+		fails++;
 		return;
 	}
 	err = mi_fp_run(db, b, &o, NULL);
@@ -373,7 +353,7 @@ int main(int argc, char **argv)
 	test_emu();
 	test_embedding();
 	test_errors();
-	printf("test-fingerprint: %s (%.1f s)\n", failures ? "FAILED" : "ok",
+	printf("test-fingerprint: %s (%.1f s)\n", fails ? "FAILED" : "ok",
 	       now_s() - t0);
-	return failures ? 1 : 0;
+	return fails ? 1 : 0;
 }

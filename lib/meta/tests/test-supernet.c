@@ -27,18 +27,7 @@
 
 #include "internal.h"
 #include "meta/meta-impl.h"
-
-static int fails;
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fails++;                                           \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);        \
-			printf(__VA_ARGS__);                               \
-			printf("\n");                                      \
-		}                                                          \
-	} while (0)
+#include "tests/check.h"
 
 static struct mi_tensor x;
 static char dir[512];

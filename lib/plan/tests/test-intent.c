@@ -38,27 +38,7 @@
 #include "internal.h"
 #include "plan/plan-impl.h"
 #include "plan/search-impl.h"
-
-static int fails, checks;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		checks++;                                                 \
-		if (!(cond)) {                                            \
-			fails++;                                          \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);       \
-			printf(__VA_ARGS__);                              \
-			printf("\n");                                     \
-		}                                                         \
-	} while (0)
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "tests/check.h"
 
 static struct mi_model *load(const char *path, uint32_t flags)
 {

@@ -34,16 +34,11 @@
 #include "internal.h"
 #include "plan/place-impl.h"
 #include "plan/plan-impl.h"
+#include "tests/check.h"
 
 /* tools/hetero/hetero-emu.c: npu0 (NHWC, every op), npu1 (NCHW, no LUT),
  * npu4 (npu0 without CONV2D) */
 int hetero_emu_setup(void);
-
-static int failures;
-
-#define CHECK(c, ...) do { if (!(c)) { failures++; \
-	fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); } } while (0)
 
 #define INPUTS 3
 
@@ -260,7 +255,7 @@ static void roundtrip(const char *path, const char *devices, int mode)
 	struct mi_plan *p = NULL;
 	char *ja = NULL, *jb = NULL, *pa = NULL, *pb = NULL, *ja2 = NULL;
 	char *pa2 = NULL;
-	int fails = failures;
+	int before = fails;
 
 	CHECK(a, "%s on %s: load", path, devices);
 	if (!a)
@@ -329,7 +324,7 @@ static void roundtrip(const char *path, const char *devices, int mode)
 	jb = p ? text_of(wr_plan, p) : NULL;
 	CHECK(jb && !strstr(jb, "\"device\": \"cpu\", \"job\""),
 	      "%s on %s: a job written for a CPU entry", path, devices);
-	if (failures == fails)
+	if (fails == before)
 		printf("%s on %s%s: plan and placement round-trip\n", path,
 		       devices, mode == 's' ? " (a job per unit)" :
 				mode == 't' ? " (after a time-out)" : "");
@@ -360,8 +355,8 @@ int main(int argc, char **argv)
 		return 1;
 	for (int i = a + 1; i < argc; i++)
 		roundtrip(argv[i], argv[a], mode);
-	if (failures) {
-		fprintf(stderr, "test-place-plan: %d failures\n", failures);
+	if (fails) {
+		fprintf(stderr, "test-place-plan: %d fails\n", fails);
 		return 1;
 	}
 	printf("test-place-plan: OK\n");

@@ -27,15 +27,10 @@
 #include "device/device.h"
 #include "plan/place-impl.h"
 #include "plan/plan-impl.h"
+#include "tests/check.h"
 
 /* -v: print each placement (mi_place_print) while testing */
 static bool verbose;
-
-static int failures;
-
-#define CHECK(c, ...) do { if (!(c)) { failures++; \
-	fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); } } while (0)
 
 /* ---- the test lowering ---------------------------------------------------- */
 static int producer_op(struct mi_graph *g, int t, const char *op)
@@ -673,6 +668,6 @@ int main(int argc, char **argv)
 	test_split(path);
 	snprintf(path, sizeof(path), "%s/branch.onnx", argv[1]);
 	test_branch(path);
-	printf("test-place: %s\n", failures ? "FAILED" : "ok");
-	return failures ? 1 : 0;
+	printf("test-place: %s\n", fails ? "FAILED" : "ok");
+	return fails ? 1 : 0;
 }

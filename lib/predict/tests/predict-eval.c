@@ -37,22 +37,11 @@
 
 #include "internal.h"
 #include "predict/predict.h"
+#include "tests/check.h"
 
 #define MAXM	32
 #define MAXD	8
 #define MAXP	16
-
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			failures++;                                         \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);         \
-			printf(__VA_ARGS__);                                \
-			putchar('\n');                                      \
-		}                                                           \
-	} while (0)
 
 struct cdev {
 	int isa, threads;
@@ -77,14 +66,6 @@ static struct mdata models[MAXM];
 static int nmodels;
 static uint64_t seed = 1;
 static struct mi_gbrt_params tree_params; /* --trees, --depth, --min-leaf */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void family_of(const char *path, char *name, size_t nlen, char *fam,
 		      size_t flen)
@@ -679,7 +660,7 @@ static void test_plan_cost(void)
 	err = mi_pred_plan(NULL, &pg, dv, one, 1, &r);
 	CHECK(err == -ENODEV && strstr(mi_last_error(), "npu0"),
 	      "a device not given: %d %s", err, mi_last_error());
-	if (!failures)
+	if (!fails)
 		printf("plan cost: critical path, one job per accelerator run, overlap, transfers, peak memory ok\n");
 }
 
@@ -879,7 +860,7 @@ int main(int argc, char **argv)
 		CHECK(!mi_pred_save(&a, "predict-eval.tmp") &&
 			      !mi_pred_load(&b, "predict-eval.tmp"),
 		      "save/load again");
-		if (!failures) {
+		if (!fails) {
 			CHECK(a.ndevs > 0 && same_file_preds(&a, &b),
 			      "round trip changes predictions");
 			printf("round trip: %d devices, %d trees, predictions identical\n",
@@ -910,7 +891,7 @@ int main(int argc, char **argv)
 		CHECK(pct(sim[M_FULL][2].node_hit, sim[M_FULL][2].node_n) >= 60,
 		      "sim k=20: only %.1f%% of nodes within 10%%",
 		      pct(sim[M_FULL][2].node_hit, sim[M_FULL][2].node_n));
-		printf("%s\n", failures ? "FAILED" : "all checks passed");
+		printf("%s\n", fails ? "FAILED" : "all checks passed");
 	}
-	return failures ? 1 : 0;
+	return fails ? 1 : 0;
 }

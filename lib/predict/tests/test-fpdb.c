@@ -19,19 +19,7 @@
 #include "device/device.h"
 #include "fingerprint/fingerprint.h"
 #include "predict/predict.h"
-
-static int failures;
-
-#define CHECK(c, ...)                                                   \
-	do {                                                            \
-		if (!(c)) {                                             \
-			failures++;                                     \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__,   \
-				__LINE__, #c);                          \
-			fprintf(stderr, __VA_ARGS__);                   \
-			fprintf(stderr, " (%s)\n", mi_last_error());    \
-		}                                                       \
-	} while (0)
+#include "tests/check.h"
 
 static const struct mi_dev_caps caps = {
 	.op_mask = (1ull << DRM_METAINFER_OP_COUNT) - 2,
@@ -179,8 +167,8 @@ int main(int argc, char **argv)
 	      "stale rows used");
 	mi_fp_db_close(tiny);
 	mi_fp_db_close(quick);
-	if (failures) {
-		printf("test-fpdb: %d failed\n", failures);
+	if (fails) {
+		printf("test-fpdb: %d failed\n", fails);
 		return 1;
 	}
 	printf("test-fpdb: all passed\n");

@@ -10,8 +10,9 @@
  * status.  Before them, "missed NAME N" for each program the kernel skipped
  * N times: a tracepoint that fires in an interrupt while another BPF
  * program runs on the same CPU does not run its program (recursion
- * protection), so the count alone can be short.  --hold keeps the programs attached after COMMAND and waits for a
- * line on stdin, so that `bpftool prog show` can look at them.
+ * protection), so the count alone can be short.  --hold keeps the
+ * programs attached after COMMAND and waits for a line on stdin, so that
+ * `bpftool prog show` can look at them.
  */
 #include <errno.h>
 #include <stdio.h>

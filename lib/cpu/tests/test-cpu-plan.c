@@ -638,6 +638,49 @@ static void test_pool_late_workers(void)
 	       runs);
 }
 
+/* Serial mode (a node the plan gives one thread): every index runs in
+ * the caller, exactly once; the previous mode comes back. */
+struct serial_ctx {
+	pthread_t caller;
+	atomic_int ran[4], elsewhere;
+};
+
+/* index 0 gives workers up to 20 ms to take the others, so that a pool
+ * ignoring serial mode is seen running them elsewhere */
+static void serial_fn(void *ctx, int t, int nt)
+{
+	struct serial_ctx *c = ctx;
+
+	atomic_fetch_add(&c->ran[t], 1);
+	if (!pthread_equal(pthread_self(), c->caller))
+		atomic_fetch_add(&c->elsewhere, 1);
+	if (!t) {
+		long t0 = late_now_us();
+
+		while (late_now_us() - t0 < 20000 &&
+		       atomic_load(&c->ran[nt - 1]) < atomic_load(&c->ran[0]))
+			;
+	}
+}
+
+static void test_pool_serial(void)
+{
+	struct serial_ctx c = { .caller = pthread_self() };
+	bool was = mi_pool_serial(true);
+
+	CHECK(!was, "serial mode on before the test");
+	CHECK(mi_pool_serial(true), "serial mode not kept");
+	for (int r = 0; r < 10; r++)
+		mi_pool_run(4, serial_fn, &c);
+	mi_pool_serial(false);
+	for (int t = 0; t < 4; t++)
+		CHECK(atomic_load(&c.ran[t]) == 10, "index %d ran %d times of 10",
+		      t, atomic_load(&c.ran[t]));
+	CHECK(!atomic_load(&c.elsewhere), "%d serial chunks ran off the caller",
+	      atomic_load(&c.elsewhere));
+	CHECK(!mi_pool_serial(false), "serial mode not restored");
+}
+
 int main(int argc, char **argv)
 {
 	test_isa_arg(argc, argv);
@@ -655,6 +698,7 @@ int main(int argc, char **argv)
 	test_eltwise();
 	test_erf_sweep();
 	test_pool_late_workers();
+	test_pool_serial();
 	printf("test-cpu-plan: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }
